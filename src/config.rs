@@ -1,0 +1,120 @@
+//! Command-line settings, each with a default that just works.
+
+use crate::protocol::frame::DEFAULT_MAX_PACKET_SIZE;
+
+/// Server settings.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Address to listen on (`host:port`; a bare port means 127.0.0.1).
+    pub listen: String,
+    /// Largest accepted packet, in bytes.
+    pub max_packet_size: u64,
+    /// Most connections served at once.
+    pub max_connections: usize,
+    /// Network worker threads.
+    pub net_threads: usize,
+    /// tracing filter (`info`, `debug`, ...).
+    pub log_level: String,
+    /// Password to set for `admin` at start (`box.schema.user.passwd('admin', ...)`).
+    pub admin_password: Option<String>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            listen: "127.0.0.1:3301".into(),
+            max_packet_size: DEFAULT_MAX_PACKET_SIZE,
+            max_connections: 10_000,
+            net_threads: 1,
+            log_level: "info".into(),
+            admin_password: None,
+        }
+    }
+}
+
+/// Usage text for `--help`.
+pub const USAGE: &str = "\
+usage: oncebox [options]
+
+  --listen ADDR            host:port or port to serve IPROTO on (default 127.0.0.1:3301)
+  --max-packet-size BYTES  largest request accepted (default 67108864)
+  --max-connections N      most connections served at once (default 10000)
+  --net-threads N          network threads (default 1)
+  --log-level LEVEL        error, warn, info, debug, trace (default info)
+  --admin-password PW      set the password of user 'admin' (remote admin login)
+  -V, --version            print the version
+  -h, --help               print this help
+";
+
+/// What the command line asks for.
+#[derive(Debug)]
+pub enum Command {
+    /// Serve with this configuration.
+    Serve(Config),
+    /// Print the version.
+    Version,
+    /// Print usage.
+    Help,
+}
+
+/// Parses command-line arguments (without the program name).
+pub fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Command, String> {
+    let mut cfg = Config::default();
+    let mut it = args.into_iter();
+    while let Some(arg) = it.next() {
+        let (name, inline) = match arg.split_once('=') {
+            Some((n, v)) if n.starts_with("--") => (n.to_owned(), Some(v.to_owned())),
+            _ => (arg.clone(), None),
+        };
+        let mut value = |what: &str| {
+            inline
+                .clone()
+                .or_else(|| it.next())
+                .ok_or_else(|| format!("{what} needs a value"))
+        };
+        match name.as_str() {
+            "-h" | "--help" => return Ok(Command::Help),
+            "-V" | "-v" | "--version" => return Ok(Command::Version),
+            "--listen" => cfg.listen = normalize_listen(&value("--listen")?),
+            "--max-packet-size" => cfg.max_packet_size = number(&value("--max-packet-size")?)?,
+            "--max-connections" => cfg.max_connections = number(&value("--max-connections")?)?,
+            "--net-threads" => cfg.net_threads = number::<usize>(&value("--net-threads")?)?.max(1),
+            "--log-level" => cfg.log_level = value("--log-level")?,
+            "--admin-password" => cfg.admin_password = Some(value("--admin-password")?),
+            other => return Err(format!("unknown option '{other}'")),
+        }
+    }
+    Ok(Command::Serve(cfg))
+}
+
+fn number<T: std::str::FromStr>(s: &str) -> Result<T, String> {
+    s.parse().map_err(|_| format!("'{s}' is not a number"))
+}
+
+/// Turns a bare port into a loopback address, as `box.cfg{listen = 3301}` does.
+#[must_use]
+pub fn normalize_listen(s: &str) -> String {
+    if s.chars().all(|c| c.is_ascii_digit()) {
+        format!("127.0.0.1:{s}")
+    } else {
+        s.to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_listen_forms() {
+        let Ok(Command::Serve(c)) = parse_args(["--listen".into(), "3302".into()]) else {
+            panic!()
+        };
+        assert_eq!(c.listen, "127.0.0.1:3302");
+        let Ok(Command::Serve(c)) = parse_args(["--listen=0.0.0.0:1".into()]) else {
+            panic!()
+        };
+        assert_eq!(c.listen, "0.0.0.0:1");
+        assert!(parse_args(["--bogus".into()]).is_err());
+    }
+}

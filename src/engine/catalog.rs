@@ -1,0 +1,464 @@
+//! The system catalogue: bootstrap rows and the meaning of `_space`, `_index` and friends.
+//!
+//! oncebox boots from the rows a fresh Tarantool 2.6 instance holds
+//! (`catalog/tarantool_2_6.hex`, dumped by `tools/dump_catalog.py`), so connectors
+//! read the catalogue they expect. DDL is a write to a system space: this module
+//! turns such a row into a space or index definition and checks it.
+
+use super::index::{IndexDef, IndexKind, Part};
+use super::space::{EngineKind, FieldDef, SpaceDef};
+use super::tuple::split;
+use super::value::{Collation, FieldType};
+use crate::error::{code, BoxError, BoxResult};
+use crate::protocol::msgpack::{Integer, MpType, Reader};
+
+/// System space ids.
+#[allow(missing_docs, reason = "Tarantool's BOX_*_ID names")]
+pub mod space_id {
+    pub const SCHEMA: u32 = 272;
+    pub const COLLATION: u32 = 276;
+    pub const VCOLLATION: u32 = 277;
+    pub const SPACE: u32 = 280;
+    pub const VSPACE: u32 = 281;
+    pub const SEQUENCE: u32 = 284;
+    pub const SEQUENCE_DATA: u32 = 285;
+    pub const VSEQUENCE: u32 = 286;
+    pub const INDEX: u32 = 288;
+    pub const VINDEX: u32 = 289;
+    pub const FUNC: u32 = 296;
+    pub const VFUNC: u32 = 297;
+    pub const USER: u32 = 304;
+    pub const VUSER: u32 = 305;
+    pub const PRIV: u32 = 312;
+    pub const VPRIV: u32 = 313;
+    pub const CLUSTER: u32 = 320;
+    pub const TRUNCATE: u32 = 330;
+    pub const SPACE_SEQUENCE: u32 = 340;
+    /// First id of a user space.
+    pub const USER_MIN: u32 = 512;
+}
+
+/// The space a system view shows.
+#[must_use]
+pub fn view_source(view: u32) -> Option<u32> {
+    use space_id::{
+        COLLATION, FUNC, INDEX, PRIV, SEQUENCE, SPACE, USER, VCOLLATION, VFUNC, VINDEX, VPRIV,
+        VSEQUENCE, VSPACE, VUSER,
+    };
+    Some(match view {
+        VCOLLATION => COLLATION,
+        VSPACE => SPACE,
+        VSEQUENCE => SEQUENCE,
+        VINDEX => INDEX,
+        VFUNC => FUNC,
+        VUSER => USER,
+        VPRIV => PRIV,
+        _ => return None,
+    })
+}
+
+const BOOTSTRAP: &str = include_str!("catalog/tarantool_2_6.hex");
+
+/// The bootstrap rows: (space id, tuple bytes).
+pub fn bootstrap_rows() -> impl Iterator<Item = (u32, Vec<u8>)> {
+    BOOTSTRAP.lines().filter_map(|line| {
+        let (id, hex) = line.split_once(' ')?;
+        let bytes = (0..hex.len())
+            .step_by(2)
+            .map(|i| {
+                hex.get(i..i + 2)
+                    .and_then(|h| u8::from_str_radix(h, 16).ok())
+            })
+            .collect::<Option<Vec<u8>>>()?;
+        Some((id.parse().ok()?, bytes))
+    })
+}
+
+/// Looks up a string key in a msgpack map and returns its value's bytes.
+#[must_use]
+pub fn map_get<'a>(map: &'a [u8], key: &[u8]) -> Option<&'a [u8]> {
+    let mut r = Reader::new(map);
+    let n = r.read_map_len().ok()?;
+    for _ in 0..n {
+        let k = r.skip().ok()?;
+        let v = r.skip().ok()?;
+        if Reader::new(k).read_str().ok() == Some(key) {
+            return Some(v);
+        }
+    }
+    None
+}
+
+fn uint_field(fields: &[&[u8]], i: usize) -> Option<u64> {
+    Reader::new(fields.get(i)?).read_uint().ok()
+}
+
+fn str_field<'a>(fields: &[&'a [u8]], i: usize) -> Option<&'a [u8]> {
+    Reader::new(fields.get(i)?).read_str().ok()
+}
+
+fn bool_value(v: &[u8]) -> Option<bool> {
+    Reader::new(v).read_bool().ok()
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// Decodes a `_space` row.
+pub fn parse_space(tuple: &[u8]) -> BoxResult<SpaceDef> {
+    let f = split(tuple)?;
+    let bad = |what: &str| {
+        BoxError::new(code::FIELD_TYPE, format!("Tuple field {what} type does not match one required by operation: expected unsigned"))
+    };
+    let id = uint_field(&f, 0).ok_or_else(|| bad("1"))?;
+    let owner = uint_field(&f, 1).ok_or_else(|| bad("2"))?;
+    let name = str_field(&f, 2).ok_or_else(|| BoxError::field_type("3", "string"))?;
+    let create_err = |msg: &str| {
+        BoxError::new(
+            code::CREATE_SPACE,
+            format!("Failed to create space '{}': {msg}", text(name)),
+        )
+    };
+    if name.is_empty() {
+        return Err(create_err("space name can't be empty"));
+    }
+    let engine_name = str_field(&f, 3).ok_or_else(|| BoxError::field_type("4", "string"))?;
+    let engine = match engine_name {
+        b"memtx" | b"vinyl" => EngineKind::Memtx,
+        b"sysview" => EngineKind::Sysview,
+        b"blackhole" | b"service" => EngineKind::Blackhole,
+        other => {
+            return Err(BoxError::new(
+                code::NO_SUCH_ENGINE,
+                format!("Space engine '{}' does not exist", text(other)),
+            ))
+        }
+    };
+    let field_count = uint_field(&f, 4).unwrap_or(0);
+    let mut temporary = false;
+    if let Some(flags) = f.get(5) {
+        if Reader::new(flags).peek_type() == Ok(MpType::Map) {
+            temporary = map_get(flags, b"temporary")
+                .and_then(bool_value)
+                .unwrap_or(false);
+        }
+    }
+    let mut format = Vec::new();
+    if let Some(raw) = f.get(6) {
+        let mut r = Reader::new(raw);
+        let n = r
+            .read_array_len()
+            .map_err(|_| BoxError::field_type("7", "array"))?;
+        for i in 0..n {
+            let entry = r.skip().map_err(|_| BoxError::invalid_msgpack("tuple"))?;
+            format.push(parse_format_entry(entry, i, name)?);
+        }
+    }
+    for (i, a) in format.iter().enumerate() {
+        if format.iter().skip(i + 1).any(|b| b.name == a.name) {
+            return Err(BoxError::new(
+                149,
+                format!("Space field '{}' is duplicate", a.name),
+            ));
+        }
+    }
+    Ok(SpaceDef {
+        id: u32::try_from(id).map_err(|_| create_err("space id is too big"))?,
+        owner: u32::try_from(owner).unwrap_or(u32::MAX),
+        name: text(name),
+        engine,
+        field_count: u32::try_from(field_count).unwrap_or(u32::MAX),
+        format,
+        temporary,
+    })
+}
+
+fn parse_format_entry(entry: &[u8], i: u32, space: &[u8]) -> BoxResult<FieldDef> {
+    let wrong = |msg: String| {
+        BoxError::new(
+            code::WRONG_SPACE_FORMAT,
+            format!("Wrong space format (field {}): {msg}", i + 1),
+        )
+    };
+    let _ = space;
+    if Reader::new(entry).peek_type() != Ok(MpType::Map) {
+        return Err(wrong("expected a map".into()));
+    }
+    let name = map_get(entry, b"name")
+        .and_then(|v| Reader::new(v).read_str().ok())
+        .ok_or_else(|| wrong("field name is missing".into()))?;
+    let ty = match map_get(entry, b"type") {
+        None => FieldType::Any,
+        Some(v) => {
+            let t = Reader::new(v)
+                .read_str()
+                .map_err(|_| wrong("type must be a string".into()))?;
+            FieldType::parse(t).ok_or_else(|| wrong(format!("unknown field type '{}'", text(t))))?
+        }
+    };
+    let nullable = map_get(entry, b"is_nullable")
+        .and_then(bool_value)
+        .unwrap_or(false);
+    let collation = match map_get(entry, b"collation") {
+        None => Collation::Binary,
+        Some(v) => Reader::new(v)
+            .read_uint()
+            .ok()
+            .and_then(Collation::from_id)
+            .ok_or_else(|| wrong("collation was not found by id".into()))?,
+    };
+    Ok(FieldDef {
+        name: text(name),
+        ty,
+        nullable,
+        collation,
+    })
+}
+
+/// Decodes an `_index` row; `space` is the definition of the space it belongs to.
+pub fn parse_index(tuple: &[u8], space: &SpaceDef) -> BoxResult<IndexDef> {
+    let f = split(tuple)?;
+    let iid = uint_field(&f, 1).ok_or_else(|| BoxError::field_type("2", "unsigned"))?;
+    let name = text(str_field(&f, 2).ok_or_else(|| BoxError::field_type("3", "string"))?);
+    let modify = |msg: &str| {
+        BoxError::new(
+            code::MODIFY_INDEX,
+            format!(
+                "Can't create or modify index '{name}' in space '{}': {msg}",
+                space.name
+            ),
+        )
+    };
+    let type_name = str_field(&f, 3).ok_or_else(|| BoxError::field_type("4", "string"))?;
+    let kind = match type_name.to_ascii_uppercase().as_slice() {
+        b"TREE" => IndexKind::Tree,
+        b"HASH" => IndexKind::Hash,
+        _ => {
+            return Err(BoxError::new(
+                code::INDEX_TYPE,
+                format!(
+                    "Unsupported index type supplied for index '{name}' in space '{}'",
+                    space.name
+                ),
+            ))
+        }
+    };
+    let opts = f.get(4).copied().unwrap_or(&[0x80]);
+    let unique = match Reader::new(opts).peek_type() {
+        Ok(MpType::Map) => map_get(opts, b"unique")
+            .and_then(bool_value)
+            .unwrap_or(true),
+        Ok(MpType::Uint) => Reader::new(opts).read_uint().unwrap_or(1) != 0,
+        _ => return Err(BoxError::field_type("5", "map")),
+    };
+    let parts_raw = f.get(5).ok_or_else(|| BoxError::field_type("6", "array"))?;
+    let parts = parse_parts(parts_raw, space, &modify)?;
+    if parts.is_empty() {
+        return Err(modify("part count must be positive"));
+    }
+    if iid == 0 && !unique {
+        return Err(modify("primary key must be unique"));
+    }
+    if kind == IndexKind::Hash && !unique {
+        return Err(modify("HASH index must be unique"));
+    }
+    if iid == 0 && parts.iter().any(|p| p.nullable) {
+        return Err(BoxError::new(
+            code::NULLABLE_PRIMARY,
+            format!(
+                "Primary index of space '{}' can not contain nullable parts",
+                space.name
+            ),
+        ));
+    }
+    if kind == IndexKind::Hash && parts.iter().any(|p| p.nullable) {
+        return Err(modify("HASH index does not support nullable parts"));
+    }
+    Ok(IndexDef {
+        id: u32::try_from(iid).map_err(|_| modify("index id too big"))?,
+        name,
+        kind,
+        unique,
+        parts,
+    })
+}
+
+fn parse_parts(
+    raw: &[u8],
+    space: &SpaceDef,
+    modify: &dyn Fn(&str) -> BoxError,
+) -> BoxResult<Vec<Part>> {
+    let mut r = Reader::new(raw);
+    let n = r
+        .read_array_len()
+        .map_err(|_| BoxError::field_type("6", "array"))?;
+    let mut parts = Vec::with_capacity(n.min(64) as usize);
+    for _ in 0..n {
+        let entry = r.skip().map_err(|_| BoxError::invalid_msgpack("tuple"))?;
+        let (field_no, ty_name, coll, nullable) = match Reader::new(entry).peek_type() {
+            Ok(MpType::Array) => {
+                let items = split(entry)?;
+                let field = uint_field(&items, 0)
+                    .ok_or_else(|| modify("field id must be an unsigned integer"))?;
+                let ty =
+                    str_field(&items, 1).ok_or_else(|| modify("field type must be a string"))?;
+                (field, ty, None, None)
+            }
+            Ok(MpType::Map) => {
+                let field = map_get(entry, b"field")
+                    .and_then(|v| Reader::new(v).read_uint().ok())
+                    .ok_or_else(|| modify("field id must be an unsigned integer"))?;
+                let ty = map_get(entry, b"type")
+                    .and_then(|v| Reader::new(v).read_str().ok())
+                    .ok_or_else(|| modify("field type must be a string"))?;
+                let coll =
+                    map_get(entry, b"collation").and_then(|v| Reader::new(v).read_uint().ok());
+                let nullable = map_get(entry, b"is_nullable").and_then(bool_value);
+                (field, ty, coll, nullable)
+            }
+            _ => return Err(modify("wrong index parts")),
+        };
+        let ty = FieldType::parse(ty_name)
+            .ok_or_else(|| modify(&format!("unknown field type '{}'", text(ty_name))))?;
+        if !ty.is_indexable() {
+            return Err(modify(&format!(
+                "field type '{}' is not supported",
+                ty.name()
+            )));
+        }
+        let field_no = u32::try_from(field_no).map_err(|_| modify("field id too big"))?;
+        let format_field = space.format.get(field_no as usize);
+        let collation = match coll {
+            Some(id) => {
+                Collation::from_id(id).ok_or_else(|| modify("collation was not found by id"))?
+            }
+            None => format_field.map_or(Collation::Binary, |f| f.collation),
+        };
+        let nullable = nullable.unwrap_or_else(|| format_field.is_some_and(|f| f.nullable));
+        parts.push(Part {
+            field_no,
+            ty,
+            collation,
+            nullable,
+        });
+    }
+    Ok(parts)
+}
+
+/// The space id a `_index`, `_truncate` or `_space` row refers to (its first field).
+pub fn first_uint(tuple: &[u8]) -> Option<u32> {
+    let f = split(tuple).ok()?;
+    u32::try_from(uint_field(&f, 0)?).ok()
+}
+
+/// The `(space id, index id)` of an `_index` row.
+pub fn index_ids(tuple: &[u8]) -> Option<(u32, u32)> {
+    let f = split(tuple).ok()?;
+    Some((
+        u32::try_from(uint_field(&f, 0)?).ok()?,
+        u32::try_from(uint_field(&f, 1)?).ok()?,
+    ))
+}
+
+/// A `_user` row: (id, owner, name, is_role, stored chap-sha1 hash2 if any).
+#[derive(Debug, Clone)]
+pub struct UserRow {
+    /// User id.
+    pub id: u32,
+    /// Who created it.
+    pub owner: u32,
+    /// Name.
+    pub name: String,
+    /// `role` rather than `user`.
+    pub is_role: bool,
+    /// base64 of SHA1(SHA1(password)), when a password is set.
+    pub chap_sha1: Option<Vec<u8>>,
+}
+
+/// Decodes a `_user` row.
+pub fn parse_user(tuple: &[u8]) -> BoxResult<UserRow> {
+    let f = split(tuple)?;
+    let id = uint_field(&f, 0).ok_or_else(|| BoxError::field_type("1", "unsigned"))?;
+    let owner = uint_field(&f, 1).ok_or_else(|| BoxError::field_type("2", "unsigned"))?;
+    let name = text(str_field(&f, 2).ok_or_else(|| BoxError::field_type("3", "string"))?);
+    let ty = str_field(&f, 3).ok_or_else(|| BoxError::field_type("4", "string"))?;
+    let is_role = match ty {
+        b"user" => false,
+        b"role" => true,
+        _ => {
+            return Err(BoxError::new(
+                code::CREATE_USER,
+                format!("Failed to create user '{name}': unknown user type"),
+            ))
+        }
+    };
+    let chap_sha1 = f
+        .get(4)
+        .and_then(|auth| map_get(auth, b"chap-sha1"))
+        .and_then(|v| Reader::new(v).read_str().ok())
+        .map(<[u8]>::to_vec);
+    Ok(UserRow {
+        id: u32::try_from(id).unwrap_or(u32::MAX),
+        owner: u32::try_from(owner).unwrap_or(u32::MAX),
+        name,
+        is_role,
+        chap_sha1,
+    })
+}
+
+/// A `_func` row's id, owner, name and setuid flag.
+#[derive(Debug, Clone)]
+pub struct FuncRow {
+    /// Function id.
+    pub id: u32,
+    /// Owner user id.
+    pub owner: u32,
+    /// Name (a Lua global path for Lua functions).
+    pub name: String,
+    /// Whether it runs with the owner's rights.
+    pub setuid: bool,
+}
+
+/// Decodes a `_func` row.
+pub fn parse_func(tuple: &[u8]) -> BoxResult<FuncRow> {
+    let f = split(tuple)?;
+    let id = uint_field(&f, 0).ok_or_else(|| BoxError::field_type("1", "unsigned"))?;
+    let owner = uint_field(&f, 1).ok_or_else(|| BoxError::field_type("2", "unsigned"))?;
+    let name = text(str_field(&f, 2).ok_or_else(|| BoxError::field_type("3", "string"))?);
+    let setuid = f.get(3).is_some_and(
+        |v| matches!(Reader::new(v).read_integer(), Ok(Integer::Unsigned(n)) if n != 0),
+    );
+    Ok(FuncRow {
+        id: u32::try_from(id).unwrap_or(u32::MAX),
+        owner: u32::try_from(owner).unwrap_or(u32::MAX),
+        name,
+        setuid,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bootstrap_holds_tarantool_2_6_catalogue() {
+        let rows: Vec<_> = bootstrap_rows().collect();
+        assert!(rows.len() > 500);
+        let spaces: Vec<SpaceDef> = rows
+            .iter()
+            .filter(|(s, _)| *s == space_id::SPACE)
+            .map(|(_, t)| parse_space(t).unwrap())
+            .collect();
+        assert!(spaces
+            .iter()
+            .any(|s| s.id == 281 && s.name == "_vspace" && s.engine == EngineKind::Sysview));
+        let vindex = spaces.iter().find(|s| s.id == space_id::VINDEX).unwrap();
+        let idx: Vec<IndexDef> = rows
+            .iter()
+            .filter(|(s, t)| *s == space_id::INDEX && first_uint(t) == Some(space_id::VINDEX))
+            .map(|(_, t)| parse_index(t, vindex).unwrap())
+            .collect();
+        assert_eq!(idx.iter().map(|i| i.id).collect::<Vec<_>>(), vec![0, 2]);
+    }
+}

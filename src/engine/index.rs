@@ -1,0 +1,425 @@
+//! TREE and HASH indexes over tuples, memtx-style.
+//!
+//! A TREE index is an ordered map from key to tuple; a non-unique TREE index
+//! appends the primary key to make every entry distinct. A HASH index is
+//! unique and answers only full-key lookups and scans.
+
+use std::collections::{BTreeMap, HashMap};
+use std::ops::Bound;
+
+use super::tuple::{Tuple, TupleFields};
+use super::value::{Collation, FieldType, Key, KeyPart};
+use crate::error::{code, BoxError, BoxResult};
+use crate::protocol::msgpack::Reader;
+
+/// One part of an index definition.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Part {
+    /// 0-based field number.
+    pub field_no: u32,
+    /// Type values must have.
+    pub ty: FieldType,
+    /// String comparison rule.
+    pub collation: Collation,
+    /// Whether nil is allowed.
+    pub nullable: bool,
+}
+
+/// Index type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IndexKind {
+    /// Ordered: every iterator.
+    Tree,
+    /// Unordered, unique: EQ, ALL, GT.
+    Hash,
+}
+
+/// An index definition, as read from `_index`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IndexDef {
+    /// Index id within its space (0 is the primary key).
+    pub id: u32,
+    /// Index name.
+    pub name: String,
+    /// TREE or HASH.
+    pub kind: IndexKind,
+    /// Whether keys are unique.
+    pub unique: bool,
+    /// Key parts.
+    pub parts: Vec<Part>,
+}
+
+/// Select iterator types (IPROTO_ITERATOR values).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IteratorType {
+    /// key == x, ascending.
+    Eq,
+    /// key == x, descending.
+    Req,
+    /// Everything.
+    All,
+    /// key < x, descending.
+    Lt,
+    /// key <= x, descending.
+    Le,
+    /// key >= x, ascending.
+    Ge,
+    /// key > x, ascending.
+    Gt,
+    /// Bitset iterators (not supported by TREE/HASH).
+    BitsAllSet,
+    /// Bitset.
+    BitsAnySet,
+    /// Bitset.
+    BitsAllNotSet,
+    /// R-tree.
+    Overlaps,
+    /// R-tree.
+    Neighbor,
+}
+
+impl IteratorType {
+    /// Decodes an IPROTO iterator code.
+    pub fn from_code(code: u64) -> BoxResult<Self> {
+        Ok(match code {
+            0 => Self::Eq,
+            1 => Self::Req,
+            2 => Self::All,
+            3 => Self::Lt,
+            4 => Self::Le,
+            5 => Self::Ge,
+            6 => Self::Gt,
+            7 => Self::BitsAllSet,
+            8 => Self::BitsAnySet,
+            9 => Self::BitsAllNotSet,
+            10 => Self::Overlaps,
+            11 => Self::Neighbor,
+            _ => return Err(BoxError::illegal_params("Invalid iterator type")),
+        })
+    }
+}
+
+enum Storage {
+    Tree(BTreeMap<Key, Tuple>),
+    Hash(HashMap<Key, Tuple>),
+}
+
+/// A live index: definition plus entries.
+pub struct Index {
+    /// The definition.
+    pub def: IndexDef,
+    /// Parts that make each entry's key (the definition's, plus the primary key's if not unique).
+    cmp_parts: Vec<Part>,
+    storage: Storage,
+}
+
+impl std::fmt::Debug for Index {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Index")
+            .field("def", &self.def)
+            .field("len", &self.len())
+            .finish()
+    }
+}
+
+impl Index {
+    /// An empty index; `pk_parts` are the primary key's parts (used by non-unique indexes).
+    #[must_use]
+    pub fn new(def: IndexDef, pk_parts: &[Part]) -> Self {
+        let mut cmp_parts = def.parts.clone();
+        if !def.unique {
+            cmp_parts.extend(pk_parts.iter().cloned());
+        }
+        let storage = match def.kind {
+            IndexKind::Tree => Storage::Tree(BTreeMap::new()),
+            IndexKind::Hash => Storage::Hash(HashMap::new()),
+        };
+        Self {
+            def,
+            cmp_parts,
+            storage,
+        }
+    }
+
+    /// Number of entries.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        match &self.storage {
+            Storage::Tree(m) => m.len(),
+            Storage::Hash(m) => m.len(),
+        }
+    }
+
+    /// Whether the index is empty.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The entry key of a validated tuple.
+    pub fn entry_key(&self, fields: &TupleFields<'_>) -> BoxResult<Key> {
+        extract_key(&self.cmp_parts, fields)
+    }
+
+    /// The user-visible key (definition parts only) of a validated tuple.
+    pub fn user_key(&self, fields: &TupleFields<'_>) -> BoxResult<Key> {
+        extract_key(&self.def.parts, fields)
+    }
+
+    /// The tuple stored under a full unique key, if any.
+    #[must_use]
+    pub fn get(&self, key: &Key) -> Option<&Tuple> {
+        match &self.storage {
+            Storage::Tree(m) => m.get(key),
+            Storage::Hash(m) => m.get(key),
+        }
+    }
+
+    /// Adds an entry (the caller has checked uniqueness).
+    pub fn insert(&mut self, key: Key, tuple: Tuple) {
+        match &mut self.storage {
+            Storage::Tree(m) => {
+                m.insert(key, tuple);
+            }
+            Storage::Hash(m) => {
+                m.insert(key, tuple);
+            }
+        }
+    }
+
+    /// Removes an entry.
+    pub fn remove(&mut self, key: &Key) -> Option<Tuple> {
+        match &mut self.storage {
+            Storage::Tree(m) => m.remove(key),
+            Storage::Hash(m) => m.remove(key),
+        }
+    }
+
+    /// Removes every entry.
+    pub fn clear(&mut self) {
+        match &mut self.storage {
+            Storage::Tree(m) => m.clear(),
+            Storage::Hash(m) => m.clear(),
+        }
+    }
+
+    /// Every tuple, in index order.
+    pub fn iter(&self) -> Box<dyn Iterator<Item = &Tuple> + '_> {
+        match &self.storage {
+            Storage::Tree(m) => Box::new(m.values()),
+            Storage::Hash(m) => Box::new(m.values()),
+        }
+    }
+
+    /// Decodes a search key (msgpack array) against this index's parts.
+    pub fn parse_key(&self, key: &[u8]) -> BoxResult<Key> {
+        let mut r = Reader::new(key);
+        let bad = |_| BoxError::invalid_msgpack("packet body");
+        let n = r.read_array_len().map_err(bad)? as usize;
+        if n > self.def.parts.len() {
+            return Err(BoxError::new(
+                code::KEY_PART_COUNT,
+                format!(
+                    "Invalid key part count (expected [0..{}], got {n})",
+                    self.def.parts.len()
+                ),
+            ));
+        }
+        let mut out = Vec::with_capacity(n);
+        for (i, part) in self.def.parts.iter().take(n).enumerate() {
+            // A nil in a search key matches nullable parts only; 2.6 also lets
+            // it through for any part of a non-exact select, comparing as nil.
+            match KeyPart::read(&mut r, part.ty, part.collation, true).map_err(bad)? {
+                Some(k) => out.push(k),
+                None => return Err(BoxError::key_part_type(i, part.ty.name())),
+            }
+        }
+        Ok(out)
+    }
+
+    /// Decodes a key that must name exactly one tuple (DELETE, UPDATE, get).
+    pub fn parse_exact_key(&self, key: &[u8]) -> BoxResult<Key> {
+        let n = Reader::new(key)
+            .read_array_len()
+            .map_err(|_| BoxError::invalid_msgpack("packet body"))? as usize;
+        if self.def.unique && n != self.def.parts.len() {
+            return Err(BoxError::new(
+                code::EXACT_MATCH,
+                format!(
+                    "Invalid key part count in an exact match (expected {}, got {n})",
+                    self.def.parts.len()
+                ),
+            ));
+        }
+        let key = self.parse_key(key)?;
+        self.check_exact_key(&key)?;
+        Ok(key)
+    }
+
+    /// Checks that `key` names exactly one tuple.
+    pub fn check_exact_key(&self, key: &Key) -> BoxResult<()> {
+        if !self.def.unique {
+            return Err(BoxError::new(
+                code::MORE_THAN_ONE_TUPLE,
+                "Get() doesn't support partial keys and non-unique indexes",
+            ));
+        }
+        if key.len() != self.def.parts.len() {
+            return Err(BoxError::new(
+                code::EXACT_MATCH,
+                format!(
+                    "Invalid key part count in an exact match (expected {}, got {})",
+                    self.def.parts.len(),
+                    key.len()
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Visits tuples matching `key` under `it`, in iterator order, until `visit` returns false.
+    pub fn scan(
+        &self,
+        it: IteratorType,
+        key: &Key,
+        space_name: &str,
+        mut visit: impl FnMut(&Tuple) -> bool,
+    ) -> BoxResult<()> {
+        match &self.storage {
+            Storage::Tree(m) => {
+                let upper = || {
+                    let mut k = key.clone();
+                    k.push(KeyPart::Max);
+                    k
+                };
+                let unsupported = || self.unsupported_iterator(space_name);
+                let (lo, hi, rev): (Bound<Key>, Bound<Key>, bool) = if key.is_empty() {
+                    match it {
+                        IteratorType::Eq
+                        | IteratorType::All
+                        | IteratorType::Ge
+                        | IteratorType::Gt => (Bound::Unbounded, Bound::Unbounded, false),
+                        IteratorType::Req | IteratorType::Le | IteratorType::Lt => {
+                            (Bound::Unbounded, Bound::Unbounded, true)
+                        }
+                        _ => return Err(unsupported()),
+                    }
+                } else {
+                    match it {
+                        IteratorType::Eq => (
+                            Bound::Included(key.clone()),
+                            Bound::Included(upper()),
+                            false,
+                        ),
+                        IteratorType::Req => {
+                            (Bound::Included(key.clone()), Bound::Included(upper()), true)
+                        }
+                        IteratorType::All | IteratorType::Ge => {
+                            (Bound::Included(key.clone()), Bound::Unbounded, false)
+                        }
+                        IteratorType::Gt => (Bound::Excluded(upper()), Bound::Unbounded, false),
+                        IteratorType::Le => (Bound::Unbounded, Bound::Included(upper()), true),
+                        IteratorType::Lt => (Bound::Unbounded, Bound::Excluded(key.clone()), true),
+                        _ => return Err(unsupported()),
+                    }
+                };
+                let range = m.range((lo, hi));
+                if rev {
+                    for t in range.rev().map(|(_, t)| t) {
+                        if !visit(t) {
+                            break;
+                        }
+                    }
+                } else {
+                    for t in range.map(|(_, t)| t) {
+                        if !visit(t) {
+                            break;
+                        }
+                    }
+                }
+            }
+            Storage::Hash(m) => {
+                let full = key.len() == self.def.parts.len();
+                match it {
+                    IteratorType::All => {
+                        for t in m.values() {
+                            if !visit(t) {
+                                break;
+                            }
+                        }
+                    }
+                    IteratorType::Eq if !full => {
+                        return Err(BoxError::new(
+                            136,
+                            format!(
+                                "HASH index  does not support selects via a partial key (expected {} parts, got {}). Please Consider changing index type to TREE.",
+                                self.def.parts.len(),
+                                key.len()
+                            ),
+                        ))
+                    }
+                    IteratorType::Eq => {
+                        if let Some(t) = m.get(key) {
+                            visit(t);
+                        }
+                    }
+                    IteratorType::Gt if key.is_empty() => {
+                        for t in m.values() {
+                            if !visit(t) {
+                                break;
+                            }
+                        }
+                    }
+                    IteratorType::Gt => {
+                        // Hash order: everything after the key's own position.
+                        let mut after = false;
+                        for (k, t) in m {
+                            if after {
+                                if !visit(t) {
+                                    break;
+                                }
+                            } else if k == key {
+                                after = true;
+                            }
+                        }
+                    }
+                    _ => return Err(self.unsupported_iterator(space_name)),
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn unsupported_iterator(&self, space_name: &str) -> BoxError {
+        let kind = match self.def.kind {
+            IndexKind::Tree => "TREE",
+            IndexKind::Hash => "HASH",
+        };
+        BoxError::new(
+            112,
+            format!(
+                "Index '{}' ({kind}) of space '{space_name}' (memtx) does not support requested iterator type",
+                self.def.name
+            ),
+        )
+    }
+}
+
+/// Builds the key of a validated tuple for `parts`.
+pub fn extract_key(parts: &[Part], fields: &TupleFields<'_>) -> BoxResult<Key> {
+    let mut key = Vec::with_capacity(parts.len());
+    for part in parts {
+        let Some(raw) = fields.get(part.field_no as usize) else {
+            key.push(KeyPart::Nil);
+            continue;
+        };
+        let mut r = Reader::new(raw);
+        let k = KeyPart::read(&mut r, part.ty, part.collation, part.nullable)
+            .map_err(|_| BoxError::invalid_msgpack("tuple"))?
+            .ok_or_else(|| {
+                BoxError::field_type(&(part.field_no + 1).to_string(), part.ty.name())
+            })?;
+        key.push(k);
+    }
+    Ok(key)
+}

@@ -1,0 +1,725 @@
+//! The in-memory engine: spaces, indexes, the system catalogue and privileges.
+//!
+//! Deterministic and synchronous: it owns no threads, sockets or files. Every
+//! write is recorded as a [`Change`]; the executor hands the changes of a
+//! statement to the storage seam as one commit batch.
+
+pub mod access;
+pub mod catalog;
+pub mod index;
+pub mod space;
+pub mod tuple;
+pub mod update;
+pub mod value;
+
+use std::cell::RefCell;
+use std::collections::{BTreeMap, HashMap};
+use std::rc::Rc;
+
+use access::{access_name, privilege, user_id, Credentials, Grant, ObjectType};
+use catalog::space_id;
+use index::{Index, IteratorType};
+use space::{EngineKind, Space, WriteMode};
+use tuple::{split, Tuple};
+use value::KeyPart;
+
+use crate::error::{code, BoxError, BoxResult};
+use crate::protocol::auth;
+use crate::protocol::msgpack::{write, MpType, Reader};
+use crate::protocol::request::{Delete, Select, Update, Upsert};
+
+/// One row change, the unit the storage layer persists.
+#[derive(Debug, Clone)]
+pub struct Change {
+    /// The space written.
+    pub space_id: u32,
+    /// The tuple removed or replaced, if any.
+    pub old: Option<Tuple>,
+    /// The tuple written, if any.
+    pub new: Option<Tuple>,
+}
+
+/// The engine: every space, plus caches derived from the catalogue.
+pub struct Engine {
+    spaces: BTreeMap<u32, Space>,
+    schema_version: u64,
+    creds: RefCell<HashMap<u32, Rc<Credentials>>>,
+    changes: Vec<Change>,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine")
+            .field("spaces", &self.spaces.len())
+            .field("schema_version", &self.schema_version)
+            .finish()
+    }
+}
+
+fn str_key(s: &[u8]) -> Vec<KeyPart> {
+    vec![KeyPart::Str(s.into())]
+}
+
+impl Engine {
+    /// An engine holding Tarantool 2.6's bootstrap catalogue.
+    pub fn bootstrap(instance_uuid: &uuid::Uuid) -> BoxResult<Self> {
+        let rows: Vec<(u32, Vec<u8>)> = catalog::bootstrap_rows().collect();
+        let mut spaces = BTreeMap::new();
+        for (_, t) in rows.iter().filter(|(s, _)| *s == space_id::SPACE) {
+            let def = catalog::parse_space(t)?;
+            spaces.insert(def.id, Space::new(def));
+        }
+        let mut index_rows: Vec<&Vec<u8>> = rows
+            .iter()
+            .filter(|(s, _)| *s == space_id::INDEX)
+            .map(|(_, t)| t)
+            .collect();
+        index_rows.sort_by_key(|t| catalog::index_ids(t));
+        for t in index_rows {
+            let (sid, _) =
+                catalog::index_ids(t).ok_or_else(|| BoxError::invalid_msgpack("bootstrap"))?;
+            let space = spaces
+                .get_mut(&sid)
+                .ok_or_else(|| BoxError::no_such_space(&sid.to_string()))?;
+            let def = catalog::parse_index(t, &space.def)?;
+            space.add_index(def)?;
+        }
+        let mut engine = Self {
+            spaces,
+            schema_version: 1,
+            creds: RefCell::new(HashMap::new()),
+            changes: Vec::new(),
+        };
+        let uuid = instance_uuid.hyphenated().to_string();
+        let mut extra = Vec::new();
+        let mut cluster = Vec::new();
+        write::array_len(&mut cluster, 2);
+        write::str(&mut cluster, b"cluster");
+        write::str(&mut cluster, uuid.as_bytes());
+        extra.push((space_id::SCHEMA, cluster));
+        let mut replica = Vec::new();
+        write::array_len(&mut replica, 2);
+        write::uint(&mut replica, 1);
+        write::str(&mut replica, uuid.as_bytes());
+        extra.push((space_id::CLUSTER, replica));
+        for (sid, t) in rows.into_iter().chain(extra) {
+            engine.load_row(sid, t)?;
+        }
+        Ok(engine)
+    }
+
+    /// Stores a row without catalogue side effects (bootstrap and recovery).
+    pub fn load_row(&mut self, space_id: u32, tuple: Vec<u8>) -> BoxResult<()> {
+        let space = self.space_mut(space_id)?;
+        let tuple: Tuple = tuple.into();
+        let fields = space.validate(&tuple)?;
+        space.write(tuple.clone(), &fields, WriteMode::Replace, None)?;
+        Ok(())
+    }
+
+    /// Sets a user's password, as `box.schema.user.passwd` does (a `_user` replace).
+    pub fn set_password(&mut self, user: u32, password: &[u8]) -> BoxResult<()> {
+        let name = self.user_name(user);
+        let row = self.user_by_name(name.as_bytes()).ok_or_else(|| {
+            BoxError::new(code::NO_SUCH_USER, format!("User '{name}' is not found"))
+        })?;
+        let mut t = Vec::new();
+        write::array_len(&mut t, 5);
+        write::uint(&mut t, u64::from(row.id));
+        write::uint(&mut t, u64::from(row.owner));
+        write::str(&mut t, row.name.as_bytes());
+        write::str(&mut t, if row.is_role { b"role" } else { b"user" });
+        write::map_len(&mut t, 1);
+        write::str(&mut t, b"chap-sha1");
+        write::str(&mut t, auth::stored_password(password).as_bytes());
+        let admin = self.credentials(user_id::ADMIN);
+        self.write(&admin, space_id::USER, &t, WriteMode::Replace)?;
+        Ok(())
+    }
+
+    /// The current schema version (bumped by DDL only).
+    #[must_use]
+    pub fn schema_version(&self) -> u64 {
+        self.schema_version
+    }
+
+    /// Takes the changes recorded since the last call.
+    pub fn take_changes(&mut self) -> Vec<Change> {
+        std::mem::take(&mut self.changes)
+    }
+
+    /// The space with this id, or ER_NO_SUCH_SPACE.
+    pub fn space(&self, id: u32) -> BoxResult<&Space> {
+        self.spaces
+            .get(&id)
+            .ok_or_else(|| BoxError::no_such_space(&id.to_string()))
+    }
+
+    fn space_mut(&mut self, id: u32) -> BoxResult<&mut Space> {
+        self.spaces
+            .get_mut(&id)
+            .ok_or_else(|| BoxError::no_such_space(&id.to_string()))
+    }
+
+    /// Every space, by id.
+    pub fn spaces(&self) -> impl Iterator<Item = &Space> {
+        self.spaces.values()
+    }
+
+    // ----- users and privileges -------------------------------------------------
+
+    /// The effective rights of a user (cached until `_user` or `_priv` changes).
+    pub fn credentials(&self, user: u32) -> Rc<Credentials> {
+        if let Some(c) = self.creds.borrow().get(&user) {
+            return c.clone();
+        }
+        let grants: Vec<Grant> = self
+            .spaces
+            .get(&space_id::PRIV)
+            .and_then(Space::primary)
+            .map(|pk| pk.iter().filter_map(|t| access::parse_grant(t)).collect())
+            .unwrap_or_default();
+        let mut c = Credentials::compute(user, &grants);
+        if user == user_id::ADMIN {
+            c.universe = privilege::ALL;
+        }
+        let c = Rc::new(c);
+        self.creds.borrow_mut().insert(user, c.clone());
+        c
+    }
+
+    /// A user row by name.
+    #[must_use]
+    pub fn user_by_name(&self, name: &[u8]) -> Option<catalog::UserRow> {
+        let index = self.spaces.get(&space_id::USER)?.indexes.get(&2)?;
+        index
+            .get(&str_key(name))
+            .and_then(|t| catalog::parse_user(t).ok())
+    }
+
+    /// A user's name by id (for messages).
+    #[must_use]
+    pub fn user_name(&self, id: u32) -> String {
+        self.spaces
+            .get(&space_id::USER)
+            .and_then(Space::primary)
+            .and_then(|pk| pk.get(&vec![KeyPart::Uint(u64::from(id))]))
+            .and_then(|t| catalog::parse_user(t).ok())
+            .map_or_else(|| id.to_string(), |u| u.name)
+    }
+
+    /// A `_func` row by name.
+    #[must_use]
+    pub fn func_by_name(&self, name: &[u8]) -> Option<catalog::FuncRow> {
+        let index = self.spaces.get(&space_id::FUNC)?.indexes.get(&2)?;
+        index
+            .get(&str_key(name))
+            .and_then(|t| catalog::parse_func(t).ok())
+    }
+
+    /// Checks an AUTH request and returns the user id the session becomes.
+    pub fn authenticate(&self, user: &[u8], tuple: &[u8], salt: &[u8]) -> BoxResult<u32> {
+        let name = String::from_utf8_lossy(user);
+        let row = self
+            .user_by_name(user)
+            .filter(|u| !u.is_role)
+            .ok_or_else(|| {
+                BoxError::new(code::NO_SUCH_USER, format!("User '{name}' is not found"))
+            })?;
+        let items =
+            split(tuple).map_err(|_| BoxError::invalid_msgpack("authentication request body"))?;
+        if row.id == user_id::GUEST && items.is_empty() {
+            return Ok(user_id::GUEST);
+        }
+        let scramble = items
+            .get(1)
+            .filter(|_| items.len() >= 2)
+            .and_then(|v| Reader::new(v).read_str_or_bin().ok())
+            .ok_or_else(|| BoxError::invalid_msgpack("authentication request body"))?;
+        if scramble.len() != auth::SCRAMBLE_SIZE {
+            return Err(BoxError::invalid_msgpack("invalid scramble size"));
+        }
+        let stored = row.chap_sha1.as_deref().and_then(auth::decode_stored);
+        let ok = stored.is_some_and(|hash2| auth::check(salt, &hash2, scramble));
+        if !ok {
+            return Err(BoxError::new(
+                code::PASSWORD_MISMATCH,
+                format!("Incorrect password supplied for user '{name}'"),
+            ));
+        }
+        let creds = self.credentials(row.id);
+        if creds.universe & privilege::SESSION == 0 {
+            return Err(BoxError::access_denied("Session", "universe", "", &name));
+        }
+        Ok(row.id)
+    }
+
+    fn check_usage(&self, creds: &Credentials) -> BoxResult<()> {
+        if creds.universe & privilege::USAGE == 0 {
+            return Err(BoxError::access_denied(
+                "Usage",
+                "universe",
+                "",
+                &self.user_name(creds.user_id),
+            ));
+        }
+        Ok(())
+    }
+
+    fn check_space_access(&self, creds: &Credentials, space: &Space, want: u32) -> BoxResult<()> {
+        self.check_usage(creds)?;
+        if !creds.has(ObjectType::Space, space.def.id, Some(space.def.owner), want) {
+            return Err(BoxError::access_denied(
+                access_name(want),
+                "space",
+                &space.def.name,
+                &self.user_name(creds.user_id),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Checks the right to call `name` (a `_func` entry or, failing that, any global).
+    pub fn check_call_access(&self, creds: &Credentials, name: &[u8]) -> BoxResult<()> {
+        self.check_usage(creds)?;
+        let allowed = match self.func_by_name(name) {
+            Some(f) => creds.has(
+                ObjectType::Function,
+                f.id,
+                Some(f.owner),
+                privilege::EXECUTE,
+            ),
+            None => creds.universe & privilege::EXECUTE != 0,
+        };
+        if !allowed {
+            return Err(BoxError::access_denied(
+                "Execute",
+                "function",
+                &String::from_utf8_lossy(name),
+                &self.user_name(creds.user_id),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Checks the right to EVAL (execute on universe).
+    pub fn check_eval_access(&self, creds: &Credentials) -> BoxResult<()> {
+        self.check_usage(creds)?;
+        if creds.universe & privilege::EXECUTE == 0 {
+            return Err(BoxError::access_denied(
+                "Execute",
+                "universe",
+                "",
+                &self.user_name(creds.user_id),
+            ));
+        }
+        Ok(())
+    }
+
+    // ----- reads ------------------------------------------------------------------
+
+    /// SELECT: the matching tuples, after offset and limit.
+    pub fn select(&self, creds: &Credentials, req: &Select<'_>) -> BoxResult<Vec<Tuple>> {
+        let space = self.space(req.space_id)?;
+        self.check_space_access(creds, space, privilege::READ)?;
+        let it = IteratorType::from_code(req.iterator)?;
+        let source = match space.def.engine {
+            EngineKind::Sysview => {
+                let src = catalog::view_source(space.def.id)
+                    .ok_or_else(|| BoxError::no_such_space(&space.def.name))?;
+                self.space(src)?
+            }
+            EngineKind::Blackhole => {
+                space.index(req.index_id)?;
+                return Ok(Vec::new());
+            }
+            EngineKind::Memtx => space,
+        };
+        let index = space.index(req.index_id)?;
+        let source_index = source.index(req.index_id)?;
+        let key = index.parse_key(req.key)?;
+        let mut out = Vec::new();
+        let mut skip = req.offset;
+        let limit = req.limit as usize;
+        if limit == 0 {
+            return Ok(out);
+        }
+        let view = (space.def.engine == EngineKind::Sysview).then(|| (space.def.id, source));
+        source_index.scan(it, &key, &space.def.name, |t| {
+            if let Some((view_id, src)) = view {
+                if !self.view_shows(creds, view_id, src, t) {
+                    return true;
+                }
+            }
+            if skip > 0 {
+                skip -= 1;
+                return true;
+            }
+            out.push(t.clone());
+            out.len() < limit
+        })?;
+        Ok(out)
+    }
+
+    /// Whether a system view shows `tuple` of its source space to this user.
+    fn view_shows(&self, creds: &Credentials, view: u32, source: &Space, tuple: &Tuple) -> bool {
+        if creds.universe & privilege::READ != 0
+            || creds.has(ObjectType::Space, source.def.id, None, privilege::READ)
+        {
+            return true;
+        }
+        let Ok(fields) = split(tuple) else {
+            return false;
+        };
+        let uint = |i: usize| {
+            fields
+                .get(i)
+                .and_then(|f| Reader::new(f).read_uint().ok())
+                .map(|v| u32::try_from(v).unwrap_or(u32::MAX))
+        };
+        let uid = creds.user_id;
+        match view {
+            space_id::VSPACE | space_id::VINDEX => {
+                let Some(sid) = uint(0) else { return false };
+                self.spaces
+                    .get(&sid)
+                    .is_some_and(|s| s.def.owner == uid || creds.has_any(ObjectType::Space, sid))
+            }
+            space_id::VUSER => uint(0) == Some(uid) || uint(1) == Some(uid),
+            space_id::VPRIV => uint(0) == Some(uid) || uint(1) == Some(uid),
+            space_id::VFUNC => {
+                creds.universe & privilege::EXECUTE != 0
+                    || uint(1) == Some(uid)
+                    || uint(0).is_some_and(|id| {
+                        creds.on(ObjectType::Function, id) & privilege::EXECUTE != 0
+                    })
+            }
+            space_id::VSEQUENCE => {
+                uint(1) == Some(uid)
+                    || uint(0).is_some_and(|id| creds.has_any(ObjectType::Sequence, id))
+            }
+            _ => true,
+        }
+    }
+
+    // ----- writes -----------------------------------------------------------------
+
+    fn writable_space(&self, creds: &Credentials, space_id: u32) -> BoxResult<&Space> {
+        let space = self.space(space_id)?;
+        self.check_space_access(creds, space, privilege::WRITE)?;
+        if space.def.engine == EngineKind::Sysview {
+            return Err(BoxError::new(
+                code::VIEW_IS_RO,
+                format!("View '{}' is read-only", space.def.name),
+            ));
+        }
+        Ok(space)
+    }
+
+    /// INSERT or REPLACE; returns the stored tuple.
+    pub fn write(
+        &mut self,
+        creds: &Credentials,
+        space_id: u32,
+        tuple: &[u8],
+        mode: WriteMode,
+    ) -> BoxResult<Tuple> {
+        let space = self.writable_space(creds, space_id)?;
+        if space.def.engine == EngineKind::Blackhole {
+            return Ok(tuple.into());
+        }
+        let tuple: Tuple = tuple.into();
+        let fields = space.validate(&tuple)?;
+        let space = self.space_mut(space_id)?;
+        let old = space.write(tuple.clone(), &fields, mode, None)?;
+        self.after_write(space_id, old, Some(tuple.clone()))?;
+        Ok(tuple)
+    }
+
+    /// UPDATE; returns the new tuple, or `None` when the key matches nothing.
+    pub fn update(&mut self, creds: &Credentials, req: &Update<'_>) -> BoxResult<Option<Tuple>> {
+        let space = self.writable_space(creds, req.space_id)?;
+        let index = space.index(req.index_id)?;
+        let key = index.parse_exact_key(req.key)?;
+        let ops = update::parse_ops(req.ops, req.index_base)?;
+        let Some(old) = index.get(&key).cloned() else {
+            return Ok(None);
+        };
+        let old_fields = split(&old)?;
+        let new: Tuple = update::apply(&ops, &old_fields, space)?.into();
+        let fields = space.validate(&new)?;
+        let space = self.space_mut(req.space_id)?;
+        let replaced = space.write(new.clone(), &fields, WriteMode::Replace, Some(&old))?;
+        self.after_write(req.space_id, replaced, Some(new.clone()))?;
+        Ok(Some(new))
+    }
+
+    /// UPSERT: inserts the tuple, or applies the operations to the existing one.
+    ///
+    /// As in Tarantool, an operation that fails on the existing tuple is logged
+    /// and skipped rather than reported.
+    pub fn upsert(&mut self, creds: &Credentials, req: &Upsert<'_>) -> BoxResult<()> {
+        let space = self.writable_space(creds, req.space_id)?;
+        let ops = update::parse_ops(req.ops, req.index_base)?;
+        let tuple: Tuple = req.tuple.into();
+        let fields = space.validate(&tuple)?;
+        let pk = space.require_primary()?;
+        let existing = pk.get(&pk.entry_key(&fields)?).cloned();
+        let (new, expected_old) = match existing {
+            None => (tuple, None),
+            Some(old) => {
+                let old_fields = split(&old)?;
+                let applied = update::apply(&ops, &old_fields, space)
+                    .map(Tuple::from)
+                    .and_then(|t| space.validate(&t).map(|_| t.clone()));
+                match applied {
+                    Ok(t) => (t, Some(old)),
+                    Err(e) => {
+                        tracing::warn!(space = %space.def.name, error = %e, "UPSERT operation failed");
+                        return Ok(());
+                    }
+                }
+            }
+        };
+        let fields = space.validate(&new)?;
+        let space = self.space_mut(req.space_id)?;
+        match space.write(
+            new.clone(),
+            &fields,
+            WriteMode::Replace,
+            expected_old.as_ref(),
+        ) {
+            Ok(replaced) => self.after_write(req.space_id, replaced, Some(new)),
+            Err(e) if expected_old.is_some() => {
+                tracing::warn!(error = %e, "UPSERT operation failed");
+                Ok(())
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// DELETE; returns the removed tuple.
+    pub fn delete(&mut self, creds: &Credentials, req: &Delete<'_>) -> BoxResult<Option<Tuple>> {
+        let space = self.writable_space(creds, req.space_id)?;
+        let index = space.index(req.index_id)?;
+        let key = index.parse_exact_key(req.key)?;
+        let Some(old) = index.get(&key).cloned() else {
+            return Ok(None);
+        };
+        let space = self.space_mut(req.space_id)?;
+        space.unlink(&old)?;
+        self.after_write(req.space_id, Some(old.clone()), None)?;
+        Ok(Some(old))
+    }
+
+    /// Runs catalogue side effects of a write, undoing the write if they fail, and records it.
+    fn after_write(
+        &mut self,
+        space_id: u32,
+        old: Option<Tuple>,
+        new: Option<Tuple>,
+    ) -> BoxResult<()> {
+        if space_id < space_id::USER_MIN {
+            if let Err(e) = self.apply_ddl(space_id, old.as_ref(), new.as_ref()) {
+                self.undo_row(space_id, old.as_ref(), new.as_ref())?;
+                return Err(e);
+            }
+        }
+        let temporary = self.spaces.get(&space_id).is_some_and(|s| s.def.temporary);
+        if !temporary {
+            self.changes.push(Change { space_id, old, new });
+        }
+        Ok(())
+    }
+
+    fn undo_row(
+        &mut self,
+        space_id: u32,
+        old: Option<&Tuple>,
+        new: Option<&Tuple>,
+    ) -> BoxResult<()> {
+        let space = self.space_mut(space_id)?;
+        if let Some(new) = new {
+            space.unlink(new)?;
+        }
+        if let Some(old) = old {
+            let fields = split(old)?;
+            space.write(old.clone(), &fields, WriteMode::Replace, None)?;
+        }
+        Ok(())
+    }
+
+    /// Applies the meaning of a system-space row change (create a space, an index, …).
+    fn apply_ddl(&mut self, sid: u32, old: Option<&Tuple>, new: Option<&Tuple>) -> BoxResult<()> {
+        match sid {
+            space_id::SPACE => self.ddl_space(old, new)?,
+            space_id::INDEX => self.ddl_index(old, new)?,
+            space_id::TRUNCATE => {
+                if let Some(id) = new.and_then(|t| catalog::first_uint(t)) {
+                    self.space_mut(id)?.truncate();
+                }
+            }
+            space_id::USER | space_id::PRIV => {
+                if let Some(t) = new.filter(|_| sid == space_id::USER) {
+                    catalog::parse_user(t)?;
+                }
+                self.creds.borrow_mut().clear();
+                return Ok(());
+            }
+            space_id::FUNC => {
+                if let Some(t) = new {
+                    catalog::parse_func(t)?;
+                }
+                self.creds.borrow_mut().clear();
+            }
+            space_id::SEQUENCE | space_id::SPACE_SEQUENCE => {}
+            _ => return Ok(()),
+        }
+        self.schema_version += 1;
+        Ok(())
+    }
+
+    fn ddl_space(&mut self, old: Option<&Tuple>, new: Option<&Tuple>) -> BoxResult<()> {
+        match (old, new) {
+            (None, Some(new)) => {
+                let def = catalog::parse_space(new)?;
+                if self.spaces.contains_key(&def.id) {
+                    return Err(BoxError::new(
+                        code::SPACE_EXISTS,
+                        format!("Space '{}' already exists", def.name),
+                    ));
+                }
+                self.spaces.insert(def.id, Space::new(def));
+            }
+            (Some(_), Some(new)) => {
+                let def = catalog::parse_space(new)?;
+                let space = self.space_mut(def.id)?;
+                if space.def.engine != def.engine {
+                    return Err(BoxError::new(
+                        code::ALTER_SPACE,
+                        format!(
+                            "Can't modify space '{}': can not change space engine",
+                            space.def.name
+                        ),
+                    ));
+                }
+                let previous = std::mem::replace(&mut space.def, def);
+                // A new format must hold every stored tuple.
+                let tuples: Vec<Tuple> = space
+                    .primary()
+                    .map(|pk| pk.iter().cloned().collect())
+                    .unwrap_or_default();
+                if let Some(e) = tuples.iter().find_map(|t| space.validate(t).err()) {
+                    space.def = previous;
+                    return Err(e);
+                }
+            }
+            (Some(old), None) => {
+                let id =
+                    catalog::first_uint(old).ok_or_else(|| BoxError::invalid_msgpack("tuple"))?;
+                let space = self.space(id)?;
+                if !space.indexes.is_empty() {
+                    return Err(BoxError::new(
+                        code::DROP_SPACE,
+                        format!(
+                            "Can't drop space '{}': the space has indexes",
+                            space.def.name
+                        ),
+                    ));
+                }
+                if id < space_id::USER_MIN {
+                    return Err(BoxError::new(
+                        code::DROP_SPACE,
+                        format!(
+                            "Can't drop space '{}': the space is a system space",
+                            space.def.name
+                        ),
+                    ));
+                }
+                self.spaces.remove(&id);
+            }
+            (None, None) => {}
+        }
+        Ok(())
+    }
+
+    fn ddl_index(&mut self, old: Option<&Tuple>, new: Option<&Tuple>) -> BoxResult<()> {
+        let row = new
+            .or(old)
+            .ok_or_else(|| BoxError::invalid_msgpack("tuple"))?;
+        let (sid, iid) =
+            catalog::index_ids(row).ok_or_else(|| BoxError::invalid_msgpack("tuple"))?;
+        let space = self.space_mut(sid)?;
+        match (old, new) {
+            (None, Some(new)) => {
+                let def = catalog::parse_index(new, &space.def)?;
+                space.add_index(def)?;
+            }
+            (Some(_), None) => {
+                if iid == 0 && space.indexes.len() > 1 {
+                    return Err(BoxError::new(
+                        code::DROP_PRIMARY_KEY,
+                        format!(
+                            "Can't drop primary key in space '{}' while secondary keys exist",
+                            space.def.name
+                        ),
+                    ));
+                }
+                space.indexes.remove(&iid);
+            }
+            (Some(_), Some(new)) => {
+                let def = catalog::parse_index(new, &space.def)?;
+                rebuild_with(space, def)?;
+            }
+            (None, None) => {}
+        }
+        Ok(())
+    }
+}
+
+/// Replaces one index definition and rebuilds every index from the stored tuples.
+fn rebuild_with(space: &mut Space, def: index::IndexDef) -> BoxResult<()> {
+    let tuples: Vec<Tuple> = space
+        .primary()
+        .map(|pk| pk.iter().cloned().collect())
+        .unwrap_or_default();
+    let mut defs: Vec<index::IndexDef> = space.indexes.values().map(|ix| ix.def.clone()).collect();
+    if let Some(slot) = defs.iter_mut().find(|d| d.id == def.id) {
+        *slot = def;
+    }
+    let mut rebuilt = Space::new(space.def.clone());
+    let pk_def = defs.iter().find(|d| d.id == 0).cloned();
+    if let Some(pk_def) = pk_def {
+        let mut pk = Index::new(pk_def.clone(), &pk_def.parts);
+        for t in &tuples {
+            let fields = rebuilt_fields(t)?;
+            let key = pk.entry_key(&fields)?;
+            if pk.get(&key).is_some() {
+                return Err(BoxError::new(
+                    code::TUPLE_FOUND,
+                    format!(
+                        "Duplicate key exists in unique index '{}' in space '{}'",
+                        pk_def.name, space.def.name
+                    ),
+                ));
+            }
+            pk.insert(key, t.clone());
+        }
+        rebuilt.indexes.insert(0, pk);
+    }
+    for d in defs.into_iter().filter(|d| d.id != 0) {
+        rebuilt.add_index(d)?;
+    }
+    *space = rebuilt;
+    Ok(())
+}
+
+fn rebuilt_fields(t: &Tuple) -> BoxResult<tuple::TupleFields<'_>> {
+    split(t)
+}
+
+/// Whether a msgpack value is of the given type (helper for callers decoding args).
+#[must_use]
+pub fn is_type(value: &[u8], ty: MpType) -> bool {
+    Reader::new(value).peek_type() == Ok(ty)
+}

@@ -1,0 +1,337 @@
+//! A space: its definition, its format and its indexes, kept consistent on every write.
+
+use std::collections::BTreeMap;
+
+use super::index::{Index, IndexDef, Part};
+use super::tuple::{split, Tuple, TupleFields};
+use super::value::{Collation, FieldType};
+use crate::error::{code, BoxError, BoxResult};
+use crate::protocol::msgpack::{MpType, Reader};
+
+/// One field of a space format.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FieldDef {
+    /// Field name.
+    pub name: String,
+    /// Field type.
+    pub ty: FieldType,
+    /// Whether nil is allowed.
+    pub nullable: bool,
+    /// Collation for strings.
+    pub collation: Collation,
+}
+
+/// How a space stores data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EngineKind {
+    /// In memory (and persisted by oncebox's storage).
+    Memtx,
+    /// A view over another system space, filtered by privileges.
+    Sysview,
+    /// Holds nothing (`_vinyl_deferred_delete`, `_session_settings`).
+    Blackhole,
+}
+
+/// A space definition, as read from `_space`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SpaceDef {
+    /// Space id.
+    pub id: u32,
+    /// Owner user id.
+    pub owner: u32,
+    /// Space name.
+    pub name: String,
+    /// Storage engine.
+    pub engine: EngineKind,
+    /// Exact field count required (0: any).
+    pub field_count: u32,
+    /// Field formats.
+    pub format: Vec<FieldDef>,
+    /// Whether the space is temporary (not persisted).
+    pub temporary: bool,
+}
+
+/// What a write does when the primary key already exists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteMode {
+    /// Fail with ER_TUPLE_FOUND.
+    Insert,
+    /// Replace the existing tuple.
+    Replace,
+}
+
+/// A space with its indexes.
+#[derive(Debug)]
+pub struct Space {
+    /// The definition.
+    pub def: SpaceDef,
+    /// Indexes by id; id 0 is the primary key.
+    pub indexes: BTreeMap<u32, Index>,
+}
+
+impl Space {
+    /// A space with no indexes.
+    #[must_use]
+    pub fn new(def: SpaceDef) -> Self {
+        Self {
+            def,
+            indexes: BTreeMap::new(),
+        }
+    }
+
+    /// The primary key, if created.
+    #[must_use]
+    pub fn primary(&self) -> Option<&Index> {
+        self.indexes.get(&0)
+    }
+
+    /// Number of tuples.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.primary().map_or(0, Index::len)
+    }
+
+    /// Whether the space holds no tuples.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The index with this id, or ER_NO_SUCH_INDEX_ID.
+    pub fn index(&self, id: u32) -> BoxResult<&Index> {
+        self.indexes
+            .get(&id)
+            .ok_or_else(|| BoxError::no_such_index_id(id, &self.def.name))
+    }
+
+    /// The primary index or the error Tarantool gives for a space without one.
+    pub fn require_primary(&self) -> BoxResult<&Index> {
+        self.primary().ok_or_else(|| {
+            BoxError::new(
+                code::NO_SUCH_INDEX_ID,
+                format!("No index #0 is defined in space '{}'", self.def.name),
+            )
+        })
+    }
+
+    /// The 0-based number of a format field by name.
+    #[must_use]
+    pub fn field_no(&self, name: &[u8]) -> Option<usize> {
+        self.def
+            .format
+            .iter()
+            .position(|f| f.name.as_bytes() == name)
+    }
+
+    /// Checks a tuple against the format and every index, returning its fields.
+    pub fn validate<'t>(&self, tuple: &'t [u8]) -> BoxResult<TupleFields<'t>> {
+        let fields = split(tuple)?;
+        if self.def.field_count > 0 && fields.len() != self.def.field_count as usize {
+            return Err(BoxError::new(
+                code::EXACT_FIELD_COUNT,
+                format!(
+                    "Tuple field count {} does not match space field count {}",
+                    fields.len(),
+                    self.def.field_count
+                ),
+            ));
+        }
+        // The first required field past the end of the tuple.
+        let required_len = self.required_field_count();
+        if fields.len() < required_len {
+            let missing = (fields.len()..required_len)
+                .find(|&i| self.is_required(i))
+                .unwrap_or(fields.len());
+            return Err(BoxError::new(
+                code::FIELD_MISSING,
+                format!(
+                    "Tuple field {} required by space format is missing",
+                    missing + 1
+                ),
+            ));
+        }
+        for (i, raw) in fields.iter().enumerate() {
+            let ty = Reader::new(raw)
+                .peek_type()
+                .map_err(|_| BoxError::invalid_msgpack("tuple"))?;
+            if let Some(f) = self.def.format.get(i) {
+                if !(f.ty.accepts(ty) || (ty == MpType::Nil && f.nullable)) {
+                    return Err(BoxError::field_type(&(i + 1).to_string(), f.ty.name()));
+                }
+            }
+            for part in self.parts_on_field(i) {
+                if !(part.ty.accepts(ty) || (ty == MpType::Nil && part.nullable)) {
+                    return Err(BoxError::field_type(&(i + 1).to_string(), part.ty.name()));
+                }
+            }
+        }
+        Ok(fields)
+    }
+
+    fn parts_on_field(&self, field: usize) -> impl Iterator<Item = &Part> {
+        self.indexes
+            .values()
+            .flat_map(|ix| ix.def.parts.iter())
+            .filter(move |p| p.field_no as usize == field)
+    }
+
+    fn is_required(&self, field: usize) -> bool {
+        let in_format = self.def.format.get(field).is_some_and(|f| !f.nullable);
+        in_format || self.parts_on_field(field).any(|p| !p.nullable)
+    }
+
+    fn required_field_count(&self) -> usize {
+        let by_format = self
+            .def
+            .format
+            .iter()
+            .rposition(|f| !f.nullable)
+            .map_or(0, |i| i + 1);
+        let by_index = self
+            .indexes
+            .values()
+            .flat_map(|ix| ix.def.parts.iter())
+            .filter(|p| !p.nullable)
+            .map(|p| p.field_no as usize + 1)
+            .max()
+            .unwrap_or(0);
+        by_format.max(by_index)
+    }
+
+    /// Writes `tuple` (validated into `fields`) and returns the tuple it replaced.
+    ///
+    /// `expected_old` is the tuple an UPDATE started from: it is the only tuple
+    /// the write may displace.
+    pub fn write(
+        &mut self,
+        tuple: Tuple,
+        fields: &TupleFields<'_>,
+        mode: WriteMode,
+        expected_old: Option<&Tuple>,
+    ) -> BoxResult<Option<Tuple>> {
+        let pk = self.require_primary()?;
+        let pk_key = pk.entry_key(fields)?;
+        let old = pk.get(&pk_key).cloned();
+        if let (WriteMode::Insert, Some(_)) = (mode, &old) {
+            return Err(self.duplicate(pk));
+        }
+        if let Some(expected) = expected_old {
+            if old.as_ref().map(|o| o.as_ref()) != Some(expected.as_ref()) {
+                return Err(BoxError::new(
+                    code::CANT_UPDATE_PRIMARY_KEY,
+                    format!(
+                        "Attempt to modify a tuple field which is part of index '{}' in space '{}'",
+                        pk.def.name, self.def.name
+                    ),
+                ));
+            }
+        }
+        // Every secondary unique index may hold at most the tuple being replaced.
+        let mut keys = Vec::with_capacity(self.indexes.len());
+        for ix in self.indexes.values() {
+            let key = ix.entry_key(fields)?;
+            if ix.def.id != 0 && ix.def.unique {
+                if let Some(other) = ix.get(&key) {
+                    let is_old = old.as_ref().is_some_and(|o| std::rc::Rc::ptr_eq(o, other));
+                    if !is_old {
+                        return Err(self.duplicate(ix));
+                    }
+                }
+            }
+            keys.push(key);
+        }
+        if let Some(old) = &old {
+            self.unlink(old)?;
+        }
+        for (ix, key) in self.indexes.values_mut().zip(keys) {
+            ix.insert(key, tuple.clone());
+        }
+        Ok(old)
+    }
+
+    /// Removes a stored tuple from every index.
+    pub fn unlink(&mut self, tuple: &Tuple) -> BoxResult<()> {
+        let fields = split(tuple)?;
+        for ix in self.indexes.values_mut() {
+            let key = ix.entry_key(&fields)?;
+            ix.remove(&key);
+        }
+        Ok(())
+    }
+
+    /// Removes every tuple.
+    pub fn truncate(&mut self) {
+        for ix in self.indexes.values_mut() {
+            ix.clear();
+        }
+    }
+
+    fn duplicate(&self, ix: &Index) -> BoxError {
+        BoxError::new(
+            code::TUPLE_FOUND,
+            format!(
+                "Duplicate key exists in unique index '{}' in space '{}'",
+                ix.def.name, self.def.name
+            ),
+        )
+    }
+
+    /// Adds an index and fills it from the primary key.
+    pub fn add_index(&mut self, def: IndexDef) -> BoxResult<()> {
+        let pk_parts = match (def.id, self.primary()) {
+            (0, _) => def.parts.clone(),
+            (_, Some(pk)) => pk.def.parts.clone(),
+            (_, None) => {
+                return Err(BoxError::new(
+                    code::ALTER_SPACE,
+                    format!(
+                        "Can't modify space '{}': can not add a secondary key before primary",
+                        self.def.name
+                    ),
+                ))
+            }
+        };
+        let mut index = Index::new(def, &pk_parts);
+        let existing: Vec<Tuple> = self
+            .indexes
+            .get(&0)
+            .filter(|_| index.def.id != 0)
+            .map(|pk| pk.iter().cloned().collect())
+            .unwrap_or_default();
+        for t in existing {
+            let fields = split(&t)?;
+            for part in &index.def.parts {
+                match fields.get(part.field_no as usize) {
+                    Some(raw) => {
+                        let ty = Reader::new(raw)
+                            .peek_type()
+                            .map_err(|_| BoxError::invalid_msgpack("tuple"))?;
+                        if !(part.ty.accepts(ty) || (ty == MpType::Nil && part.nullable)) {
+                            return Err(BoxError::field_type(
+                                &(part.field_no + 1).to_string(),
+                                part.ty.name(),
+                            ));
+                        }
+                    }
+                    None if !part.nullable => {
+                        return Err(BoxError::new(
+                            code::FIELD_MISSING,
+                            format!(
+                                "Tuple field {} required by space format is missing",
+                                part.field_no + 1
+                            ),
+                        ))
+                    }
+                    None => {}
+                }
+            }
+            let key = index.entry_key(&fields)?;
+            if index.get(&key).is_some() {
+                return Err(self.duplicate(&index));
+            }
+            index.insert(key, t);
+        }
+        self.indexes.insert(index.def.id, index);
+        Ok(())
+    }
+}

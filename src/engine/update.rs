@@ -1,0 +1,456 @@
+//! UPDATE and UPSERT operations on top-level tuple fields.
+//!
+//! ```text
+//! ['=', f, v]  assign (f = len appends)     ['!', f, v]  insert before f
+//! ['#', f, n]  delete n fields from f       [':', f, pos, len, str]  splice a string
+//! ['+' | '-', f, number]  arithmetic        ['&' | '|' | '^', f, uint]  bitwise
+//! ```
+//! `f` is a field number (counted from `index_base`; negative counts from the
+//! end), a format field name, or a JSON path `[n]` (always 1-based).
+//! Operations are checked (shape and argument types) before any is applied.
+
+use std::borrow::Cow;
+
+use super::space::Space;
+use crate::error::{code, BoxError, BoxResult};
+use crate::protocol::msgpack::{write, Integer, MpType, Reader};
+
+/// Where an operation applies.
+#[derive(Debug, Clone, PartialEq)]
+enum FieldRef<'a> {
+    /// 0-based from the start, or negative from the end.
+    Number(i64),
+    /// A format name or JSON path.
+    Name(&'a [u8]),
+    /// A number below `index_base` (field 0 with base 1): never found.
+    BeforeFirst(i64),
+}
+
+/// An arithmetic operand.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Num {
+    Int(i128),
+    Float(f64),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum OpKind<'a> {
+    Set(&'a [u8]),
+    Insert(&'a [u8]),
+    Delete(u64),
+    Arith(u8, Num),
+    Bit(u8, u64),
+    Splice {
+        offset: i64,
+        cut: i64,
+        paste: &'a [u8],
+    },
+}
+
+/// One decoded operation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Op<'a> {
+    field: FieldRef<'a>,
+    kind: OpKind<'a>,
+}
+
+fn arg_type(op: u8, field: &str, expected: &str) -> BoxError {
+    BoxError::new(
+        code::UPDATE_ARG_TYPE,
+        format!(
+            "Argument type in operation '{}' on field {field} does not match field type: expected {expected}",
+            op as char
+        ),
+    )
+}
+
+fn read_num(r: &mut Reader<'_>) -> Option<Num> {
+    match r.peek_type().ok()? {
+        MpType::Uint | MpType::Int => Some(match r.read_integer().ok()? {
+            Integer::Unsigned(u) => Num::Int(i128::from(u)),
+            Integer::Negative(i) => Num::Int(i128::from(i)),
+        }),
+        MpType::Float | MpType::Double => r.read_f64().ok().map(Num::Float),
+        _ => None,
+    }
+}
+
+/// Decodes and checks an operation list.
+pub fn parse_ops(ops: &[u8], index_base: u32) -> BoxResult<Vec<Op<'_>>> {
+    let bad = |_| BoxError::invalid_msgpack("packet body");
+    let mut r = Reader::new(ops);
+    let n = r.read_array_len().map_err(bad)?;
+    let mut out = Vec::with_capacity(n.min(1024) as usize);
+    for op_no in 1..=n {
+        let Ok(argc) = r.read_array_len() else {
+            r.skip().map_err(bad)?;
+            return Err(BoxError::illegal_params(
+                "update operation must be an array {op,..}",
+            ));
+        };
+        if argc < 1 {
+            return Err(BoxError::illegal_params(
+                "update operation must be an array {op,..}",
+            ));
+        }
+        let Ok(name) = r.read_str() else {
+            return Err(BoxError::illegal_params(
+                "update operation name must be a string",
+            ));
+        };
+        let op = match name {
+            [c @ (b'=' | b'!' | b'#' | b'+' | b'-' | b'&' | b'|' | b'^' | b':')] => *c,
+            _ => {
+                return Err(BoxError::new(
+                    code::UNKNOWN_UPDATE_OP,
+                    format!(
+                        "Unknown UPDATE operation #{op_no}: \"{}\"",
+                        String::from_utf8_lossy(name)
+                    ),
+                ))
+            }
+        };
+        let want = if op == b':' { 5 } else { 3 };
+        if argc != want {
+            return Err(BoxError::new(
+                code::UNKNOWN_UPDATE_OP,
+                format!("Unknown UPDATE operation #{op_no}: wrong number of arguments, expected {want}, got {argc}"),
+            ));
+        }
+        let field = match r.peek_type().map_err(bad)? {
+            MpType::Uint | MpType::Int => {
+                let v = r.read_int().map_err(|_| {
+                    BoxError::illegal_params("field id must be a number or a string")
+                })?;
+                let base = i64::from(index_base);
+                match v {
+                    v if v < 0 => FieldRef::Number(v),
+                    v if v < base => FieldRef::BeforeFirst(v),
+                    v => FieldRef::Number(v - base),
+                }
+            }
+            MpType::Str => FieldRef::Name(r.read_str().map_err(bad)?),
+            _ => {
+                return Err(BoxError::illegal_params(
+                    "field id must be a number or a string",
+                ))
+            }
+        };
+        let label = field_label(&field);
+        let kind = match op {
+            b'=' => OpKind::Set(r.skip().map_err(bad)?),
+            b'!' => OpKind::Insert(r.skip().map_err(bad)?),
+            b'#' => match r.read_integer() {
+                Ok(Integer::Unsigned(0)) => {
+                    return Err(BoxError::new(
+                        code::UPDATE_FIELD,
+                        format!("Field {label} UPDATE error: cannot delete 0 fields"),
+                    ))
+                }
+                Ok(Integer::Unsigned(c)) => OpKind::Delete(c),
+                _ => return Err(arg_type(op, &label, "a positive integer")),
+            },
+            b'+' | b'-' => {
+                let Some(num) = read_num(&mut r) else {
+                    return Err(arg_type(op, &label, "a number"));
+                };
+                OpKind::Arith(op, num)
+            }
+            b'&' | b'|' | b'^' => match r.read_integer() {
+                Ok(Integer::Unsigned(u)) => OpKind::Bit(op, u),
+                _ => return Err(arg_type(op, &label, "a positive integer")),
+            },
+            _ => {
+                let offset = r
+                    .read_int()
+                    .map_err(|_| arg_type(op, &label, "an integer"))?;
+                let cut = r
+                    .read_int()
+                    .map_err(|_| arg_type(op, &label, "an integer"))?;
+                let paste = r.read_str().map_err(|_| arg_type(op, &label, "a string"))?;
+                let offset = if offset >= 0 {
+                    offset - i64::from(index_base)
+                } else {
+                    offset
+                };
+                OpKind::Splice { offset, cut, paste }
+            }
+        };
+        out.push(Op { field, kind });
+    }
+    Ok(out)
+}
+
+/// How a field is named in messages before it is resolved.
+fn field_label(f: &FieldRef<'_>) -> String {
+    match f {
+        FieldRef::Number(n) if *n >= 0 => (n + 1).to_string(),
+        FieldRef::Number(n) | FieldRef::BeforeFirst(n) => n.to_string(),
+        FieldRef::Name(s) => format!("'{}'", String::from_utf8_lossy(s)),
+    }
+}
+
+struct Slot<'a> {
+    bytes: Cow<'a, [u8]>,
+    touched: bool,
+}
+
+fn not_found(f: &FieldRef<'_>) -> BoxError {
+    match f {
+        FieldRef::Number(_) | FieldRef::BeforeFirst(_) => BoxError::new(
+            code::NO_SUCH_FIELD_NO,
+            format!("Field {} was not found in the tuple", field_label(f)),
+        ),
+        FieldRef::Name(s) => BoxError::new(
+            code::NO_SUCH_FIELD_NAME,
+            format!(
+                "Field '{}' was not found in the tuple",
+                String::from_utf8_lossy(s)
+            ),
+        ),
+    }
+}
+
+/// Where an operation may point past the last field.
+#[derive(Clone, Copy)]
+enum Reach {
+    /// Existing fields only.
+    Existing,
+    /// A positive number may name the field after the last (`=` appends).
+    Append,
+    /// Both a positive number and -1 may name the field after the last (`!`).
+    Insert,
+}
+
+/// Resolves a field reference to a 0-based position.
+fn resolve(f: &FieldRef<'_>, len: usize, space: &Space, reach: Reach) -> BoxResult<usize> {
+    let limit = if matches!(reach, Reach::Existing) {
+        len
+    } else {
+        len + 1
+    };
+    let pos = match f {
+        FieldRef::BeforeFirst(_) => None,
+        FieldRef::Number(n) if *n >= 0 => usize::try_from(*n).ok(),
+        FieldRef::Number(n) => {
+            // -1 is the last field, or one past it for inserts.
+            let end = if matches!(reach, Reach::Insert) {
+                len + 1
+            } else {
+                len
+            };
+            let back = usize::try_from(n.unsigned_abs()).ok();
+            back.and_then(|b| end.checked_sub(b))
+        }
+        FieldRef::Name(name) => match space.field_no(name) {
+            Some(p) => Some(p),
+            None => {
+                let path = std::str::from_utf8(name).ok();
+                let idx = path
+                    .and_then(|p| {
+                        p.strip_prefix('[')?
+                            .strip_suffix(']')?
+                            .trim()
+                            .parse::<usize>()
+                            .ok()
+                    })
+                    .filter(|i| *i >= 1);
+                match idx {
+                    Some(i) => Some(i - 1),
+                    None => return Err(not_found(f)),
+                }
+            }
+        },
+    };
+    pos.filter(|p| *p < limit).ok_or_else(|| not_found(f))
+}
+
+fn encode_num(n: Num) -> Vec<u8> {
+    let mut out = Vec::with_capacity(9);
+    match n {
+        Num::Int(i) => {
+            if let Ok(u) = u64::try_from(i) {
+                write::uint(&mut out, u);
+            } else {
+                #[allow(
+                    clippy::cast_possible_truncation,
+                    reason = "range checked by the caller"
+                )]
+                write::int(&mut out, i as i64);
+            }
+        }
+        Num::Float(f) => write::f64(&mut out, f),
+    }
+    out
+}
+
+fn apply_one(slot: &mut Slot<'_>, kind: &OpKind<'_>, label: &str) -> BoxResult<()> {
+    match kind {
+        OpKind::Set(v) => slot.bytes = Cow::Owned(v.to_vec()),
+        OpKind::Arith(op, arg) => {
+            let mut r = Reader::new(&slot.bytes);
+            let Some(cur) = read_num(&mut r) else {
+                return Err(arg_type(*op, label, "a number"));
+            };
+            let result = match (cur, *arg) {
+                (Num::Int(a), Num::Int(b)) => {
+                    let v = if *op == b'+' { a + b } else { a - b };
+                    if v > i128::from(u64::MAX) || v < i128::from(i64::MIN) {
+                        return Err(BoxError::new(
+                            code::UPDATE_INTEGER_OVERFLOW,
+                            format!(
+                                "Integer overflow when performing '{}' operation on field {label}",
+                                *op as char
+                            ),
+                        ));
+                    }
+                    Num::Int(v)
+                }
+                (a, b) => {
+                    let f = |n: Num| match n {
+                        #[allow(
+                            clippy::cast_precision_loss,
+                            reason = "mixed arithmetic is floating point"
+                        )]
+                        Num::Int(i) => i as f64,
+                        Num::Float(x) => x,
+                    };
+                    Num::Float(if *op == b'+' {
+                        f(a) + f(b)
+                    } else {
+                        f(a) - f(b)
+                    })
+                }
+            };
+            slot.bytes = Cow::Owned(encode_num(result));
+        }
+        OpKind::Bit(op, arg) => {
+            let Ok(Integer::Unsigned(cur)) = Reader::new(&slot.bytes).read_integer() else {
+                return Err(arg_type(*op, label, "a positive integer"));
+            };
+            let v = match op {
+                b'&' => cur & arg,
+                b'|' => cur | arg,
+                _ => cur ^ arg,
+            };
+            let mut out = Vec::new();
+            write::uint(&mut out, v);
+            slot.bytes = Cow::Owned(out);
+        }
+        OpKind::Splice { offset, cut, paste } => {
+            let Ok(s) = Reader::new(&slot.bytes).read_str() else {
+                return Err(arg_type(b':', label, "a string"));
+            };
+            let len = i64::try_from(s.len()).unwrap_or(i64::MAX);
+            let mut offset = *offset;
+            if offset < 0 {
+                if -offset > len + 1 {
+                    return Err(BoxError::new(
+                        code::UPDATE_SPLICE,
+                        format!("SPLICE error on field {label}: offset is out of bound"),
+                    ));
+                }
+                offset += len + 1;
+            } else if offset > len {
+                offset = len;
+            }
+            let rest = len - offset;
+            let cut = if *cut < 0 {
+                if -cut > rest {
+                    0
+                } else {
+                    cut + rest
+                }
+            } else {
+                (*cut).min(rest)
+            };
+            #[allow(
+                clippy::cast_possible_truncation,
+                clippy::cast_sign_loss,
+                reason = "0 <= offset, cut <= len"
+            )]
+            let (o, c) = (offset as usize, cut as usize);
+            let mut text = Vec::with_capacity(s.len() + paste.len());
+            text.extend_from_slice(s.get(..o).unwrap_or(&[]));
+            text.extend_from_slice(paste);
+            text.extend_from_slice(s.get(o + c..).unwrap_or(&[]));
+            let mut out = Vec::with_capacity(text.len() + 5);
+            write::str(&mut out, &text);
+            slot.bytes = Cow::Owned(out);
+        }
+        OpKind::Insert(_) | OpKind::Delete(_) => {}
+    }
+    Ok(())
+}
+
+/// Applies `ops` to a tuple's fields and returns the new tuple (not yet validated).
+pub fn apply(ops: &[Op<'_>], fields: &[&[u8]], space: &Space) -> BoxResult<Vec<u8>> {
+    let mut slots: Vec<Slot<'_>> = fields
+        .iter()
+        .map(|f| Slot {
+            bytes: Cow::Borrowed(*f),
+            touched: false,
+        })
+        .collect();
+    for op in ops {
+        match &op.kind {
+            OpKind::Insert(v) => {
+                let pos = resolve(&op.field, slots.len(), space, Reach::Insert)?;
+                slots.insert(
+                    pos,
+                    Slot {
+                        bytes: Cow::Owned(v.to_vec()),
+                        touched: false,
+                    },
+                );
+            }
+            OpKind::Delete(count) => {
+                let pos = resolve(&op.field, slots.len(), space, Reach::Existing)?;
+                let end = usize::try_from(*count)
+                    .unwrap_or(usize::MAX)
+                    .saturating_add(pos)
+                    .min(slots.len());
+                slots.drain(pos..end);
+            }
+            OpKind::Set(v) => {
+                let pos = resolve(&op.field, slots.len(), space, Reach::Append)?;
+                if pos == slots.len() {
+                    slots.push(Slot {
+                        bytes: Cow::Owned(v.to_vec()),
+                        touched: true,
+                    });
+                    continue;
+                }
+                touch(&mut slots, pos)?;
+                if let Some(slot) = slots.get_mut(pos) {
+                    apply_one(slot, &op.kind, &(pos + 1).to_string())?;
+                }
+            }
+            kind => {
+                let pos = resolve(&op.field, slots.len(), space, Reach::Existing)?;
+                touch(&mut slots, pos)?;
+                if let Some(slot) = slots.get_mut(pos) {
+                    apply_one(slot, kind, &(pos + 1).to_string())?;
+                }
+            }
+        }
+    }
+    let parts: Vec<&[u8]> = slots.iter().map(|s| s.bytes.as_ref()).collect();
+    Ok(super::tuple::join(&parts))
+}
+
+fn touch(slots: &mut [Slot<'_>], pos: usize) -> BoxResult<()> {
+    if let Some(slot) = slots.get_mut(pos) {
+        if slot.touched {
+            return Err(BoxError::new(
+                code::UPDATE_FIELD,
+                format!(
+                    "Field {} UPDATE error: double update of the same field",
+                    pos + 1
+                ),
+            ));
+        }
+        slot.touched = true;
+    }
+    Ok(())
+}

@@ -1,0 +1,416 @@
+//! Field types and key values with Tarantool's comparison rules.
+//!
+//! Numbers compare by value across unsigned, signed and floating encodings; a
+//! `scalar` field orders values by class first: nil < boolean < number <
+//! string < varbinary < extension. Strings under a case-insensitive collation are
+//! stored as a folded sort key, so equality and order follow the collation.
+
+use std::cmp::Ordering;
+use std::hash::{Hash, Hasher};
+
+use crate::protocol::msgpack::{Integer, MpError, MpType, Reader};
+
+/// A field type from a space format or an index part.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FieldType {
+    /// Anything.
+    Any,
+    /// Non-negative integers.
+    Unsigned,
+    /// Any integer.
+    Integer,
+    /// Integers and floating point.
+    Number,
+    /// Floating point only.
+    Double,
+    /// Strings.
+    String,
+    /// true/false.
+    Boolean,
+    /// Binary strings.
+    Varbinary,
+    /// Any non-container value.
+    Scalar,
+    /// Arrays.
+    Array,
+    /// Maps.
+    Map,
+}
+
+impl FieldType {
+    /// Parses a type name as Tarantool accepts it (including legacy `num`/`str`/`int`).
+    #[must_use]
+    pub fn parse(name: &[u8]) -> Option<Self> {
+        let lower = name.to_ascii_lowercase();
+        Some(match lower.as_slice() {
+            b"any" | b"*" => Self::Any,
+            b"unsigned" | b"num" | b"uint" => Self::Unsigned,
+            b"integer" | b"int" => Self::Integer,
+            b"number" => Self::Number,
+            b"double" => Self::Double,
+            b"string" | b"str" => Self::String,
+            b"boolean" | b"bool" => Self::Boolean,
+            b"varbinary" => Self::Varbinary,
+            b"scalar" => Self::Scalar,
+            b"array" => Self::Array,
+            b"map" => Self::Map,
+            _ => return None,
+        })
+    }
+
+    /// The name used in error messages.
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Any => "any",
+            Self::Unsigned => "unsigned",
+            Self::Integer => "integer",
+            Self::Number => "number",
+            Self::Double => "double",
+            Self::String => "string",
+            Self::Boolean => "boolean",
+            Self::Varbinary => "varbinary",
+            Self::Scalar => "scalar",
+            Self::Array => "array",
+            Self::Map => "map",
+        }
+    }
+
+    /// Whether a value of msgpack type `ty` fits this field type.
+    #[must_use]
+    pub fn accepts(self, ty: MpType) -> bool {
+        match self {
+            Self::Any => true,
+            Self::Unsigned => ty == MpType::Uint,
+            Self::Integer => matches!(ty, MpType::Uint | MpType::Int),
+            Self::Number => matches!(
+                ty,
+                MpType::Uint | MpType::Int | MpType::Float | MpType::Double
+            ),
+            Self::Double => matches!(ty, MpType::Float | MpType::Double),
+            Self::String => ty == MpType::Str,
+            Self::Boolean => ty == MpType::Bool,
+            Self::Varbinary => ty == MpType::Bin,
+            Self::Scalar => !matches!(ty, MpType::Array | MpType::Map | MpType::Nil),
+            Self::Array => ty == MpType::Array,
+            Self::Map => ty == MpType::Map,
+        }
+    }
+
+    /// Whether an index may be built over fields of this type.
+    #[must_use]
+    pub fn is_indexable(self) -> bool {
+        !matches!(self, Self::Any | Self::Array | Self::Map)
+    }
+}
+
+/// How strings of a key part compare.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Collation {
+    /// Byte order.
+    #[default]
+    Binary,
+    /// Unicode order, case-sensitive (approximated: case-folded, then lower case first).
+    Unicode,
+    /// Unicode order, case-insensitive.
+    UnicodeCi,
+}
+
+impl Collation {
+    /// The collation with Tarantool's id, if oncebox implements it.
+    #[must_use]
+    pub fn from_id(id: u64) -> Option<Self> {
+        match id {
+            0 | 3 => Some(Self::Binary),
+            1 => Some(Self::Unicode),
+            2 => Some(Self::UnicodeCi),
+            _ => None,
+        }
+    }
+
+    /// The collation with Tarantool's name.
+    #[must_use]
+    pub fn from_name(name: &[u8]) -> Option<Self> {
+        match name {
+            b"none" | b"binary" => Some(Self::Binary),
+            b"unicode" => Some(Self::Unicode),
+            b"unicode_ci" => Some(Self::UnicodeCi),
+            _ => None,
+        }
+    }
+
+    /// Tarantool's id of this collation.
+    #[must_use]
+    pub fn id(self) -> u32 {
+        match self {
+            Self::Binary => 0,
+            Self::Unicode => 1,
+            Self::UnicodeCi => 2,
+        }
+    }
+
+    fn sort_key(self, s: &[u8]) -> Box<[u8]> {
+        match self {
+            Self::Binary => s.into(),
+            Self::UnicodeCi => fold(s).into_bytes().into_boxed_slice(),
+            Self::Unicode => {
+                let mut k = fold(s).into_bytes();
+                k.push(0);
+                // Lower case sorts before upper case, as in ICU's tertiary strength.
+                let text = String::from_utf8_lossy(s);
+                k.extend(
+                    text.chars()
+                        .flat_map(|c| {
+                            let swapped: Vec<char> = if c.is_uppercase() {
+                                c.to_lowercase().collect()
+                            } else {
+                                c.to_uppercase().collect()
+                            };
+                            swapped
+                        })
+                        .collect::<String>()
+                        .bytes(),
+                );
+                k.into_boxed_slice()
+            }
+        }
+    }
+}
+
+fn fold(s: &[u8]) -> String {
+    String::from_utf8_lossy(s).to_lowercase()
+}
+
+/// One part of an index key, ready to compare.
+#[derive(Debug, Clone)]
+pub enum KeyPart {
+    /// nil (nullable parts only).
+    Nil,
+    /// A boolean.
+    Bool(bool),
+    /// A non-negative integer.
+    Uint(u64),
+    /// A negative integer.
+    Neg(i64),
+    /// A floating-point number.
+    Double(f64),
+    /// A string's sort key under the part's collation.
+    Str(Box<[u8]>),
+    /// Binary data.
+    Bin(Box<[u8]>),
+    /// An extension value (type, payload).
+    Ext(i8, Box<[u8]>),
+    /// Sorts after every value: used only to build range bounds.
+    Max,
+}
+
+impl KeyPart {
+    fn class(&self) -> u8 {
+        match self {
+            Self::Nil => 0,
+            Self::Bool(_) => 1,
+            Self::Uint(_) | Self::Neg(_) | Self::Double(_) => 2,
+            Self::Str(_) => 3,
+            Self::Bin(_) => 4,
+            Self::Ext(..) => 5,
+            Self::Max => 6,
+        }
+    }
+
+    /// Reads one key value, checking it against the part type.
+    ///
+    /// Returns `Ok(None)` when the value's type does not fit the part.
+    pub fn read(
+        r: &mut Reader<'_>,
+        ty: FieldType,
+        coll: Collation,
+        nullable: bool,
+    ) -> Result<Option<Self>, MpError> {
+        let mp = r.peek_type()?;
+        if mp == MpType::Nil {
+            r.read_nil()?;
+            return Ok(nullable.then_some(Self::Nil));
+        }
+        if !ty.accepts(mp) {
+            r.skip()?;
+            return Ok(None);
+        }
+        Ok(Some(match mp {
+            MpType::Bool => Self::Bool(r.read_bool()?),
+            MpType::Uint | MpType::Int => match r.read_integer()? {
+                Integer::Unsigned(u) => Self::Uint(u),
+                Integer::Negative(i) => Self::Neg(i),
+            },
+            MpType::Float | MpType::Double => Self::Double(r.read_f64()?),
+            MpType::Str => Self::Str(coll.sort_key(r.read_str()?)),
+            MpType::Bin => Self::Bin(r.read_bin()?.into()),
+            MpType::Ext => {
+                let (t, payload) = r.read_ext()?;
+                Self::Ext(t, payload.into())
+            }
+            MpType::Nil | MpType::Array | MpType::Map => {
+                r.skip()?;
+                return Ok(None);
+            }
+        }))
+    }
+}
+
+/// Compares a float with an unsigned integer exactly.
+fn cmp_f64_u64(d: f64, u: u64) -> Ordering {
+    if d.is_nan() {
+        return Ordering::Less;
+    }
+    if d < 0.0 {
+        return Ordering::Less;
+    }
+    if d >= 18_446_744_073_709_551_616.0 {
+        return Ordering::Greater;
+    }
+    let t = d.trunc();
+    #[allow(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        reason = "0 <= t < 2^64"
+    )]
+    let ti = t as u64;
+    ti.cmp(&u).then(if d > t {
+        Ordering::Greater
+    } else {
+        Ordering::Equal
+    })
+}
+
+/// Compares a float with a negative integer exactly.
+fn cmp_f64_i64(d: f64, i: i64) -> Ordering {
+    if d.is_nan() {
+        return Ordering::Less;
+    }
+    if d >= 0.0 {
+        return Ordering::Greater;
+    }
+    if d < -9_223_372_036_854_775_808.0 {
+        return Ordering::Less;
+    }
+    let t = d.trunc();
+    #[allow(clippy::cast_possible_truncation, reason = "-2^63 <= t < 0")]
+    let ti = t as i64;
+    ti.cmp(&i).then(if d < t {
+        Ordering::Less
+    } else {
+        Ordering::Equal
+    })
+}
+
+fn cmp_f64(a: f64, b: f64) -> Ordering {
+    a.partial_cmp(&b)
+        .unwrap_or_else(|| a.is_nan().cmp(&b.is_nan()).reverse())
+}
+
+impl Ord for KeyPart {
+    fn cmp(&self, other: &Self) -> Ordering {
+        use KeyPart::{Bin, Bool, Double, Ext, Neg, Str, Uint};
+        match (self, other) {
+            (Uint(a), Uint(b)) => a.cmp(b),
+            (Neg(a), Neg(b)) => a.cmp(b),
+            (Uint(_), Neg(_)) => Ordering::Greater,
+            (Neg(_), Uint(_)) => Ordering::Less,
+            (Double(a), Double(b)) => cmp_f64(*a, *b),
+            (Double(d), Uint(u)) => cmp_f64_u64(*d, *u),
+            (Uint(u), Double(d)) => cmp_f64_u64(*d, *u).reverse(),
+            (Double(d), Neg(i)) => cmp_f64_i64(*d, *i),
+            (Neg(i), Double(d)) => cmp_f64_i64(*d, *i).reverse(),
+            (Bool(a), Bool(b)) => a.cmp(b),
+            (Str(a), Str(b)) | (Bin(a), Bin(b)) => a.cmp(b),
+            (Ext(ta, a), Ext(tb, b)) => ta.cmp(tb).then_with(|| a.cmp(b)),
+            _ => self.class().cmp(&other.class()),
+        }
+    }
+}
+
+impl PartialOrd for KeyPart {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl PartialEq for KeyPart {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
+impl Eq for KeyPart {}
+
+impl Hash for KeyPart {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        // Equal numbers must hash alike whatever their encoding.
+        match self {
+            Self::Uint(u) => i128::from(*u).hash(state),
+            Self::Neg(i) => i128::from(*i).hash(state),
+            Self::Double(d) =>
+            {
+                #[allow(
+                    clippy::cast_possible_truncation,
+                    reason = "integral value in i128 range"
+                )]
+                if d.fract() == 0.0 && d.abs() < 1.8e19 {
+                    (*d as i128).hash(state);
+                } else {
+                    d.to_bits().hash(state);
+                }
+            }
+            Self::Nil => 0u8.hash(state),
+            Self::Bool(b) => b.hash(state),
+            Self::Str(s) => s.hash(state),
+            Self::Bin(b) => (4u8, b).hash(state),
+            Self::Ext(t, b) => (*t, b).hash(state),
+            Self::Max => 255u8.hash(state),
+        }
+    }
+}
+
+/// A full or partial key: one [`KeyPart`] per index part.
+pub type Key = Vec<KeyPart>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_compare_across_encodings() {
+        assert_eq!(KeyPart::Uint(1), KeyPart::Double(1.0));
+        assert!(KeyPart::Neg(-1) < KeyPart::Uint(0));
+        assert!(KeyPart::Double(1.5) > KeyPart::Uint(1));
+        assert!(KeyPart::Double(1.5) < KeyPart::Uint(2));
+        assert!(KeyPart::Double(-1.5) < KeyPart::Neg(-1));
+        assert!(KeyPart::Uint(u64::MAX) > KeyPart::Double(1e18));
+    }
+
+    #[test]
+    fn scalar_class_order() {
+        let order = [
+            KeyPart::Nil,
+            KeyPart::Bool(true),
+            KeyPart::Neg(-5),
+            KeyPart::Str(b"a"[..].into()),
+            KeyPart::Bin(b""[..].into()),
+        ];
+        for w in order.windows(2) {
+            assert!(w[0] < w[1], "{:?} < {:?}", w[0], w[1]);
+        }
+        assert!(KeyPart::Bin(b"zz"[..].into()) < KeyPart::Max);
+    }
+
+    #[test]
+    fn case_insensitive_collation_folds() {
+        assert_eq!(
+            Collation::UnicodeCi.sort_key(b"ALICE"),
+            Collation::UnicodeCi.sort_key(b"alice")
+        );
+        let lower = Collation::Unicode.sort_key(b"a");
+        let upper = Collation::Unicode.sort_key(b"A");
+        let next = Collation::Unicode.sort_key(b"b");
+        assert!(lower < upper && upper < next);
+    }
+}

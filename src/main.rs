@@ -1,0 +1,37 @@
+//! The `oncebox` executable.
+
+use oncebox::config::{parse_args, Command, USAGE};
+
+fn main() {
+    let cmd = match parse_args(std::env::args().skip(1)) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("oncebox: {e}\n\n{USAGE}");
+            std::process::exit(2);
+        }
+    };
+    match cmd {
+        Command::Help => print!("{USAGE}"),
+        Command::Version => {
+            println!(
+                "Tarantool {}-0-oncebox",
+                oncebox::protocol::REPORTED_VERSION
+            );
+            println!("oncebox {}", env!("CARGO_PKG_VERSION"));
+        }
+        Command::Serve(cfg) => {
+            let filter = tracing_subscriber::EnvFilter::try_new(&cfg.log_level)
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+            use std::io::IsTerminal;
+            tracing_subscriber::fmt()
+                .with_env_filter(filter)
+                .with_ansi(std::io::stderr().is_terminal())
+                .with_writer(std::io::stderr)
+                .init();
+            if let Err(e) = oncebox::run(cfg) {
+                eprintln!("oncebox: {e}");
+                std::process::exit(1);
+            }
+        }
+    }
+}

@@ -1,0 +1,108 @@
+//! One client connection: greeting, then a reader loop and a writer task.
+
+use futures::StreamExt;
+use tokio::io::AsyncWriteExt;
+use tokio::net::TcpStream;
+use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
+use tokio_util::codec::FramedRead;
+
+use super::ServerConfig;
+use crate::executor::{Outgoing, TxMessage};
+use crate::protocol::codec::{CodecError, PacketCodec};
+use crate::protocol::{greeting, header, REPORTED_VERSION};
+
+/// Serves one connection until either side closes it.
+pub(super) async fn run(
+    socket: TcpStream,
+    session_id: u64,
+    tx: UnboundedSender<TxMessage>,
+    config: &ServerConfig,
+) {
+    let _ = socket.set_nodelay(true);
+    let mut salt = [0u8; greeting::SALT_SIZE];
+    if getrandom::getrandom(&mut salt).is_err() {
+        tracing::error!("no randomness for the greeting salt");
+        return;
+    }
+    let (rd, mut wr) = socket.into_split();
+    // NOTE: the greeting goes out in one write; node's driver parses only its first chunk.
+    let hello = greeting::encode(REPORTED_VERSION, &config.instance_uuid, &salt);
+    if wr.write_all(&hello).await.is_err() {
+        return;
+    }
+    let (out_tx, out_rx) = unbounded_channel();
+    if tx
+        .send(TxMessage::Connect {
+            session_id,
+            salt,
+            out: out_tx,
+        })
+        .is_err()
+    {
+        return;
+    }
+    let writer = tokio::spawn(write_replies(wr, out_rx));
+    let mut frames =
+        FramedRead::with_capacity(rd, PacketCodec::new(config.max_packet_size), 16 * 1024);
+    while let Some(item) = frames.next().await {
+        let msg = match item {
+            Ok(packet) => match header::parse(&packet) {
+                Ok(header) => TxMessage::Request {
+                    session_id,
+                    header,
+                    packet,
+                },
+                Err(e) => TxMessage::BadHeader {
+                    session_id,
+                    sync: e.sync,
+                },
+            },
+            Err(CodecError::Frame(error)) => {
+                let _ = tx.send(TxMessage::BadFrame { session_id, error });
+                break;
+            }
+            Err(CodecError::Io(_)) => break,
+        };
+        if tx.send(msg).is_err() {
+            break;
+        }
+    }
+    let _ = tx.send(TxMessage::Disconnect { session_id });
+    let _ = writer.await;
+}
+
+async fn write_replies(
+    mut wr: tokio::net::tcp::OwnedWriteHalf,
+    mut rx: UnboundedReceiver<Outgoing>,
+) {
+    let mut buf = Vec::new();
+    while let Some(first) = rx.recv().await {
+        let mut close = false;
+        let mut next = Some(first);
+        // Coalesce whatever is queued into one write.
+        while let Some(item) = next {
+            match item {
+                Outgoing::Data(d) => {
+                    if buf.is_empty() {
+                        buf = d;
+                    } else {
+                        buf.extend_from_slice(&d);
+                    }
+                }
+                Outgoing::Close => {
+                    close = true;
+                    break;
+                }
+            }
+            next = rx.try_recv().ok();
+        }
+        if !buf.is_empty() && wr.write_all(&buf).await.is_err() {
+            return;
+        }
+        buf.clear();
+        if close {
+            let _ = wr.shutdown().await;
+            return;
+        }
+    }
+}

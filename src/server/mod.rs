@@ -1,0 +1,62 @@
+//! The network side: accepting connections and moving packets to and from the TX thread.
+//!
+//! Each connection has a reader task (frames, header decode) and a writer task
+//! (replies, in the order the TX thread produced them). Nothing here knows about
+//! spaces or users.
+
+mod connection;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use tokio::net::TcpListener;
+use tokio::sync::mpsc::UnboundedSender;
+use tokio::sync::Semaphore;
+
+use crate::executor::TxMessage;
+
+/// Limits and identity shared by every connection.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// The instance uuid shown in the greeting.
+    pub instance_uuid: uuid::Uuid,
+    /// Largest accepted packet, in bytes.
+    pub max_packet_size: u64,
+    /// Most connections served at once; further ones wait in the accept queue.
+    pub max_connections: usize,
+}
+
+/// Accepts connections until the listener fails.
+pub async fn serve(
+    listener: TcpListener,
+    tx: UnboundedSender<TxMessage>,
+    config: ServerConfig,
+) -> std::io::Result<()> {
+    let config = Arc::new(config);
+    let limit = Arc::new(Semaphore::new(config.max_connections));
+    let next_id = AtomicU64::new(1);
+    loop {
+        let permit = limit
+            .clone()
+            .acquire_owned()
+            .await
+            .map_err(std::io::Error::other)?;
+        let (socket, peer) = match listener.accept().await {
+            Ok(pair) => pair,
+            Err(e) => {
+                tracing::warn!(error = %e, "accept failed");
+                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                continue;
+            }
+        };
+        let session_id = next_id.fetch_add(1, Ordering::Relaxed);
+        tracing::info!(%peer, session_id, "connection accepted");
+        let tx = tx.clone();
+        let config = config.clone();
+        tokio::spawn(async move {
+            connection::run(socket, session_id, tx, &config).await;
+            tracing::info!(%peer, session_id, "connection closed");
+            drop(permit);
+        });
+    }
+}
