@@ -66,12 +66,8 @@ pub fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Command, Str
             Some((n, v)) if n.starts_with("--") => (n.to_owned(), Some(v.to_owned())),
             _ => (arg.clone(), None),
         };
-        let mut value = |what: &str| {
-            inline
-                .clone()
-                .or_else(|| it.next())
-                .ok_or_else(|| format!("{what} needs a value"))
-        };
+        let mut value =
+            |what: &str| inline.clone().or_else(|| it.next()).ok_or_else(|| format!("{what} needs a value"));
         match name.as_str() {
             "-h" | "--help" => return Ok(Command::Help),
             "-V" | "-v" | "--version" => return Ok(Command::Version),
@@ -107,13 +103,9 @@ mod tests {
 
     #[test]
     fn parses_listen_forms() {
-        let Ok(Command::Serve(c)) = parse_args(["--listen".into(), "3302".into()]) else {
-            panic!()
-        };
+        let Ok(Command::Serve(c)) = parse_args(["--listen".into(), "3302".into()]) else { panic!() };
         assert_eq!(c.listen, "127.0.0.1:3302");
-        let Ok(Command::Serve(c)) = parse_args(["--listen=0.0.0.0:1".into()]) else {
-            panic!()
-        };
+        let Ok(Command::Serve(c)) = parse_args(["--listen=0.0.0.0:1".into()]) else { panic!() };
         assert_eq!(c.listen, "0.0.0.0:1");
         assert!(parse_args(["--bogus".into()]).is_err());
     }

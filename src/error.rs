@@ -165,40 +165,28 @@ impl BoxError {
     #[track_caller]
     #[must_use]
     pub fn missing_request_field(what: &str) -> Self {
-        Self::new(
-            code::MISSING_REQUEST_FIELD,
-            format!("Missing mandatory field '{what}' in request"),
-        )
+        Self::new(code::MISSING_REQUEST_FIELD, format!("Missing mandatory field '{what}' in request"))
     }
 
     /// ER_UNKNOWN_REQUEST_TYPE.
     #[track_caller]
     #[must_use]
     pub fn unknown_request_type(ty: u64) -> Self {
-        Self::new(
-            code::UNKNOWN_REQUEST_TYPE,
-            format!("Unknown request type {ty}"),
-        )
+        Self::new(code::UNKNOWN_REQUEST_TYPE, format!("Unknown request type {ty}"))
     }
 
     /// ER_NO_SUCH_SPACE, named by id or name as Tarantool does.
     #[track_caller]
     #[must_use]
     pub fn no_such_space(name: &str) -> Self {
-        Self::new(
-            code::NO_SUCH_SPACE,
-            format!("Space '{name}' does not exist"),
-        )
+        Self::new(code::NO_SUCH_SPACE, format!("Space '{name}' does not exist"))
     }
 
     /// ER_NO_SUCH_INDEX_ID.
     #[track_caller]
     #[must_use]
     pub fn no_such_index_id(index_id: u32, space: &str) -> Self {
-        Self::new(
-            code::NO_SUCH_INDEX_ID,
-            format!("No index #{index_id} is defined in space '{space}'"),
-        )
+        Self::new(code::NO_SUCH_INDEX_ID, format!("No index #{index_id} is defined in space '{space}'"))
     }
 
     /// ER_ACCESS_DENIED with the payload net.box needs to rebuild the error.

@@ -99,12 +99,7 @@ impl Executor {
     /// An executor over `engine`, persisting through `storage`.
     #[must_use]
     pub fn new(engine: Engine, storage: Box<dyn Storage>) -> Self {
-        Self {
-            engine,
-            storage,
-            sessions: HashMap::new(),
-            dirty: Vec::new(),
-        }
+        Self { engine, storage, sessions: HashMap::new(), dirty: Vec::new() }
     }
 
     /// Runs until every sender is gone.
@@ -143,20 +138,8 @@ impl Executor {
     /// Handles one message.
     pub fn handle(&mut self, msg: TxMessage) {
         match msg {
-            TxMessage::Connect {
-                session_id,
-                salt,
-                out,
-            } => {
-                self.sessions.insert(
-                    session_id,
-                    Session {
-                        user_id: user_id::GUEST,
-                        salt,
-                        out,
-                        pending: Vec::new(),
-                    },
-                );
+            TxMessage::Connect { session_id, salt, out } => {
+                self.sessions.insert(session_id, Session { user_id: user_id::GUEST, salt, out, pending: Vec::new() });
             }
             TxMessage::Disconnect { session_id } => {
                 self.sessions.remove(&session_id);
@@ -171,9 +154,9 @@ impl Executor {
                 let sv = self.engine.schema_version();
                 let err = match error {
                     FrameError::BadLength => BoxError::invalid_msgpack("packet length"),
-                    FrameError::TooLarge { len, max } => BoxError::invalid_msgpack(&format!(
-                        "packet length {len} exceeds max_packet_size {max}"
-                    )),
+                    FrameError::TooLarge { len, max } => {
+                        BoxError::invalid_msgpack(&format!("packet length {len} exceeds max_packet_size {max}"))
+                    }
                 };
                 if let Some(buf) = self.buffer(session_id) {
                     response::error(buf, 0, sv, &err);
@@ -183,11 +166,7 @@ impl Executor {
                     let _ = s.out.send(Outgoing::Close);
                 }
             }
-            TxMessage::Request {
-                session_id,
-                header,
-                packet,
-            } => {
+            TxMessage::Request { session_id, header, packet } => {
                 let Some(session) = self.sessions.get(&session_id) else {
                     return;
                 };
@@ -278,10 +257,7 @@ impl Executor {
                 self.engine.check_call_access(&creds, c.name)?;
                 return Err(BoxError::new(
                     crate::error::code::NO_SUCH_PROC,
-                    format!(
-                        "Procedure '{}' is not defined",
-                        String::from_utf8_lossy(c.name)
-                    ),
+                    format!("Procedure '{}' is not defined", String::from_utf8_lossy(c.name)),
                 ));
             }
             Request::Eval(_) => {
@@ -295,12 +271,7 @@ impl Executor {
         Ok(())
     }
 
-    fn reply_tuple(
-        &self,
-        out: &mut Vec<u8>,
-        sync: u64,
-        tuple: Option<&crate::engine::tuple::Tuple>,
-    ) {
+    fn reply_tuple(&self, out: &mut Vec<u8>, sync: u64, tuple: Option<&crate::engine::tuple::Tuple>) {
         let sv = self.engine.schema_version();
         response::ok_data(out, sync, sv, tuple.into_iter().map(|t| &t[..]));
     }

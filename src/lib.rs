@@ -26,30 +26,25 @@ pub fn run(config: config::Config) -> Result<(), Box<dyn std::error::Error>> {
     let (ready_tx, ready_rx) = std::sync::mpsc::channel();
     // The engine holds `Rc`s: it is built on, and never leaves, the TX thread.
     let admin_password = config.admin_password.clone();
-    let tx_thread = std::thread::Builder::new()
-        .name("tx".into())
-        .spawn(move || {
-            let booted = engine::Engine::bootstrap(&instance_uuid).and_then(|mut engine| {
-                if let Some(pw) = admin_password {
-                    engine.set_password(engine::access::user_id::ADMIN, pw.as_bytes())?;
-                }
-                engine.take_changes();
-                Ok(engine)
-            });
-            match booted {
-                Ok(engine) => {
-                    let _ = ready_tx.send(Ok(()));
-                    executor::Executor::new(engine, Box::new(storage::MemoryStorage::default()))
-                        .run(rx);
-                }
-                Err(e) => {
-                    let _ = ready_tx.send(Err(e));
-                }
+    let tx_thread = std::thread::Builder::new().name("tx".into()).spawn(move || {
+        let booted = engine::Engine::bootstrap(&instance_uuid).and_then(|mut engine| {
+            if let Some(pw) = admin_password {
+                engine.set_password(engine::access::user_id::ADMIN, pw.as_bytes())?;
             }
-        })?;
-    ready_rx
-        .recv()
-        .map_err(|_| "the TX thread did not start")??;
+            engine.take_changes();
+            Ok(engine)
+        });
+        match booted {
+            Ok(engine) => {
+                let _ = ready_tx.send(Ok(()));
+                executor::Executor::new(engine, Box::new(storage::MemoryStorage::default())).run(rx);
+            }
+            Err(e) => {
+                let _ = ready_tx.send(Err(e));
+            }
+        }
+    })?;
+    ready_rx.recv().map_err(|_| "the TX thread did not start")??;
 
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(config.net_threads)

@@ -13,10 +13,7 @@ fn main() {
     match cmd {
         Command::Help => print!("{USAGE}"),
         Command::Version => {
-            println!(
-                "Tarantool {}-0-oncebox",
-                oncebox::protocol::REPORTED_VERSION
-            );
+            println!("Tarantool {}-0-oncebox", oncebox::protocol::REPORTED_VERSION);
             println!("oncebox {}", env!("CARGO_PKG_VERSION"));
         }
         Command::Serve(cfg) => {

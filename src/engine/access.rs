@@ -105,14 +105,8 @@ pub fn parse_grant(tuple: &[u8]) -> Option<Grant> {
         MpType::Uint => Some(u32::try_from(r.read_uint().ok()?).ok()?),
         _ => None,
     };
-    let privilege =
-        u32::try_from(Reader::new(fields.get(4)?).read_uint().ok()?).unwrap_or(u32::MAX);
-    Some(Grant {
-        grantee,
-        object_type,
-        object_id,
-        privilege,
-    })
+    let privilege = u32::try_from(Reader::new(fields.get(4)?).read_uint().ok()?).unwrap_or(u32::MAX);
+    Some(Grant { grantee, object_type, object_id, privilege })
 }
 
 /// The effective rights of one user.
@@ -132,10 +126,7 @@ impl Credentials {
     /// Computes the rights of `user_id` from all grants.
     #[must_use]
     pub fn compute(user_id: u32, grants: &[Grant]) -> Self {
-        let mut c = Self {
-            user_id,
-            ..Self::default()
-        };
+        let mut c = Self { user_id, ..Self::default() };
         let mut holders = vec![user_id];
         let mut seen: HashSet<u32> = HashSet::from([user_id]);
         while let Some(holder) = holders.pop() {
@@ -169,10 +160,10 @@ impl Credentials {
         owner == Some(self.user_id) || self.on(ty, id) & want == want
     }
 
-    /// Whether the user holds any right at all on the object.
+    /// Whether the user holds any object right (not just session/usage) on the object.
     #[must_use]
     pub fn has_any(&self, ty: ObjectType, id: u32) -> bool {
-        self.on(ty, id) != 0
+        self.on(ty, id) & !(privilege::SESSION | privilege::USAGE) != 0
     }
 }
 
@@ -181,12 +172,7 @@ mod tests {
     use super::*;
 
     fn g(grantee: u32, ty: ObjectType, id: Option<u32>, p: u32) -> Grant {
-        Grant {
-            grantee,
-            object_type: ty,
-            object_id: id,
-            privilege: p,
-        }
+        Grant { grantee, object_type: ty, object_id: id, privilege: p }
     }
 
     #[test]

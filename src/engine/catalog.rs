@@ -42,8 +42,7 @@ pub mod space_id {
 #[must_use]
 pub fn view_source(view: u32) -> Option<u32> {
     use space_id::{
-        COLLATION, FUNC, INDEX, PRIV, SEQUENCE, SPACE, USER, VCOLLATION, VFUNC, VINDEX, VPRIV,
-        VSEQUENCE, VSPACE, VUSER,
+        COLLATION, FUNC, INDEX, PRIV, SEQUENCE, SPACE, USER, VCOLLATION, VFUNC, VINDEX, VPRIV, VSEQUENCE, VSPACE, VUSER,
     };
     Some(match view {
         VCOLLATION => COLLATION,
@@ -65,10 +64,7 @@ pub fn bootstrap_rows() -> impl Iterator<Item = (u32, Vec<u8>)> {
         let (id, hex) = line.split_once(' ')?;
         let bytes = (0..hex.len())
             .step_by(2)
-            .map(|i| {
-                hex.get(i..i + 2)
-                    .and_then(|h| u8::from_str_radix(h, 16).ok())
-            })
+            .map(|i| hex.get(i..i + 2).and_then(|h| u8::from_str_radix(h, 16).ok()))
             .collect::<Option<Vec<u8>>>()?;
         Some((id.parse().ok()?, bytes))
     })
@@ -109,17 +105,16 @@ fn text(b: &[u8]) -> String {
 pub fn parse_space(tuple: &[u8]) -> BoxResult<SpaceDef> {
     let f = split(tuple)?;
     let bad = |what: &str| {
-        BoxError::new(code::FIELD_TYPE, format!("Tuple field {what} type does not match one required by operation: expected unsigned"))
+        BoxError::new(
+            code::FIELD_TYPE,
+            format!("Tuple field {what} type does not match one required by operation: expected unsigned"),
+        )
     };
     let id = uint_field(&f, 0).ok_or_else(|| bad("1"))?;
     let owner = uint_field(&f, 1).ok_or_else(|| bad("2"))?;
     let name = str_field(&f, 2).ok_or_else(|| BoxError::field_type("3", "string"))?;
-    let create_err = |msg: &str| {
-        BoxError::new(
-            code::CREATE_SPACE,
-            format!("Failed to create space '{}': {msg}", text(name)),
-        )
-    };
+    let create_err =
+        |msg: &str| BoxError::new(code::CREATE_SPACE, format!("Failed to create space '{}': {msg}", text(name)));
     if name.is_empty() {
         return Err(create_err("space name can't be empty"));
     }
@@ -129,27 +124,20 @@ pub fn parse_space(tuple: &[u8]) -> BoxResult<SpaceDef> {
         b"sysview" => EngineKind::Sysview,
         b"blackhole" | b"service" => EngineKind::Blackhole,
         other => {
-            return Err(BoxError::new(
-                code::NO_SUCH_ENGINE,
-                format!("Space engine '{}' does not exist", text(other)),
-            ))
+            return Err(BoxError::new(code::NO_SUCH_ENGINE, format!("Space engine '{}' does not exist", text(other))))
         }
     };
     let field_count = uint_field(&f, 4).unwrap_or(0);
     let mut temporary = false;
     if let Some(flags) = f.get(5) {
         if Reader::new(flags).peek_type() == Ok(MpType::Map) {
-            temporary = map_get(flags, b"temporary")
-                .and_then(bool_value)
-                .unwrap_or(false);
+            temporary = map_get(flags, b"temporary").and_then(bool_value).unwrap_or(false);
         }
     }
     let mut format = Vec::new();
     if let Some(raw) = f.get(6) {
         let mut r = Reader::new(raw);
-        let n = r
-            .read_array_len()
-            .map_err(|_| BoxError::field_type("7", "array"))?;
+        let n = r.read_array_len().map_err(|_| BoxError::field_type("7", "array"))?;
         for i in 0..n {
             let entry = r.skip().map_err(|_| BoxError::invalid_msgpack("tuple"))?;
             format.push(parse_format_entry(entry, i, name)?);
@@ -157,10 +145,7 @@ pub fn parse_space(tuple: &[u8]) -> BoxResult<SpaceDef> {
     }
     for (i, a) in format.iter().enumerate() {
         if format.iter().skip(i + 1).any(|b| b.name == a.name) {
-            return Err(BoxError::new(
-                149,
-                format!("Space field '{}' is duplicate", a.name),
-            ));
+            return Err(BoxError::new(149, format!("Space field '{}' is duplicate", a.name)));
         }
     }
     Ok(SpaceDef {
@@ -175,12 +160,8 @@ pub fn parse_space(tuple: &[u8]) -> BoxResult<SpaceDef> {
 }
 
 fn parse_format_entry(entry: &[u8], i: u32, space: &[u8]) -> BoxResult<FieldDef> {
-    let wrong = |msg: String| {
-        BoxError::new(
-            code::WRONG_SPACE_FORMAT,
-            format!("Wrong space format (field {}): {msg}", i + 1),
-        )
-    };
+    let wrong =
+        |msg: String| BoxError::new(code::WRONG_SPACE_FORMAT, format!("Wrong space format (field {}): {msg}", i + 1));
     let _ = space;
     if Reader::new(entry).peek_type() != Ok(MpType::Map) {
         return Err(wrong("expected a map".into()));
@@ -191,15 +172,11 @@ fn parse_format_entry(entry: &[u8], i: u32, space: &[u8]) -> BoxResult<FieldDef>
     let ty = match map_get(entry, b"type") {
         None => FieldType::Any,
         Some(v) => {
-            let t = Reader::new(v)
-                .read_str()
-                .map_err(|_| wrong("type must be a string".into()))?;
+            let t = Reader::new(v).read_str().map_err(|_| wrong("type must be a string".into()))?;
             FieldType::parse(t).ok_or_else(|| wrong(format!("unknown field type '{}'", text(t))))?
         }
     };
-    let nullable = map_get(entry, b"is_nullable")
-        .and_then(bool_value)
-        .unwrap_or(false);
+    let nullable = map_get(entry, b"is_nullable").and_then(bool_value).unwrap_or(false);
     let collation = match map_get(entry, b"collation") {
         None => Collation::Binary,
         Some(v) => Reader::new(v)
@@ -208,12 +185,7 @@ fn parse_format_entry(entry: &[u8], i: u32, space: &[u8]) -> BoxResult<FieldDef>
             .and_then(Collation::from_id)
             .ok_or_else(|| wrong("collation was not found by id".into()))?,
     };
-    Ok(FieldDef {
-        name: text(name),
-        ty,
-        nullable,
-        collation,
-    })
+    Ok(FieldDef { name: text(name), ty, nullable, collation })
 }
 
 /// Decodes an `_index` row; `space` is the definition of the space it belongs to.
@@ -224,10 +196,7 @@ pub fn parse_index(tuple: &[u8], space: &SpaceDef) -> BoxResult<IndexDef> {
     let modify = |msg: &str| {
         BoxError::new(
             code::MODIFY_INDEX,
-            format!(
-                "Can't create or modify index '{name}' in space '{}': {msg}",
-                space.name
-            ),
+            format!("Can't create or modify index '{name}' in space '{}': {msg}", space.name),
         )
     };
     let type_name = str_field(&f, 3).ok_or_else(|| BoxError::field_type("4", "string"))?;
@@ -237,18 +206,13 @@ pub fn parse_index(tuple: &[u8], space: &SpaceDef) -> BoxResult<IndexDef> {
         _ => {
             return Err(BoxError::new(
                 code::INDEX_TYPE,
-                format!(
-                    "Unsupported index type supplied for index '{name}' in space '{}'",
-                    space.name
-                ),
+                format!("Unsupported index type supplied for index '{name}' in space '{}'", space.name),
             ))
         }
     };
     let opts = f.get(4).copied().unwrap_or(&[0x80]);
     let unique = match Reader::new(opts).peek_type() {
-        Ok(MpType::Map) => map_get(opts, b"unique")
-            .and_then(bool_value)
-            .unwrap_or(true),
+        Ok(MpType::Map) => map_get(opts, b"unique").and_then(bool_value).unwrap_or(true),
         Ok(MpType::Uint) => Reader::new(opts).read_uint().unwrap_or(1) != 0,
         _ => return Err(BoxError::field_type("5", "map")),
     };
@@ -266,43 +230,26 @@ pub fn parse_index(tuple: &[u8], space: &SpaceDef) -> BoxResult<IndexDef> {
     if iid == 0 && parts.iter().any(|p| p.nullable) {
         return Err(BoxError::new(
             code::NULLABLE_PRIMARY,
-            format!(
-                "Primary index of space '{}' can not contain nullable parts",
-                space.name
-            ),
+            format!("Primary index of space '{}' can not contain nullable parts", space.name),
         ));
     }
     if kind == IndexKind::Hash && parts.iter().any(|p| p.nullable) {
         return Err(modify("HASH index does not support nullable parts"));
     }
-    Ok(IndexDef {
-        id: u32::try_from(iid).map_err(|_| modify("index id too big"))?,
-        name,
-        kind,
-        unique,
-        parts,
-    })
+    Ok(IndexDef { id: u32::try_from(iid).map_err(|_| modify("index id too big"))?, name, kind, unique, parts })
 }
 
-fn parse_parts(
-    raw: &[u8],
-    space: &SpaceDef,
-    modify: &dyn Fn(&str) -> BoxError,
-) -> BoxResult<Vec<Part>> {
+fn parse_parts(raw: &[u8], space: &SpaceDef, modify: &dyn Fn(&str) -> BoxError) -> BoxResult<Vec<Part>> {
     let mut r = Reader::new(raw);
-    let n = r
-        .read_array_len()
-        .map_err(|_| BoxError::field_type("6", "array"))?;
+    let n = r.read_array_len().map_err(|_| BoxError::field_type("6", "array"))?;
     let mut parts = Vec::with_capacity(n.min(64) as usize);
     for _ in 0..n {
         let entry = r.skip().map_err(|_| BoxError::invalid_msgpack("tuple"))?;
         let (field_no, ty_name, coll, nullable) = match Reader::new(entry).peek_type() {
             Ok(MpType::Array) => {
                 let items = split(entry)?;
-                let field = uint_field(&items, 0)
-                    .ok_or_else(|| modify("field id must be an unsigned integer"))?;
-                let ty =
-                    str_field(&items, 1).ok_or_else(|| modify("field type must be a string"))?;
+                let field = uint_field(&items, 0).ok_or_else(|| modify("field id must be an unsigned integer"))?;
+                let ty = str_field(&items, 1).ok_or_else(|| modify("field type must be a string"))?;
                 (field, ty, None, None)
             }
             Ok(MpType::Map) => {
@@ -312,36 +259,24 @@ fn parse_parts(
                 let ty = map_get(entry, b"type")
                     .and_then(|v| Reader::new(v).read_str().ok())
                     .ok_or_else(|| modify("field type must be a string"))?;
-                let coll =
-                    map_get(entry, b"collation").and_then(|v| Reader::new(v).read_uint().ok());
+                let coll = map_get(entry, b"collation").and_then(|v| Reader::new(v).read_uint().ok());
                 let nullable = map_get(entry, b"is_nullable").and_then(bool_value);
                 (field, ty, coll, nullable)
             }
             _ => return Err(modify("wrong index parts")),
         };
-        let ty = FieldType::parse(ty_name)
-            .ok_or_else(|| modify(&format!("unknown field type '{}'", text(ty_name))))?;
+        let ty = FieldType::parse(ty_name).ok_or_else(|| modify(&format!("unknown field type '{}'", text(ty_name))))?;
         if !ty.is_indexable() {
-            return Err(modify(&format!(
-                "field type '{}' is not supported",
-                ty.name()
-            )));
+            return Err(modify(&format!("field type '{}' is not supported", ty.name())));
         }
         let field_no = u32::try_from(field_no).map_err(|_| modify("field id too big"))?;
         let format_field = space.format.get(field_no as usize);
         let collation = match coll {
-            Some(id) => {
-                Collation::from_id(id).ok_or_else(|| modify("collation was not found by id"))?
-            }
+            Some(id) => Collation::from_id(id).ok_or_else(|| modify("collation was not found by id"))?,
             None => format_field.map_or(Collation::Binary, |f| f.collation),
         };
         let nullable = nullable.unwrap_or_else(|| format_field.is_some_and(|f| f.nullable));
-        parts.push(Part {
-            field_no,
-            ty,
-            collation,
-            nullable,
-        });
+        parts.push(Part { field_no, ty, collation, nullable });
     }
     Ok(parts)
 }
@@ -355,10 +290,7 @@ pub fn first_uint(tuple: &[u8]) -> Option<u32> {
 /// The `(space id, index id)` of an `_index` row.
 pub fn index_ids(tuple: &[u8]) -> Option<(u32, u32)> {
     let f = split(tuple).ok()?;
-    Some((
-        u32::try_from(uint_field(&f, 0)?).ok()?,
-        u32::try_from(uint_field(&f, 1)?).ok()?,
-    ))
+    Some((u32::try_from(uint_field(&f, 0)?).ok()?, u32::try_from(uint_field(&f, 1)?).ok()?))
 }
 
 /// A `_user` row: (id, owner, name, is_role, stored chap-sha1 hash2 if any).
@@ -387,10 +319,7 @@ pub fn parse_user(tuple: &[u8]) -> BoxResult<UserRow> {
         b"user" => false,
         b"role" => true,
         _ => {
-            return Err(BoxError::new(
-                code::CREATE_USER,
-                format!("Failed to create user '{name}': unknown user type"),
-            ))
+            return Err(BoxError::new(code::CREATE_USER, format!("Failed to create user '{name}': unknown user type")))
         }
     };
     let chap_sha1 = f
@@ -426,9 +355,7 @@ pub fn parse_func(tuple: &[u8]) -> BoxResult<FuncRow> {
     let id = uint_field(&f, 0).ok_or_else(|| BoxError::field_type("1", "unsigned"))?;
     let owner = uint_field(&f, 1).ok_or_else(|| BoxError::field_type("2", "unsigned"))?;
     let name = text(str_field(&f, 2).ok_or_else(|| BoxError::field_type("3", "string"))?);
-    let setuid = f.get(3).is_some_and(
-        |v| matches!(Reader::new(v).read_integer(), Ok(Integer::Unsigned(n)) if n != 0),
-    );
+    let setuid = f.get(3).is_some_and(|v| matches!(Reader::new(v).read_integer(), Ok(Integer::Unsigned(n)) if n != 0));
     Ok(FuncRow {
         id: u32::try_from(id).unwrap_or(u32::MAX),
         owner: u32::try_from(owner).unwrap_or(u32::MAX),
@@ -445,14 +372,9 @@ mod tests {
     fn bootstrap_holds_tarantool_2_6_catalogue() {
         let rows: Vec<_> = bootstrap_rows().collect();
         assert!(rows.len() > 500);
-        let spaces: Vec<SpaceDef> = rows
-            .iter()
-            .filter(|(s, _)| *s == space_id::SPACE)
-            .map(|(_, t)| parse_space(t).unwrap())
-            .collect();
-        assert!(spaces
-            .iter()
-            .any(|s| s.id == 281 && s.name == "_vspace" && s.engine == EngineKind::Sysview));
+        let spaces: Vec<SpaceDef> =
+            rows.iter().filter(|(s, _)| *s == space_id::SPACE).map(|(_, t)| parse_space(t).unwrap()).collect();
+        assert!(spaces.iter().any(|s| s.id == 281 && s.name == "_vspace" && s.engine == EngineKind::Sysview));
         let vindex = spaces.iter().find(|s| s.id == space_id::VINDEX).unwrap();
         let idx: Vec<IndexDef> = rows
             .iter()

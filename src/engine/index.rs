@@ -115,10 +115,7 @@ pub struct Index {
 
 impl std::fmt::Debug for Index {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Index")
-            .field("def", &self.def)
-            .field("len", &self.len())
-            .finish()
+        f.debug_struct("Index").field("def", &self.def).field("len", &self.len()).finish()
     }
 }
 
@@ -127,18 +124,16 @@ impl Index {
     #[must_use]
     pub fn new(def: IndexDef, pk_parts: &[Part]) -> Self {
         let mut cmp_parts = def.parts.clone();
-        if !def.unique {
+        // Non-unique indexes, and unique ones that may hold several nils, order
+        // equal keys by primary key so every entry is distinct.
+        if !def.unique || def.parts.iter().any(|p| p.nullable) {
             cmp_parts.extend(pk_parts.iter().cloned());
         }
         let storage = match def.kind {
             IndexKind::Tree => Storage::Tree(BTreeMap::new()),
             IndexKind::Hash => Storage::Hash(HashMap::new()),
         };
-        Self {
-            def,
-            cmp_parts,
-            storage,
-        }
+        Self { def, cmp_parts, storage }
     }
 
     /// Number of entries.
@@ -166,13 +161,27 @@ impl Index {
         extract_key(&self.def.parts, fields)
     }
 
-    /// The tuple stored under a full unique key, if any.
+    /// The tuple stored under a full key of a unique index, if any.
     #[must_use]
     pub fn get(&self, key: &Key) -> Option<&Tuple> {
         match &self.storage {
+            Storage::Tree(m) if key.len() < self.cmp_parts.len() => {
+                let mut upper = key.clone();
+                upper.push(KeyPart::Max);
+                m.range(key.clone()..=upper).next().map(|(_, t)| t)
+            }
             Storage::Tree(m) => m.get(key),
             Storage::Hash(m) => m.get(key),
         }
+    }
+
+    /// The tuple that a new tuple with user key `key` would collide with, if any.
+    #[must_use]
+    pub fn conflict(&self, key: &Key) -> Option<&Tuple> {
+        if !self.def.unique || key.iter().any(|k| matches!(k, KeyPart::Nil)) {
+            return None;
+        }
+        self.get(key)
     }
 
     /// Adds an entry (the caller has checked uniqueness).
@@ -219,10 +228,7 @@ impl Index {
         if n > self.def.parts.len() {
             return Err(BoxError::new(
                 code::KEY_PART_COUNT,
-                format!(
-                    "Invalid key part count (expected [0..{}], got {n})",
-                    self.def.parts.len()
-                ),
+                format!("Invalid key part count (expected [0..{}], got {n})", self.def.parts.len()),
             ));
         }
         let mut out = Vec::with_capacity(n);
@@ -239,16 +245,11 @@ impl Index {
 
     /// Decodes a key that must name exactly one tuple (DELETE, UPDATE, get).
     pub fn parse_exact_key(&self, key: &[u8]) -> BoxResult<Key> {
-        let n = Reader::new(key)
-            .read_array_len()
-            .map_err(|_| BoxError::invalid_msgpack("packet body"))? as usize;
+        let n = Reader::new(key).read_array_len().map_err(|_| BoxError::invalid_msgpack("packet body"))? as usize;
         if self.def.unique && n != self.def.parts.len() {
             return Err(BoxError::new(
                 code::EXACT_MATCH,
-                format!(
-                    "Invalid key part count in an exact match (expected {}, got {n})",
-                    self.def.parts.len()
-                ),
+                format!("Invalid key part count in an exact match (expected {}, got {n})", self.def.parts.len()),
             ));
         }
         let key = self.parse_key(key)?;
@@ -295,10 +296,9 @@ impl Index {
                 let unsupported = || self.unsupported_iterator(space_name);
                 let (lo, hi, rev): (Bound<Key>, Bound<Key>, bool) = if key.is_empty() {
                     match it {
-                        IteratorType::Eq
-                        | IteratorType::All
-                        | IteratorType::Ge
-                        | IteratorType::Gt => (Bound::Unbounded, Bound::Unbounded, false),
+                        IteratorType::Eq | IteratorType::All | IteratorType::Ge | IteratorType::Gt => {
+                            (Bound::Unbounded, Bound::Unbounded, false)
+                        }
                         IteratorType::Req | IteratorType::Le | IteratorType::Lt => {
                             (Bound::Unbounded, Bound::Unbounded, true)
                         }
@@ -306,17 +306,9 @@ impl Index {
                     }
                 } else {
                     match it {
-                        IteratorType::Eq => (
-                            Bound::Included(key.clone()),
-                            Bound::Included(upper()),
-                            false,
-                        ),
-                        IteratorType::Req => {
-                            (Bound::Included(key.clone()), Bound::Included(upper()), true)
-                        }
-                        IteratorType::All | IteratorType::Ge => {
-                            (Bound::Included(key.clone()), Bound::Unbounded, false)
-                        }
+                        IteratorType::Eq => (Bound::Included(key.clone()), Bound::Included(upper()), false),
+                        IteratorType::Req => (Bound::Included(key.clone()), Bound::Included(upper()), true),
+                        IteratorType::All | IteratorType::Ge => (Bound::Included(key.clone()), Bound::Unbounded, false),
                         IteratorType::Gt => (Bound::Excluded(upper()), Bound::Unbounded, false),
                         IteratorType::Le => (Bound::Unbounded, Bound::Included(upper()), true),
                         IteratorType::Lt => (Bound::Unbounded, Bound::Excluded(key.clone()), true),
@@ -416,9 +408,7 @@ pub fn extract_key(parts: &[Part], fields: &TupleFields<'_>) -> BoxResult<Key> {
         let mut r = Reader::new(raw);
         let k = KeyPart::read(&mut r, part.ty, part.collation, part.nullable)
             .map_err(|_| BoxError::invalid_msgpack("tuple"))?
-            .ok_or_else(|| {
-                BoxError::field_type(&(part.field_no + 1).to_string(), part.ty.name())
-            })?;
+            .ok_or_else(|| BoxError::field_type(&(part.field_no + 1).to_string(), part.ty.name()))?;
         key.push(k);
     }
     Ok(key)

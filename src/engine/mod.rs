@@ -69,27 +69,16 @@ impl Engine {
             let def = catalog::parse_space(t)?;
             spaces.insert(def.id, Space::new(def));
         }
-        let mut index_rows: Vec<&Vec<u8>> = rows
-            .iter()
-            .filter(|(s, _)| *s == space_id::INDEX)
-            .map(|(_, t)| t)
-            .collect();
+        let mut index_rows: Vec<&Vec<u8>> =
+            rows.iter().filter(|(s, _)| *s == space_id::INDEX).map(|(_, t)| t).collect();
         index_rows.sort_by_key(|t| catalog::index_ids(t));
         for t in index_rows {
-            let (sid, _) =
-                catalog::index_ids(t).ok_or_else(|| BoxError::invalid_msgpack("bootstrap"))?;
-            let space = spaces
-                .get_mut(&sid)
-                .ok_or_else(|| BoxError::no_such_space(&sid.to_string()))?;
+            let (sid, _) = catalog::index_ids(t).ok_or_else(|| BoxError::invalid_msgpack("bootstrap"))?;
+            let space = spaces.get_mut(&sid).ok_or_else(|| BoxError::no_such_space(&sid.to_string()))?;
             let def = catalog::parse_index(t, &space.def)?;
             space.add_index(def)?;
         }
-        let mut engine = Self {
-            spaces,
-            schema_version: 1,
-            creds: RefCell::new(HashMap::new()),
-            changes: Vec::new(),
-        };
+        let mut engine = Self { spaces, schema_version: 1, creds: RefCell::new(HashMap::new()), changes: Vec::new() };
         let uuid = instance_uuid.hyphenated().to_string();
         let mut extra = Vec::new();
         let mut cluster = Vec::new();
@@ -120,9 +109,9 @@ impl Engine {
     /// Sets a user's password, as `box.schema.user.passwd` does (a `_user` replace).
     pub fn set_password(&mut self, user: u32, password: &[u8]) -> BoxResult<()> {
         let name = self.user_name(user);
-        let row = self.user_by_name(name.as_bytes()).ok_or_else(|| {
-            BoxError::new(code::NO_SUCH_USER, format!("User '{name}' is not found"))
-        })?;
+        let row = self
+            .user_by_name(name.as_bytes())
+            .ok_or_else(|| BoxError::new(code::NO_SUCH_USER, format!("User '{name}' is not found")))?;
         let mut t = Vec::new();
         write::array_len(&mut t, 5);
         write::uint(&mut t, u64::from(row.id));
@@ -150,15 +139,11 @@ impl Engine {
 
     /// The space with this id, or ER_NO_SUCH_SPACE.
     pub fn space(&self, id: u32) -> BoxResult<&Space> {
-        self.spaces
-            .get(&id)
-            .ok_or_else(|| BoxError::no_such_space(&id.to_string()))
+        self.spaces.get(&id).ok_or_else(|| BoxError::no_such_space(&id.to_string()))
     }
 
     fn space_mut(&mut self, id: u32) -> BoxResult<&mut Space> {
-        self.spaces
-            .get_mut(&id)
-            .ok_or_else(|| BoxError::no_such_space(&id.to_string()))
+        self.spaces.get_mut(&id).ok_or_else(|| BoxError::no_such_space(&id.to_string()))
     }
 
     /// Every space, by id.
@@ -192,9 +177,7 @@ impl Engine {
     #[must_use]
     pub fn user_by_name(&self, name: &[u8]) -> Option<catalog::UserRow> {
         let index = self.spaces.get(&space_id::USER)?.indexes.get(&2)?;
-        index
-            .get(&str_key(name))
-            .and_then(|t| catalog::parse_user(t).ok())
+        index.get(&str_key(name)).and_then(|t| catalog::parse_user(t).ok())
     }
 
     /// A user's name by id (for messages).
@@ -212,9 +195,7 @@ impl Engine {
     #[must_use]
     pub fn func_by_name(&self, name: &[u8]) -> Option<catalog::FuncRow> {
         let index = self.spaces.get(&space_id::FUNC)?.indexes.get(&2)?;
-        index
-            .get(&str_key(name))
-            .and_then(|t| catalog::parse_func(t).ok())
+        index.get(&str_key(name)).and_then(|t| catalog::parse_func(t).ok())
     }
 
     /// Checks an AUTH request and returns the user id the session becomes.
@@ -223,11 +204,8 @@ impl Engine {
         let row = self
             .user_by_name(user)
             .filter(|u| !u.is_role)
-            .ok_or_else(|| {
-                BoxError::new(code::NO_SUCH_USER, format!("User '{name}' is not found"))
-            })?;
-        let items =
-            split(tuple).map_err(|_| BoxError::invalid_msgpack("authentication request body"))?;
+            .ok_or_else(|| BoxError::new(code::NO_SUCH_USER, format!("User '{name}' is not found")))?;
+        let items = split(tuple).map_err(|_| BoxError::invalid_msgpack("authentication request body"))?;
         if row.id == user_id::GUEST && items.is_empty() {
             return Ok(user_id::GUEST);
         }
@@ -256,12 +234,7 @@ impl Engine {
 
     fn check_usage(&self, creds: &Credentials) -> BoxResult<()> {
         if creds.universe & privilege::USAGE == 0 {
-            return Err(BoxError::access_denied(
-                "Usage",
-                "universe",
-                "",
-                &self.user_name(creds.user_id),
-            ));
+            return Err(BoxError::access_denied("Usage", "universe", "", &self.user_name(creds.user_id)));
         }
         Ok(())
     }
@@ -283,12 +256,7 @@ impl Engine {
     pub fn check_call_access(&self, creds: &Credentials, name: &[u8]) -> BoxResult<()> {
         self.check_usage(creds)?;
         let allowed = match self.func_by_name(name) {
-            Some(f) => creds.has(
-                ObjectType::Function,
-                f.id,
-                Some(f.owner),
-                privilege::EXECUTE,
-            ),
+            Some(f) => creds.has(ObjectType::Function, f.id, Some(f.owner), privilege::EXECUTE),
             None => creds.universe & privilege::EXECUTE != 0,
         };
         if !allowed {
@@ -306,12 +274,7 @@ impl Engine {
     pub fn check_eval_access(&self, creds: &Credentials) -> BoxResult<()> {
         self.check_usage(creds)?;
         if creds.universe & privilege::EXECUTE == 0 {
-            return Err(BoxError::access_denied(
-                "Execute",
-                "universe",
-                "",
-                &self.user_name(creds.user_id),
-            ));
+            return Err(BoxError::access_denied("Execute", "universe", "", &self.user_name(creds.user_id)));
         }
         Ok(())
     }
@@ -325,8 +288,7 @@ impl Engine {
         let it = IteratorType::from_code(req.iterator)?;
         let source = match space.def.engine {
             EngineKind::Sysview => {
-                let src = catalog::view_source(space.def.id)
-                    .ok_or_else(|| BoxError::no_such_space(&space.def.name))?;
+                let src = catalog::view_source(space.def.id).ok_or_else(|| BoxError::no_such_space(&space.def.name))?;
                 self.space(src)?
             }
             EngineKind::Blackhole => {
@@ -363,40 +325,32 @@ impl Engine {
 
     /// Whether a system view shows `tuple` of its source space to this user.
     fn view_shows(&self, creds: &Credentials, view: u32, source: &Space, tuple: &Tuple) -> bool {
-        if creds.universe & privilege::READ != 0
-            || creds.has(ObjectType::Space, source.def.id, None, privilege::READ)
-        {
+        if creds.universe & privilege::READ != 0 || creds.has(ObjectType::Space, source.def.id, None, privilege::READ) {
             return true;
         }
         let Ok(fields) = split(tuple) else {
             return false;
         };
         let uint = |i: usize| {
-            fields
-                .get(i)
-                .and_then(|f| Reader::new(f).read_uint().ok())
-                .map(|v| u32::try_from(v).unwrap_or(u32::MAX))
+            fields.get(i).and_then(|f| Reader::new(f).read_uint().ok()).map(|v| u32::try_from(v).unwrap_or(u32::MAX))
         };
         let uid = creds.user_id;
         match view {
             space_id::VSPACE | space_id::VINDEX => {
                 let Some(sid) = uint(0) else { return false };
-                self.spaces
-                    .get(&sid)
-                    .is_some_and(|s| s.def.owner == uid || creds.has_any(ObjectType::Space, sid))
+                self.spaces.get(&sid).is_some_and(|s| s.def.owner == uid || creds.has_any(ObjectType::Space, sid))
             }
-            space_id::VUSER => uint(0) == Some(uid) || uint(1) == Some(uid),
+            space_id::VUSER => {
+                uint(0) == Some(uid) || uint(1) == Some(uid) || uint(0).is_some_and(|id| creds.roles.contains(&id))
+            }
             space_id::VPRIV => uint(0) == Some(uid) || uint(1) == Some(uid),
             space_id::VFUNC => {
                 creds.universe & privilege::EXECUTE != 0
                     || uint(1) == Some(uid)
-                    || uint(0).is_some_and(|id| {
-                        creds.on(ObjectType::Function, id) & privilege::EXECUTE != 0
-                    })
+                    || uint(0).is_some_and(|id| creds.on(ObjectType::Function, id) & privilege::EXECUTE != 0)
             }
             space_id::VSEQUENCE => {
-                uint(1) == Some(uid)
-                    || uint(0).is_some_and(|id| creds.has_any(ObjectType::Sequence, id))
+                uint(1) == Some(uid) || uint(0).is_some_and(|id| creds.has_any(ObjectType::Sequence, id))
             }
             _ => true,
         }
@@ -408,22 +362,13 @@ impl Engine {
         let space = self.space(space_id)?;
         self.check_space_access(creds, space, privilege::WRITE)?;
         if space.def.engine == EngineKind::Sysview {
-            return Err(BoxError::new(
-                code::VIEW_IS_RO,
-                format!("View '{}' is read-only", space.def.name),
-            ));
+            return Err(BoxError::new(code::VIEW_IS_RO, format!("View '{}' is read-only", space.def.name)));
         }
         Ok(space)
     }
 
     /// INSERT or REPLACE; returns the stored tuple.
-    pub fn write(
-        &mut self,
-        creds: &Credentials,
-        space_id: u32,
-        tuple: &[u8],
-        mode: WriteMode,
-    ) -> BoxResult<Tuple> {
+    pub fn write(&mut self, creds: &Credentials, space_id: u32, tuple: &[u8], mode: WriteMode) -> BoxResult<Tuple> {
         let space = self.writable_space(creds, space_id)?;
         if space.def.engine == EngineKind::Blackhole {
             return Ok(tuple.into());
@@ -469,28 +414,16 @@ impl Engine {
             None => (tuple, None),
             Some(old) => {
                 let old_fields = split(&old)?;
-                let applied = update::apply(&ops, &old_fields, space)
-                    .map(Tuple::from)
-                    .and_then(|t| space.validate(&t).map(|_| t.clone()));
-                match applied {
-                    Ok(t) => (t, Some(old)),
-                    Err(e) => {
-                        tracing::warn!(space = %space.def.name, error = %e, "UPSERT operation failed");
-                        return Ok(());
-                    }
-                }
+                let new: Tuple = update::apply_skipping_failures(&ops, &old_fields, space).into();
+                (new, Some(old))
             }
         };
         let fields = space.validate(&new)?;
         let space = self.space_mut(req.space_id)?;
-        match space.write(
-            new.clone(),
-            &fields,
-            WriteMode::Replace,
-            expected_old.as_ref(),
-        ) {
+        match space.write(new.clone(), &fields, WriteMode::Replace, expected_old.as_ref()) {
             Ok(replaced) => self.after_write(req.space_id, replaced, Some(new)),
-            Err(e) if expected_old.is_some() => {
+            // An UPSERT that would change the primary key leaves the tuple as it was.
+            Err(e) if e.code == code::CANT_UPDATE_PRIMARY_KEY => {
                 tracing::warn!(error = %e, "UPSERT operation failed");
                 Ok(())
             }
@@ -513,12 +446,7 @@ impl Engine {
     }
 
     /// Runs catalogue side effects of a write, undoing the write if they fail, and records it.
-    fn after_write(
-        &mut self,
-        space_id: u32,
-        old: Option<Tuple>,
-        new: Option<Tuple>,
-    ) -> BoxResult<()> {
+    fn after_write(&mut self, space_id: u32, old: Option<Tuple>, new: Option<Tuple>) -> BoxResult<()> {
         if space_id < space_id::USER_MIN {
             if let Err(e) = self.apply_ddl(space_id, old.as_ref(), new.as_ref()) {
                 self.undo_row(space_id, old.as_ref(), new.as_ref())?;
@@ -532,12 +460,7 @@ impl Engine {
         Ok(())
     }
 
-    fn undo_row(
-        &mut self,
-        space_id: u32,
-        old: Option<&Tuple>,
-        new: Option<&Tuple>,
-    ) -> BoxResult<()> {
+    fn undo_row(&mut self, space_id: u32, old: Option<&Tuple>, new: Option<&Tuple>) -> BoxResult<()> {
         let space = self.space_mut(space_id)?;
         if let Some(new) = new {
             space.unlink(new)?;
@@ -555,7 +478,8 @@ impl Engine {
             space_id::SPACE => self.ddl_space(old, new)?,
             space_id::INDEX => self.ddl_index(old, new)?,
             space_id::TRUNCATE => {
-                if let Some(id) = new.and_then(|t| catalog::first_uint(t)) {
+                // As in Tarantool, a new row only registers the space; replacing it truncates.
+                if let (Some(_), Some(id)) = (old, new.and_then(|t| catalog::first_uint(t))) {
                     self.space_mut(id)?.truncate();
                 }
             }
@@ -584,10 +508,7 @@ impl Engine {
             (None, Some(new)) => {
                 let def = catalog::parse_space(new)?;
                 if self.spaces.contains_key(&def.id) {
-                    return Err(BoxError::new(
-                        code::SPACE_EXISTS,
-                        format!("Space '{}' already exists", def.name),
-                    ));
+                    return Err(BoxError::new(code::SPACE_EXISTS, format!("Space '{}' already exists", def.name)));
                 }
                 self.spaces.insert(def.id, Space::new(def));
             }
@@ -597,43 +518,53 @@ impl Engine {
                 if space.def.engine != def.engine {
                     return Err(BoxError::new(
                         code::ALTER_SPACE,
-                        format!(
-                            "Can't modify space '{}': can not change space engine",
-                            space.def.name
-                        ),
+                        format!("Can't modify space '{}': can not change space engine", space.def.name),
                     ));
                 }
                 let previous = std::mem::replace(&mut space.def, def);
                 // A new format must hold every stored tuple.
-                let tuples: Vec<Tuple> = space
-                    .primary()
-                    .map(|pk| pk.iter().cloned().collect())
-                    .unwrap_or_default();
+                let tuples: Vec<Tuple> = space.primary().map(|pk| pk.iter().cloned().collect()).unwrap_or_default();
                 if let Some(e) = tuples.iter().find_map(|t| space.validate(t).err()) {
                     space.def = previous;
                     return Err(e);
                 }
             }
             (Some(old), None) => {
-                let id =
-                    catalog::first_uint(old).ok_or_else(|| BoxError::invalid_msgpack("tuple"))?;
+                let id = catalog::first_uint(old).ok_or_else(|| BoxError::invalid_msgpack("tuple"))?;
                 let space = self.space(id)?;
                 if !space.indexes.is_empty() {
                     return Err(BoxError::new(
                         code::DROP_SPACE,
-                        format!(
-                            "Can't drop space '{}': the space has indexes",
-                            space.def.name
-                        ),
+                        format!("Can't drop space '{}': the space has indexes", space.def.name),
                     ));
+                }
+                let drop_err = |why: &str| {
+                    BoxError::new(
+                        code::DROP_SPACE,
+                        format!("Can't drop space '{}': the space has {why}", space.def.name),
+                    )
+                };
+                let has_grants = self.spaces.get(&space_id::PRIV).and_then(Space::primary).is_some_and(|pk| {
+                    pk.iter()
+                        .filter_map(|t| access::parse_grant(t))
+                        .any(|g| g.object_type == ObjectType::Space && g.object_id == Some(id))
+                });
+                if has_grants {
+                    return Err(drop_err("grants"));
+                }
+                let key = vec![KeyPart::Uint(u64::from(id))];
+                let has_row =
+                    |sid: u32| self.spaces.get(&sid).and_then(Space::primary).is_some_and(|pk| pk.get(&key).is_some());
+                if has_row(space_id::TRUNCATE) {
+                    return Err(drop_err("truncate record"));
+                }
+                if has_row(space_id::SPACE_SEQUENCE) {
+                    return Err(drop_err("sequence"));
                 }
                 if id < space_id::USER_MIN {
                     return Err(BoxError::new(
                         code::DROP_SPACE,
-                        format!(
-                            "Can't drop space '{}': the space is a system space",
-                            space.def.name
-                        ),
+                        format!("Can't drop space '{}': the space is a system space", space.def.name),
                     ));
                 }
                 self.spaces.remove(&id);
@@ -644,11 +575,8 @@ impl Engine {
     }
 
     fn ddl_index(&mut self, old: Option<&Tuple>, new: Option<&Tuple>) -> BoxResult<()> {
-        let row = new
-            .or(old)
-            .ok_or_else(|| BoxError::invalid_msgpack("tuple"))?;
-        let (sid, iid) =
-            catalog::index_ids(row).ok_or_else(|| BoxError::invalid_msgpack("tuple"))?;
+        let row = new.or(old).ok_or_else(|| BoxError::invalid_msgpack("tuple"))?;
+        let (sid, iid) = catalog::index_ids(row).ok_or_else(|| BoxError::invalid_msgpack("tuple"))?;
         let space = self.space_mut(sid)?;
         match (old, new) {
             (None, Some(new)) => {
@@ -659,10 +587,7 @@ impl Engine {
                 if iid == 0 && space.indexes.len() > 1 {
                     return Err(BoxError::new(
                         code::DROP_PRIMARY_KEY,
-                        format!(
-                            "Can't drop primary key in space '{}' while secondary keys exist",
-                            space.def.name
-                        ),
+                        format!("Can't drop primary key in space '{}' while secondary keys exist", space.def.name),
                     ));
                 }
                 space.indexes.remove(&iid);
@@ -679,10 +604,7 @@ impl Engine {
 
 /// Replaces one index definition and rebuilds every index from the stored tuples.
 fn rebuild_with(space: &mut Space, def: index::IndexDef) -> BoxResult<()> {
-    let tuples: Vec<Tuple> = space
-        .primary()
-        .map(|pk| pk.iter().cloned().collect())
-        .unwrap_or_default();
+    let tuples: Vec<Tuple> = space.primary().map(|pk| pk.iter().cloned().collect()).unwrap_or_default();
     let mut defs: Vec<index::IndexDef> = space.indexes.values().map(|ix| ix.def.clone()).collect();
     if let Some(slot) = defs.iter_mut().find(|d| d.id == def.id) {
         *slot = def;
@@ -697,10 +619,7 @@ fn rebuild_with(space: &mut Space, def: index::IndexDef) -> BoxResult<()> {
             if pk.get(&key).is_some() {
                 return Err(BoxError::new(
                     code::TUPLE_FOUND,
-                    format!(
-                        "Duplicate key exists in unique index '{}' in space '{}'",
-                        pk_def.name, space.def.name
-                    ),
+                    format!("Duplicate key exists in unique index '{}' in space '{}'", pk_def.name, space.def.name),
                 ));
             }
             pk.insert(key, t.clone());
@@ -722,4 +641,18 @@ fn rebuilt_fields(t: &Tuple) -> BoxResult<tuple::TupleFields<'_>> {
 #[must_use]
 pub fn is_type(value: &[u8], ty: MpType) -> bool {
     Reader::new(value).peek_type() == Ok(ty)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn guest_has_tarantool_default_rights() {
+        let engine = Engine::bootstrap(&uuid::Uuid::nil()).unwrap();
+        let guest = engine.credentials(user_id::GUEST);
+        assert_eq!(guest.universe, privilege::SESSION | privilege::USAGE);
+        assert!(guest.has(ObjectType::Space, space_id::VSPACE, None, privilege::READ));
+        assert!(!guest.has(ObjectType::Space, space_id::SPACE, None, privilege::READ));
+    }
 }

@@ -73,10 +73,7 @@ impl Space {
     /// A space with no indexes.
     #[must_use]
     pub fn new(def: SpaceDef) -> Self {
-        Self {
-            def,
-            indexes: BTreeMap::new(),
-        }
+        Self { def, indexes: BTreeMap::new() }
     }
 
     /// The primary key, if created.
@@ -99,28 +96,20 @@ impl Space {
 
     /// The index with this id, or ER_NO_SUCH_INDEX_ID.
     pub fn index(&self, id: u32) -> BoxResult<&Index> {
-        self.indexes
-            .get(&id)
-            .ok_or_else(|| BoxError::no_such_index_id(id, &self.def.name))
+        self.indexes.get(&id).ok_or_else(|| BoxError::no_such_index_id(id, &self.def.name))
     }
 
     /// The primary index or the error Tarantool gives for a space without one.
     pub fn require_primary(&self) -> BoxResult<&Index> {
         self.primary().ok_or_else(|| {
-            BoxError::new(
-                code::NO_SUCH_INDEX_ID,
-                format!("No index #0 is defined in space '{}'", self.def.name),
-            )
+            BoxError::new(code::NO_SUCH_INDEX_ID, format!("No index #0 is defined in space '{}'", self.def.name))
         })
     }
 
     /// The 0-based number of a format field by name.
     #[must_use]
     pub fn field_no(&self, name: &[u8]) -> Option<usize> {
-        self.def
-            .format
-            .iter()
-            .position(|f| f.name.as_bytes() == name)
+        self.def.format.iter().position(|f| f.name.as_bytes() == name)
     }
 
     /// Checks a tuple against the format and every index, returning its fields.
@@ -129,31 +118,20 @@ impl Space {
         if self.def.field_count > 0 && fields.len() != self.def.field_count as usize {
             return Err(BoxError::new(
                 code::EXACT_FIELD_COUNT,
-                format!(
-                    "Tuple field count {} does not match space field count {}",
-                    fields.len(),
-                    self.def.field_count
-                ),
+                format!("Tuple field count {} does not match space field count {}", fields.len(), self.def.field_count),
             ));
         }
         // The first required field past the end of the tuple.
         let required_len = self.required_field_count();
         if fields.len() < required_len {
-            let missing = (fields.len()..required_len)
-                .find(|&i| self.is_required(i))
-                .unwrap_or(fields.len());
+            let missing = (fields.len()..required_len).find(|&i| self.is_required(i)).unwrap_or(fields.len());
             return Err(BoxError::new(
                 code::FIELD_MISSING,
-                format!(
-                    "Tuple field {} required by space format is missing",
-                    missing + 1
-                ),
+                format!("Tuple field {} required by space format is missing", missing + 1),
             ));
         }
         for (i, raw) in fields.iter().enumerate() {
-            let ty = Reader::new(raw)
-                .peek_type()
-                .map_err(|_| BoxError::invalid_msgpack("tuple"))?;
+            let ty = Reader::new(raw).peek_type().map_err(|_| BoxError::invalid_msgpack("tuple"))?;
             if let Some(f) = self.def.format.get(i) {
                 if !(f.ty.accepts(ty) || (ty == MpType::Nil && f.nullable)) {
                     return Err(BoxError::field_type(&(i + 1).to_string(), f.ty.name()));
@@ -169,10 +147,7 @@ impl Space {
     }
 
     fn parts_on_field(&self, field: usize) -> impl Iterator<Item = &Part> {
-        self.indexes
-            .values()
-            .flat_map(|ix| ix.def.parts.iter())
-            .filter(move |p| p.field_no as usize == field)
+        self.indexes.values().flat_map(|ix| ix.def.parts.iter()).filter(move |p| p.field_no as usize == field)
     }
 
     fn is_required(&self, field: usize) -> bool {
@@ -181,12 +156,7 @@ impl Space {
     }
 
     fn required_field_count(&self) -> usize {
-        let by_format = self
-            .def
-            .format
-            .iter()
-            .rposition(|f| !f.nullable)
-            .map_or(0, |i| i + 1);
+        let by_format = self.def.format.iter().rposition(|f| !f.nullable).map_or(0, |i| i + 1);
         let by_index = self
             .indexes
             .values()
@@ -230,8 +200,8 @@ impl Space {
         let mut keys = Vec::with_capacity(self.indexes.len());
         for ix in self.indexes.values() {
             let key = ix.entry_key(fields)?;
-            if ix.def.id != 0 && ix.def.unique {
-                if let Some(other) = ix.get(&key) {
+            if ix.def.id != 0 {
+                if let Some(other) = ix.conflict(&ix.user_key(fields)?) {
                     let is_old = old.as_ref().is_some_and(|o| std::rc::Rc::ptr_eq(o, other));
                     if !is_old {
                         return Err(self.duplicate(ix));
@@ -269,10 +239,7 @@ impl Space {
     fn duplicate(&self, ix: &Index) -> BoxError {
         BoxError::new(
             code::TUPLE_FOUND,
-            format!(
-                "Duplicate key exists in unique index '{}' in space '{}'",
-                ix.def.name, self.def.name
-            ),
+            format!("Duplicate key exists in unique index '{}' in space '{}'", ix.def.name, self.def.name),
         )
     }
 
@@ -284,10 +251,7 @@ impl Space {
             (_, None) => {
                 return Err(BoxError::new(
                     code::ALTER_SPACE,
-                    format!(
-                        "Can't modify space '{}': can not add a secondary key before primary",
-                        self.def.name
-                    ),
+                    format!("Can't modify space '{}': can not add a secondary key before primary", self.def.name),
                 ))
             }
         };
@@ -303,32 +267,24 @@ impl Space {
             for part in &index.def.parts {
                 match fields.get(part.field_no as usize) {
                     Some(raw) => {
-                        let ty = Reader::new(raw)
-                            .peek_type()
-                            .map_err(|_| BoxError::invalid_msgpack("tuple"))?;
+                        let ty = Reader::new(raw).peek_type().map_err(|_| BoxError::invalid_msgpack("tuple"))?;
                         if !(part.ty.accepts(ty) || (ty == MpType::Nil && part.nullable)) {
-                            return Err(BoxError::field_type(
-                                &(part.field_no + 1).to_string(),
-                                part.ty.name(),
-                            ));
+                            return Err(BoxError::field_type(&(part.field_no + 1).to_string(), part.ty.name()));
                         }
                     }
                     None if !part.nullable => {
                         return Err(BoxError::new(
                             code::FIELD_MISSING,
-                            format!(
-                                "Tuple field {} required by space format is missing",
-                                part.field_no + 1
-                            ),
+                            format!("Tuple field {} required by space format is missing", part.field_no + 1),
                         ))
                     }
                     None => {}
                 }
             }
-            let key = index.entry_key(&fields)?;
-            if index.get(&key).is_some() {
+            if index.conflict(&index.user_key(&fields)?).is_some() {
                 return Err(self.duplicate(&index));
             }
+            let key = index.entry_key(&fields)?;
             index.insert(key, t);
         }
         self.indexes.insert(index.def.id, index);

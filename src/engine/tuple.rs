@@ -14,9 +14,7 @@ pub type TupleFields<'a> = Vec<&'a [u8]>;
 /// Splits a tuple (a complete, valid msgpack value) into its fields.
 pub fn split(tuple: &[u8]) -> BoxResult<TupleFields<'_>> {
     let mut r = Reader::new(tuple);
-    let n = r
-        .read_array_len()
-        .map_err(|_| BoxError::new(code::TUPLE_NOT_ARRAY, "Tuple/Key must be MsgPack array"))?;
+    let n = r.read_array_len().map_err(|_| BoxError::new(code::TUPLE_NOT_ARRAY, "Tuple/Key must be MsgPack array"))?;
     let mut fields = Vec::with_capacity(n.min(1024) as usize);
     for _ in 0..n {
         fields.push(r.skip().map_err(|_| BoxError::invalid_msgpack("tuple"))?);

@@ -40,11 +40,7 @@ enum OpKind<'a> {
     Delete(u64),
     Arith(u8, Num),
     Bit(u8, u64),
-    Splice {
-        offset: i64,
-        cut: i64,
-        paste: &'a [u8],
-    },
+    Splice { offset: i64, cut: i64, paste: &'a [u8] },
 }
 
 /// One decoded operation.
@@ -84,29 +80,20 @@ pub fn parse_ops(ops: &[u8], index_base: u32) -> BoxResult<Vec<Op<'_>>> {
     for op_no in 1..=n {
         let Ok(argc) = r.read_array_len() else {
             r.skip().map_err(bad)?;
-            return Err(BoxError::illegal_params(
-                "update operation must be an array {op,..}",
-            ));
+            return Err(BoxError::illegal_params("update operation must be an array {op,..}"));
         };
         if argc < 1 {
-            return Err(BoxError::illegal_params(
-                "update operation must be an array {op,..}",
-            ));
+            return Err(BoxError::illegal_params("update operation must be an array {op,..}"));
         }
         let Ok(name) = r.read_str() else {
-            return Err(BoxError::illegal_params(
-                "update operation name must be a string",
-            ));
+            return Err(BoxError::illegal_params("update operation name must be a string"));
         };
         let op = match name {
             [c @ (b'=' | b'!' | b'#' | b'+' | b'-' | b'&' | b'|' | b'^' | b':')] => *c,
             _ => {
                 return Err(BoxError::new(
                     code::UNKNOWN_UPDATE_OP,
-                    format!(
-                        "Unknown UPDATE operation #{op_no}: \"{}\"",
-                        String::from_utf8_lossy(name)
-                    ),
+                    format!("Unknown UPDATE operation #{op_no}: \"{}\"", String::from_utf8_lossy(name)),
                 ))
             }
         };
@@ -119,9 +106,7 @@ pub fn parse_ops(ops: &[u8], index_base: u32) -> BoxResult<Vec<Op<'_>>> {
         }
         let field = match r.peek_type().map_err(bad)? {
             MpType::Uint | MpType::Int => {
-                let v = r.read_int().map_err(|_| {
-                    BoxError::illegal_params("field id must be a number or a string")
-                })?;
+                let v = r.read_int().map_err(|_| BoxError::illegal_params("field id must be a number or a string"))?;
                 let base = i64::from(index_base);
                 match v {
                     v if v < 0 => FieldRef::Number(v),
@@ -130,11 +115,7 @@ pub fn parse_ops(ops: &[u8], index_base: u32) -> BoxResult<Vec<Op<'_>>> {
                 }
             }
             MpType::Str => FieldRef::Name(r.read_str().map_err(bad)?),
-            _ => {
-                return Err(BoxError::illegal_params(
-                    "field id must be a number or a string",
-                ))
-            }
+            _ => return Err(BoxError::illegal_params("field id must be a number or a string")),
         };
         let label = field_label(&field);
         let kind = match op {
@@ -161,18 +142,10 @@ pub fn parse_ops(ops: &[u8], index_base: u32) -> BoxResult<Vec<Op<'_>>> {
                 _ => return Err(arg_type(op, &label, "a positive integer")),
             },
             _ => {
-                let offset = r
-                    .read_int()
-                    .map_err(|_| arg_type(op, &label, "an integer"))?;
-                let cut = r
-                    .read_int()
-                    .map_err(|_| arg_type(op, &label, "an integer"))?;
+                let offset = r.read_int().map_err(|_| arg_type(op, &label, "an integer"))?;
+                let cut = r.read_int().map_err(|_| arg_type(op, &label, "an integer"))?;
                 let paste = r.read_str().map_err(|_| arg_type(op, &label, "a string"))?;
-                let offset = if offset >= 0 {
-                    offset - i64::from(index_base)
-                } else {
-                    offset
-                };
+                let offset = if offset >= 0 { offset - i64::from(index_base) } else { offset };
                 OpKind::Splice { offset, cut, paste }
             }
         };
@@ -197,16 +170,12 @@ struct Slot<'a> {
 
 fn not_found(f: &FieldRef<'_>) -> BoxError {
     match f {
-        FieldRef::Number(_) | FieldRef::BeforeFirst(_) => BoxError::new(
-            code::NO_SUCH_FIELD_NO,
-            format!("Field {} was not found in the tuple", field_label(f)),
-        ),
+        FieldRef::Number(_) | FieldRef::BeforeFirst(_) => {
+            BoxError::new(code::NO_SUCH_FIELD_NO, format!("Field {} was not found in the tuple", field_label(f)))
+        }
         FieldRef::Name(s) => BoxError::new(
             code::NO_SUCH_FIELD_NAME,
-            format!(
-                "Field '{}' was not found in the tuple",
-                String::from_utf8_lossy(s)
-            ),
+            format!("Field '{}' was not found in the tuple", String::from_utf8_lossy(s)),
         ),
     }
 }
@@ -224,21 +193,13 @@ enum Reach {
 
 /// Resolves a field reference to a 0-based position.
 fn resolve(f: &FieldRef<'_>, len: usize, space: &Space, reach: Reach) -> BoxResult<usize> {
-    let limit = if matches!(reach, Reach::Existing) {
-        len
-    } else {
-        len + 1
-    };
+    let limit = if matches!(reach, Reach::Existing) { len } else { len + 1 };
     let pos = match f {
         FieldRef::BeforeFirst(_) => None,
         FieldRef::Number(n) if *n >= 0 => usize::try_from(*n).ok(),
         FieldRef::Number(n) => {
             // -1 is the last field, or one past it for inserts.
-            let end = if matches!(reach, Reach::Insert) {
-                len + 1
-            } else {
-                len
-            };
+            let end = if matches!(reach, Reach::Insert) { len + 1 } else { len };
             let back = usize::try_from(n.unsigned_abs()).ok();
             back.and_then(|b| end.checked_sub(b))
         }
@@ -247,13 +208,7 @@ fn resolve(f: &FieldRef<'_>, len: usize, space: &Space, reach: Reach) -> BoxResu
             None => {
                 let path = std::str::from_utf8(name).ok();
                 let idx = path
-                    .and_then(|p| {
-                        p.strip_prefix('[')?
-                            .strip_suffix(']')?
-                            .trim()
-                            .parse::<usize>()
-                            .ok()
-                    })
+                    .and_then(|p| p.strip_prefix('[')?.strip_suffix(']')?.trim().parse::<usize>().ok())
                     .filter(|i| *i >= 1);
                 match idx {
                     Some(i) => Some(i - 1),
@@ -272,10 +227,7 @@ fn encode_num(n: Num) -> Vec<u8> {
             if let Ok(u) = u64::try_from(i) {
                 write::uint(&mut out, u);
             } else {
-                #[allow(
-                    clippy::cast_possible_truncation,
-                    reason = "range checked by the caller"
-                )]
+                #[allow(clippy::cast_possible_truncation, reason = "range checked by the caller")]
                 write::int(&mut out, i as i64);
             }
         }
@@ -298,28 +250,18 @@ fn apply_one(slot: &mut Slot<'_>, kind: &OpKind<'_>, label: &str) -> BoxResult<(
                     if v > i128::from(u64::MAX) || v < i128::from(i64::MIN) {
                         return Err(BoxError::new(
                             code::UPDATE_INTEGER_OVERFLOW,
-                            format!(
-                                "Integer overflow when performing '{}' operation on field {label}",
-                                *op as char
-                            ),
+                            format!("Integer overflow when performing '{}' operation on field {label}", *op as char),
                         ));
                     }
                     Num::Int(v)
                 }
                 (a, b) => {
                     let f = |n: Num| match n {
-                        #[allow(
-                            clippy::cast_precision_loss,
-                            reason = "mixed arithmetic is floating point"
-                        )]
+                        #[allow(clippy::cast_precision_loss, reason = "mixed arithmetic is floating point")]
                         Num::Int(i) => i as f64,
                         Num::Float(x) => x,
                     };
-                    Num::Float(if *op == b'+' {
-                        f(a) + f(b)
-                    } else {
-                        f(a) - f(b)
-                    })
+                    Num::Float(if *op == b'+' { f(a) + f(b) } else { f(a) - f(b) })
                 }
             };
             slot.bytes = Cow::Owned(encode_num(result));
@@ -364,11 +306,7 @@ fn apply_one(slot: &mut Slot<'_>, kind: &OpKind<'_>, label: &str) -> BoxResult<(
             } else {
                 (*cut).min(rest)
             };
-            #[allow(
-                clippy::cast_possible_truncation,
-                clippy::cast_sign_loss,
-                reason = "0 <= offset, cut <= len"
-            )]
+            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "0 <= offset, cut <= len")]
             let (o, c) = (offset as usize, cut as usize);
             let mut text = Vec::with_capacity(s.len() + paste.len());
             text.extend_from_slice(s.get(..o).unwrap_or(&[]));
@@ -383,60 +321,61 @@ fn apply_one(slot: &mut Slot<'_>, kind: &OpKind<'_>, label: &str) -> BoxResult<(
     Ok(())
 }
 
+fn slots_of<'a>(fields: &[&'a [u8]]) -> Vec<Slot<'a>> {
+    fields.iter().map(|f| Slot { bytes: Cow::Borrowed(*f), touched: false }).collect()
+}
+
+fn join_slots(slots: &[Slot<'_>]) -> Vec<u8> {
+    let parts: Vec<&[u8]> = slots.iter().map(|s| s.bytes.as_ref()).collect();
+    super::tuple::join(&parts)
+}
+
 /// Applies `ops` to a tuple's fields and returns the new tuple (not yet validated).
 pub fn apply(ops: &[Op<'_>], fields: &[&[u8]], space: &Space) -> BoxResult<Vec<u8>> {
-    let mut slots: Vec<Slot<'_>> = fields
-        .iter()
-        .map(|f| Slot {
-            bytes: Cow::Borrowed(*f),
-            touched: false,
-        })
-        .collect();
+    let mut slots = slots_of(fields);
     for op in ops {
-        match &op.kind {
-            OpKind::Insert(v) => {
-                let pos = resolve(&op.field, slots.len(), space, Reach::Insert)?;
-                slots.insert(
-                    pos,
-                    Slot {
-                        bytes: Cow::Owned(v.to_vec()),
-                        touched: false,
-                    },
-                );
-            }
-            OpKind::Delete(count) => {
-                let pos = resolve(&op.field, slots.len(), space, Reach::Existing)?;
-                let end = usize::try_from(*count)
-                    .unwrap_or(usize::MAX)
-                    .saturating_add(pos)
-                    .min(slots.len());
-                slots.drain(pos..end);
-            }
-            OpKind::Set(v) => {
-                let pos = resolve(&op.field, slots.len(), space, Reach::Append)?;
-                if pos == slots.len() {
-                    slots.push(Slot {
-                        bytes: Cow::Owned(v.to_vec()),
-                        touched: true,
-                    });
-                    continue;
-                }
-                touch(&mut slots, pos)?;
-                if let Some(slot) = slots.get_mut(pos) {
-                    apply_one(slot, &op.kind, &(pos + 1).to_string())?;
-                }
-            }
-            kind => {
-                let pos = resolve(&op.field, slots.len(), space, Reach::Existing)?;
-                touch(&mut slots, pos)?;
-                if let Some(slot) = slots.get_mut(pos) {
-                    apply_one(slot, kind, &(pos + 1).to_string())?;
-                }
+        apply_op(&mut slots, op, space)?;
+    }
+    Ok(join_slots(&slots))
+}
+
+/// UPSERT's rule: an operation that fails is logged and skipped; the others still apply.
+pub fn apply_skipping_failures(ops: &[Op<'_>], fields: &[&[u8]], space: &Space) -> Vec<u8> {
+    let mut slots = slots_of(fields);
+    for op in ops {
+        let before: Vec<Slot<'_>> = slots.iter().map(|s| Slot { bytes: s.bytes.clone(), touched: s.touched }).collect();
+        if let Err(e) = apply_op(&mut slots, op, space) {
+            tracing::warn!(space = %space.def.name, error = %e, "UPSERT operation failed");
+            slots = before;
+        }
+    }
+    join_slots(&slots)
+}
+
+fn apply_op(slots: &mut Vec<Slot<'_>>, op: &Op<'_>, space: &Space) -> BoxResult<()> {
+    match &op.kind {
+        OpKind::Insert(v) => {
+            let pos = resolve(&op.field, slots.len(), space, Reach::Insert)?;
+            slots.insert(pos, Slot { bytes: Cow::Owned(v.to_vec()), touched: false });
+        }
+        OpKind::Delete(count) => {
+            let pos = resolve(&op.field, slots.len(), space, Reach::Existing)?;
+            let end = usize::try_from(*count).unwrap_or(usize::MAX).saturating_add(pos).min(slots.len());
+            slots.drain(pos..end);
+        }
+        OpKind::Set(v) if resolve(&op.field, slots.len(), space, Reach::Append)? == slots.len() => {
+            slots.push(Slot { bytes: Cow::Owned(v.to_vec()), touched: true });
+        }
+        kind => {
+            let reach = if matches!(kind, OpKind::Set(_)) { Reach::Append } else { Reach::Existing };
+            let pos = resolve(&op.field, slots.len(), space, reach)?;
+            touch(slots, pos)?;
+            if let Some(slot) = slots.get_mut(pos) {
+                apply_one(slot, kind, &(pos + 1).to_string())?;
             }
         }
     }
-    let parts: Vec<&[u8]> = slots.iter().map(|s| s.bytes.as_ref()).collect();
-    Ok(super::tuple::join(&parts))
+    Ok(())
 }
 
 fn touch(slots: &mut [Slot<'_>], pos: usize) -> BoxResult<()> {
@@ -444,10 +383,7 @@ fn touch(slots: &mut [Slot<'_>], pos: usize) -> BoxResult<()> {
         if slot.touched {
             return Err(BoxError::new(
                 code::UPDATE_FIELD,
-                format!(
-                    "Field {} UPDATE error: double update of the same field",
-                    pos + 1
-                ),
+                format!("Field {} UPDATE error: double update of the same field", pos + 1),
             ));
         }
         slot.touched = true;

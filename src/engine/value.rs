@@ -83,10 +83,7 @@ impl FieldType {
             Self::Any => true,
             Self::Unsigned => ty == MpType::Uint,
             Self::Integer => matches!(ty, MpType::Uint | MpType::Int),
-            Self::Number => matches!(
-                ty,
-                MpType::Uint | MpType::Int | MpType::Float | MpType::Double
-            ),
+            Self::Number => matches!(ty, MpType::Uint | MpType::Int | MpType::Float | MpType::Double),
             Self::Double => matches!(ty, MpType::Float | MpType::Double),
             Self::String => ty == MpType::Str,
             Self::Boolean => ty == MpType::Bool,
@@ -161,11 +158,8 @@ impl Collation {
                 k.extend(
                     text.chars()
                         .flat_map(|c| {
-                            let swapped: Vec<char> = if c.is_uppercase() {
-                                c.to_lowercase().collect()
-                            } else {
-                                c.to_uppercase().collect()
-                            };
+                            let swapped: Vec<char> =
+                                if c.is_uppercase() { c.to_lowercase().collect() } else { c.to_uppercase().collect() };
                             swapped
                         })
                         .collect::<String>()
@@ -220,12 +214,7 @@ impl KeyPart {
     /// Reads one key value, checking it against the part type.
     ///
     /// Returns `Ok(None)` when the value's type does not fit the part.
-    pub fn read(
-        r: &mut Reader<'_>,
-        ty: FieldType,
-        coll: Collation,
-        nullable: bool,
-    ) -> Result<Option<Self>, MpError> {
+    pub fn read(r: &mut Reader<'_>, ty: FieldType, coll: Collation, nullable: bool) -> Result<Option<Self>, MpError> {
         let mp = r.peek_type()?;
         if mp == MpType::Nil {
             r.read_nil()?;
@@ -268,17 +257,9 @@ fn cmp_f64_u64(d: f64, u: u64) -> Ordering {
         return Ordering::Greater;
     }
     let t = d.trunc();
-    #[allow(
-        clippy::cast_possible_truncation,
-        clippy::cast_sign_loss,
-        reason = "0 <= t < 2^64"
-    )]
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "0 <= t < 2^64")]
     let ti = t as u64;
-    ti.cmp(&u).then(if d > t {
-        Ordering::Greater
-    } else {
-        Ordering::Equal
-    })
+    ti.cmp(&u).then(if d > t { Ordering::Greater } else { Ordering::Equal })
 }
 
 /// Compares a float with a negative integer exactly.
@@ -295,16 +276,11 @@ fn cmp_f64_i64(d: f64, i: i64) -> Ordering {
     let t = d.trunc();
     #[allow(clippy::cast_possible_truncation, reason = "-2^63 <= t < 0")]
     let ti = t as i64;
-    ti.cmp(&i).then(if d < t {
-        Ordering::Less
-    } else {
-        Ordering::Equal
-    })
+    ti.cmp(&i).then(if d < t { Ordering::Less } else { Ordering::Equal })
 }
 
 fn cmp_f64(a: f64, b: f64) -> Ordering {
-    a.partial_cmp(&b)
-        .unwrap_or_else(|| a.is_nan().cmp(&b.is_nan()).reverse())
+    a.partial_cmp(&b).unwrap_or_else(|| a.is_nan().cmp(&b.is_nan()).reverse())
 }
 
 impl Ord for KeyPart {
@@ -350,10 +326,7 @@ impl Hash for KeyPart {
             Self::Neg(i) => i128::from(*i).hash(state),
             Self::Double(d) =>
             {
-                #[allow(
-                    clippy::cast_possible_truncation,
-                    reason = "integral value in i128 range"
-                )]
+                #[allow(clippy::cast_possible_truncation, reason = "integral value in i128 range")]
                 if d.fract() == 0.0 && d.abs() < 1.8e19 {
                     (*d as i128).hash(state);
                 } else {
@@ -404,10 +377,7 @@ mod tests {
 
     #[test]
     fn case_insensitive_collation_folds() {
-        assert_eq!(
-            Collation::UnicodeCi.sort_key(b"ALICE"),
-            Collation::UnicodeCi.sort_key(b"alice")
-        );
+        assert_eq!(Collation::UnicodeCi.sort_key(b"ALICE"), Collation::UnicodeCi.sort_key(b"alice"));
         let lower = Collation::Unicode.sort_key(b"a");
         let upper = Collation::Unicode.sort_key(b"A");
         let next = Collation::Unicode.sort_key(b"b");

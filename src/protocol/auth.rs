@@ -36,9 +36,7 @@ pub fn stored_password(password: &[u8]) -> String {
 /// Decodes a stored `chap-sha1` value back to `hash2`.
 #[must_use]
 pub fn decode_stored(stored: &[u8]) -> Option<[u8; SCRAMBLE_SIZE]> {
-    let raw = base64::engine::general_purpose::STANDARD
-        .decode(stored)
-        .ok()?;
+    let raw = base64::engine::general_purpose::STANDARD.decode(stored).ok()?;
     raw.try_into().ok()
 }
 
@@ -75,22 +73,15 @@ mod tests {
     use super::*;
 
     fn hex(s: &str) -> Vec<u8> {
-        (0..s.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-            .collect()
+        (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect()
     }
 
     /// The vector checked against a live Tarantool 2.6 login (reference/iproto.md §3.2).
     #[test]
     fn matches_tarantool_test_vector() {
-        let salt = base64::engine::general_purpose::STANDARD
-            .decode("W/ROI8GqyCpVgM5HBdAEbgI1Tt0iayQpV7lIQhcCcpg=")
-            .unwrap();
-        assert_eq!(
-            hash2(b"secret").to_vec(),
-            hex("14e65567abdb5135d0cfd9a70b3032c179a49ee7")
-        );
+        let salt =
+            base64::engine::general_purpose::STANDARD.decode("W/ROI8GqyCpVgM5HBdAEbgI1Tt0iayQpV7lIQhcCcpg=").unwrap();
+        assert_eq!(hash2(b"secret").to_vec(), hex("14e65567abdb5135d0cfd9a70b3032c179a49ee7"));
         assert_eq!(stored_password(b"secret"), "FOZVZ6vbUTXQz9mnCzAywXmknuc=");
         let s = scramble(&salt, b"secret");
         assert_eq!(s.to_vec(), hex("d8bff70b7239af0621b41b0351113f533beeba94"));

@@ -40,15 +40,10 @@ impl Decoder for PacketCodec {
 
     fn decode(&mut self, src: &mut BytesMut) -> Result<Option<Bytes>, CodecError> {
         loop {
-            let Some((prefix, len)) =
-                peek_length(src, self.max_packet_size).map_err(CodecError::Frame)?
-            else {
+            let Some((prefix, len)) = peek_length(src, self.max_packet_size).map_err(CodecError::Frame)? else {
                 return Ok(None);
             };
-            #[allow(
-                clippy::cast_possible_truncation,
-                reason = "len <= max_packet_size, which fits usize"
-            )]
+            #[allow(clippy::cast_possible_truncation, reason = "len <= max_packet_size, which fits usize")]
             let total = prefix + len as usize;
             if src.len() < total {
                 src.reserve(total - src.len());

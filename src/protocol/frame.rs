@@ -68,10 +68,7 @@ mod tests {
         assert_eq!(peek_length(&[0xcc, 0x05], max), Ok(Some((2, 5))));
         assert_eq!(peek_length(&[0xcd, 0, 5], max), Ok(Some((3, 5))));
         assert_eq!(peek_length(&[0xce, 0, 0, 0, 5], max), Ok(Some((5, 5))));
-        assert_eq!(
-            peek_length(&[0xcf, 0, 0, 0, 0, 0, 0, 0, 5], max),
-            Ok(Some((9, 5)))
-        );
+        assert_eq!(peek_length(&[0xcf, 0, 0, 0, 0, 0, 0, 0, 5], max), Ok(Some((9, 5))));
     }
 
     #[test]
@@ -84,10 +81,7 @@ mod tests {
     fn rejects_non_uint_and_oversized() {
         assert_eq!(peek_length(&[0xa1], 100), Err(FrameError::BadLength));
         assert_eq!(peek_length(&[0xff], 100), Err(FrameError::BadLength));
-        assert_eq!(
-            peek_length(&[0xce, 0, 0, 1, 0], 100),
-            Err(FrameError::TooLarge { len: 256, max: 100 })
-        );
+        assert_eq!(peek_length(&[0xce, 0, 0, 1, 0], 100), Err(FrameError::TooLarge { len: 256, max: 100 }));
     }
 
     #[test]

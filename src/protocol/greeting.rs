@@ -14,16 +14,9 @@ pub const SALT_SIZE: usize = 32;
 
 /// Builds the greeting for one connection.
 #[must_use]
-pub fn encode(
-    version: &str,
-    instance_uuid: &uuid::Uuid,
-    salt: &[u8; SALT_SIZE],
-) -> [u8; GREETING_SIZE] {
+pub fn encode(version: &str, instance_uuid: &uuid::Uuid, salt: &[u8; SALT_SIZE]) -> [u8; GREETING_SIZE] {
     let mut out = [b' '; GREETING_SIZE];
-    let line1 = format!(
-        "Tarantool {version} (Binary) {}",
-        instance_uuid.hyphenated()
-    );
+    let line1 = format!("Tarantool {version} (Binary) {}", instance_uuid.hyphenated());
     let line2 = base64::engine::general_purpose::STANDARD.encode(salt);
     for (dst, src) in out.iter_mut().zip(line1.bytes().take(63)) {
         *dst = src;
@@ -53,10 +46,7 @@ mod tests {
         let uuid = uuid::Uuid::parse_str("f42c23c2-6946-412c-9b35-4a8d03015db3").unwrap();
         let salt = [7u8; SALT_SIZE];
         let g = encode("2.6.0", &uuid, &salt);
-        assert_eq!(
-            &g[..62],
-            b"Tarantool 2.6.0 (Binary) f42c23c2-6946-412c-9b35-4a8d03015db3 "
-        );
+        assert_eq!(&g[..62], b"Tarantool 2.6.0 (Binary) f42c23c2-6946-412c-9b35-4a8d03015db3 ");
         assert_eq!(g[63], b'\n');
         assert_eq!(g[127], b'\n');
         assert_eq!(decode_salt(&g).unwrap(), salt.to_vec());

@@ -83,19 +83,13 @@ mod tests {
     #[test]
     fn reads_type_sync_and_schema_version_in_any_order() {
         let h = parse(&[0x83, 0x01, 0x07, 0x05, 0x10, 0x00, 0x40, 0x80]).unwrap();
-        assert_eq!(
-            (h.request_type, h.sync, h.schema_version, h.body_offset),
-            (0x40, 7, 16, 7)
-        );
+        assert_eq!((h.request_type, h.sync, h.schema_version, h.body_offset), (0x40, 7, 16, 7));
     }
 
     #[test]
     fn bad_key_type_reports_sync_read_so_far() {
         // {0: 1, 1: 5, 0x16: "a"}
-        assert_eq!(
-            parse(&[0x83, 0x00, 0x01, 0x01, 0x05, 0x16, 0xa1, b'a']),
-            Err(HeaderError { sync: 5 })
-        );
+        assert_eq!(parse(&[0x83, 0x00, 0x01, 0x01, 0x05, 0x16, 0xa1, b'a']), Err(HeaderError { sync: 5 }));
         // {0x53: 1} is past 2.6.0's key table.
         assert_eq!(parse(&[0x81, 0x53, 0x01]), Err(HeaderError { sync: 0 }));
         assert_eq!(parse(&[0x91, 0x01]), Err(HeaderError { sync: 0 }));
@@ -105,9 +99,6 @@ mod tests {
     fn token_is_kept_raw() {
         let packet = [0x82, 0x00, 0x02, 0x0c, 0xa2, b'i', b'd'];
         let h = parse(&packet).unwrap();
-        assert_eq!(
-            h.idempotent_token.map(|r| &packet[r]),
-            Some(&[0xa2, b'i', b'd'][..])
-        );
+        assert_eq!(h.idempotent_token.map(|r| &packet[r]), Some(&[0xa2, b'i', b'd'][..]));
     }
 }

@@ -117,10 +117,7 @@ impl<'a> Reader<'a> {
     }
 
     fn be(&mut self, n: usize) -> Result<u64, MpError> {
-        Ok(self
-            .take(n)?
-            .iter()
-            .fold(0u64, |acc, b| (acc << 8) | u64::from(*b)))
+        Ok(self.take(n)?.iter().fold(0u64, |acc, b| (acc << 8) | u64::from(*b)))
     }
 
     /// Reads an unsigned integer (any width).
@@ -153,10 +150,7 @@ impl<'a> Reader<'a> {
     pub fn read_integer(&mut self) -> Result<Integer, MpError> {
         let save = self.pos;
         let marker = self.byte()?;
-        #[allow(
-            clippy::cast_possible_wrap,
-            reason = "two's complement decoding of msgpack ints"
-        )]
+        #[allow(clippy::cast_possible_wrap, reason = "two's complement decoding of msgpack ints")]
         let v = match marker {
             0x00..=0x7f => Integer::Unsigned(u64::from(marker)),
             0xcc => Integer::Unsigned(self.be(1)?),
@@ -222,10 +216,7 @@ impl<'a> Reader<'a> {
     pub fn read_str(&mut self) -> Result<&'a [u8], MpError> {
         let save = self.pos;
         let marker = self.byte()?;
-        #[allow(
-            clippy::cast_possible_truncation,
-            reason = "lengths are at most 32 bits"
-        )]
+        #[allow(clippy::cast_possible_truncation, reason = "lengths are at most 32 bits")]
         let len = match marker {
             0xa0..=0xbf => usize::from(marker & 0x1f),
             0xd9 => self.be(1)? as usize,
@@ -243,10 +234,7 @@ impl<'a> Reader<'a> {
     pub fn read_bin(&mut self) -> Result<&'a [u8], MpError> {
         let save = self.pos;
         let marker = self.byte()?;
-        #[allow(
-            clippy::cast_possible_truncation,
-            reason = "lengths are at most 32 bits"
-        )]
+        #[allow(clippy::cast_possible_truncation, reason = "lengths are at most 32 bits")]
         let len = match marker {
             0xc4 => self.be(1)? as usize,
             0xc5 => self.be(2)? as usize,
@@ -272,10 +260,7 @@ impl<'a> Reader<'a> {
     pub fn read_ext(&mut self) -> Result<(i8, &'a [u8]), MpError> {
         let save = self.pos;
         let marker = self.byte()?;
-        #[allow(
-            clippy::cast_possible_truncation,
-            reason = "lengths are at most 32 bits"
-        )]
+        #[allow(clippy::cast_possible_truncation, reason = "lengths are at most 32 bits")]
         let len = match marker {
             0xd4 => 1,
             0xd5 => 2,
@@ -430,10 +415,7 @@ pub fn check_value(buf: &[u8]) -> Result<(), MpError> {
 /// Writers for the few encodings oncebox emits by hand.
 pub mod write {
     /// Appends an array header (shortest form).
-    #[allow(
-        clippy::cast_possible_truncation,
-        reason = "range checked by the match"
-    )]
+    #[allow(clippy::cast_possible_truncation, reason = "range checked by the match")]
     pub fn array_len(out: &mut Vec<u8>, len: u32) {
         match len {
             0..=15 => out.push(0x90 | len as u8),
@@ -455,10 +437,7 @@ pub mod write {
     }
 
     /// Appends a map header (shortest form).
-    #[allow(
-        clippy::cast_possible_truncation,
-        reason = "range checked by the match"
-    )]
+    #[allow(clippy::cast_possible_truncation, reason = "range checked by the match")]
     pub fn map_len(out: &mut Vec<u8>, len: u32) {
         match len {
             0..=15 => out.push(0x80 | len as u8),
@@ -474,10 +453,7 @@ pub mod write {
     }
 
     /// Appends an unsigned integer (shortest form).
-    #[allow(
-        clippy::cast_possible_truncation,
-        reason = "range checked by the match"
-    )]
+    #[allow(clippy::cast_possible_truncation, reason = "range checked by the match")]
     pub fn uint(out: &mut Vec<u8>, v: u64) {
         match v {
             0..=0x7f => out.push(v as u8),
@@ -498,11 +474,7 @@ pub mod write {
     }
 
     /// Appends a signed integer (shortest form; non-negative values as uint).
-    #[allow(
-        clippy::cast_possible_truncation,
-        clippy::cast_sign_loss,
-        reason = "range checked by the match"
-    )]
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "range checked by the match")]
     pub fn int(out: &mut Vec<u8>, v: i64) {
         if v >= 0 {
             uint(out, v as u64);
@@ -543,10 +515,7 @@ pub mod write {
     }
 
     /// Appends a string (shortest form).
-    #[allow(
-        clippy::cast_possible_truncation,
-        reason = "range checked by the match"
-    )]
+    #[allow(clippy::cast_possible_truncation, reason = "range checked by the match")]
     pub fn str(out: &mut Vec<u8>, s: &[u8]) {
         let len = s.len();
         match len {
@@ -565,10 +534,7 @@ pub mod write {
     }
 
     /// Appends binary data (shortest form).
-    #[allow(
-        clippy::cast_possible_truncation,
-        reason = "range checked by the match"
-    )]
+    #[allow(clippy::cast_possible_truncation, reason = "range checked by the match")]
     pub fn bin(out: &mut Vec<u8>, s: &[u8]) {
         let len = s.len();
         match len {
@@ -592,29 +558,14 @@ mod tests {
 
     #[test]
     fn reads_every_uint_width() {
-        for bytes in [
-            &[0x05][..],
-            &[0xcc, 5],
-            &[0xcd, 0, 5],
-            &[0xce, 0, 0, 0, 5],
-            &[0xcf, 0, 0, 0, 0, 0, 0, 0, 5],
-        ] {
+        for bytes in [&[0x05][..], &[0xcc, 5], &[0xcd, 0, 5], &[0xce, 0, 0, 0, 5], &[0xcf, 0, 0, 0, 0, 0, 0, 0, 5]] {
             assert_eq!(Reader::new(bytes).read_uint(), Ok(5));
         }
     }
 
     #[test]
     fn negative_ints_round_trip() {
-        for v in [
-            -1i64,
-            -32,
-            -33,
-            -128,
-            -129,
-            -40000,
-            -3_000_000_000,
-            i64::MIN,
-        ] {
+        for v in [-1i64, -32, -33, -128, -129, -40000, -3_000_000_000, i64::MIN] {
             let mut out = Vec::new();
             write::int(&mut out, v);
             assert_eq!(Reader::new(&out).read_int(), Ok(v), "{v}");
@@ -624,10 +575,7 @@ mod tests {
     #[test]
     fn skip_rejects_truncated_and_huge_counts() {
         assert_eq!(skip_value(&[0x92, 0x01], 0), Err(MpError::Truncated));
-        assert_eq!(
-            skip_value(&[0xdd, 0xff, 0xff, 0xff, 0xff], 0),
-            Err(MpError::Truncated)
-        );
+        assert_eq!(skip_value(&[0xdd, 0xff, 0xff, 0xff, 0xff], 0), Err(MpError::Truncated));
         assert_eq!(skip_value(&[0xc1], 0), Err(MpError::Invalid));
         assert_eq!(skip_value(&[0x92, 0x01, 0xa1, b'x'], 0), Ok(4));
     }

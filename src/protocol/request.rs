@@ -238,8 +238,7 @@ const EMPTY_ARRAY: &[u8] = &[0x90];
 /// ER_UNKNOWN_REQUEST_TYPE).
 pub fn parse(request_type: u64, body: &[u8]) -> BoxResult<Option<Request<'_>>> {
     use key::{
-        EXPR, FUNCTION_NAME, INDEX_BASE, INDEX_ID, ITERATOR, KEY, LIMIT, OFFSET, OPS, SPACE_ID,
-        TUPLE, USER_NAME,
+        EXPR, FUNCTION_NAME, INDEX_BASE, INDEX_ID, ITERATOR, KEY, LIMIT, OFFSET, OPS, SPACE_ID, TUPLE, USER_NAME,
     };
     let req = match request_type {
         rt::PING => {
@@ -261,10 +260,7 @@ pub fn parse(request_type: u64, body: &[u8]) -> BoxResult<Option<Request<'_>>> {
         }
         rt::INSERT | rt::REPLACE => {
             let f = read_fields(body, &[SPACE_ID, TUPLE])?;
-            let w = Write {
-                space_id: id32(need(f.space_id, "space id")?),
-                tuple: need(f.tuple, "tuple")?,
-            };
+            let w = Write { space_id: id32(need(f.space_id, "space id")?), tuple: need(f.tuple, "tuple")? };
             if request_type == rt::INSERT {
                 Request::Insert(w)
             } else {
@@ -300,10 +296,7 @@ pub fn parse(request_type: u64, body: &[u8]) -> BoxResult<Option<Request<'_>>> {
         }
         rt::CALL | rt::CALL_16 => {
             let f = read_fields(body, &[FUNCTION_NAME, TUPLE])?;
-            let c = Call {
-                name: need(f.function_name, "function name")?,
-                args: f.tuple.unwrap_or(EMPTY_ARRAY),
-            };
+            let c = Call { name: need(f.function_name, "function name")?, args: f.tuple.unwrap_or(EMPTY_ARRAY) };
             if request_type == rt::CALL {
                 Request::Call(c)
             } else {
@@ -312,17 +305,11 @@ pub fn parse(request_type: u64, body: &[u8]) -> BoxResult<Option<Request<'_>>> {
         }
         rt::EVAL => {
             let f = read_fields(body, &[EXPR, TUPLE])?;
-            Request::Eval(Call {
-                name: need(f.expr, "expression")?,
-                args: f.tuple.unwrap_or(EMPTY_ARRAY),
-            })
+            Request::Eval(Call { name: need(f.expr, "expression")?, args: f.tuple.unwrap_or(EMPTY_ARRAY) })
         }
         rt::AUTH => {
             let f = read_fields(body, &[USER_NAME, TUPLE])?;
-            Request::Auth(Auth {
-                user: need(f.user_name, "user name")?,
-                tuple: need(f.tuple, "tuple")?,
-            })
+            Request::Auth(Auth { user: need(f.user_name, "user name")?, tuple: need(f.tuple, "tuple")? })
         }
         _ => return Ok(None),
     };
@@ -337,42 +324,27 @@ mod tests {
     #[test]
     fn select_defaults_and_saturation() {
         // {0x10: 512, 0x12: u64::MAX, 0x20: []}
-        let body = [
-            0x83, 0x10, 0xcd, 0x02, 0x00, 0x12, 0xcf, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
-            0xff, 0x20, 0x90,
-        ];
-        let Some(Request::Select(s)) = parse(rt::SELECT, &body).unwrap() else {
-            panic!()
-        };
-        assert_eq!(
-            (s.space_id, s.index_id, s.limit, s.offset, s.iterator),
-            (512, 0, u32::MAX, 0, 0)
-        );
+        let body =
+            [0x83, 0x10, 0xcd, 0x02, 0x00, 0x12, 0xcf, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x20, 0x90];
+        let Some(Request::Select(s)) = parse(rt::SELECT, &body).unwrap() else { panic!() };
+        assert_eq!((s.space_id, s.index_id, s.limit, s.offset, s.iterator), (512, 0, u32::MAX, 0, 0));
     }
 
     #[test]
     fn unused_keys_are_not_type_checked() {
         // {0x10: 1, 0x12: 1, 0x20: [], 0x22: 5, "zz": 1}
-        let body = [
-            0x85, 0x10, 0x01, 0x12, 0x01, 0x20, 0x90, 0x22, 0x05, 0xa2, b'z', b'z', 0x01,
-        ];
+        let body = [0x85, 0x10, 0x01, 0x12, 0x01, 0x20, 0x90, 0x22, 0x05, 0xa2, b'z', b'z', 0x01];
         assert!(parse(rt::SELECT, &body).unwrap().is_some());
     }
 
     #[test]
     fn wrong_type_and_missing_fields() {
         let body = [0x83, 0x10, 0x01, 0x12, 0x01, 0x20, 0x05];
-        assert_eq!(
-            parse(rt::SELECT, &body).unwrap_err().code,
-            code::INVALID_MSGPACK
-        );
+        assert_eq!(parse(rt::SELECT, &body).unwrap_err().code, code::INVALID_MSGPACK);
         let body = [0x82, 0x10, 0x01, 0x20, 0x90];
         let e = parse(rt::SELECT, &body).unwrap_err();
         assert_eq!(e.message, "Missing mandatory field 'limit' in request");
-        assert_eq!(
-            parse(rt::SELECT, &[0x92, 0x01, 0x02]).unwrap_err().code,
-            code::INVALID_MSGPACK
-        );
+        assert_eq!(parse(rt::SELECT, &[0x92, 0x01, 0x02]).unwrap_err().code, code::INVALID_MSGPACK);
     }
 
     #[test]

@@ -22,28 +22,19 @@ pub fn begin(out: &mut Vec<u8>, code: u64, sync: u64, schema_version: u64) -> us
     let start = out.len();
     out.extend_from_slice(&[0xce, 0, 0, 0, 0]);
     out.extend_from_slice(&[0x83, key::REQUEST_TYPE, 0xce]);
-    #[allow(
-        clippy::cast_possible_truncation,
-        reason = "codes are 16-bit; 2.6 writes u32"
-    )]
+    #[allow(clippy::cast_possible_truncation, reason = "codes are 16-bit; 2.6 writes u32")]
     out.extend_from_slice(&(code as u32).to_be_bytes());
     out.extend_from_slice(&[key::SYNC, 0xcf]);
     out.extend_from_slice(&sync.to_be_bytes());
     out.extend_from_slice(&[key::SCHEMA_VERSION, 0xce]);
-    #[allow(
-        clippy::cast_possible_truncation,
-        reason = "2.6 writes the schema version as u32"
-    )]
+    #[allow(clippy::cast_possible_truncation, reason = "2.6 writes the schema version as u32")]
     out.extend_from_slice(&(schema_version as u32).to_be_bytes());
     start
 }
 
 /// Patches the length prefix of the reply that [`begin`] started at `start`.
 pub fn finish(out: &mut [u8], start: usize) {
-    #[allow(
-        clippy::cast_possible_truncation,
-        reason = "replies are far below 4 GiB"
-    )]
+    #[allow(clippy::cast_possible_truncation, reason = "replies are far below 4 GiB")]
     let len = (out.len() - start - 5) as u32;
     if let Some(prefix) = out.get_mut(start..start + 5) {
         prefix.copy_from_slice(&length_prefix(len));
@@ -58,12 +49,7 @@ pub fn ok_empty(out: &mut Vec<u8>, sync: u64, schema_version: u64) {
 }
 
 /// An OK reply `{0x30: [items...]}` whose items are already-encoded msgpack values.
-pub fn ok_data<'a>(
-    out: &mut Vec<u8>,
-    sync: u64,
-    schema_version: u64,
-    items: impl ExactSizeIterator<Item = &'a [u8]>,
-) {
+pub fn ok_data<'a>(out: &mut Vec<u8>, sync: u64, schema_version: u64, items: impl ExactSizeIterator<Item = &'a [u8]>) {
     let start = begin(out, request_type::OK, sync, schema_version);
     out.extend_from_slice(&[0x81, key::DATA]);
     #[allow(clippy::cast_possible_truncation, reason = "item counts fit u32")]
@@ -111,12 +97,7 @@ pub fn error_stack(out: &mut Vec<u8>, err: &BoxError) {
 
 /// An error reply.
 pub fn error(out: &mut Vec<u8>, sync: u64, schema_version: u64, err: &BoxError) {
-    let start = begin(
-        out,
-        request_type::TYPE_ERROR | u64::from(err.code),
-        sync,
-        schema_version,
-    );
+    let start = begin(out, request_type::TYPE_ERROR | u64::from(err.code), sync, schema_version);
     out.extend_from_slice(&[0x82, key::ERROR_24]);
     write::str(out, err.message.as_bytes());
     out.push(key::ERROR);
@@ -134,8 +115,8 @@ mod tests {
         let mut out = Vec::new();
         ok_empty(&mut out, 1, 0x53);
         let expected = [
-            0xce, 0, 0, 0, 0x18, 0x83, 0x00, 0xce, 0, 0, 0, 0, 0x01, 0xcf, 0, 0, 0, 0, 0, 0, 0, 1,
-            0x05, 0xce, 0, 0, 0, 0x53, 0x80,
+            0xce, 0, 0, 0, 0x18, 0x83, 0x00, 0xce, 0, 0, 0, 0, 0x01, 0xcf, 0, 0, 0, 0, 0, 0, 0, 1, 0x05, 0xce, 0, 0, 0,
+            0x53, 0x80,
         ];
         assert_eq!(out, expected);
     }

@@ -12,12 +12,7 @@ use crate::protocol::codec::{CodecError, PacketCodec};
 use crate::protocol::{greeting, header, REPORTED_VERSION};
 
 /// Serves one connection until either side closes it.
-pub(super) async fn run(
-    socket: TcpStream,
-    session_id: u64,
-    tx: UnboundedSender<TxMessage>,
-    config: &ServerConfig,
-) {
+pub(super) async fn run(socket: TcpStream, session_id: u64, tx: UnboundedSender<TxMessage>, config: &ServerConfig) {
     let _ = socket.set_nodelay(true);
     let mut salt = [0u8; greeting::SALT_SIZE];
     if getrandom::getrandom(&mut salt).is_err() {
@@ -31,31 +26,16 @@ pub(super) async fn run(
         return;
     }
     let (out_tx, out_rx) = unbounded_channel();
-    if tx
-        .send(TxMessage::Connect {
-            session_id,
-            salt,
-            out: out_tx,
-        })
-        .is_err()
-    {
+    if tx.send(TxMessage::Connect { session_id, salt, out: out_tx }).is_err() {
         return;
     }
     let writer = tokio::spawn(write_replies(wr, out_rx));
-    let mut frames =
-        FramedRead::with_capacity(rd, PacketCodec::new(config.max_packet_size), 16 * 1024);
+    let mut frames = FramedRead::with_capacity(rd, PacketCodec::new(config.max_packet_size), 16 * 1024);
     while let Some(item) = frames.next().await {
         let msg = match item {
             Ok(packet) => match header::parse(&packet) {
-                Ok(header) => TxMessage::Request {
-                    session_id,
-                    header,
-                    packet,
-                },
-                Err(e) => TxMessage::BadHeader {
-                    session_id,
-                    sync: e.sync,
-                },
+                Ok(header) => TxMessage::Request { session_id, header, packet },
+                Err(e) => TxMessage::BadHeader { session_id, sync: e.sync },
             },
             Err(CodecError::Frame(error)) => {
                 let _ = tx.send(TxMessage::BadFrame { session_id, error });
@@ -71,10 +51,7 @@ pub(super) async fn run(
     let _ = writer.await;
 }
 
-async fn write_replies(
-    mut wr: tokio::net::tcp::OwnedWriteHalf,
-    mut rx: UnboundedReceiver<Outgoing>,
-) {
+async fn write_replies(mut wr: tokio::net::tcp::OwnedWriteHalf, mut rx: UnboundedReceiver<Outgoing>) {
     let mut buf = Vec::new();
     while let Some(first) = rx.recv().await {
         let mut close = false;

@@ -27,20 +27,12 @@ pub struct ServerConfig {
 }
 
 /// Accepts connections until the listener fails.
-pub async fn serve(
-    listener: TcpListener,
-    tx: UnboundedSender<TxMessage>,
-    config: ServerConfig,
-) -> std::io::Result<()> {
+pub async fn serve(listener: TcpListener, tx: UnboundedSender<TxMessage>, config: ServerConfig) -> std::io::Result<()> {
     let config = Arc::new(config);
     let limit = Arc::new(Semaphore::new(config.max_connections));
     let next_id = AtomicU64::new(1);
     loop {
-        let permit = limit
-            .clone()
-            .acquire_owned()
-            .await
-            .map_err(std::io::Error::other)?;
+        let permit = limit.clone().acquire_owned().await.map_err(std::io::Error::other)?;
         let (socket, peer) = match listener.accept().await {
             Ok(pair) => pair,
             Err(e) => {

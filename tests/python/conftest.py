@@ -1,0 +1,111 @@
+"""Fixtures: oncebox and real Tarantool 2.6 on ephemeral loopback ports.
+
+Both servers are started by the tests themselves and killed afterwards; only
+processes started here are ever stopped.
+"""
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+
+import pytest
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+ONCEBOX = os.environ.get("ONCEBOX_BIN", os.path.join(ROOT, "target", "release", "oncebox"))
+ADMIN_PASSWORD = "pw"
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_port(port, proc, timeout=15.0):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"server exited with {proc.returncode}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"port {port} never opened")
+
+
+class Instance:
+    """A running server: host, port and the process handle."""
+
+    def __init__(self, kind, port, proc, workdir):
+        self.kind = kind
+        self.host = "127.0.0.1"
+        self.port = port
+        self.proc = proc
+        self.workdir = workdir
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        if self.workdir:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+def start_oncebox(*extra):
+    proc = subprocess.Popen(
+        [ONCEBOX, "--listen", "127.0.0.1:0", "--admin-password", ADMIN_PASSWORD, "--log-level", "warn", *extra],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    line = proc.stdout.readline()
+    if not line.startswith("oncebox listening on "):
+        proc.kill()
+        raise RuntimeError(f"unexpected first line {line!r}")
+    port = int(line.strip().rsplit(":", 1)[1])
+    return Instance("oncebox", port, proc, None)
+
+
+TARANTOOL_INIT = """
+box.cfg{listen = os.getenv('LISTEN'), log = 'tarantool.log', log_level = 2}
+box.schema.user.passwd('admin', os.getenv('ADMIN_PASSWORD'))
+"""
+
+
+def start_tarantool():
+    if not shutil.which("tarantool"):
+        pytest.skip("real tarantool is not installed")
+    workdir = tempfile.mkdtemp(prefix="tarantool-")
+    with open(os.path.join(workdir, "init.lua"), "w") as f:
+        f.write(TARANTOOL_INIT)
+    port = free_port()
+    env = dict(os.environ, LISTEN=f"127.0.0.1:{port}", ADMIN_PASSWORD=ADMIN_PASSWORD)
+    proc = subprocess.Popen(["tarantool", "init.lua"], cwd=workdir, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wait_port(port, proc)
+    return Instance("tarantool", port, proc, workdir)
+
+
+@pytest.fixture
+def oncebox():
+    inst = start_oncebox()
+    yield inst
+    inst.stop()
+
+
+@pytest.fixture
+def tarantool():
+    inst = start_tarantool()
+    yield inst
+    inst.stop()
+
+
+@pytest.fixture(params=["oncebox", "tarantool"])
+def server(request):
+    """Runs a test against oncebox and against real Tarantool 2.6."""
+    inst = start_oncebox() if request.param == "oncebox" else start_tarantool()
+    yield inst
+    inst.stop()
