@@ -74,3 +74,6 @@ pub fn run(config: config::Config) -> Result<(), Box<dyn std::error::Error>> {
     drop(tx_thread);
     Ok(())
 }
+
+#[doc(hidden)]
+pub mod fuzzing;

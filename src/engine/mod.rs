@@ -306,7 +306,7 @@ impl Engine {
         if limit == 0 {
             return Ok(out);
         }
-        let view = (space.def.engine == EngineKind::Sysview).then(|| (space.def.id, source));
+        let view = (space.def.engine == EngineKind::Sysview).then_some((space.def.id, source));
         source_index.scan(it, &key, &space.def.name, |t| {
             if let Some((view_id, src)) = view {
                 if !self.view_shows(creds, view_id, src, t) {

@@ -1,5 +1,5 @@
 //! Test support: start oncebox on an ephemeral loopback port and talk raw IPROTO to it.
-
+#![allow(clippy::unwrap_used, reason = "tests fail loudly")]
 #![allow(dead_code, reason = "each test binary uses a different subset")]
 
 use std::io::{BufRead, BufReader, Read, Write};

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Runs every oncebox test. Installs what the tests need first: the reference
+# Tarantool 2.6 (Debian's `tarantool` package), the Python connectors (into
+# .venv) and cargo-fuzz. Builds the release binary once and reuses it.
+#
+#   bash scripts/test-all.sh            everything
+#   FUZZ_SECONDS=60 bash scripts/test-all.sh   a longer fuzz run
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+step() { printf '\n=== %s ===\n' "$*"; }
+as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
+
+step "reference Tarantool 2.6"
+if ! command -v tarantool >/dev/null 2>&1; then
+    as_root apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq tarantool >/dev/null
+fi
+tarantool --version | head -1
+
+step "python clients"
+if [ ! -x .venv/bin/python ]; then
+    python3 -m venv .venv
+fi
+.venv/bin/pip install -q --disable-pip-version-check -r tests/python/requirements.txt
+
+step "format and lints"
+cargo fmt --check
+cargo clippy --release --all-targets --quiet -- -D warnings
+
+step "build"
+cargo build --release --quiet
+
+step "rust tests (unit and byte-level)"
+cargo test --release --quiet
+
+step "python tests (connectors, net.box, differential against Tarantool 2.6)"
+ONCEBOX_BIN="$PWD/target/release/oncebox" .venv/bin/python -m pytest tests/python -q -p no:cacheprovider
+
+step "fuzz smoke run"
+bash scripts/fuzz-smoke.sh "${FUZZ_SECONDS:-20}"
+
+step "all tests passed"
