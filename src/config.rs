@@ -1,6 +1,9 @@
 //! Command-line settings, each with a default that just works.
 
+use std::path::PathBuf;
+
 use crate::protocol::frame::DEFAULT_MAX_PACKET_SIZE;
+use crate::storage::WalMode;
 
 /// Server settings.
 #[derive(Debug, Clone)]
@@ -17,6 +20,10 @@ pub struct Config {
     pub log_level: String,
     /// Password to set for `admin` at start (`box.schema.user.passwd('admin', ...)`).
     pub admin_password: Option<String>,
+    /// Where data is kept.
+    pub data_dir: PathBuf,
+    /// Durability of acknowledged writes.
+    pub wal_mode: WalMode,
 }
 
 impl Default for Config {
@@ -28,6 +35,8 @@ impl Default for Config {
             net_threads: 1,
             log_level: "info".into(),
             admin_password: None,
+            data_dir: PathBuf::from("oncebox_data"),
+            wal_mode: WalMode::Write,
         }
     }
 }
@@ -42,6 +51,9 @@ usage: oncebox [options]
   --net-threads N          network threads (default 1)
   --log-level LEVEL        error, warn, info, debug, trace (default info)
   --admin-password PW      set the password of user 'admin' (remote admin login)
+  --data-dir DIR           where data is kept (default ./oncebox_data)
+  --wal-mode MODE          none (memory only), write (default; survives kill -9),
+                           fsync (survives power loss)
   -V, --version            print the version
   -h, --help               print this help
 ";
@@ -77,6 +89,12 @@ pub fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Command, Str
             "--net-threads" => cfg.net_threads = number::<usize>(&value("--net-threads")?)?.max(1),
             "--log-level" => cfg.log_level = value("--log-level")?,
             "--admin-password" => cfg.admin_password = Some(value("--admin-password")?),
+            "--data-dir" => cfg.data_dir = PathBuf::from(value("--data-dir")?),
+            "--wal-mode" => {
+                let v = value("--wal-mode")?;
+                cfg.wal_mode =
+                    WalMode::parse(&v).ok_or_else(|| format!("unknown wal mode '{v}' (none, write, fsync)"))?;
+            }
             other => return Err(format!("unknown option '{other}'")),
         }
     }

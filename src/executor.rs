@@ -1,11 +1,15 @@
 //! The TX thread: the single owner of the engine, like Tarantool's tx thread.
 //!
 //! Network tasks send it [`TxMessage`]s; it runs requests one at a time in
-//! arrival order, so the engine needs no locks, and sends each connection its
-//! replies in batches. Writes hand their changes to the storage seam before the
-//! reply is released.
+//! arrival order, so the engine needs no locks. Reads are answered from memory
+//! at once. A write is applied in memory and its changes join the current
+//! commit group; the group goes to the WAL thread when the TX thread has no
+//! more messages queued, and the write's reply is released only when the WAL
+//! thread reports the group durable. If the WAL fails, every write not yet
+//! durable is undone in memory, answered with ER_WAL_IO, and later writes are
+//! refused until restart; reads keep working.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::rc::Rc;
 
 use bytes::Bytes;
@@ -13,13 +17,15 @@ use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
 
 use crate::engine::access::{user_id, Credentials};
 use crate::engine::space::WriteMode;
-use crate::engine::Engine;
-use crate::error::{BoxError, BoxResult};
+use crate::engine::{Change, Engine};
+use crate::error::{code, BoxError, BoxResult};
 use crate::protocol::frame::FrameError;
 use crate::protocol::header::Header;
 use crate::protocol::request::{self, Request};
-use crate::protocol::response;
-use crate::storage::Storage;
+use crate::protocol::{request_type, response};
+use crate::storage::keys::row_key;
+use crate::storage::wal::{WalDone, WalRequest, WalSender};
+use crate::storage::RowOp;
 
 /// What a connection's writer receives.
 #[derive(Debug)]
@@ -30,7 +36,7 @@ pub enum Outgoing {
     Close,
 }
 
-/// Messages from network tasks to the TX thread.
+/// Messages to the TX thread.
 #[derive(Debug)]
 pub enum TxMessage {
     /// A connection was accepted and greeted with `salt`.
@@ -70,6 +76,10 @@ pub enum TxMessage {
         /// Connection id.
         session_id: u64,
     },
+    /// The WAL thread finished groups up to a ticket.
+    WalDone(WalDone),
+    /// Stop: finish in-flight commits, then exit.
+    Shutdown,
 }
 
 /// Per-connection state owned by the TX thread.
@@ -80,29 +90,65 @@ struct Session {
     pending: Vec<u8>,
 }
 
+/// A reply held until its commit is durable.
+struct HeldReply {
+    session_id: u64,
+    sync: u64,
+    bytes: Vec<u8>,
+}
+
+/// A commit group sent to the WAL thread and not yet reported.
+struct InFlight {
+    ticket: u64,
+    undo: Vec<Change>,
+    replies: Vec<HeldReply>,
+}
+
 /// Error code for tokened writes while deduplication is not available.
 pub const ER_IDEMPOTENCY_DISABLED: u32 = 4003;
+
+/// Largest number of messages handled before the group is sent and replies flushed.
+const MAX_BATCH: usize = 1024;
 
 /// The TX thread's state.
 pub struct Executor {
     engine: Engine,
-    storage: Box<dyn Storage>,
     sessions: HashMap<u64, Session>,
     /// Sessions with replies waiting to be flushed.
     dirty: Vec<u64>,
+    /// Where commit groups go; `None` in `wal_mode = 'none'`.
+    wal: Option<WalSender>,
+    /// The group being built: operations, undo log and held replies.
+    group_ops: Vec<RowOp>,
+    group_undo: Vec<Change>,
+    group_replies: Vec<HeldReply>,
+    in_flight: VecDeque<InFlight>,
+    next_ticket: u64,
+    /// Set after a WAL failure: writes are refused until restart.
+    wal_failed: Option<String>,
+    shutting_down: bool,
 }
 
-/// Largest number of messages handled before replies are flushed.
-const MAX_BATCH: usize = 256;
-
 impl Executor {
-    /// An executor over `engine`, persisting through `storage`.
+    /// An executor over `engine`; commits go to `wal` (or nowhere when `None`).
     #[must_use]
-    pub fn new(engine: Engine, storage: Box<dyn Storage>) -> Self {
-        Self { engine, storage, sessions: HashMap::new(), dirty: Vec::new() }
+    pub fn new(engine: Engine, wal: Option<WalSender>) -> Self {
+        Self {
+            engine,
+            sessions: HashMap::new(),
+            dirty: Vec::new(),
+            wal,
+            group_ops: Vec::new(),
+            group_undo: Vec::new(),
+            group_replies: Vec::new(),
+            in_flight: VecDeque::new(),
+            next_ticket: 1,
+            wal_failed: None,
+            shutting_down: false,
+        }
     }
 
-    /// Runs until every sender is gone.
+    /// Runs until shutdown completes or every sender is gone.
     pub fn run(mut self, mut rx: UnboundedReceiver<TxMessage>) {
         while let Some(msg) = rx.blocking_recv() {
             self.handle(msg);
@@ -112,11 +158,18 @@ impl Executor {
                     Err(_) => break,
                 }
             }
-            self.flush();
+            self.end_batch();
+            if self.shutting_down && self.in_flight.is_empty() {
+                break;
+            }
         }
+        // Dropping the WAL sender lets the WAL thread sync and exit.
+        tracing::info!("TX thread stopped");
     }
 
-    fn flush(&mut self) {
+    /// Sends the open commit group and flushes replies.
+    fn end_batch(&mut self) {
+        self.send_group();
         for id in self.dirty.drain(..) {
             if let Some(s) = self.sessions.get_mut(&id) {
                 if !s.pending.is_empty() {
@@ -127,12 +180,34 @@ impl Executor {
         }
     }
 
+    fn send_group(&mut self) {
+        if self.group_ops.is_empty() && self.group_replies.is_empty() {
+            return;
+        }
+        let ops = std::mem::take(&mut self.group_ops);
+        let undo = std::mem::take(&mut self.group_undo);
+        let replies = std::mem::take(&mut self.group_replies);
+        let ticket = self.next_ticket;
+        self.next_ticket += 1;
+        let sent = self.wal.as_ref().is_some_and(|wal| wal.send(WalRequest { ticket, ops }).is_ok());
+        self.in_flight.push_back(InFlight { ticket, undo, replies });
+        if !sent {
+            self.wal_failure(ticket, "the WAL thread is gone".into());
+        }
+    }
+
     fn buffer(&mut self, session_id: u64) -> Option<&mut Vec<u8>> {
         let s = self.sessions.get_mut(&session_id)?;
         if s.pending.is_empty() {
             self.dirty.push(session_id);
         }
         Some(&mut s.pending)
+    }
+
+    fn deliver(&mut self, reply: HeldReply) {
+        if let Some(buf) = self.buffer(reply.session_id) {
+            buf.extend_from_slice(&reply.bytes);
+        }
     }
 
     /// Handles one message.
@@ -158,36 +233,107 @@ impl Executor {
                         BoxError::invalid_msgpack(&format!("packet length {len} exceeds max_packet_size {max}"))
                     }
                 };
+                tracing::info!(session_id, error = %err, "closing connection");
                 if let Some(buf) = self.buffer(session_id) {
                     response::error(buf, 0, sv, &err);
                 }
-                self.flush();
+                self.end_batch();
                 if let Some(s) = self.sessions.get(&session_id) {
                     let _ = s.out.send(Outgoing::Close);
                 }
             }
-            TxMessage::Request { session_id, header, packet } => {
-                let Some(session) = self.sessions.get(&session_id) else {
-                    return;
-                };
-                let (user, salt) = (session.user_id, session.salt);
-                let body = packet.get(header.body_offset..).unwrap_or(&[]);
-                let mut reply = Vec::new();
-                let result = self.execute(session_id, user, &salt, &header, body, &mut reply);
-                let sv = self.engine.schema_version();
-                if let Err(e) = result {
-                    reply.clear();
-                    response::error(&mut reply, header.sync, sv, &e);
+            TxMessage::Request { session_id, header, packet } => self.request(session_id, &header, &packet),
+            TxMessage::WalDone(done) => match done.result {
+                Ok(()) => {
+                    while self.in_flight.front().is_some_and(|f| f.ticket <= done.ticket) {
+                        if let Some(f) = self.in_flight.pop_front() {
+                            for r in f.replies {
+                                self.deliver(r);
+                            }
+                        }
+                    }
                 }
-                if let Some(buf) = self.buffer(session_id) {
-                    buf.extend_from_slice(&reply);
-                }
+                Err(msg) => self.wal_failure(done.ticket, msg),
+            },
+            TxMessage::Shutdown => {
+                tracing::info!("shutting down: finishing in-flight commits");
+                self.shutting_down = true;
             }
+        }
+    }
+
+    /// Undoes every write not yet durable (newest first) and answers each with ER_WAL_IO.
+    fn wal_failure(&mut self, ticket: u64, msg: String) {
+        tracing::error!(ticket, error = %msg, "commit failed; writes are refused until restart");
+        self.wal_failed = Some(msg);
+        // The open group has not been sent: it fails too.
+        let mut failed: Vec<InFlight> = self.in_flight.drain(..).collect();
+        failed.push(InFlight {
+            ticket: u64::MAX,
+            undo: std::mem::take(&mut self.group_undo),
+            replies: std::mem::take(&mut self.group_replies),
+        });
+        self.group_ops.clear();
+        for f in failed.iter_mut().rev() {
+            for change in f.undo.drain(..).rev() {
+                self.engine.undo(change);
+            }
+        }
+        self.engine.take_changes();
+        let sv = self.engine.schema_version();
+        for f in failed {
+            for r in f.replies {
+                let mut bytes = Vec::new();
+                response::error(&mut bytes, r.sync, sv, &BoxError::wal_io());
+                self.deliver(HeldReply { bytes, ..r });
+            }
+        }
+    }
+
+    fn request(&mut self, session_id: u64, header: &Header, packet: &Bytes) {
+        let Some(session) = self.sessions.get(&session_id) else { return };
+        let (user, salt) = (session.user_id, session.salt);
+        let body = packet.get(header.body_offset..).unwrap_or(&[]);
+        let mut reply = Vec::new();
+        let result = self.execute(session_id, user, &salt, header, body, &mut reply);
+        let sv = self.engine.schema_version();
+        let changes = self.engine.take_changes();
+        match result {
+            Err(e) => {
+                tracing::debug!(session_id, code = e.code, error = %e, "request failed");
+                reply.clear();
+                response::error(&mut reply, header.sync, sv, &e);
+            }
+            Ok(()) if !changes.is_empty() && self.wal.is_some() => {
+                for change in &changes {
+                    self.group_ops.push(row_op(change));
+                }
+                self.group_undo.extend(changes);
+                self.group_replies.push(HeldReply { session_id, sync: header.sync, bytes: reply });
+                return;
+            }
+            Ok(()) => {}
+        }
+        if let Some(buf) = self.buffer(session_id) {
+            buf.extend_from_slice(&reply);
         }
     }
 
     fn creds(&self, user: u32) -> Rc<Credentials> {
         self.engine.credentials(user)
+    }
+
+    fn check_writable(&self) -> BoxResult<()> {
+        if self.shutting_down {
+            return Err(BoxError::new(code::READONLY, "Can't modify data because this instance is shutting down"));
+        }
+        match &self.wal_failed {
+            Some(msg) => Err(BoxError::new(
+                code::WAL_IO,
+                format!("Failed to write to disk: writes are refused until restart after a storage failure ({msg})"),
+            )),
+            None => Ok(()),
+        }
     }
 
     /// Runs one request and writes its reply into `out`.
@@ -215,6 +361,12 @@ impl Executor {
         }
         let creds = self.creds(user);
         let sync = header.sync;
+        if matches!(
+            req,
+            Request::Insert(_) | Request::Replace(_) | Request::Update(_) | Request::Upsert(_) | Request::Delete(_)
+        ) {
+            self.check_writable()?;
+        }
         match req {
             Request::Ping => response::ok_empty(out, sync, sv),
             Request::Auth(a) => {
@@ -229,43 +381,33 @@ impl Executor {
                 response::ok_data(out, sync, sv, tuples.iter().map(|t| &t[..]));
             }
             Request::Insert(w) | Request::Replace(w) => {
-                let mode = if header.request_type == crate::protocol::request_type::INSERT {
-                    WriteMode::Insert
-                } else {
-                    WriteMode::Replace
-                };
+                let mode =
+                    if header.request_type == request_type::INSERT { WriteMode::Insert } else { WriteMode::Replace };
                 let tuple = self.engine.write(&creds, w.space_id, w.tuple, mode)?;
-                self.commit()?;
                 self.reply_tuple(out, sync, Some(&tuple));
             }
             Request::Update(u) => {
                 let tuple = self.engine.update(&creds, &u)?;
-                self.commit()?;
                 self.reply_tuple(out, sync, tuple.as_ref());
             }
             Request::Upsert(u) => {
                 self.engine.upsert(&creds, &u)?;
-                self.commit()?;
                 self.reply_tuple(out, sync, None);
             }
             Request::Delete(d) => {
                 let tuple = self.engine.delete(&creds, &d)?;
-                self.commit()?;
                 self.reply_tuple(out, sync, tuple.as_ref());
             }
             Request::Call(c) | Request::Call16(c) => {
                 self.engine.check_call_access(&creds, c.name)?;
                 return Err(BoxError::new(
-                    crate::error::code::NO_SUCH_PROC,
+                    code::NO_SUCH_PROC,
                     format!("Procedure '{}' is not defined", String::from_utf8_lossy(c.name)),
                 ));
             }
             Request::Eval(_) => {
                 self.engine.check_eval_access(&creds)?;
-                return Err(BoxError::new(
-                    crate::error::code::UNSUPPORTED,
-                    "oncebox does not support EVAL until Lua is embedded",
-                ));
+                return Err(BoxError::new(code::UNSUPPORTED, "oncebox does not support EVAL until Lua is embedded"));
             }
         }
         Ok(())
@@ -275,13 +417,19 @@ impl Executor {
         let sv = self.engine.schema_version();
         response::ok_data(out, sync, sv, tuple.into_iter().map(|t| &t[..]));
     }
+}
 
-    /// Hands the statement's changes to storage; nothing is acknowledged before this returns.
-    fn commit(&mut self) -> BoxResult<()> {
-        let changes = self.engine.take_changes();
-        if changes.is_empty() {
-            return Ok(());
-        }
-        self.storage.commit(&changes)
+/// The storage operation for one engine change.
+fn row_op(change: &Change) -> RowOp {
+    match change {
+        Change::Row { space_id, pk, new: Some(t), .. } => RowOp::Put { key: row_key(*space_id, pk), tuple: t.to_vec() },
+        Change::Row { space_id, pk, new: None, .. } => RowOp::Delete { key: row_key(*space_id, pk) },
+        Change::Truncate { space_id, .. } => RowOp::Truncate { space_id: *space_id },
     }
+}
+
+/// Converts every change to storage operations (used to initialize a data directory).
+#[must_use]
+pub fn row_ops(changes: &[Change]) -> Vec<RowOp> {
+    changes.iter().map(row_op).collect()
 }

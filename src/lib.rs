@@ -5,7 +5,7 @@
 //! - [`server`]: sockets and connection tasks (tokio).
 //! - [`executor`]: the TX thread that owns all mutable state.
 //! - [`engine`]: spaces, indexes, catalogue, privileges; deterministic.
-//! - [`storage`]: the seam where commits become durable.
+//! - [`storage`]: data directory, fjall, the WAL thread, recovery.
 //! - [`error`]: Tarantool-style errors.
 //! - [`config`]: command-line settings.
 
@@ -17,44 +17,68 @@ pub mod protocol;
 pub mod server;
 pub mod storage;
 
-use tokio::net::TcpListener;
+#[doc(hidden)]
+pub mod fuzzing;
 
-/// Starts the TX thread and serves connections until the process is stopped.
-pub fn run(config: config::Config) -> Result<(), Box<dyn std::error::Error>> {
-    let instance_uuid = uuid::Uuid::new_v4();
-    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
-    // The engine holds `Rc`s: it is built on, and never leaves, the TX thread.
+use std::sync::mpsc as std_mpsc;
+
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use engine::access::user_id;
+use executor::{Executor, TxMessage};
+use storage::datadir::DataDir;
+use storage::fjall_store::FjallStore;
+use storage::WalMode;
+
+type BoxedError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Boots the engine (recovering the data directory), serves until SIGINT or
+/// SIGTERM, then finishes in-flight commits and returns.
+pub fn run(config: config::Config) -> Result<(), BoxedError> {
+    // The directory lock is held until this function returns.
+    let (dir, store) = match config.wal_mode {
+        WalMode::None => (None, None),
+        mode => {
+            let dir = DataDir::open(&config.data_dir)?;
+            let store = FjallStore::open(&dir.fjall_path(), mode).map_err(|e| {
+                format!("data directory {}: its storage cannot be opened (damaged?): {e}", config.data_dir.display())
+            })?;
+            (Some(dir), Some(store))
+        }
+    };
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<TxMessage>();
+    let (ready_tx, ready_rx) = std_mpsc::channel::<Result<(uuid::Uuid, Option<std::thread::JoinHandle<()>>), String>>();
     let admin_password = config.admin_password.clone();
+    let wal_notify = tx.clone();
     let tx_thread = std::thread::Builder::new().name("tx".into()).spawn(move || {
-        let booted = engine::Engine::bootstrap(&instance_uuid).and_then(|mut engine| {
-            if let Some(pw) = admin_password {
-                engine.set_password(engine::access::user_id::ADMIN, pw.as_bytes())?;
-            }
-            engine.take_changes();
-            Ok(engine)
-        });
+        // The engine holds `Rc`s: it is built on, and never leaves, this thread.
+        let booted = boot(dir.as_ref(), store, admin_password, wal_notify);
         match booted {
-            Ok(engine) => {
-                let _ = ready_tx.send(Ok(()));
-                executor::Executor::new(engine, Box::new(storage::MemoryStorage::default())).run(rx);
+            Ok((engine, uuid, wal, wal_thread)) => {
+                let _ = ready_tx.send(Ok((uuid, wal_thread)));
+                Executor::new(engine, wal).run(rx);
             }
             Err(e) => {
                 let _ = ready_tx.send(Err(e));
             }
         }
+        drop(dir);
     })?;
-    ready_rx.recv().map_err(|_| "the TX thread did not start")??;
+    let (instance_uuid, wal_thread) = ready_rx.recv().map_err(|_| "the TX thread did not start")??;
 
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(config.net_threads)
         .thread_name("net")
         .enable_all()
         .build()?;
-    runtime.block_on(async move {
+    let stop = CancellationToken::new();
+    let tracker = TaskTracker::new();
+    let served: Result<(), BoxedError> = runtime.block_on(async {
         let listener = TcpListener::bind(&config.listen).await?;
         let addr = listener.local_addr()?;
-        tracing::info!(%addr, "listening");
+        tracing::info!(%addr, wal_mode = config.wal_mode.name(), "listening");
         // A machine-readable line for scripts that start oncebox on port 0.
         println!("oncebox listening on {addr}");
         let server_config = server::ServerConfig {
@@ -62,18 +86,84 @@ pub fn run(config: config::Config) -> Result<(), Box<dyn std::error::Error>> {
             max_packet_size: config.max_packet_size,
             max_connections: config.max_connections,
         };
+        let serve = server::serve(listener, tx.clone(), server_config, stop.clone(), tracker.clone());
+        tokio::pin!(serve);
         tokio::select! {
-            r = server::serve(listener, tx, server_config) => r,
-            _ = tokio::signal::ctrl_c() => {
-                tracing::info!("interrupted, shutting down");
-                Ok(())
-            }
+            r = &mut serve => r?,
+            () = shutdown_signal() => tracing::info!("signal received, shutting down"),
         }
-    })?;
+        stop.cancel();
+        let _ = tx.send(TxMessage::Shutdown);
+        drop(tx);
+        Ok(())
+    });
+    served?;
+    // The TX thread finishes in-flight commits, then drops the WAL sender.
+    let _ = tx_thread.join();
+    if let Some(wal) = wal_thread {
+        let _ = wal.join();
+    }
+    // Connection writers drain the last replies, then end.
+    tracker.close();
+    runtime.block_on(async {
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(5), tracker.wait()).await;
+    });
     runtime.shutdown_background();
-    drop(tx_thread);
+    tracing::info!("stopped");
     Ok(())
 }
 
-#[doc(hidden)]
-pub mod fuzzing;
+type Booted = (engine::Engine, uuid::Uuid, Option<storage::wal::WalSender>, Option<std::thread::JoinHandle<()>>);
+
+/// Builds the engine on the TX thread and starts the WAL thread.
+fn boot(
+    dir: Option<&DataDir>,
+    store: Option<FjallStore>,
+    admin_password: Option<String>,
+    notify: tokio::sync::mpsc::UnboundedSender<TxMessage>,
+) -> Result<Booted, String> {
+    let (mut engine, uuid) = match (dir, store.as_ref()) {
+        (Some(dir), Some(store)) => storage::recovery::open_engine(dir, store).map_err(|e| e.to_string())?,
+        _ => {
+            let uuid = uuid::Uuid::new_v4();
+            (engine::Engine::bootstrap(&uuid).map_err(|e| e.to_string())?, uuid)
+        }
+    };
+    if let Some(pw) = admin_password {
+        engine.set_password(user_id::ADMIN, pw.as_bytes()).map_err(|e| e.to_string())?;
+        let changes = engine.take_changes();
+        if let Some(store) = store.as_ref() {
+            store.write(executor::row_ops(&changes)).map_err(|e| e.to_string())?;
+        }
+    }
+    let Some(store) = store else { return Ok((engine, uuid, None, None)) };
+    let (wal_tx, wal_rx) = std_mpsc::channel();
+    let handle = storage::wal::spawn(store, wal_rx, move |done| {
+        let _ = notify.send(TxMessage::WalDone(done));
+    })
+    .map_err(|e| e.to_string())?;
+    Ok((engine, uuid, Some(wal_tx), Some(handle)))
+}
+
+/// Resolves on SIGINT or SIGTERM.
+async fn shutdown_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(s) => s,
+            Err(_) => {
+                let _ = ctrl_c.await;
+                return;
+            }
+        };
+        tokio::select! {
+            _ = ctrl_c => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = ctrl_c.await;
+    }
+}

@@ -17,7 +17,8 @@ fn main() {
             println!("oncebox {}", env!("CARGO_PKG_VERSION"));
         }
         Command::Serve(cfg) => {
-            let filter = tracing_subscriber::EnvFilter::try_new(&cfg.log_level)
+            // fjall narrates recovery at info level; keep its voice down unless asked.
+            let filter = tracing_subscriber::EnvFilter::try_new(format!("{},fjall=warn,lsm_tree=warn", cfg.log_level))
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
             use std::io::IsTerminal;
             tracing_subscriber::fmt()

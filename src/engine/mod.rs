@@ -30,13 +30,25 @@ use crate::protocol::request::{Delete, Select, Update, Upsert};
 
 /// One row change, the unit the storage layer persists.
 #[derive(Debug, Clone)]
-pub struct Change {
-    /// The space written.
-    pub space_id: u32,
-    /// The tuple removed or replaced, if any.
-    pub old: Option<Tuple>,
-    /// The tuple written, if any.
-    pub new: Option<Tuple>,
+pub enum Change {
+    /// One row written, replaced or removed.
+    Row {
+        /// The space written.
+        space_id: u32,
+        /// The row's primary key (under the primary index at the time of the change).
+        pk: value::Key,
+        /// The tuple removed or replaced, if any.
+        old: Option<Tuple>,
+        /// The tuple written, if any.
+        new: Option<Tuple>,
+    },
+    /// Every row of a space removed (truncate, primary key dropped or rebuilt).
+    Truncate {
+        /// The space emptied.
+        space_id: u32,
+        /// What it held, kept to undo the change.
+        removed: Vec<Tuple>,
+    },
 }
 
 /// The engine: every space, plus caches derived from the catalogue.
@@ -64,21 +76,9 @@ impl Engine {
     /// An engine holding Tarantool 2.6's bootstrap catalogue.
     pub fn bootstrap(instance_uuid: &uuid::Uuid) -> BoxResult<Self> {
         let rows: Vec<(u32, Vec<u8>)> = catalog::bootstrap_rows().collect();
-        let mut spaces = BTreeMap::new();
-        for (_, t) in rows.iter().filter(|(s, _)| *s == space_id::SPACE) {
-            let def = catalog::parse_space(t)?;
-            spaces.insert(def.id, Space::new(def));
-        }
-        let mut index_rows: Vec<&Vec<u8>> =
-            rows.iter().filter(|(s, _)| *s == space_id::INDEX).map(|(_, t)| t).collect();
-        index_rows.sort_by_key(|t| catalog::index_ids(t));
-        for t in index_rows {
-            let (sid, _) = catalog::index_ids(t).ok_or_else(|| BoxError::invalid_msgpack("bootstrap"))?;
-            let space = spaces.get_mut(&sid).ok_or_else(|| BoxError::no_such_space(&sid.to_string()))?;
-            let def = catalog::parse_index(t, &space.def)?;
-            space.add_index(def)?;
-        }
-        let mut engine = Self { spaces, schema_version: 1, creds: RefCell::new(HashMap::new()), changes: Vec::new() };
+        let space_rows = rows.iter().filter(|(s, _)| *s == space_id::SPACE).map(|(_, t)| t.as_slice());
+        let index_rows = rows.iter().filter(|(s, _)| *s == space_id::INDEX).map(|(_, t)| t.as_slice());
+        let mut engine = Self::with_schema(space_rows, index_rows)?;
         let uuid = instance_uuid.hyphenated().to_string();
         let mut extra = Vec::new();
         let mut cluster = Vec::new();
@@ -95,6 +95,43 @@ impl Engine {
             engine.load_row(sid, t)?;
         }
         Ok(engine)
+    }
+
+    /// Every row the engine holds, as (space id, tuple), system spaces first.
+    ///
+    /// This is what a new data directory is initialized with.
+    pub fn all_rows(&self) -> Vec<Change> {
+        let mut out = Vec::new();
+        for space in self.spaces.values().filter(|s| !s.def.temporary) {
+            let Some(pk) = space.primary() else { continue };
+            for t in pk.iter() {
+                if let Ok(key) = split(t).and_then(|f| pk.entry_key(&f)) {
+                    out.push(Change::Row { space_id: space.def.id, pk: key, old: None, new: Some(t.clone()) });
+                }
+            }
+        }
+        out
+    }
+
+    /// An engine with the spaces and indexes that `_space` and `_index` rows describe, and no data.
+    pub fn with_schema<'a>(
+        space_rows: impl Iterator<Item = &'a [u8]>,
+        index_rows: impl Iterator<Item = &'a [u8]>,
+    ) -> BoxResult<Self> {
+        let mut spaces = BTreeMap::new();
+        for t in space_rows {
+            let def = catalog::parse_space(t)?;
+            spaces.insert(def.id, Space::new(def));
+        }
+        let mut index_rows: Vec<&[u8]> = index_rows.collect();
+        index_rows.sort_by_key(|t| catalog::index_ids(t));
+        for t in index_rows {
+            let (sid, _) = catalog::index_ids(t).ok_or_else(|| BoxError::invalid_msgpack("_index row"))?;
+            let space = spaces.get_mut(&sid).ok_or_else(|| BoxError::no_such_space(&sid.to_string()))?;
+            let def = catalog::parse_index(t, &space.def)?;
+            space.add_index(def)?;
+        }
+        Ok(Self { spaces, schema_version: 1, creds: RefCell::new(HashMap::new()), changes: Vec::new() })
     }
 
     /// Stores a row without catalogue side effects (bootstrap and recovery).
@@ -453,11 +490,67 @@ impl Engine {
                 return Err(e);
             }
         }
-        let temporary = self.spaces.get(&space_id).is_some_and(|s| s.def.temporary);
-        if !temporary {
-            self.changes.push(Change { space_id, old, new });
-        }
+        self.record(space_id, old, new);
         Ok(())
+    }
+
+    /// Records a row change for storage (temporary spaces are not persisted).
+    fn record(&mut self, space_id: u32, old: Option<Tuple>, new: Option<Tuple>) {
+        let Some(space) = self.spaces.get(&space_id).filter(|s| !s.def.temporary) else { return };
+        let Some(pk) = space.primary() else { return };
+        let Some(row) = new.as_ref().or(old.as_ref()) else { return };
+        match split(row).and_then(|f| pk.entry_key(&f)) {
+            Ok(key) => self.changes.push(Change::Row { space_id, pk: key, old, new }),
+            Err(e) => tracing::error!(space_id, error = %e, "cannot key a changed row"),
+        }
+    }
+
+    /// Records that a space lost all its rows, then (after a primary key
+    /// rebuild) every row it holds again under the new key.
+    fn record_reset(&mut self, space_id: u32, removed: Vec<Tuple>) {
+        if self.spaces.get(&space_id).is_none_or(|s| s.def.temporary) {
+            return;
+        }
+        self.changes.push(Change::Truncate { space_id, removed });
+        let rows: Vec<Tuple> = self
+            .spaces
+            .get(&space_id)
+            .and_then(Space::primary)
+            .map(|pk| pk.iter().cloned().collect())
+            .unwrap_or_default();
+        for t in rows {
+            self.record(space_id, None, Some(t));
+        }
+    }
+
+    /// Reverts one change made in memory whose commit failed (newest first).
+    ///
+    /// Best effort for DDL: the catalogue effect is reverted by applying the
+    /// inverse row change; failures are logged.
+    pub fn undo(&mut self, change: Change) {
+        match change {
+            Change::Row { space_id, old, new, .. } => {
+                if let Err(e) = self.undo_row(space_id, old.as_ref(), new.as_ref()) {
+                    tracing::error!(space_id, error = %e, "undo failed");
+                }
+                if space_id < space_id::USER_MIN {
+                    if let Err(e) = self.apply_ddl(space_id, new.as_ref(), old.as_ref()) {
+                        tracing::error!(space_id, error = %e, "undo of a schema change failed");
+                    }
+                    self.changes.clear();
+                }
+            }
+            Change::Truncate { space_id, removed } => {
+                let Ok(space) = self.space_mut(space_id) else { return };
+                space.truncate();
+                for t in removed {
+                    let result = split(&t).and_then(|f| space.write(t.clone(), &f, WriteMode::Replace, None));
+                    if let Err(e) = result {
+                        tracing::error!(space_id, error = %e, "undo of a truncate failed");
+                    }
+                }
+            }
+        }
     }
 
     fn undo_row(&mut self, space_id: u32, old: Option<&Tuple>, new: Option<&Tuple>) -> BoxResult<()> {
@@ -480,7 +573,11 @@ impl Engine {
             space_id::TRUNCATE => {
                 // As in Tarantool, a new row only registers the space; replacing it truncates.
                 if let (Some(_), Some(id)) = (old, new.and_then(|t| catalog::first_uint(t))) {
-                    self.space_mut(id)?.truncate();
+                    let space = self.space_mut(id)?;
+                    let removed: Vec<Tuple> =
+                        space.primary().map(|pk| pk.iter().cloned().collect()).unwrap_or_default();
+                    space.truncate();
+                    self.record_reset(id, removed);
                 }
             }
             space_id::USER | space_id::PRIV => {
@@ -590,11 +687,24 @@ impl Engine {
                         format!("Can't drop primary key in space '{}' while secondary keys exist", space.def.name),
                     ));
                 }
+                let removed: Vec<Tuple> = if iid == 0 {
+                    space.primary().map(|pk| pk.iter().cloned().collect()).unwrap_or_default()
+                } else {
+                    Vec::new()
+                };
                 space.indexes.remove(&iid);
+                if iid == 0 {
+                    self.record_reset(sid, removed);
+                }
             }
             (Some(_), Some(new)) => {
                 let def = catalog::parse_index(new, &space.def)?;
+                let removed: Vec<Tuple> = space.primary().map(|pk| pk.iter().cloned().collect()).unwrap_or_default();
                 rebuild_with(space, def)?;
+                if iid == 0 {
+                    // Storage keys derive from the primary key: rewrite the space.
+                    self.record_reset(sid, removed);
+                }
             }
             (None, None) => {}
         }

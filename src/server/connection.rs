@@ -5,6 +5,7 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 use tokio_util::codec::FramedRead;
+use tokio_util::sync::CancellationToken;
 
 use super::ServerConfig;
 use crate::executor::{Outgoing, TxMessage};
@@ -12,7 +13,13 @@ use crate::protocol::codec::{CodecError, PacketCodec};
 use crate::protocol::{greeting, header, REPORTED_VERSION};
 
 /// Serves one connection until either side closes it.
-pub(super) async fn run(socket: TcpStream, session_id: u64, tx: UnboundedSender<TxMessage>, config: &ServerConfig) {
+pub(super) async fn run(
+    socket: TcpStream,
+    session_id: u64,
+    tx: UnboundedSender<TxMessage>,
+    config: &ServerConfig,
+    stop: CancellationToken,
+) {
     let _ = socket.set_nodelay(true);
     let mut salt = [0u8; greeting::SALT_SIZE];
     if getrandom::getrandom(&mut salt).is_err() {
@@ -31,7 +38,13 @@ pub(super) async fn run(socket: TcpStream, session_id: u64, tx: UnboundedSender<
     }
     let writer = tokio::spawn(write_replies(wr, out_rx));
     let mut frames = FramedRead::with_capacity(rd, PacketCodec::new(config.max_packet_size), 16 * 1024);
-    while let Some(item) = frames.next().await {
+    loop {
+        // On shutdown, stop reading; replies already owed are still written.
+        let item = tokio::select! {
+            item = frames.next() => item,
+            () = stop.cancelled() => None,
+        };
+        let Some(item) = item else { break };
         let msg = match item {
             Ok(packet) => match header::parse(&packet) {
                 Ok(header) => TxMessage::Request { session_id, header, packet },

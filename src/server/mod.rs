@@ -12,6 +12,8 @@ use std::sync::Arc;
 use tokio::net::TcpListener;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 use crate::executor::TxMessage;
 
@@ -26,14 +28,27 @@ pub struct ServerConfig {
     pub max_connections: usize,
 }
 
-/// Accepts connections until the listener fails.
-pub async fn serve(listener: TcpListener, tx: UnboundedSender<TxMessage>, config: ServerConfig) -> std::io::Result<()> {
+/// Accepts connections until `stop` is cancelled; every connection task is tracked by `tracker`.
+pub async fn serve(
+    listener: TcpListener,
+    tx: UnboundedSender<TxMessage>,
+    config: ServerConfig,
+    stop: CancellationToken,
+    tracker: TaskTracker,
+) -> std::io::Result<()> {
     let config = Arc::new(config);
     let limit = Arc::new(Semaphore::new(config.max_connections));
     let next_id = AtomicU64::new(1);
     loop {
-        let permit = limit.clone().acquire_owned().await.map_err(std::io::Error::other)?;
-        let (socket, peer) = match listener.accept().await {
+        let permit = tokio::select! {
+            p = limit.clone().acquire_owned() => p.map_err(std::io::Error::other)?,
+            () = stop.cancelled() => return Ok(()),
+        };
+        let accepted = tokio::select! {
+            a = listener.accept() => a,
+            () = stop.cancelled() => return Ok(()),
+        };
+        let (socket, peer) = match accepted {
             Ok(pair) => pair,
             Err(e) => {
                 tracing::warn!(error = %e, "accept failed");
@@ -45,8 +60,9 @@ pub async fn serve(listener: TcpListener, tx: UnboundedSender<TxMessage>, config
         tracing::info!(%peer, session_id, "connection accepted");
         let tx = tx.clone();
         let config = config.clone();
-        tokio::spawn(async move {
-            connection::run(socket, session_id, tx, &config).await;
+        let stop = stop.clone();
+        tracker.spawn(async move {
+            connection::run(socket, session_id, tx, &config, stop).await;
             tracing::info!(%peer, session_id, "connection closed");
             drop(permit);
         });

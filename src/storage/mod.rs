@@ -1,35 +1,72 @@
-//! The storage seam: where committed changes go before a write is acknowledged.
+//! Persistence: where a commit becomes durable before it is acknowledged.
 //!
-//! The executor calls [`Storage::commit`] once per statement with every row
-//! change it made; an error means nothing may be acknowledged. Durable storage
-//! (fjall) plugs in here; [`MemoryStorage`] keeps nothing (`wal_mode = 'none'`).
+//! - [`datadir`]: the directory layout, format version and lock.
+//! - [`fjall_store`]: rows in fjall, one atomic batch per commit group.
+//! - [`wal`]: the WAL thread that groups commits (group commit) and syncs per `wal_mode`.
+//! - [`keys`]: how a row's storage key is derived from its primary key.
+//!
+//! The executor turns the engine's [`crate::engine::Change`]s into [`RowOp`]s,
+//! sends them to the WAL thread, and releases replies only when told the
+//! group is durable.
 
-use crate::engine::Change;
-use crate::error::BoxResult;
+pub mod datadir;
+pub mod fjall_store;
+pub mod keys;
+pub mod recovery;
+pub mod wal;
 
-/// A sink for committed changes.
-pub trait Storage: Send {
-    /// Makes one transaction's changes durable (as far as the mode promises).
-    fn commit(&mut self, changes: &[Change]) -> BoxResult<()>;
+/// How durable a commit must be before its reply is sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WalMode {
+    /// Memory only: nothing is written.
+    None,
+    /// Written to the OS before the reply: survives a process crash (kill -9).
+    Write,
+    /// Synced to the device before the reply: survives power loss.
+    Fsync,
 }
 
-/// Storage that keeps nothing: data lives only in memory.
-#[derive(Debug, Default)]
-pub struct MemoryStorage {
-    commits: u64,
-}
-
-impl MemoryStorage {
-    /// Number of commits seen.
+impl WalMode {
+    /// Parses `none`, `write` or `fsync`.
     #[must_use]
-    pub fn commits(&self) -> u64 {
-        self.commits
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "none" => Some(Self::None),
+            "write" => Some(Self::Write),
+            "fsync" => Some(Self::Fsync),
+            _ => None,
+        }
+    }
+
+    /// The name `box.cfg` uses.
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::None => "none",
+            Self::Write => "write",
+            Self::Fsync => "fsync",
+        }
     }
 }
 
-impl Storage for MemoryStorage {
-    fn commit(&mut self, _changes: &[Change]) -> BoxResult<()> {
-        self.commits += 1;
-        Ok(())
-    }
+/// One row-level operation in a commit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RowOp {
+    /// Store `tuple` under `key`.
+    Put {
+        /// Storage key (see [`keys`]).
+        key: Vec<u8>,
+        /// The tuple's msgpack bytes.
+        tuple: Vec<u8>,
+    },
+    /// Remove the row under `key`.
+    Delete {
+        /// Storage key.
+        key: Vec<u8>,
+    },
+    /// Remove every row of a space.
+    Truncate {
+        /// The space emptied.
+        space_id: u32,
+    },
 }

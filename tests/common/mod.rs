@@ -4,20 +4,64 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
+
+/// A fresh, empty directory under the system temp dir, removed on drop.
+pub struct TempDir(pub PathBuf);
+
+impl TempDir {
+    pub fn new(tag: &str) -> Self {
+        static NEXT: AtomicU32 = AtomicU32::new(0);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let p = std::env::temp_dir().join(format!("oncebox-test-{tag}-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(&p).unwrap();
+        Self(p)
+    }
+
+    pub fn path_str(&self) -> &str {
+        self.0.to_str().unwrap()
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
 
 /// A running oncebox process, killed on drop.
 pub struct Server {
     child: Child,
     /// `127.0.0.1:port` it listens on.
     pub addr: String,
+    /// Its data directory, when the test did not provide one.
+    _dir: Option<TempDir>,
 }
 
 impl Server {
-    /// Starts oncebox with `--listen 127.0.0.1:0` plus `args`.
+    /// Starts oncebox on `127.0.0.1:0` with a fresh data directory, plus `args`.
     pub fn start(args: &[&str]) -> Self {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_oncebox"))
+        let dir = TempDir::new("srv");
+        let data = format!("{}/data", dir.path_str());
+        let mut all = vec!["--data-dir", data.as_str()];
+        all.extend_from_slice(args);
+        let mut s = Self::start_raw(&all);
+        s._dir = Some(dir);
+        s
+    }
+
+    /// Starts oncebox on `127.0.0.1:0` with exactly `args` (the test picks the data directory).
+    pub fn start_raw(args: &[&str]) -> Self {
+        Self::start_with(Command::new(env!("CARGO_BIN_EXE_oncebox")), args)
+    }
+
+    /// Starts `cmd` (the oncebox binary, perhaps with extra environment) like [`Self::start_raw`].
+    pub fn start_with(mut cmd: Command, args: &[&str]) -> Self {
+        let mut child = cmd
             .args(["--listen", "127.0.0.1:0", "--log-level", "warn"])
             .args(args)
             .stdout(Stdio::piped())
@@ -28,7 +72,24 @@ impl Server {
         let mut line = String::new();
         BufReader::new(stdout).read_line(&mut line).expect("oncebox prints its address");
         let addr = line.trim().rsplit(' ').next().expect("address").to_owned();
-        Self { child, addr }
+        Self { child, addr, _dir: None }
+    }
+
+    /// The process id (for signals).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Kills the process with SIGKILL and waits for it.
+    pub fn kill9(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// Sends SIGTERM and waits for the exit status.
+    pub fn terminate(&mut self) -> std::process::ExitStatus {
+        let _ = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status();
+        self.child.wait().unwrap()
     }
 
     /// A new connection that has read the greeting.
@@ -168,8 +229,119 @@ pub mod mp {
         }
         o
     }
+    /// A map with string keys.
+    pub fn map_str(pairs: &[(&str, Vec<u8>)]) -> Vec<u8> {
+        let mut o = Vec::new();
+        oncebox::protocol::msgpack::write::map_len(&mut o, pairs.len() as u32);
+        for (k, v) in pairs {
+            o.extend_from_slice(&str(k));
+            o.extend_from_slice(v);
+        }
+        o
+    }
     /// A request header `{0: type, 1: sync}`.
     pub fn header(ty: u64, sync: u64) -> Vec<u8> {
         map(&[(0, uint(ty)), (1, uint(sync))])
     }
+}
+
+impl Conn {
+    /// Sends a request with the next sync and waits for its reply.
+    pub fn request(&mut self, ty: u64, body: &[u8]) -> Reply {
+        static SYNC: AtomicU32 = AtomicU32::new(1);
+        let sync = u64::from(SYNC.fetch_add(1, Ordering::Relaxed));
+        self.send(&mp::header(ty, sync), body);
+        let r = self.recv();
+        assert_eq!(r.sync, sync);
+        r
+    }
+
+    /// chap-sha1 AUTH; returns the reply.
+    pub fn auth(&mut self, user: &str, password: &str) -> Reply {
+        let salt = oncebox::protocol::greeting::decode_salt(&self.greeting).unwrap();
+        let scramble = oncebox::protocol::auth::scramble(&salt, password.as_bytes());
+        let mut bin = Vec::new();
+        oncebox::protocol::msgpack::write::bin(&mut bin, &scramble);
+        self.request(7, &mp::map(&[(0x23, mp::str(user)), (0x21, mp::array(&[mp::str("chap-sha1"), bin]))]))
+    }
+
+    /// INSERT (or REPLACE) a tuple given as encoded msgpack.
+    pub fn insert(&mut self, space: u32, tuple: Vec<u8>) -> Reply {
+        self.request(2, &mp::map(&[(0x10, mp::uint(u64::from(space))), (0x21, tuple)]))
+    }
+
+    /// SELECT by key on an index.
+    pub fn select(&mut self, space: u32, index: u32, key: Vec<u8>, iterator: u64) -> Reply {
+        self.request(
+            1,
+            &mp::map(&[
+                (0x10, mp::uint(u64::from(space))),
+                (0x11, mp::uint(u64::from(index))),
+                (0x12, mp::uint(u64::from(u32::MAX))),
+                (0x14, mp::uint(iterator)),
+                (0x20, key),
+            ]),
+        )
+    }
+}
+
+impl Reply {
+    /// The tuples of an OK reply, each as its list of raw field bytes.
+    pub fn tuples(&self) -> Vec<Vec<Vec<u8>>> {
+        assert_eq!(self.code, 0, "not an OK reply: {self:?}");
+        let mut r = oncebox::protocol::msgpack::Reader::new(&self.body);
+        assert_eq!(r.read_map_len().unwrap(), 1);
+        assert_eq!(r.read_uint().unwrap(), 0x30);
+        let n = r.read_array_len().unwrap();
+        (0..n)
+            .map(|_| {
+                let t = r.skip().unwrap();
+                let mut tr = oncebox::protocol::msgpack::Reader::new(t);
+                let m = tr.read_array_len().unwrap();
+                (0..m).map(|_| tr.skip().unwrap().to_vec()).collect()
+            })
+            .collect()
+    }
+
+    /// The first field of every tuple, read as an unsigned integer.
+    pub fn ids(&self) -> Vec<u64> {
+        self.tuples().iter().map(|t| oncebox::protocol::msgpack::Reader::new(&t[0]).read_uint().unwrap()).collect()
+    }
+}
+
+/// Creates space `id` named `name` with a TREE primary key on field 1 (unsigned)
+/// and a non-unique TREE index on field 2 (string), as admin over `conn`.
+pub fn create_test_space(conn: &mut Conn, id: u32, name: &str) {
+    let format = mp::array(&[
+        mp::map_str(&[("name", mp::str("id")), ("type", mp::str("unsigned"))]),
+        mp::map_str(&[("name", mp::str("tag")), ("type", mp::str("string"))]),
+    ]);
+    let space = mp::array(&[
+        mp::uint(u64::from(id)),
+        mp::uint(1),
+        mp::str(name),
+        mp::str("memtx"),
+        mp::uint(0),
+        vec![0x80],
+        format,
+    ]);
+    assert_eq!(conn.insert(280, space).code, 0);
+    let pk = mp::array(&[
+        mp::uint(u64::from(id)),
+        mp::uint(0),
+        mp::str("pk"),
+        mp::str("tree"),
+        mp::map_str(&[("unique", vec![0xc3])]),
+        mp::array(&[mp::array(&[mp::uint(0), mp::str("unsigned")])]),
+    ]);
+    assert_eq!(conn.insert(288, pk).code, 0);
+    let sk = mp::array(&[
+        mp::uint(u64::from(id)),
+        mp::uint(1),
+        mp::str("by_tag"),
+        mp::str("tree"),
+        mp::map_str(&[("unique", vec![0xc2])]),
+        mp::array(&[mp::array(&[mp::uint(1), mp::str("string")])]),
+    ]);
+    assert_eq!(conn.insert(288, sk).code, 0);
 }

@@ -55,8 +55,10 @@ class Instance:
 
 
 def start_oncebox(*extra):
+    workdir = tempfile.mkdtemp(prefix="oncebox-")
     proc = subprocess.Popen(
-        [ONCEBOX, "--listen", "127.0.0.1:0", "--admin-password", ADMIN_PASSWORD, "--log-level", "warn", *extra],
+        [ONCEBOX, "--listen", "127.0.0.1:0", "--admin-password", ADMIN_PASSWORD, "--log-level", "warn",
+         "--data-dir", os.path.join(workdir, "data"), *extra],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
@@ -66,7 +68,7 @@ def start_oncebox(*extra):
         proc.kill()
         raise RuntimeError(f"unexpected first line {line!r}")
     port = int(line.strip().rsplit(":", 1)[1])
-    return Instance("oncebox", port, proc, None)
+    return Instance("oncebox", port, proc, workdir)
 
 
 TARANTOOL_INIT = """

@@ -1,0 +1,200 @@
+//! Rows kept in fjall.
+//!
+//! Keyspace `rows` maps a storage key ([`super::keys`]) to a tuple; keyspace
+//! `meta` holds the instance uuid. A commit group is one fjall write batch, so
+//! either all of it survives a crash or none of it does.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use fjall::{Database, Keyspace, KeyspaceCreateOptions, PersistMode};
+
+use super::keys::space_prefix;
+use super::{RowOp, WalMode};
+
+/// A storage failure, with the message given to operators.
+#[derive(Debug)]
+pub struct StoreError(pub String);
+
+impl std::fmt::Display for StoreError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for StoreError {}
+
+impl From<fjall::Error> for StoreError {
+    fn from(e: fjall::Error) -> Self {
+        Self(format!("storage: {e}"))
+    }
+}
+
+const META_INSTANCE_UUID: &[u8] = b"instance_uuid";
+
+/// The fjall database behind oncebox.
+pub struct FjallStore {
+    db: Database,
+    rows: Keyspace,
+    meta: Keyspace,
+    durability: Option<PersistMode>,
+}
+
+impl std::fmt::Debug for FjallStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FjallStore").field("durability", &self.durability).finish_non_exhaustive()
+    }
+}
+
+impl FjallStore {
+    /// Opens (or creates) the database at `path`.
+    pub fn open(path: &Path, mode: WalMode) -> Result<Self, StoreError> {
+        let db = Database::builder(path).open()?;
+        let rows = db.keyspace("rows", KeyspaceCreateOptions::default)?;
+        let meta = db.keyspace("meta", KeyspaceCreateOptions::default)?;
+        let durability = match mode {
+            WalMode::None => None,
+            // Out of the process's buffers into the OS: survives kill -9.
+            WalMode::Write => Some(PersistMode::Buffer),
+            WalMode::Fsync => Some(PersistMode::SyncData),
+        };
+        Ok(Self { db, rows, meta, durability })
+    }
+
+    /// The instance uuid recorded at creation.
+    pub fn instance_uuid(&self) -> Result<Option<uuid::Uuid>, StoreError> {
+        let Some(v) = self.meta.get(META_INSTANCE_UUID)? else { return Ok(None) };
+        uuid::Uuid::from_slice(&v).map(Some).map_err(|e| StoreError(format!("damaged instance uuid: {e}")))
+    }
+
+    /// Visits every row of one space in key order.
+    pub fn for_each_in_space(
+        &self,
+        space_id: u32,
+        mut f: impl FnMut(&[u8]) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
+        for item in self.rows.prefix(space_prefix(space_id)) {
+            let (_, v) = item.into_inner()?;
+            f(&v)?;
+        }
+        Ok(())
+    }
+
+    /// Visits every row: (storage key, tuple).
+    pub fn for_each_row(&self, mut f: impl FnMut(&[u8], &[u8]) -> Result<(), StoreError>) -> Result<(), StoreError> {
+        for item in self.rows.iter() {
+            let (k, v) = item.into_inner()?;
+            f(&k, &v)?;
+        }
+        Ok(())
+    }
+
+    /// Writes the first commit of a new directory: every bootstrap row and the uuid.
+    pub fn initialize(&self, instance_uuid: &uuid::Uuid, ops: Vec<RowOp>) -> Result<(), StoreError> {
+        let mut batch = self.db.batch().durability(Some(PersistMode::SyncAll));
+        batch.insert(&self.meta, META_INSTANCE_UUID, instance_uuid.as_bytes().to_vec());
+        for (key, value) in self.resolve(ops)? {
+            match value {
+                Some(v) => batch.insert(&self.rows, key, v),
+                None => batch.remove(&self.rows, key),
+            }
+        }
+        batch.commit()?;
+        Ok(())
+    }
+
+    /// Writes a commit group as one atomic batch, durable as the mode promises.
+    pub fn write(&self, ops: Vec<RowOp>) -> Result<(), StoreError> {
+        let resolved = self.resolve(ops)?;
+        if resolved.is_empty() {
+            return Ok(());
+        }
+        let mut batch = self.db.batch().durability(self.durability);
+        for (key, value) in resolved {
+            match value {
+                Some(v) => batch.insert(&self.rows, key, v),
+                None => batch.remove(&self.rows, key),
+            }
+        }
+        batch.commit()?;
+        Ok(())
+    }
+
+    /// Syncs everything written so far to the device.
+    pub fn sync(&self) -> Result<(), StoreError> {
+        self.db.persist(PersistMode::SyncAll)?;
+        Ok(())
+    }
+
+    /// The final state of every key a group touches (later operations win).
+    fn resolve(&self, ops: Vec<RowOp>) -> Result<BTreeMap<Vec<u8>, Option<Vec<u8>>>, StoreError> {
+        let mut out: BTreeMap<Vec<u8>, Option<Vec<u8>>> = BTreeMap::new();
+        for op in ops {
+            match op {
+                RowOp::Put { key, tuple } => {
+                    out.insert(key, Some(tuple));
+                }
+                RowOp::Delete { key } => {
+                    out.insert(key, None);
+                }
+                RowOp::Truncate { space_id } => {
+                    let prefix = space_prefix(space_id);
+                    for item in self.rows.prefix(prefix) {
+                        let (k, _) = item.into_inner()?;
+                        out.insert(k.to_vec(), None);
+                    }
+                    for (_, v) in out.range_mut(prefix.to_vec()..).take_while(|(k, _)| k.starts_with(&prefix)) {
+                        *v = None;
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn groups_are_resolved_and_survive_reopen() {
+        let dir = std::env::temp_dir().join(format!("oncebox-fjall-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let key = |s: u32, k: u8| {
+            let mut v = s.to_be_bytes().to_vec();
+            v.push(k);
+            v
+        };
+        {
+            let store = FjallStore::open(&dir, WalMode::Write).unwrap();
+            store
+                .write(vec![
+                    RowOp::Put { key: key(512, 1), tuple: vec![1] },
+                    RowOp::Put { key: key(512, 2), tuple: vec![2] },
+                    RowOp::Put { key: key(513, 1), tuple: vec![3] },
+                ])
+                .unwrap();
+            store
+                .write(vec![
+                    RowOp::Truncate { space_id: 512 },
+                    RowOp::Put { key: key(512, 3), tuple: vec![4] },
+                    RowOp::Delete { key: key(513, 1) },
+                    RowOp::Put { key: key(513, 2), tuple: vec![5] },
+                    RowOp::Put { key: key(513, 2), tuple: vec![6] },
+                ])
+                .unwrap();
+        }
+        let store = FjallStore::open(&dir, WalMode::Write).unwrap();
+        let mut rows = Vec::new();
+        store
+            .for_each_row(|k, v| {
+                rows.push((k.to_vec(), v.to_vec()));
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(rows, vec![(key(512, 3), vec![4]), (key(513, 2), vec![6])]);
+        drop(store);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

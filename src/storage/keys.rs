@@ -1,0 +1,85 @@
+//! Storage keys: `[space id: u32 big-endian][primary key, canonically encoded]`.
+//!
+//! Two primary keys that compare equal in the engine (1 and 1.0, or 'A' and 'a'
+//! under `unicode_ci`) encode to the same bytes, so a replace always overwrites
+//! the row it replaced in memory.
+
+use crate::engine::value::{Key, KeyPart};
+
+/// The key prefix shared by every row of a space.
+#[must_use]
+pub fn space_prefix(space_id: u32) -> [u8; 4] {
+    space_id.to_be_bytes()
+}
+
+/// The storage key of a row.
+#[must_use]
+pub fn row_key(space_id: u32, pk: &Key) -> Vec<u8> {
+    let mut out = Vec::with_capacity(4 + pk.len() * 10);
+    out.extend_from_slice(&space_prefix(space_id));
+    for part in pk {
+        encode_part(&mut out, part);
+    }
+    out
+}
+
+/// The space id of a storage key.
+#[must_use]
+pub fn space_of(key: &[u8]) -> Option<u32> {
+    Some(u32::from_be_bytes(key.get(..4)?.try_into().ok()?))
+}
+
+fn encode_part(out: &mut Vec<u8>, part: &KeyPart) {
+    let bytes = |out: &mut Vec<u8>, tag: u8, b: &[u8]| {
+        out.push(tag);
+        #[allow(clippy::cast_possible_truncation, reason = "key parts are far below 4 GiB")]
+        out.extend_from_slice(&(b.len() as u32).to_be_bytes());
+        out.extend_from_slice(b);
+    };
+    match part {
+        KeyPart::Nil => out.push(0),
+        KeyPart::Bool(b) => out.extend_from_slice(&[1, u8::from(*b)]),
+        KeyPart::Uint(u) => integer(out, i128::from(*u)),
+        KeyPart::Neg(i) => integer(out, i128::from(*i)),
+        KeyPart::Double(d) =>
+        {
+            #[allow(clippy::cast_possible_truncation, reason = "only integral values in i128 range")]
+            if d.fract() == 0.0 && d.abs() < 1.0e19 {
+                integer(out, *d as i128);
+            } else {
+                out.push(3);
+                out.extend_from_slice(&d.to_bits().to_be_bytes());
+            }
+        }
+        KeyPart::Str(s) => bytes(out, 4, s),
+        KeyPart::Bin(b) => bytes(out, 5, b),
+        KeyPart::Ext(t, b) => {
+            #[allow(clippy::cast_sign_loss, reason = "the ext type is stored as a raw byte")]
+            out.push(*t as u8);
+            bytes(out, 6, b);
+        }
+        KeyPart::Max => out.push(0xff),
+    }
+}
+
+fn integer(out: &mut Vec<u8>, v: i128) {
+    out.push(2);
+    out.extend_from_slice(&v.to_be_bytes());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn equal_keys_encode_alike() {
+        assert_eq!(row_key(512, &vec![KeyPart::Uint(1)]), row_key(512, &vec![KeyPart::Double(1.0)]));
+        assert_ne!(row_key(512, &vec![KeyPart::Uint(1)]), row_key(513, &vec![KeyPart::Uint(1)]));
+        assert_ne!(row_key(512, &vec![KeyPart::Uint(1)]), row_key(512, &vec![KeyPart::Double(1.5)]));
+        // Parts are length-delimited: ["ab", "c"] differs from ["a", "bc"].
+        let a = row_key(1, &vec![KeyPart::Str(b"ab"[..].into()), KeyPart::Str(b"c"[..].into())]);
+        let b = row_key(1, &vec![KeyPart::Str(b"a"[..].into()), KeyPart::Str(b"bc"[..].into())]);
+        assert_ne!(a, b);
+        assert_eq!(space_of(&a), Some(1));
+    }
+}

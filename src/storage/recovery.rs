@@ -1,0 +1,48 @@
+//! Start-up: a new data directory is initialized from the bootstrap catalogue;
+//! an existing one is loaded back into the engine before anything is served.
+
+use std::time::Instant;
+
+use super::datadir::DataDir;
+use super::fjall_store::{FjallStore, StoreError};
+use super::keys::space_of;
+use crate::engine::catalog::space_id;
+use crate::engine::Engine;
+use crate::executor::row_ops;
+
+/// Builds the engine from `store`, initializing it first if the directory is new.
+///
+/// Returns the engine and the instance uuid recorded in the directory.
+pub fn open_engine(dir: &DataDir, store: &FjallStore) -> Result<(Engine, uuid::Uuid), StoreError> {
+    let started = Instant::now();
+    if dir.is_new {
+        let uuid = uuid::Uuid::new_v4();
+        let engine = Engine::bootstrap(&uuid).map_err(|e| StoreError(format!("bootstrap: {e}")))?;
+        store.initialize(&uuid, row_ops(&engine.all_rows()))?;
+        dir.write_format().map_err(|e| StoreError(format!("writing the FORMAT file: {e}")))?;
+        tracing::info!(elapsed_ms = started.elapsed().as_millis(), "initialized a new data directory");
+        return Ok((engine, uuid));
+    }
+    let uuid = store.instance_uuid()?.ok_or_else(|| StoreError("damaged data directory: no instance uuid".into()))?;
+    let mut space_rows = Vec::new();
+    store.for_each_in_space(space_id::SPACE, |t| {
+        space_rows.push(t.to_vec());
+        Ok(())
+    })?;
+    let mut index_rows = Vec::new();
+    store.for_each_in_space(space_id::INDEX, |t| {
+        index_rows.push(t.to_vec());
+        Ok(())
+    })?;
+    let mut engine = Engine::with_schema(space_rows.iter().map(Vec::as_slice), index_rows.iter().map(Vec::as_slice))
+        .map_err(|e| StoreError(format!("damaged catalogue: {e}")))?;
+    let mut rows = 0u64;
+    store.for_each_row(|key, tuple| {
+        let space = space_of(key).ok_or_else(|| StoreError("damaged row key".into()))?;
+        engine.load_row(space, tuple.to_vec()).map_err(|e| StoreError(format!("damaged row in space {space}: {e}")))?;
+        rows += 1;
+        Ok(())
+    })?;
+    tracing::info!(rows, elapsed_ms = started.elapsed().as_millis(), "recovered data directory");
+    Ok((engine, uuid))
+}

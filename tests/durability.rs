@@ -1,0 +1,260 @@
+//! Durable storage: restarts, kill -9 under load, damaged and locked directories, disk errors.
+#![allow(clippy::unwrap_used, reason = "tests fail loudly")]
+
+mod common;
+
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use common::{create_test_space, mp, Conn, Server, TempDir};
+
+const SPACE: u32 = 600;
+
+fn row(id: u64, tag: &str) -> Vec<u8> {
+    mp::array(&[mp::uint(id), mp::str(tag)])
+}
+
+fn start(dir: &TempDir, extra: &[&str]) -> Server {
+    let data = format!("{}/data", dir.path_str());
+    let mut args = vec!["--data-dir", data.as_str(), "--admin-password", "pw"];
+    args.extend_from_slice(extra);
+    Server::start_raw(&args)
+}
+
+fn admin(server: &Server) -> Conn {
+    let mut c = server.connect();
+    assert_eq!(c.auth("admin", "pw").code, 0);
+    c
+}
+
+/// Creates a space, a user with a grant, and rows; returns nothing, the state is checked after restart.
+fn populate(server: &Server) {
+    let mut c = admin(server);
+    create_test_space(&mut c, SPACE, "kept");
+    for id in 1..=50u64 {
+        assert_eq!(c.insert(SPACE, row(id, if id % 2 == 0 { "even" } else { "odd" })).code, 0);
+    }
+    let hash2 = oncebox::protocol::auth::stored_password(b"secret");
+    let user = mp::array(&[
+        mp::uint(40),
+        mp::uint(1),
+        mp::str("dora"),
+        mp::str("user"),
+        mp::map_str(&[("chap-sha1", mp::str(&hash2))]),
+    ]);
+    assert_eq!(c.insert(304, user).code, 0);
+    for grant in [
+        mp::array(&[mp::uint(1), mp::uint(40), mp::str("role"), mp::uint(2), mp::uint(4)]),
+        mp::array(&[mp::uint(1), mp::uint(40), mp::str("universe"), mp::uint(0), mp::uint(24)]),
+        mp::array(&[mp::uint(1), mp::uint(40), mp::str("space"), mp::uint(u64::from(SPACE)), mp::uint(1)]),
+    ] {
+        assert_eq!(c.insert(312, grant).code, 0);
+    }
+    // A delete and an update must survive too.
+    let del = mp::map(&[(0x10, mp::uint(u64::from(SPACE))), (0x20, mp::array(&[mp::uint(50)]))]);
+    assert_eq!(c.request(5, &del).code, 0);
+    let upd = mp::map(&[
+        (0x10, mp::uint(u64::from(SPACE))),
+        (0x20, mp::array(&[mp::uint(49)])),
+        (0x21, mp::array(&[mp::array(&[mp::str("="), mp::uint(1), mp::str("changed")])])),
+    ]);
+    assert_eq!(c.request(4, &upd).code, 0);
+}
+
+fn verify(server: &Server) {
+    let mut c = server.connect();
+    assert_eq!(c.auth("dora", "secret").code, 0, "the user and its password survived");
+    let all = c.select(SPACE, 0, mp::array(&[]), 2);
+    assert_eq!(all.ids(), (1..=49).collect::<Vec<_>>());
+    // The secondary index agrees with the primary.
+    let even = c.select(SPACE, 1, mp::array(&[mp::str("even")]), 0);
+    assert_eq!(even.ids(), (2..=48).step_by(2).collect::<Vec<_>>());
+    let changed = c.select(SPACE, 1, mp::array(&[mp::str("changed")]), 0);
+    assert_eq!(changed.ids(), vec![49]);
+    // The grant survived: dora may read but not write.
+    assert_eq!(c.insert(SPACE, row(100, "x")).error_code(), 42);
+    // The server keeps working after recovery.
+    let mut a = admin(server);
+    assert_eq!(a.insert(SPACE, row(100, "new")).code, 0);
+}
+
+/// Schema, users, grants and data survive a clean stop (SIGTERM exits 0) and a restart.
+#[test]
+fn survives_clean_restart() {
+    let dir = TempDir::new("clean");
+    let mut s = start(&dir, &[]);
+    populate(&s);
+    assert!(s.terminate().success(), "SIGTERM exits 0");
+    let s = start(&dir, &[]);
+    verify(&s);
+}
+
+/// The same after kill -9, in `write` and in `fsync` mode.
+#[test]
+fn survives_kill_9() {
+    for mode in ["write", "fsync"] {
+        let dir = TempDir::new("kill9");
+        let mut s = start(&dir, &["--wal-mode", mode]);
+        populate(&s);
+        s.kill9();
+        let s = start(&dir, &["--wal-mode", mode]);
+        verify(&s);
+    }
+}
+
+/// Several writers count only acknowledged writes; kill -9 mid-load; after restart
+/// every acknowledged write is there and the server keeps working.
+#[test]
+fn crash_under_load_loses_no_acknowledged_write() {
+    for mode in ["write", "fsync"] {
+        let dir = TempDir::new("crash");
+        let mut s = start(&dir, &["--wal-mode", mode]);
+        {
+            let mut c = admin(&s);
+            create_test_space(&mut c, SPACE, "load");
+        }
+        let acked = Arc::new(Mutex::new(Vec::<u64>::new()));
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut writers = Vec::new();
+        for w in 0..4u64 {
+            let addr = s.addr.clone();
+            let acked = acked.clone();
+            let stop = stop.clone();
+            writers.push(std::thread::spawn(move || {
+                let mut c = Conn::open(&addr);
+                assert_eq!(c.auth("admin", "pw").code, 0);
+                let mut id = w * 1_000_000;
+                while !stop.load(Ordering::Relaxed) {
+                    id += 1;
+                    c.send(&mp::header(2, id), &mp::map(&[(0x10, mp::uint(u64::from(SPACE))), (0x21, row(id, "w"))]));
+                    // A reply is an acknowledgement; a dead connection ends the writer.
+                    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| c.recv())) {
+                        Ok(r) if r.code == 0 => acked.lock().unwrap().push(id),
+                        _ => break,
+                    }
+                }
+            }));
+        }
+        std::thread::sleep(Duration::from_millis(700));
+        s.kill9();
+        stop.store(true, Ordering::Relaxed);
+        for w in writers {
+            let _ = w.join();
+        }
+        let acked = acked.lock().unwrap().clone();
+        assert!(acked.len() > 50, "{mode}: the load ran ({} acks)", acked.len());
+        let s = start(&dir, &["--wal-mode", mode]);
+        let mut c = admin(&s);
+        let present: std::collections::HashSet<u64> = c.select(SPACE, 0, mp::array(&[]), 2).ids().into_iter().collect();
+        let lost: Vec<&u64> = acked.iter().filter(|id| !present.contains(id)).collect();
+        assert!(lost.is_empty(), "{mode}: acknowledged writes lost after kill -9: {lost:?}");
+        assert_eq!(c.insert(SPACE, row(5_000_000, "after")).code, 0);
+    }
+}
+
+fn run_expecting_failure(args: &[&str]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_oncebox"))
+        .args(["--listen", "127.0.0.1:0"])
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "must not start");
+    assert_ne!(out.status.code(), Some(101), "must not panic");
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// A second server on the same directory is refused with a clear message.
+#[test]
+fn directory_lock() {
+    let dir = TempDir::new("lock");
+    let _s = start(&dir, &[]);
+    let data = format!("{}/data", dir.path_str());
+    let err = run_expecting_failure(&["--data-dir", &data]);
+    assert!(err.contains("in use by another oncebox process"), "{err}");
+}
+
+/// An unknown format version, a foreign directory and damaged files are refused, never started empty.
+#[test]
+fn unknown_version_foreign_and_damaged_directories() {
+    let dir = TempDir::new("version");
+    let data = format!("{}/data", dir.path_str());
+    std::fs::create_dir_all(&data).unwrap();
+    std::fs::write(format!("{data}/FORMAT"), "oncebox-data 999\n").unwrap();
+    let err = run_expecting_failure(&["--data-dir", &data]);
+    assert!(err.contains("format 'oncebox-data 999' is not supported"), "{err}");
+
+    let foreign = TempDir::new("foreign");
+    std::fs::write(foreign.0.join("notes.txt"), "mine").unwrap();
+    let err = run_expecting_failure(&["--data-dir", foreign.path_str()]);
+    assert!(err.contains("not an oncebox data directory"), "{err}");
+
+    // Damage every fjall file of a real directory.
+    let dir = TempDir::new("damaged");
+    let mut s = start(&dir, &[]);
+    populate(&s);
+    assert!(s.terminate().success());
+    let fjall = dir.0.join("data").join("fjall");
+    damage(&fjall);
+    let data = format!("{}/data", dir.path_str());
+    let err = run_expecting_failure(&["--data-dir", &data]);
+    assert!(err.contains("its storage cannot be opened (damaged?)"), "a clear message: {err}");
+}
+
+fn damage(path: &std::path::Path) {
+    for entry in std::fs::read_dir(path).unwrap() {
+        let p = entry.unwrap().path();
+        if p.is_dir() {
+            damage(&p);
+        } else if p.file_name().is_some_and(|n| n != "lock") {
+            let len = std::fs::metadata(&p).unwrap().len();
+            std::fs::write(&p, vec![0xa5u8; usize::try_from(len.max(16)).unwrap()]).unwrap();
+        }
+    }
+}
+
+/// A failed disk write is not acknowledged: the client gets ER_WAL_IO, later writes
+/// are refused, reads keep working, and after restart the failed write is absent.
+#[test]
+fn disk_error_is_never_acknowledged() {
+    let dir = TempDir::new("diskerr");
+    let data = format!("{}/data", dir.path_str());
+    let mut s = {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_oncebox"));
+        cmd.env("ONCEBOX_INJECT_WAL_FAILURE_AFTER", "6");
+        common::Server::start_with(cmd, &["--data-dir", &data, "--admin-password", "pw"])
+    };
+    let mut c = admin(&s);
+    create_test_space(&mut c, SPACE, "disk"); // 3 commit groups
+    assert_eq!(c.insert(SPACE, row(1, "a")).code, 0);
+    assert_eq!(c.insert(SPACE, row(2, "b")).code, 0);
+    assert_eq!(c.insert(SPACE, row(3, "c")).code, 0);
+    let failed = c.insert(SPACE, row(4, "d"));
+    assert_eq!(failed.error_code(), 40, "the failed write is answered with ER_WAL_IO");
+    assert_eq!(failed.error_message(), "Failed to write to disk");
+    // The failed write was undone in memory; reads keep working.
+    assert_eq!(c.select(SPACE, 0, mp::array(&[]), 2).ids(), vec![1, 2, 3]);
+    let refused = c.insert(SPACE, row(5, "e"));
+    assert_eq!(refused.error_code(), 40);
+    assert!(refused.error_message().contains("refused until restart"), "{}", refused.error_message());
+    s.kill9();
+    let s = start(&dir, &[]);
+    let mut c = admin(&s);
+    assert_eq!(c.select(SPACE, 0, mp::array(&[]), 2).ids(), vec![1, 2, 3]);
+    assert_eq!(c.insert(SPACE, row(4, "d")).code, 0, "writes work again after restart");
+}
+
+/// `wal_mode = none` keeps nothing: the data directory is not even created.
+#[test]
+fn wal_mode_none_writes_nothing() {
+    let dir = TempDir::new("none");
+    let data = format!("{}/data", dir.path_str());
+    let s = Server::start_raw(&["--data-dir", &data, "--wal-mode", "none", "--admin-password", "pw"]);
+    let mut c = admin(&s);
+    create_test_space(&mut c, SPACE, "mem");
+    assert_eq!(c.insert(SPACE, row(1, "a")).code, 0);
+    assert!(!std::path::Path::new(&data).exists());
+}
