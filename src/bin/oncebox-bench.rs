@@ -355,13 +355,14 @@ async fn drive(o: Options, conn: usize, deadline: Instant) -> std::io::Result<Co
     let mut sync: u64 = 0;
     let mut res = ConnResult { ops: 0, errors: 0, latencies_us: Vec::new() };
     let mut out = Vec::new();
-    let send = |out: &mut Vec<u8>, sync: &mut u64, n: &mut u64, sent_at: &mut std::collections::HashMap<u64, Instant>| {
-        *sync += 1;
-        *n += 1;
-        let (ty, body) = request(&o.workload, *n, o.keys, conn);
-        frame(out, ty, *sync, &body);
-        sent_at.insert(*sync, Instant::now());
-    };
+    let send =
+        |out: &mut Vec<u8>, sync: &mut u64, n: &mut u64, sent_at: &mut std::collections::HashMap<u64, Instant>| {
+            *sync += 1;
+            *n += 1;
+            let (ty, body) = request(&o.workload, *n, o.keys, conn);
+            frame(out, ty, *sync, &body);
+            sent_at.insert(*sync, Instant::now());
+        };
     for _ in 0..o.depth {
         send(&mut out, &mut sync, &mut n, &mut sent_at);
     }

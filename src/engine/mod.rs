@@ -135,12 +135,11 @@ impl Engine {
     }
 
     /// Stores a row without catalogue side effects (bootstrap and recovery).
+    ///
+    /// The row was checked when it was first written, so only its keys are
+    /// computed here.
     pub fn load_row(&mut self, space_id: u32, tuple: Vec<u8>) -> BoxResult<()> {
-        let space = self.space_mut(space_id)?;
-        let tuple: Tuple = tuple.into();
-        let fields = space.validate(&tuple)?;
-        space.write(tuple.clone(), &fields, WriteMode::Replace, None)?;
-        Ok(())
+        self.space_mut(space_id)?.load(tuple.into())
     }
 
     /// Sets a user's password, as `box.schema.user.passwd` does (a `_user` replace).

@@ -219,6 +219,16 @@ impl Space {
         Ok(old)
     }
 
+    /// Adds a tuple read back from storage: keys are computed, nothing is re-checked.
+    pub fn load(&mut self, tuple: Tuple) -> BoxResult<()> {
+        let fields = split(&tuple)?;
+        for ix in self.indexes.values_mut() {
+            let key = ix.entry_key(&fields)?;
+            ix.insert(key, tuple.clone());
+        }
+        Ok(())
+    }
+
     /// Removes a stored tuple from every index.
     pub fn unlink(&mut self, tuple: &Tuple) -> BoxResult<()> {
         let fields = split(tuple)?;

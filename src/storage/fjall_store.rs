@@ -126,6 +126,15 @@ impl FjallStore {
         Ok(())
     }
 
+    /// Clean shutdown: flushes memtables to tables so the next start need not replay the journal.
+    pub fn checkpoint(&self) -> Result<(), StoreError> {
+        self.db.persist(PersistMode::SyncAll)?;
+        self.rows.rotate_memtable_and_wait()?;
+        self.meta.rotate_memtable_and_wait()?;
+        self.db.persist(PersistMode::SyncAll)?;
+        Ok(())
+    }
+
     /// The final state of every key a group touches (later operations win).
     fn resolve(&self, ops: Vec<RowOp>) -> Result<BTreeMap<Vec<u8>, Option<Vec<u8>>>, StoreError> {
         let mut out: BTreeMap<Vec<u8>, Option<Vec<u8>>> = BTreeMap::new();

@@ -76,10 +76,11 @@ fn run(store: &FjallStore, rx: &Receiver<WalRequest>, done: &dyn Fn(WalDone)) {
         }
         done(WalDone { ticket, result: failed.clone().map_or(Ok(()), Err) });
     }
-    // The TX thread is gone: make everything written so far durable.
+    // The TX thread is gone: make everything written so far durable, and
+    // leave the directory quick to open.
     if failed.is_none() {
-        if let Err(e) = store.sync() {
-            tracing::error!(error = %e, "final sync failed");
+        if let Err(e) = store.checkpoint() {
+            tracing::error!(error = %e, "final checkpoint failed");
         }
     }
 }
