@@ -24,6 +24,8 @@ pub struct Config {
     pub data_dir: PathBuf,
     /// Durability of acknowledged writes.
     pub wal_mode: WalMode,
+    /// The `idempotency_*` settings.
+    pub idempotency: crate::idempotency::Settings,
 }
 
 impl Default for Config {
@@ -37,6 +39,7 @@ impl Default for Config {
             admin_password: None,
             data_dir: PathBuf::from("oncebox_data"),
             wal_mode: WalMode::Write,
+            idempotency: crate::idempotency::Settings::default(),
         }
     }
 }
@@ -54,6 +57,11 @@ usage: oncebox [options]
   --data-dir DIR           where data is kept (default ./oncebox_data)
   --wal-mode MODE          none (memory only), write (default; survives kill -9),
                            fsync (survives power loss)
+  --idempotency-mode M     persistent (default), manual, off
+  --idempotency-lifetime S seconds of service time a token is remembered (default 3600)
+  --idempotency-max-count N    most remembered tokens (default 1000000)
+  --idempotency-max-size BYTES most bytes of stored replies (default 268435456)
+  --idempotency-max-token-size BYTES  longest accepted token (default 256)
   -V, --version            print the version
   -h, --help               print this help
 ";
@@ -90,6 +98,17 @@ pub fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Command, Str
             "--log-level" => cfg.log_level = value("--log-level")?,
             "--admin-password" => cfg.admin_password = Some(value("--admin-password")?),
             "--data-dir" => cfg.data_dir = PathBuf::from(value("--data-dir")?),
+            "--idempotency-mode" => {
+                let v = value("--idempotency-mode")?;
+                cfg.idempotency.mode = crate::idempotency::Mode::parse(&v)
+                    .ok_or_else(|| format!("unknown idempotency mode '{v}' (persistent, manual, off)"))?;
+            }
+            "--idempotency-lifetime" => cfg.idempotency.lifetime_s = number(&value("--idempotency-lifetime")?)?,
+            "--idempotency-max-count" => cfg.idempotency.max_count = number(&value("--idempotency-max-count")?)?,
+            "--idempotency-max-size" => cfg.idempotency.max_size = number(&value("--idempotency-max-size")?)?,
+            "--idempotency-max-token-size" => {
+                cfg.idempotency.max_token_size = number(&value("--idempotency-max-token-size")?)?;
+            }
             "--wal-mode" => {
                 let v = value("--wal-mode")?;
                 cfg.wal_mode =

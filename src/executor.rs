@@ -19,6 +19,8 @@ use crate::engine::access::{user_id, Credentials};
 use crate::engine::space::WriteMode;
 use crate::engine::{Change, Engine};
 use crate::error::{code, BoxError, BoxResult};
+use crate::idempotency::token::Token;
+use crate::idempotency::{self as idem, fingerprint, Mode, Record, Window};
 use crate::protocol::frame::FrameError;
 use crate::protocol::header::Header;
 use crate::protocol::request::{self, Request};
@@ -78,6 +80,8 @@ pub enum TxMessage {
     },
     /// The WAL thread finished groups up to a ticket.
     WalDone(WalDone),
+    /// A second has passed: evict expired idempotency records, record the service clock.
+    Tick,
     /// Stop: finish in-flight commits, then exit.
     Shutdown,
 }
@@ -104,8 +108,37 @@ struct InFlight {
     replies: Vec<HeldReply>,
 }
 
-/// Error code for tokened writes while deduplication is not available.
-pub const ER_IDEMPOTENCY_DISABLED: u32 = 4003;
+/// How a tokened write is answered.
+enum Tokened {
+    /// No token, or not a write: run as usual.
+    Plain,
+    /// The first attempt: run, then store the outcome under this token.
+    Own(Token, [u8; 32]),
+    /// Answer now with this stored reply body (status 2).
+    Replay(Vec<u8>),
+    /// Answer with this reply body (status 3) once the group `ticket` is durable.
+    Join(u64, Vec<u8>),
+}
+
+/// Request types that may carry an idempotency token.
+fn is_write_type(ty: u64) -> bool {
+    matches!(
+        ty,
+        request_type::INSERT
+            | request_type::REPLACE
+            | request_type::UPDATE
+            | request_type::DELETE
+            | request_type::UPSERT
+            | request_type::CALL
+            | request_type::CALL_16
+            | request_type::EVAL
+    )
+}
+
+/// Records evicted per tick at most (eviction runs in small steps).
+const EVICTIONS_PER_TICK: usize = 1000;
+/// Ticks between clock-only commits when nothing else is written.
+const CLOCK_TICKS: u64 = 10;
 
 /// Largest number of messages handled before the group is sent and replies flushed.
 const MAX_BATCH: usize = 1024;
@@ -127,13 +160,18 @@ pub struct Executor {
     /// Set after a WAL failure: writes are refused until restart.
     wal_failed: Option<String>,
     shutting_down: bool,
+    /// The idempotency window.
+    window: Window,
+    ticks: u64,
 }
 
 impl Executor {
     /// An executor over `engine`; commits go to `wal` (or nowhere when `None`).
     #[must_use]
-    pub fn new(engine: Engine, wal: Option<WalSender>) -> Self {
+    pub fn new(engine: Engine, wal: Option<WalSender>, window: Window) -> Self {
         Self {
+            window,
+            ticks: 0,
             engine,
             sessions: HashMap::new(),
             dirty: Vec::new(),
@@ -184,7 +222,8 @@ impl Executor {
         if self.group_ops.is_empty() && self.group_replies.is_empty() {
             return;
         }
-        let ops = std::mem::take(&mut self.group_ops);
+        let mut ops = std::mem::take(&mut self.group_ops);
+        ops.push(RowOp::Clock { ms: self.window.clock.now_ms() });
         let undo = std::mem::take(&mut self.group_undo);
         let replies = std::mem::take(&mut self.group_replies);
         let ticket = self.next_ticket;
@@ -245,6 +284,7 @@ impl Executor {
             TxMessage::Request { session_id, header, packet } => self.request(session_id, &header, &packet),
             TxMessage::WalDone(done) => match done.result {
                 Ok(()) => {
+                    self.window.durable_up_to(done.ticket);
                     while self.in_flight.front().is_some_and(|f| f.ticket <= done.ticket) {
                         if let Some(f) = self.in_flight.pop_front() {
                             for r in f.replies {
@@ -255,6 +295,7 @@ impl Executor {
                 }
                 Err(msg) => self.wal_failure(done.ticket, msg),
             },
+            TxMessage::Tick => self.tick(),
             TxMessage::Shutdown => {
                 tracing::info!("shutting down: finishing in-flight commits");
                 self.shutting_down = true;
@@ -280,6 +321,7 @@ impl Executor {
             }
         }
         self.engine.take_changes();
+        self.window.forget_in_flight(&self.engine);
         let sv = self.engine.schema_version();
         for f in failed {
             for r in f.replies {
@@ -290,14 +332,147 @@ impl Executor {
         }
     }
 
+    /// Evicts a step of idempotency records and keeps the service clock persisted.
+    fn tick(&mut self) {
+        self.ticks += 1;
+        if self.wal_failed.is_some() || self.shutting_down {
+            return;
+        }
+        let evicted = self.window.evict_step(&mut self.engine, EVICTIONS_PER_TICK);
+        let changes = self.engine.take_changes();
+        if evicted > 0 {
+            tracing::debug!(evicted, "idempotency records evicted");
+        }
+        if self.wal.is_some() {
+            self.group_ops.extend(changes.iter().map(row_op));
+            self.group_undo.extend(changes);
+            if self.group_ops.is_empty() && self.ticks.is_multiple_of(CLOCK_TICKS) {
+                // A clock-only commit: the service clock survives an idle crash.
+                self.group_ops.push(RowOp::Clock { ms: self.window.clock.now_ms() });
+            }
+        }
+    }
+
+    /// Decides how a request with an idempotency token is served (DESIGN §3.2).
+    fn tokened(&mut self, user: u32, header: &Header, packet: &[u8], body: &[u8]) -> BoxResult<Tokened> {
+        let Some(range) = header.idempotent_token.clone() else { return Ok(Tokened::Plain) };
+        // On SELECT, PING and AUTH the token is accepted and ignored.
+        if !is_write_type(header.request_type) {
+            return Ok(Tokened::Plain);
+        }
+        match self.window.settings.mode {
+            Mode::Persistent => {}
+            Mode::Off => {
+                self.window.stats.rejections += 1;
+                return Err(BoxError::new(
+                    idem::code::DISABLED,
+                    "Idempotent requests are disabled (idempotency_mode = 'off')",
+                ));
+            }
+            Mode::Manual => {
+                self.window.stats.rejections += 1;
+                return Err(BoxError::new(
+                    idem::code::DISABLED,
+                    "Idempotent requests are disabled: idempotency_mode is 'manual' and no on_iproto_request trigger is set",
+                ));
+            }
+        }
+        let raw = packet.get(range).unwrap_or(&[]);
+        let token = Token::parse(raw, self.window.settings.max_token_size).map_err(|e| {
+            self.window.stats.rejections += 1;
+            BoxError::new(idem::code::TOKEN_INVALID, format!("Invalid idempotency token: {}", e.0))
+        })?;
+        let Some(req) = request::parse(header.request_type, body)? else {
+            return Err(BoxError::unknown_request_type(header.request_type));
+        };
+        // Rights are checked on the replay path too: a token never bypasses a grant.
+        let creds = self.creds(user);
+        self.engine.check_write_access(&creds, &req)?;
+        if !matches!(req, Request::Call(_) | Request::Call16(_) | Request::Eval(_)) {
+            self.check_writable()?;
+        }
+        let fp = fingerprint::of(&req);
+        let Some(stored) = self.engine.idempotency_record(user, &token.encoded) else {
+            return Ok(Tokened::Own(token, fp));
+        };
+        let record = Record::from_tuple(&stored).ok_or_else(|| BoxError::invalid_msgpack("_idempotency record"))?;
+        if record.fingerprint != fp {
+            self.window.stats.mismatches += 1;
+            return Err(BoxError::new(
+                idem::code::TOKEN_MISMATCH,
+                "Idempotency token was already used for a different request",
+            ));
+        }
+        if let Some(ticket) = self.window.in_flight(user, &token.encoded) {
+            self.window.stats.joins += 1;
+            return Ok(Tokened::Join(ticket, record.reply));
+        }
+        self.window.stats.replays += 1;
+        Ok(Tokened::Replay(record.reply))
+    }
+
+    /// Holds a joined reply until the group `ticket` is durable.
+    fn hold(&mut self, ticket: u64, reply: HeldReply) {
+        if ticket >= self.next_ticket {
+            self.group_replies.push(reply);
+        } else if let Some(f) = self.in_flight.iter_mut().find(|f| f.ticket == ticket) {
+            f.replies.push(reply);
+        } else {
+            self.deliver(reply);
+        }
+    }
+
     fn request(&mut self, session_id: u64, header: &Header, packet: &Bytes) {
         let Some(session) = self.sessions.get(&session_id) else { return };
         let (user, salt) = (session.user_id, session.salt);
         let body = packet.get(header.body_offset..).unwrap_or(&[]);
         let mut reply = Vec::new();
-        let result = self.execute(session_id, user, &salt, header, body, &mut reply);
+        let sv = self.engine.schema_version();
+        let gate = if header.schema_version != 0 && header.schema_version != sv {
+            Err(BoxError::wrong_schema_version(sv, header.schema_version))
+        } else {
+            self.tokened(user, header, packet, body)
+        };
+        let owner = match gate {
+            Ok(Tokened::Plain) => None,
+            Ok(Tokened::Own(token, fp)) => Some((token, fp)),
+            Ok(Tokened::Replay(stored)) => {
+                response::ok_with_status(&mut reply, header.sync, sv, idem::STATUS_REPLAYED, &stored);
+                if let Some(buf) = self.buffer(session_id) {
+                    buf.extend_from_slice(&reply);
+                }
+                return;
+            }
+            Ok(Tokened::Join(ticket, stored)) => {
+                response::ok_with_status(&mut reply, header.sync, sv, idem::STATUS_JOINED, &stored);
+                self.hold(ticket, HeldReply { session_id, sync: header.sync, bytes: reply });
+                return;
+            }
+            Err(e) => {
+                response::error(&mut reply, header.sync, sv, &e);
+                if let Some(buf) = self.buffer(session_id) {
+                    buf.extend_from_slice(&reply);
+                }
+                return;
+            }
+        };
+        let mut result = self.execute(session_id, user, &salt, header, body, &mut reply);
+        if let (Ok(()), Some((token, fp))) = (&result, owner) {
+            result = self.store_outcome(user, header.sync, token, fp, &mut reply);
+        }
         let sv = self.engine.schema_version();
         let changes = self.engine.take_changes();
+        let changes = if result.is_ok() {
+            changes_or_recount(&mut self.window, &self.engine, changes)
+        } else {
+            // Nothing of a failed request survives, its record included.
+            for change in changes.into_iter().rev() {
+                self.engine.undo(change);
+            }
+            self.engine.take_changes();
+            Vec::new()
+        };
+
         match result {
             Err(e) => {
                 tracing::debug!(session_id, code = e.code, error = %e, "request failed");
@@ -317,6 +492,31 @@ impl Executor {
         if let Some(buf) = self.buffer(session_id) {
             buf.extend_from_slice(&reply);
         }
+    }
+
+    /// Stores the outcome of a first attempt in the same commit as its changes, and marks the reply executed.
+    fn store_outcome(
+        &mut self,
+        user: u32,
+        sync: u64,
+        token: Token,
+        fp: [u8; 32],
+        reply: &mut Vec<u8>,
+    ) -> BoxResult<()> {
+        let body = reply.get(response::HEADER_SIZE..).unwrap_or(&[]).to_vec();
+        let record = Record {
+            user_id: user,
+            token: token.encoded,
+            fingerprint: fp,
+            created_ms: self.window.clock.now_ms(),
+            reply: body,
+        };
+        self.engine.put_idempotency_record(&record.to_tuple())?;
+        let ticket = self.wal.is_some().then_some(self.next_ticket);
+        self.window.added(&record, ticket);
+        reply.clear();
+        response::ok_with_status(reply, sync, self.engine.schema_version(), idem::STATUS_EXECUTED, &record.reply);
+        Ok(())
     }
 
     fn creds(&self, user: u32) -> Rc<Credentials> {
@@ -347,18 +547,9 @@ impl Executor {
         out: &mut Vec<u8>,
     ) -> BoxResult<()> {
         let sv = self.engine.schema_version();
-        if header.schema_version != 0 && header.schema_version != sv {
-            return Err(BoxError::wrong_schema_version(sv, header.schema_version));
-        }
         let Some(req) = request::parse(header.request_type, body)? else {
             return Err(BoxError::unknown_request_type(header.request_type));
         };
-        if header.idempotent_token.is_some() && req.is_write() {
-            return Err(BoxError::new(
-                ER_IDEMPOTENCY_DISABLED,
-                "Idempotent requests are not enabled on this server yet",
-            ));
-        }
         let creds = self.creds(user);
         let sync = header.sync;
         if matches!(
@@ -417,6 +608,19 @@ impl Executor {
         let sv = self.engine.schema_version();
         response::ok_data(out, sync, sv, tuple.into_iter().map(|t| &t[..]));
     }
+}
+
+/// Writes to `_idempotency` made outside the window (an admin deleting a record)
+/// change its size total: recount then.
+fn changes_or_recount(window: &mut Window, engine: &Engine, changes: Vec<Change>) -> Vec<Change> {
+    let external = changes.iter().any(|c| match c {
+        Change::Row { space_id, old, .. } => *space_id == idem::SPACE_ID && old.is_some(),
+        Change::Truncate { space_id, .. } => *space_id == idem::SPACE_ID,
+    });
+    if external {
+        window.recount(engine);
+    }
+    changes
 }
 
 /// The storage operation for one engine change.

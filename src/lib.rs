@@ -13,6 +13,7 @@ pub mod config;
 pub mod engine;
 pub mod error;
 pub mod executor;
+pub mod idempotency;
 pub mod protocol;
 pub mod server;
 pub mod storage;
@@ -51,14 +52,16 @@ pub fn run(config: config::Config) -> Result<(), BoxedError> {
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<TxMessage>();
     let (ready_tx, ready_rx) = std_mpsc::channel::<Result<(uuid::Uuid, Option<std::thread::JoinHandle<()>>), String>>();
     let admin_password = config.admin_password.clone();
+    let idempotency = config.idempotency.clone();
     let wal_notify = tx.clone();
     let tx_thread = std::thread::Builder::new().name("tx".into()).spawn(move || {
         // The engine holds `Rc`s: it is built on, and never leaves, this thread.
         let booted = boot(dir.as_ref(), store, admin_password, wal_notify);
         match booted {
-            Ok((engine, uuid, wal, wal_thread)) => {
+            Ok((engine, uuid, wal, wal_thread, clock_ms)) => {
+                let window = idempotency::Window::new(idempotency, clock_ms, &engine);
                 let _ = ready_tx.send(Ok((uuid, wal_thread)));
-                Executor::new(engine, wal).run(rx);
+                Executor::new(engine, wal, window).run(rx);
             }
             Err(e) => {
                 let _ = ready_tx.send(Err(e));
@@ -86,6 +89,18 @@ pub fn run(config: config::Config) -> Result<(), BoxedError> {
             max_packet_size: config.max_packet_size,
             max_connections: config.max_connections,
         };
+        // The TX thread's clock: eviction steps and service-clock commits.
+        let ticker = tx.clone();
+        let tick_stop = stop.clone();
+        tokio::spawn(async move {
+            let mut every = tokio::time::interval(std::time::Duration::from_secs(1));
+            loop {
+                tokio::select! {
+                    _ = every.tick() => if ticker.send(TxMessage::Tick).is_err() { return },
+                    () = tick_stop.cancelled() => return,
+                }
+            }
+        });
         let serve = server::serve(listener, tx.clone(), server_config, stop.clone(), tracker.clone());
         tokio::pin!(serve);
         tokio::select! {
@@ -113,7 +128,7 @@ pub fn run(config: config::Config) -> Result<(), BoxedError> {
     Ok(())
 }
 
-type Booted = (engine::Engine, uuid::Uuid, Option<storage::wal::WalSender>, Option<std::thread::JoinHandle<()>>);
+type Booted = (engine::Engine, uuid::Uuid, Option<storage::wal::WalSender>, Option<std::thread::JoinHandle<()>>, u64);
 
 /// Builds the engine on the TX thread and starts the WAL thread.
 fn boot(
@@ -136,13 +151,14 @@ fn boot(
             store.write(executor::row_ops(&changes)).map_err(|e| e.to_string())?;
         }
     }
-    let Some(store) = store else { return Ok((engine, uuid, None, None)) };
+    let Some(store) = store else { return Ok((engine, uuid, None, None, 0)) };
+    let clock_ms = store.service_clock().map_err(|e| e.to_string())?;
     let (wal_tx, wal_rx) = std_mpsc::channel();
     let handle = storage::wal::spawn(store, wal_rx, move |done| {
         let _ = notify.send(TxMessage::WalDone(done));
     })
     .map_err(|e| e.to_string())?;
-    Ok((engine, uuid, Some(wal_tx), Some(handle)))
+    Ok((engine, uuid, Some(wal_tx), Some(handle), clock_ms))
 }
 
 /// Resolves on SIGINT or SIGTERM.

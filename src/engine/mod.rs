@@ -75,7 +75,10 @@ fn str_key(s: &[u8]) -> Vec<KeyPart> {
 impl Engine {
     /// An engine holding Tarantool 2.6's bootstrap catalogue.
     pub fn bootstrap(instance_uuid: &uuid::Uuid) -> BoxResult<Self> {
-        let rows: Vec<(u32, Vec<u8>)> = catalog::bootstrap_rows().collect();
+        let mut rows: Vec<(u32, Vec<u8>)> = catalog::bootstrap_rows().collect();
+        // oncebox's own system space, `_idempotency`.
+        rows.push((space_id::SPACE, crate::idempotency::space_row()));
+        rows.extend(crate::idempotency::index_rows().into_iter().map(|r| (space_id::INDEX, r)));
         let space_rows = rows.iter().filter(|(s, _)| *s == space_id::SPACE).map(|(_, t)| t.as_slice());
         let index_rows = rows.iter().filter(|(s, _)| *s == space_id::INDEX).map(|(_, t)| t.as_slice());
         let mut engine = Self::with_schema(space_rows, index_rows)?;
@@ -160,6 +163,59 @@ impl Engine {
         let admin = self.credentials(user_id::ADMIN);
         self.write(&admin, space_id::USER, &t, WriteMode::Replace)?;
         Ok(())
+    }
+
+    /// Creates `_idempotency` in a directory made before it existed; true if it was created.
+    pub fn ensure_idempotency_space(&mut self) -> BoxResult<bool> {
+        if self.spaces.contains_key(&crate::idempotency::SPACE_ID) {
+            return Ok(false);
+        }
+        let admin = self.credentials(user_id::ADMIN);
+        self.write(&admin, space_id::SPACE, &crate::idempotency::space_row(), WriteMode::Insert)?;
+        for row in crate::idempotency::index_rows() {
+            self.write(&admin, space_id::INDEX, &row, WriteMode::Insert)?;
+        }
+        Ok(true)
+    }
+
+    /// The stored outcome for (user, token), if remembered.
+    #[must_use]
+    pub fn idempotency_record(&self, user: u32, token: &[u8]) -> Option<Tuple> {
+        let pk = self.spaces.get(&crate::idempotency::SPACE_ID)?.primary()?;
+        let mut r = Reader::new(token);
+        let token_key = KeyPart::read(&mut r, value::FieldType::Scalar, value::Collation::Binary, false).ok()??;
+        pk.get(&vec![KeyPart::Uint(u64::from(user)), token_key]).cloned()
+    }
+
+    /// Stores an outcome record (as the system, whatever the session's rights).
+    pub fn put_idempotency_record(&mut self, tuple: &[u8]) -> BoxResult<()> {
+        let admin = self.credentials(user_id::ADMIN);
+        self.write(&admin, crate::idempotency::SPACE_ID, tuple, WriteMode::Replace).map(|_| ())
+    }
+
+    /// Removes a stored tuple (eviction); recorded like any delete.
+    pub fn remove_tuple(&mut self, space_id: u32, tuple: &Tuple) -> BoxResult<()> {
+        self.space_mut(space_id)?.unlink(tuple)?;
+        self.after_write(space_id, Some(tuple.clone()), None)
+    }
+
+    /// Checks the rights a write request needs, without running it (the replay path).
+    pub fn check_write_access(
+        &self,
+        creds: &Credentials,
+        req: &crate::protocol::request::Request<'_>,
+    ) -> BoxResult<()> {
+        use crate::protocol::request::Request;
+        let space = match req {
+            Request::Insert(w) | Request::Replace(w) => w.space_id,
+            Request::Update(u) => u.space_id,
+            Request::Upsert(u) => u.space_id,
+            Request::Delete(d) => d.space_id,
+            Request::Call(c) | Request::Call16(c) => return self.check_call_access(creds, c.name),
+            Request::Eval(_) => return self.check_eval_access(creds),
+            Request::Select(_) | Request::Ping | Request::Auth(_) => return Ok(()),
+        };
+        self.writable_space(creds, space).map(|_| ())
     }
 
     /// The current schema version (bumped by DDL only).

@@ -132,24 +132,6 @@ pub enum Request<'a> {
     Auth(Auth<'a>),
 }
 
-impl Request<'_> {
-    /// Whether the request changes data (and so can carry an idempotency token).
-    #[must_use]
-    pub fn is_write(&self) -> bool {
-        matches!(
-            self,
-            Self::Insert(_)
-                | Self::Replace(_)
-                | Self::Update(_)
-                | Self::Upsert(_)
-                | Self::Delete(_)
-                | Self::Call(_)
-                | Self::Call16(_)
-                | Self::Eval(_)
-        )
-    }
-}
-
 /// Raw values of the body keys requests use.
 #[derive(Default)]
 struct Fields<'a> {

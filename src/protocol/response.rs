@@ -67,6 +67,20 @@ pub fn ok_raw_body(out: &mut Vec<u8>, sync: u64, schema_version: u64, body: &[u8
     finish(out, start);
 }
 
+/// An OK reply with a raw body and oncebox's idempotency status (header key 0x0d).
+///
+/// The header is Tarantool's fixed layout with one more key: `84 ... 0d <status>`.
+pub fn ok_with_status(out: &mut Vec<u8>, sync: u64, schema_version: u64, status: u64, body: &[u8]) {
+    let start = begin(out, request_type::OK, sync, schema_version);
+    if let Some(map) = out.get_mut(start + 5) {
+        *map = 0x84;
+    }
+    out.push(key::IDEMPOTENT_STATUS);
+    write::uint(out, status);
+    out.extend_from_slice(body);
+    finish(out, start);
+}
+
 /// Appends the error stack map `{0: [entry]}` (also the MP_ERROR ext payload).
 pub fn error_stack(out: &mut Vec<u8>, err: &BoxError) {
     out.extend_from_slice(&[0x81, 0x00, 0x91]);
@@ -119,6 +133,15 @@ mod tests {
             0x53, 0x80,
         ];
         assert_eq!(out, expected);
+    }
+
+    #[test]
+    fn status_reply_adds_key_0x0d() {
+        let mut out = Vec::new();
+        ok_with_status(&mut out, 1, 2, 3, &[0x80]);
+        assert_eq!(out[5], 0x84);
+        assert_eq!(&out[HEADER_SIZE..], &[0x0d, 0x03, 0x80]);
+        assert_eq!(out.len() - 5, u32::from_be_bytes([out[1], out[2], out[3], out[4]]) as usize);
     }
 
     #[test]

@@ -31,6 +31,7 @@ impl From<fjall::Error> for StoreError {
 }
 
 const META_INSTANCE_UUID: &[u8] = b"instance_uuid";
+const META_SERVICE_CLOCK: &[u8] = b"service_clock_ms";
 
 /// The fjall database behind oncebox.
 pub struct FjallStore {
@@ -65,6 +66,13 @@ impl FjallStore {
     pub fn instance_uuid(&self) -> Result<Option<uuid::Uuid>, StoreError> {
         let Some(v) = self.meta.get(META_INSTANCE_UUID)? else { return Ok(None) };
         uuid::Uuid::from_slice(&v).map(Some).map_err(|e| StoreError(format!("damaged instance uuid: {e}")))
+    }
+
+    /// The last recorded service clock, milliseconds.
+    pub fn service_clock(&self) -> Result<u64, StoreError> {
+        let Some(v) = self.meta.get(META_SERVICE_CLOCK)? else { return Ok(0) };
+        let bytes: [u8; 8] = v.as_ref().try_into().map_err(|_| StoreError("damaged service clock".into()))?;
+        Ok(u64::from_be_bytes(bytes))
     }
 
     /// Visits every row of one space in key order.
@@ -105,11 +113,18 @@ impl FjallStore {
 
     /// Writes a commit group as one atomic batch, durable as the mode promises.
     pub fn write(&self, ops: Vec<RowOp>) -> Result<(), StoreError> {
+        let clock = ops.iter().rev().find_map(|op| match op {
+            RowOp::Clock { ms } => Some(*ms),
+            _ => None,
+        });
         let resolved = self.resolve(ops)?;
-        if resolved.is_empty() {
+        if resolved.is_empty() && clock.is_none() {
             return Ok(());
         }
         let mut batch = self.db.batch().durability(self.durability);
+        if let Some(ms) = clock {
+            batch.insert(&self.meta, META_SERVICE_CLOCK, ms.to_be_bytes().to_vec());
+        }
         for (key, value) in resolved {
             match value {
                 Some(v) => batch.insert(&self.rows, key, v),
@@ -146,6 +161,7 @@ impl FjallStore {
                 RowOp::Delete { key } => {
                     out.insert(key, None);
                 }
+                RowOp::Clock { .. } => {}
                 RowOp::Truncate { space_id } => {
                     let prefix = space_prefix(space_id);
                     for item in self.rows.prefix(prefix) {

@@ -69,4 +69,9 @@ pub enum RowOp {
         /// The space emptied.
         space_id: u32,
     },
+    /// Record the service clock (milliseconds the server has run, over all restarts).
+    Clock {
+        /// Current service time.
+        ms: u64,
+    },
 }

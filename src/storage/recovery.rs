@@ -44,5 +44,9 @@ pub fn open_engine(dir: &DataDir, store: &FjallStore) -> Result<(Engine, uuid::U
         Ok(())
     })?;
     tracing::info!(rows, elapsed_ms = started.elapsed().as_millis(), "recovered data directory");
+    // Directories made before `_idempotency` existed get it now.
+    if engine.ensure_idempotency_space().map_err(|e| StoreError(format!("creating _idempotency: {e}")))? {
+        store.write(row_ops(&engine.take_changes()))?;
+    }
     Ok((engine, uuid))
 }

@@ -46,6 +46,22 @@ USERS = [
 ]
 
 
+# Known, intended differences, each with its reason:
+# - oncebox's own system space `_idempotency` (id 500) and its indexes appear in
+#   `_space`/`_vspace`/`_index`/`_vindex` for users allowed to see it.
+IDEMPOTENCY_SPACE = 500
+CATALOGUE_SPACES = (280, 281, 288, 289)
+
+
+def without_known_differences(rtype, body, reply):
+    header, data = reply
+    if rtype == SELECT and isinstance(body, dict) and body.get(0x10) in CATALOGUE_SPACES \
+            and isinstance(data, dict) and 0x30 in data:
+        data = dict(data)
+        data[0x30] = [t for t in data[0x30] if not (t and t[0] == IDEMPOTENCY_SPACE)]
+    return header, data
+
+
 class Pair:
     """The same connection opened to both servers; every step is compared."""
 
@@ -57,7 +73,8 @@ class Pair:
         self.steps += 1
         ra = self.a.request(rtype, body, **header)
         rb = self.b.request(rtype, body, **header)
-        na, nb = normalize(ra[0], ra[1]), normalize(rb[0], rb[1])
+        na = normalize(ra[0], ra[1])
+        nb = without_known_differences(rtype, body, normalize(rb[0], rb[1]))
         assert na == nb, f"step {self.steps}: {rtype} {body}\n tarantool: {na}\n oncebox:   {nb}"
         return na
 

@@ -1,0 +1,144 @@
+//! Request fingerprints: a hash over a canonical form of the request.
+//!
+//! The same logical request encoded by different connectors (integer widths,
+//! float32 vs float64, map key order, optional keys left at their default)
+//! has the same fingerprint; any change of target, key, tuple, operations or
+//! arguments changes it.
+
+use sha2::{Digest, Sha256};
+
+use crate::protocol::msgpack::{write, Integer, MpType, Reader};
+use crate::protocol::request::Request;
+
+/// Nesting beyond this depth is hashed as raw bytes (bounded recursion).
+const MAX_CANONICAL_DEPTH: usize = 64;
+
+/// The fingerprint of a write request.
+#[must_use]
+pub fn of(req: &Request<'_>) -> [u8; 32] {
+    let mut c = Vec::with_capacity(128);
+    match req {
+        Request::Insert(w) => part(&mut c, b"insert", &[u(w.space_id)], &[w.tuple]),
+        Request::Replace(w) => part(&mut c, b"replace", &[u(w.space_id)], &[w.tuple]),
+        Request::Update(x) => {
+            part(&mut c, b"update", &[u(x.space_id), u(x.index_id), u(x.index_base)], &[x.key, x.ops]);
+        }
+        Request::Upsert(x) => part(&mut c, b"upsert", &[u(x.space_id), u(x.index_base)], &[x.tuple, x.ops]),
+        Request::Delete(x) => part(&mut c, b"delete", &[u(x.space_id), u(x.index_id)], &[x.key]),
+        Request::Call(x) => named(&mut c, b"call", x.name, x.args),
+        Request::Call16(x) => named(&mut c, b"call_16", x.name, x.args),
+        Request::Eval(x) => named(&mut c, b"eval", x.name, x.args),
+        Request::Select(_) | Request::Ping | Request::Auth(_) => write::str(&mut c, b"read"),
+    }
+    Sha256::digest(&c).into()
+}
+
+fn u(v: u32) -> u64 {
+    u64::from(v)
+}
+
+fn part(out: &mut Vec<u8>, kind: &[u8], ids: &[u64], values: &[&[u8]]) {
+    write::str(out, kind);
+    for id in ids {
+        write::uint(out, *id);
+    }
+    for v in values {
+        canonical(out, v, 0);
+    }
+}
+
+fn named(out: &mut Vec<u8>, kind: &[u8], name: &[u8], args: &[u8]) {
+    write::str(out, kind);
+    write::str(out, name);
+    canonical(out, args, 0);
+}
+
+/// Appends the canonical encoding of the msgpack value `v`.
+fn canonical(out: &mut Vec<u8>, v: &[u8], depth: usize) {
+    if depth > MAX_CANONICAL_DEPTH {
+        out.extend_from_slice(v);
+        return;
+    }
+    let mut r = Reader::new(v);
+    let Ok(ty) = r.peek_type() else {
+        out.extend_from_slice(v);
+        return;
+    };
+    let raw = |out: &mut Vec<u8>| out.extend_from_slice(v);
+    match ty {
+        MpType::Uint | MpType::Int => match r.read_integer() {
+            Ok(Integer::Unsigned(x)) => write::uint(out, x),
+            Ok(Integer::Negative(x)) => write::int(out, x),
+            Err(_) => raw(out),
+        },
+        MpType::Float | MpType::Double => match r.read_f64() {
+            Ok(x) => write::f64(out, x),
+            Err(_) => raw(out),
+        },
+        MpType::Str => match r.read_str() {
+            Ok(s) => write::str(out, s),
+            Err(_) => raw(out),
+        },
+        MpType::Bin => match r.read_bin() {
+            Ok(b) => write::bin(out, b),
+            Err(_) => raw(out),
+        },
+        MpType::Array => {
+            let Ok(n) = r.read_array_len() else { return raw(out) };
+            write::array_len(out, n);
+            for _ in 0..n {
+                match r.skip() {
+                    Ok(item) => canonical(out, item, depth + 1),
+                    Err(_) => return,
+                }
+            }
+        }
+        MpType::Map => {
+            let Ok(n) = r.read_map_len() else { return raw(out) };
+            let mut pairs: Vec<(Vec<u8>, Vec<u8>)> = Vec::with_capacity(n.min(1024) as usize);
+            for _ in 0..n {
+                let (Ok(k), Ok(val)) = (r.skip(), r.skip()) else { return };
+                let mut ck = Vec::new();
+                canonical(&mut ck, k, depth + 1);
+                let mut cv = Vec::new();
+                canonical(&mut cv, val, depth + 1);
+                pairs.push((ck, cv));
+            }
+            pairs.sort();
+            write::map_len(out, n);
+            for (k, val) in pairs {
+                out.extend_from_slice(&k);
+                out.extend_from_slice(&val);
+            }
+        }
+        MpType::Nil | MpType::Bool | MpType::Ext => raw(out),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::request::Write;
+
+    fn insert(tuple: &[u8]) -> [u8; 32] {
+        of(&Request::Insert(Write { space_id: 512, tuple }))
+    }
+
+    #[test]
+    fn encodings_of_the_same_request_match() {
+        // [1, {"a": 1, "b": 2.5}] with different integer widths, key order, float widths.
+        let a = [0x92, 0x01, 0x82, 0xa1, b'a', 0x01, 0xa1, b'b', 0xcb, 0x40, 0x04, 0, 0, 0, 0, 0, 0];
+        let b = [0x92, 0xcd, 0x00, 0x01, 0x82, 0xa1, b'b', 0xca, 0x40, 0x20, 0, 0, 0xa1, b'a', 0xcc, 0x01];
+        assert_eq!(insert(&a), insert(&b));
+    }
+
+    #[test]
+    fn different_requests_differ() {
+        assert_ne!(insert(&[0x91, 0x01]), insert(&[0x91, 0x02]));
+        assert_ne!(insert(&[0x91, 0xa1, b'1']), insert(&[0x91, 0xc4, 1, b'1']));
+        let r = of(&Request::Replace(Write { space_id: 512, tuple: &[0x91, 0x01] }));
+        assert_ne!(insert(&[0x91, 0x01]), r);
+        let other_space = of(&Request::Insert(Write { space_id: 513, tuple: &[0x91, 0x01] }));
+        assert_ne!(insert(&[0x91, 0x01]), other_space);
+    }
+}
