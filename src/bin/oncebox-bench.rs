@@ -39,7 +39,8 @@ struct Options {
 fn usage() -> ! {
     eprintln!(
         "usage: oncebox-bench --addr HOST:PORT [--user U --password P] [--setup] [--load N]\n\
-         \x20      [--workload ping|select|insert|replace|update|upsert|call] [--connections 4]\n\
+         \x20      [--workload ping|select|insert|replace|update|upsert|call|\n\
+         \x20                  replace-token|retry-storm|call-dedup] [--connections 4]\n\
          \x20      [--depth 64] [--seconds 5] [--keys 100000] [--json]"
     );
     std::process::exit(2)
@@ -167,12 +168,21 @@ impl Client {
 
 /// Appends a framed request `{0: ty, 1: sync}` + body.
 fn frame(out: &mut Vec<u8>, ty: u64, sync: u64, body: &[u8]) {
-    let mut h = Vec::with_capacity(16);
-    write::map_len(&mut h, 2);
+    frame_with_token(out, ty, sync, None, body);
+}
+
+/// Appends a framed request, with an idempotency token (header key 0x0c) if given.
+fn frame_with_token(out: &mut Vec<u8>, ty: u64, sync: u64, token: Option<u64>, body: &[u8]) {
+    let mut h = Vec::with_capacity(24);
+    write::map_len(&mut h, if token.is_some() { 3 } else { 2 });
     write::uint(&mut h, 0);
     write::uint(&mut h, ty);
     write::uint(&mut h, 1);
     write::uint(&mut h, sync);
+    if let Some(t) = token {
+        write::uint(&mut h, 0x0c);
+        write::uint(&mut h, t);
+    }
     let len = u32::try_from(h.len() + body.len()).unwrap_or(u32::MAX);
     out.push(0xce);
     out.extend_from_slice(&len.to_be_bytes());
@@ -189,11 +199,37 @@ fn tuple(id: u64, counter: u64) -> Vec<u8> {
     t
 }
 
+/// The token of operation `n` on connection `conn`: unique per operation, except that
+/// `retry-storm` resends every fourth operation under the previous token.
+fn token_for(workload: &str, n: u64, conn: usize) -> Option<u64> {
+    let unique = (conn as u64 + 1) << 40 | n;
+    match workload {
+        "replace-token" => Some(unique),
+        "retry-storm" => Some(if n % 4 == 0 { unique - 1 } else { unique }),
+        _ => None,
+    }
+}
+
 /// The request for one operation of a workload: (type, body).
 fn request(workload: &str, n: u64, keys: u64, conn: usize) -> (u64, Vec<u8>) {
     let key = n % keys.max(1);
     let mut b = Vec::new();
     match workload {
+        // A retry resends the very request its token was first used with.
+        "replace-token" | "retry-storm" => {
+            request("replace", if workload == "retry-storm" && n % 4 == 0 { n - 1 } else { n }, keys, conn)
+        }
+        "call-dedup" => {
+            // Tarantool's way today: a Lua function that dedups in a space, in box.atomic.
+            write::map_len(&mut b, 2);
+            write::uint(&mut b, 0x22);
+            write::str(&mut b, b"dedup_replace");
+            write::uint(&mut b, 0x21);
+            write::array_len(&mut b, 2);
+            write::uint(&mut b, (conn as u64 + 1) << 40 | n);
+            b.extend_from_slice(&tuple(key, n));
+            (10, b)
+        }
         "ping" => (0x40, b),
         "select" => {
             write::map_len(&mut b, 5);
@@ -360,7 +396,7 @@ async fn drive(o: Options, conn: usize, deadline: Instant) -> std::io::Result<Co
             *sync += 1;
             *n += 1;
             let (ty, body) = request(&o.workload, *n, o.keys, conn);
-            frame(out, ty, *sync, &body);
+            frame_with_token(out, ty, *sync, token_for(&o.workload, *n, conn), &body);
             sent_at.insert(*sync, Instant::now());
         };
     for _ in 0..o.depth {

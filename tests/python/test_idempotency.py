@@ -400,3 +400,20 @@ def test_lost_replies_never_apply_an_increment_twice(ob):
         assert counter(c, 2) > 60, "without tokens, lost replies cause duplicates"
     finally:
         proxy.stop()
+
+
+def test_python_connector_with_the_guide_helper(ob):
+    """The user guide's helper for tarantool-python: a retried update is applied once."""
+    import tarantool
+
+    import idempotent_client as idem
+
+    conn = tarantool.connect(ob.host, ob.port, user="admin", password=ADMIN_PASSWORD)
+    first = idem.update(conn, "counters", 4, [("+", 1, 10)], token="payment-42")
+    again = idem.update(conn, "counters", 4, [("+", 1, 10)], token="payment-42")
+    assert first.data == again.data == [[4, 10]]
+    assert conn.select("counters", 4).data == [[4, 10]]
+    with pytest.raises(tarantool.error.DatabaseError) as e:
+        idem.update(conn, "counters", 4, [("+", 1, 99)], token="payment-42")
+    assert e.value.code == 4002
+    conn.close()
