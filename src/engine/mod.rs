@@ -57,6 +57,8 @@ pub struct Engine {
     schema_version: u64,
     creds: RefCell<HashMap<u32, Rc<Credentials>>>,
     changes: Vec<Change>,
+    /// Who the current write runs as, for DDL rights; `None` for the system itself.
+    acting: Option<Rc<Credentials>>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -134,7 +136,7 @@ impl Engine {
             let def = catalog::parse_index(t, &space.def)?;
             space.add_index(def)?;
         }
-        Ok(Self { spaces, schema_version: 1, creds: RefCell::new(HashMap::new()), changes: Vec::new() })
+        Ok(Self { spaces, schema_version: 1, creds: RefCell::new(HashMap::new()), changes: Vec::new(), acting: None })
     }
 
     /// Stores a row without catalogue side effects (bootstrap and recovery).
@@ -195,6 +197,7 @@ impl Engine {
 
     /// Removes a stored tuple (eviction); recorded like any delete.
     pub fn remove_tuple(&mut self, space_id: u32, tuple: &Tuple) -> BoxResult<()> {
+        self.acting = None;
         self.space_mut(space_id)?.unlink(tuple)?;
         self.after_write(space_id, Some(tuple.clone()), None)
     }
@@ -450,6 +453,25 @@ impl Engine {
 
     // ----- writes -----------------------------------------------------------------
 
+    /// Runs the next writes as `creds` (DDL rights are checked against them).
+    fn act_as(&mut self, creds: &Credentials) {
+        // The cached `Rc` of the same user: no copy on the write path.
+        self.acting = (creds.user_id != user_id::ADMIN).then(|| self.credentials(creds.user_id));
+    }
+
+    /// Checks a DDL right: universal grants and grants on the space count; owners
+    /// may alter and drop what they own.
+    fn check_ddl(&self, want: u32, space: u32, name: &str, owner: u32) -> BoxResult<()> {
+        let Some(c) = self.acting.as_ref() else { return Ok(()) };
+        if c.universe & want == want || (want != privilege::CREATE && owner == c.user_id) {
+            return Ok(());
+        }
+        if c.on(ObjectType::Space, space) & want == want {
+            return Ok(());
+        }
+        Err(BoxError::access_denied(access_name(want), "space", name, &self.user_name(c.user_id)))
+    }
+
     fn writable_space(&self, creds: &Credentials, space_id: u32) -> BoxResult<&Space> {
         let space = self.space(space_id)?;
         self.check_space_access(creds, space, privilege::WRITE)?;
@@ -461,6 +483,7 @@ impl Engine {
 
     /// INSERT or REPLACE; returns the stored tuple.
     pub fn write(&mut self, creds: &Credentials, space_id: u32, tuple: &[u8], mode: WriteMode) -> BoxResult<Tuple> {
+        self.act_as(creds);
         let space = self.writable_space(creds, space_id)?;
         if space.def.engine == EngineKind::Blackhole {
             return Ok(tuple.into());
@@ -475,6 +498,7 @@ impl Engine {
 
     /// UPDATE; returns the new tuple, or `None` when the key matches nothing.
     pub fn update(&mut self, creds: &Credentials, req: &Update<'_>) -> BoxResult<Option<Tuple>> {
+        self.act_as(creds);
         let space = self.writable_space(creds, req.space_id)?;
         let index = space.index(req.index_id)?;
         let key = index.parse_exact_key(req.key)?;
@@ -496,6 +520,7 @@ impl Engine {
     /// As in Tarantool, an operation that fails on the existing tuple is logged
     /// and skipped rather than reported.
     pub fn upsert(&mut self, creds: &Credentials, req: &Upsert<'_>) -> BoxResult<()> {
+        self.act_as(creds);
         let space = self.writable_space(creds, req.space_id)?;
         let ops = update::parse_ops(req.ops, req.index_base)?;
         let tuple: Tuple = req.tuple.into();
@@ -525,6 +550,7 @@ impl Engine {
 
     /// DELETE; returns the removed tuple.
     pub fn delete(&mut self, creds: &Credentials, req: &Delete<'_>) -> BoxResult<Option<Tuple>> {
+        self.act_as(creds);
         let space = self.writable_space(creds, req.space_id)?;
         let index = space.index(req.index_id)?;
         let key = index.parse_exact_key(req.key)?;
@@ -583,6 +609,7 @@ impl Engine {
     /// Best effort for DDL: the catalogue effect is reverted by applying the
     /// inverse row change; failures are logged.
     pub fn undo(&mut self, change: Change) {
+        self.acting = None;
         match change {
             Change::Row { space_id, old, new, .. } => {
                 if let Err(e) = self.undo_row(space_id, old.as_ref(), new.as_ref()) {
@@ -659,6 +686,7 @@ impl Engine {
         match (old, new) {
             (None, Some(new)) => {
                 let def = catalog::parse_space(new)?;
+                self.check_ddl(privilege::CREATE, def.id, &def.name, def.owner)?;
                 if self.spaces.contains_key(&def.id) {
                     return Err(BoxError::new(code::SPACE_EXISTS, format!("Space '{}' already exists", def.name)));
                 }
@@ -666,6 +694,9 @@ impl Engine {
             }
             (Some(_), Some(new)) => {
                 let def = catalog::parse_space(new)?;
+                let current = self.space(def.id)?;
+                // Tarantool names the space by its new name here.
+                self.check_ddl(privilege::ALTER, def.id, &def.name, current.def.owner)?;
                 let space = self.space_mut(def.id)?;
                 if space.def.engine != def.engine {
                     return Err(BoxError::new(
@@ -684,6 +715,7 @@ impl Engine {
             (Some(old), None) => {
                 let id = catalog::first_uint(old).ok_or_else(|| BoxError::invalid_msgpack("tuple"))?;
                 let space = self.space(id)?;
+                self.check_ddl(privilege::DROP, id, &space.def.name, space.def.owner)?;
                 if !space.indexes.is_empty() {
                     return Err(BoxError::new(
                         code::DROP_SPACE,
@@ -729,6 +761,13 @@ impl Engine {
     fn ddl_index(&mut self, old: Option<&Tuple>, new: Option<&Tuple>) -> BoxResult<()> {
         let row = new.or(old).ok_or_else(|| BoxError::invalid_msgpack("tuple"))?;
         let (sid, iid) = catalog::index_ids(row).ok_or_else(|| BoxError::invalid_msgpack("tuple"))?;
+        let want = match (old, new) {
+            (None, _) => privilege::CREATE,
+            (_, None) => privilege::DROP,
+            _ => privilege::ALTER,
+        };
+        let target = self.space(sid)?;
+        self.check_ddl(want, sid, &target.def.name, target.def.owner)?;
         let space = self.space_mut(sid)?;
         match (old, new) {
             (None, Some(new)) => {

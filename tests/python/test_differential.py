@@ -43,6 +43,9 @@ USERS = [
     (312, [1, 32, "space", 512, 1]),
     (304, [33, 1, "bob", "user", {"chap-sha1": stored("bobpw")}]),
     (312, [1, 33, "role", 2, 4]),
+    (312, [1, 33, "universe", 0, 24]),
+    (312, [1, 33, "space", 280, 3]),
+    (312, [1, 33, "space", 288, 3]),
 ]
 
 
@@ -342,3 +345,14 @@ def test_ddl_errors(servers):
     p(DELETE, {0x10: 288, 0x20: [601, 0]})
     p(DELETE, {0x10: 280, 0x20: [601]})
     p(SELECT, select(601))
+
+
+def test_ddl_rights(servers):
+    """Writing _space/_index needs create/alter/drop rights, or owning the space."""
+    p = pair(servers, "bob", "bobpw")
+    p(INSERT, {0x10: 280, 0x21: [700, 33, "bobs", "memtx", 0, {}, []]})
+    p(INSERT, {0x10: 288, 0x21: [512, 5, "extra", "tree", {"unique": False}, [[1, "string"]]]})
+    p(DELETE, {0x10: 280, 0x20: [513]})
+    p(DELETE, {0x10: 288, 0x20: [513, 0]})
+    p(UPDATE, {0x10: 280, 0x20: [513], 0x21: [["=", 2, "renamed"]]})
+    p(DELETE, {0x10: 280, 0x20: [281]})
