@@ -205,7 +205,7 @@ fn token_for(workload: &str, n: u64, conn: usize) -> Option<u64> {
     let unique = (conn as u64 + 1) << 40 | n;
     match workload {
         "replace-token" => Some(unique),
-        "retry-storm" => Some(if n % 4 == 0 { unique - 1 } else { unique }),
+        "retry-storm" => Some(if n.is_multiple_of(4) { unique - 1 } else { unique }),
         _ => None,
     }
 }
@@ -217,7 +217,7 @@ fn request(workload: &str, n: u64, keys: u64, conn: usize) -> (u64, Vec<u8>) {
     match workload {
         // A retry resends the very request its token was first used with.
         "replace-token" | "retry-storm" => {
-            request("replace", if workload == "retry-storm" && n % 4 == 0 { n - 1 } else { n }, keys, conn)
+            request("replace", if workload == "retry-storm" && n.is_multiple_of(4) { n - 1 } else { n }, keys, conn)
         }
         "call-dedup" => {
             // Tarantool's way today: a Lua function that dedups in a space, in box.atomic.
