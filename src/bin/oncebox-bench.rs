@@ -248,7 +248,7 @@ fn request(workload: &str, n: u64, keys: u64, conn: usize) -> (u64, Vec<u8>) {
             write::uint(&mut b, SPACE);
             write::uint(&mut b, 0x21);
             // Inserts use fresh ids per connection; replaces cycle over the key range.
-            let id = if workload == "insert" { (conn as u64) << 40 | n } else { key };
+            let id = if workload == "insert" { (conn as u64 + 1) << 40 | n } else { key };
             b.extend_from_slice(&tuple(id, n));
             (if workload == "insert" { 2 } else { 3 }, b)
         }
