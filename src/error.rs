@@ -33,6 +33,7 @@ pub mod code {
     pub const UPDATE_ARG_TYPE: u32 = 26;
     pub const UNKNOWN_UPDATE_OP: u32 = 28;
     pub const UPDATE_FIELD: u32 = 29;
+    pub const FUNCTION_TX_ACTIVE: u32 = 30;
     pub const KEY_PART_COUNT: u32 = 31;
     pub const PROC_LUA: u32 = 32;
     pub const NO_SUCH_PROC: u32 = 33;

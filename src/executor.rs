@@ -21,6 +21,7 @@ use crate::engine::{Change, Engine};
 use crate::error::{code, BoxError, BoxResult};
 use crate::idempotency::token::Token;
 use crate::idempotency::{self as idem, fingerprint, Mode, Record, Window};
+use crate::lua::{Caller, LuaRuntime, Shape};
 use crate::protocol::frame::FrameError;
 use crate::protocol::header::Header;
 use crate::protocol::request::{self, Request};
@@ -163,15 +164,20 @@ pub struct Executor {
     /// The idempotency window.
     window: Window,
     ticks: u64,
+    /// The Lua VM for CALL and EVAL.
+    lua: LuaRuntime,
+    instance_uuid: String,
 }
 
 impl Executor {
     /// An executor over `engine`; commits go to `wal` (or nowhere when `None`).
     #[must_use]
-    pub fn new(engine: Engine, wal: Option<WalSender>, window: Window) -> Self {
+    pub fn new(engine: Engine, wal: Option<WalSender>, window: Window, lua: LuaRuntime, uuid: &uuid::Uuid) -> Self {
         Self {
             window,
             ticks: 0,
+            lua,
+            instance_uuid: uuid.hyphenated().to_string(),
             engine,
             sessions: HashMap::new(),
             dirty: Vec::new(),
@@ -456,21 +462,31 @@ impl Executor {
                 return;
             }
         };
+        let tokened = owner.is_some();
         let mut result = self.execute(session_id, user, &salt, header, body, &mut reply);
         if let (Ok(()), Some((token, fp))) = (&result, owner) {
             result = self.store_outcome(user, header.sync, token, fp, &mut reply);
         }
         let sv = self.engine.schema_version();
         let changes = self.engine.take_changes();
-        let changes = if result.is_ok() {
+        let changes = if result.is_ok() || !tokened {
+            // Statements a failed CALL/EVAL completed before the error stay, as in
+            // Tarantool (each is committed on its own outside box.begin).
             changes_or_recount(&mut self.window, &self.engine, changes)
         } else {
-            // Nothing of a failed request survives, its record included.
+            // A tokened request is one transaction: nothing of it survives a failure.
             for change in changes.into_iter().rev() {
                 self.engine.undo(change);
             }
             self.engine.take_changes();
             Vec::new()
+        };
+        let changes = if result.is_err() && !changes.is_empty() && self.wal.is_some() {
+            self.group_ops.extend(changes.iter().map(row_op));
+            self.group_undo.extend(changes);
+            Vec::new()
+        } else {
+            changes
         };
 
         match result {
@@ -591,14 +607,21 @@ impl Executor {
             }
             Request::Call(c) | Request::Call16(c) => {
                 self.engine.check_call_access(&creds, c.name)?;
-                return Err(BoxError::new(
-                    code::NO_SUCH_PROC,
-                    format!("Procedure '{}' is not defined", String::from_utf8_lossy(c.name)),
-                ));
+                let shape = if header.request_type == request_type::CALL { Shape::Call } else { Shape::Call16 };
+                // A setuid function runs with its owner's rights.
+                let creds = match self.engine.func_by_name(c.name) {
+                    Some(f) if f.setuid => self.engine.credentials(f.owner),
+                    _ => creds,
+                };
+                let caller = Caller { creds, session_id, instance_uuid: self.instance_uuid.clone() };
+                let body = self.lua.call(&mut self.engine, &caller, c.name, c.args, shape)?;
+                response::ok_raw_body(out, sync, self.engine.schema_version(), &body);
             }
-            Request::Eval(_) => {
+            Request::Eval(e) => {
                 self.engine.check_eval_access(&creds)?;
-                return Err(BoxError::new(code::UNSUPPORTED, "oncebox does not support EVAL until Lua is embedded"));
+                let caller = Caller { creds, session_id, instance_uuid: self.instance_uuid.clone() };
+                let body = self.lua.eval(&mut self.engine, &caller, e.name, e.args)?;
+                response::ok_raw_body(out, sync, self.engine.schema_version(), &body);
             }
         }
         Ok(())

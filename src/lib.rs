@@ -14,6 +14,7 @@ pub mod engine;
 pub mod error;
 pub mod executor;
 pub mod idempotency;
+pub mod lua;
 pub mod protocol;
 pub mod server;
 pub mod storage;
@@ -58,11 +59,16 @@ pub fn run(config: config::Config) -> Result<(), BoxedError> {
         // The engine holds `Rc`s: it is built on, and never leaves, this thread.
         let booted = boot(dir.as_ref(), store, admin_password, wal_notify);
         match booted {
-            Ok((engine, uuid, wal, wal_thread, clock_ms)) => {
-                let window = idempotency::Window::new(idempotency, clock_ms, &engine);
-                let _ = ready_tx.send(Ok((uuid, wal_thread)));
-                Executor::new(engine, wal, window).run(rx);
-            }
+            Ok((engine, uuid, wal, wal_thread, clock_ms)) => match lua::LuaRuntime::new() {
+                Ok(lua) => {
+                    let window = idempotency::Window::new(idempotency, clock_ms, &engine);
+                    let _ = ready_tx.send(Ok((uuid, wal_thread)));
+                    Executor::new(engine, wal, window, lua, &uuid).run(rx);
+                }
+                Err(e) => {
+                    let _ = ready_tx.send(Err(format!("Lua runtime: {e}")));
+                }
+            },
             Err(e) => {
                 let _ = ready_tx.send(Err(e));
             }

@@ -227,6 +227,22 @@ impl Engine {
         self.schema_version
     }
 
+    /// Number of changes recorded and not yet taken (a transaction's savepoint).
+    #[must_use]
+    pub fn pending_changes(&self) -> usize {
+        self.changes.len()
+    }
+
+    /// Undoes, newest first, every change recorded after `mark` (`box.rollback`).
+    pub fn rollback_to(&mut self, mark: usize) {
+        while self.changes.len() > mark {
+            let Some(change) = self.changes.pop() else { break };
+            let kept = std::mem::take(&mut self.changes);
+            self.undo(change);
+            self.changes = kept;
+        }
+    }
+
     /// Takes the changes recorded since the last call.
     pub fn take_changes(&mut self) -> Vec<Change> {
         std::mem::take(&mut self.changes)
@@ -273,6 +289,26 @@ impl Engine {
     pub fn user_by_name(&self, name: &[u8]) -> Option<catalog::UserRow> {
         let index = self.spaces.get(&space_id::USER)?.indexes.get(&2)?;
         index.get(&str_key(name)).and_then(|t| catalog::parse_user(t).ok())
+    }
+
+    /// The largest id in `_user` (new users and roles take the next one).
+    #[must_use]
+    pub fn max_user_id(&self) -> u32 {
+        self.max_first_field(space_id::USER)
+    }
+
+    /// The largest id in `_func`.
+    #[must_use]
+    pub fn max_func_id(&self) -> u32 {
+        self.max_first_field(space_id::FUNC)
+    }
+
+    fn max_first_field(&self, space: u32) -> u32 {
+        self.spaces
+            .get(&space)
+            .and_then(Space::primary)
+            .and_then(|pk| pk.iter().last().and_then(|t| catalog::first_uint(t)))
+            .unwrap_or(0)
     }
 
     /// A user's name by id (for messages).

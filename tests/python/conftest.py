@@ -88,7 +88,29 @@ def start_tarantool():
     proc = subprocess.Popen(["tarantool", "init.lua"], cwd=workdir, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     wait_port(port, proc)
+    wait_writable(port, proc)
     return Instance("tarantool", port, proc, workdir)
+
+
+def wait_writable(port, proc, timeout=15.0):
+    """Tarantool listens before box.cfg has finished: wait until it is running and writable."""
+    from iproto_raw import EVAL, Raw
+
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError("tarantool exited")
+        try:
+            c = Raw("127.0.0.1", port)
+            if c.auth("admin", ADMIN_PASSWORD)[0][0] == 0:
+                h, b, _ = c.request(EVAL, {0x27: "return box.info.status, box.info.ro", 0x21: []})
+                c.close()
+                if h[0] == 0 and b[0x30] == ["running", False]:
+                    return
+        except (OSError, EOFError):
+            pass
+        time.sleep(0.05)
+    raise RuntimeError("tarantool never became writable")
 
 
 @pytest.fixture

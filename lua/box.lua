@@ -1,0 +1,664 @@
+-- box: Tarantool's Lua API over oncebox's engine.
+--
+-- Everything that touches data goes through box.internal.op(name, ...), which
+-- the server binds for the duration of each request; it returns `true, result`
+-- or `false, error`. Schema changes are writes to the system spaces, exactly
+-- as Tarantool's own box.schema does, so Lua and IPROTO DDL agree.
+
+box = box or {}
+box.internal = box.internal or {}
+local internal = box.internal
+
+local MAP = {__serialize = 'map'}
+local function map(t) return setmetatable(t or {}, MAP) end
+
+--------------------------------------------------------------------------------
+-- box.error
+--------------------------------------------------------------------------------
+
+local error_mt = {}
+error_mt.__index = error_mt
+error_mt.__tostring = function(e) return e.message end
+function error_mt.unpack(e)
+    return {code = e.code, message = e.message, type = e.type, custom_type = e.custom_type,
+            base_type = e.base_type, trace = {}}
+end
+function error_mt.raise(e) error(e, 2) end
+
+local codes = {
+    UNKNOWN = 0, ILLEGAL_PARAMS = 1, TUPLE_FOUND = 3, TUPLE_NOT_FOUND = 4, UNSUPPORTED = 5,
+    READONLY = 7, SPACE_EXISTS = 10, INVALID_MSGPACK = 20, PROC_LUA = 32, NO_SUCH_PROC = 33,
+    NO_SUCH_INDEX_ID = 35, NO_SUCH_SPACE = 36, FIELD_TYPE = 23, KEY_PART_COUNT = 31,
+    MORE_THAN_ONE_TUPLE = 41, ACCESS_DENIED = 42, CREATE_USER = 43, NO_SUCH_USER = 45,
+    USER_EXISTS = 46, PASSWORD_MISMATCH = 47, UNKNOWN_REQUEST_TYPE = 48, NO_SUCH_FUNCTION = 51,
+    FUNCTION_EXISTS = 52, CFG = 59, NO_SUCH_ROLE = 82, ROLE_EXISTS = 83, INDEX_EXISTS = 85,
+    PRIV_GRANTED = 89, ROLE_GRANTED = 90, PRIV_NOT_GRANTED = 91, ROLE_NOT_GRANTED = 92,
+    NO_SUCH_INDEX_NAME = 148, NO_SUCH_FIELD_NAME = 201, TIMEOUT = 78, NO_TRANSACTION = 114,
+    ACTIVE_TRANSACTION = 79, WRONG_SCHEMA_VERSION = 109, UPDATE_FIELD = 29,
+}
+
+local function make_error(code, message, etype, extra)
+    local e = setmetatable({code = code, message = message, type = etype or 'ClientError',
+                            base_type = etype or 'ClientError'}, error_mt)
+    if extra then for k, v in pairs(extra) do e[k] = v end end
+    return e
+end
+
+local function from_table(t)
+    if t.code == nil and t.reason == nil then
+        return make_error(0, 'Unknown error')
+    end
+    if t.type ~= nil then
+        return make_error(t.code or 0, t.reason or '', 'CustomError', {custom_type = t.type})
+    end
+    return make_error(t.code or 0, t.reason or '')
+end
+
+box.error = setmetatable({}, {
+    __index = codes,
+    __call = function(_, code, ...)
+        local e
+        if type(code) == 'table' and getmetatable(code) == error_mt then
+            e = code
+        elseif type(code) == 'table' then
+            e = from_table(code)
+        else
+            e = make_error(code, select('#', ...) > 0 and string.format(...) or ('Error ' .. tostring(code)))
+        end
+        error(e, 2)
+    end,
+})
+function box.error.new(code, ...)
+    if type(code) == 'table' then return from_table(code) end
+    return make_error(code, select('#', ...) > 0 and string.format(...) or ('Error ' .. tostring(code)))
+end
+function box.error.raise(e) error(e, 2) end
+function box.error.is(e) return getmetatable(e) == error_mt end
+
+-- Calls into the engine; a failure is raised as a box.error at the caller's caller.
+local function op(name, ...)
+    local ok, res = internal.op(name, ...)
+    if not ok then
+        error(make_error(res.code, res.message, res.type, res), 3)
+    end
+    return res
+end
+internal.call_op = op
+
+--------------------------------------------------------------------------------
+-- box.space and indexes
+--------------------------------------------------------------------------------
+
+local iterators = {EQ = 0, REQ = 1, ALL = 2, LT = 3, LE = 4, GE = 5, GT = 6,
+                   BITS_ALL_SET = 7, BITS_ANY_SET = 8, BITS_ALL_NOT_SET = 9, OVERLAPS = 10, NEIGHBOR = 11}
+box.index = {}
+for k, v in pairs(iterators) do box.index[k] = v end
+
+local function iterator_code(opts, key)
+    local it = opts
+    if type(opts) == 'table' then it = opts.iterator end
+    if it == nil then
+        return (key == nil or (type(key) == 'table' and #key == 0)) and 2 or 0
+    end
+    if type(it) == 'string' then
+        local c = iterators[string.upper(it)]
+        if c == nil then box.error(1, 'Illegal parameters, Invalid iterator type') end
+        return c
+    end
+    return it
+end
+
+local space_cache = {version = -1, by_id = {}, by_name = {}}
+local make_space
+
+local function lookup_space(k)
+    local version = op('schema_version')
+    if version ~= space_cache.version then
+        space_cache = {version = version, by_id = {}, by_name = {}}
+    end
+    local cached = space_cache.by_id[k] or space_cache.by_name[k]
+    if cached then return cached end
+    local info = op('space', k)
+    if info == nil then return nil end
+    local s = make_space(info)
+    space_cache.by_id[info.id] = s
+    space_cache.by_name[info.name] = s
+    return s
+end
+
+box.space = setmetatable({}, {
+    __index = function(_, k) return lookup_space(k) end,
+    __serialize = 'map',
+})
+
+local index_methods = {}
+index_methods.__index = index_methods
+
+function index_methods:select(key, opts)
+    opts = opts or {}
+    return op('select', self.space_id, self.id, key, iterator_code(opts, key), opts.offset or 0,
+              opts.limit or 4294967295)
+end
+function index_methods:get(key)
+    local r = op('select', self.space_id, self.id, key, 0, 0, 2)
+    if #r > 1 then box.error(41, "Get() doesn't support partial keys and non-unique indexes") end
+    return r[1]
+end
+function index_methods:min(key) return op('select', self.space_id, self.id, key, 5, 0, 1)[1] end
+function index_methods:max(key) return op('select', self.space_id, self.id, key, 4, 0, 1)[1] end
+function index_methods:count(key, opts)
+    if key == nil and opts == nil then return op('len', self.space_id) end
+    return #self:select(key, opts)
+end
+index_methods.len = function(self) return op('len', self.space_id) end
+function index_methods:pairs(key, opts)
+    local rows = self:select(key, opts)
+    local i = 0
+    return function()
+        i = i + 1
+        if rows[i] ~= nil then return i, rows[i] end
+    end, rows, 0
+end
+index_methods.__call = index_methods.pairs
+function index_methods:update(key, ops) return op('update', self.space_id, self.id, key, ops) end
+function index_methods:delete(key) return op('delete', self.space_id, self.id, key) end
+function index_methods:drop() box.space._index:delete{self.space_id, self.id} end
+function index_methods:rename(name)
+    box.space._index:update({self.space_id, self.id}, {{'=', 3, name}})
+end
+
+local space_methods = {}
+space_methods.__index = function(s, k)
+    local m = space_methods[k]
+    if m ~= nil then return m end
+    return nil
+end
+
+function space_methods:insert(t) return op('insert', self.id, t) end
+function space_methods:replace(t) return op('replace', self.id, t) end
+space_methods.put = space_methods.replace
+function space_methods:update(key, ops) return op('update', self.id, 0, key, ops) end
+function space_methods:upsert(t, ops) op('upsert', self.id, t, ops) end
+function space_methods:delete(key) return op('delete', self.id, 0, key) end
+function space_methods:get(key) return self.index[0]:get(key) end
+function space_methods:select(key, opts)
+    if self.index[0] == nil then box.error(35, "No index #0 is defined in space '%s'", self.name) end
+    return self.index[0]:select(key, opts)
+end
+function space_methods:pairs(key, opts) return self.index[0]:pairs(key, opts) end
+space_methods.__call = space_methods.pairs
+function space_methods:count(key, opts)
+    if key == nil and opts == nil then return op('len', self.id) end
+    return self.index[0]:count(key, opts)
+end
+function space_methods:len() return op('len', self.id) end
+function space_methods:bsize() return 0 end
+function space_methods:auto_increment(t)
+    local max = self.index[0]:max()
+    local id = max and max[1] + 1 or 1
+    local row = {id}
+    for _, v in ipairs(t) do row[#row + 1] = v end
+    return self:insert(row)
+end
+function space_methods:truncate()
+    local T = box.space._truncate
+    if T:get{self.id} == nil then T:insert{self.id, 0} end
+    T:update({self.id}, {{'+', 2, 1}})
+end
+function space_methods:drop()
+    local ids = {}
+    for iid in pairs(self.index) do if type(iid) == 'number' then ids[#ids + 1] = iid end end
+    table.sort(ids, function(a, b) return a > b end)
+    for _, iid in ipairs(ids) do box.space._index:delete{self.id, iid} end
+    box.space._truncate:delete{self.id}
+    for _, p in ipairs(box.space._priv.index.object:select{'space', self.id}) do
+        box.space._priv:delete{p[2], p[3], p[4]}
+    end
+    box.space._space:delete{self.id}
+end
+function space_methods:rename(name) box.space._space:update({self.id}, {{'=', 3, name}}) end
+function space_methods:format(fmt)
+    if fmt == nil then return self._format end
+    box.space._space:update({self.id}, {{'=', 7, internal.normalize_format(fmt)}})
+end
+function space_methods:frommap(m)
+    local t = {}
+    for i, f in ipairs(self._format) do t[i] = m[f.name] == nil and box.NULL or m[f.name] end
+    return box.tuple.new(t)
+end
+
+make_space = function(info)
+    local s = setmetatable({id = info.id, name = info.name, engine = 'memtx', field_count = info.field_count,
+                            temporary = info.temporary, enabled = true, _format = info.format,
+                            index = {}}, {__index = space_methods.__index, __serialize = 'map'})
+    for iid, ix in pairs(info.index) do
+        local index = setmetatable({id = iid, name = ix.name, type = ix.type, unique = ix.unique,
+                                    space_id = info.id, parts = ix.parts}, index_methods)
+        s.index[iid] = index
+        s.index[ix.name] = index
+    end
+    s.create_index = function(self, name, opts) return internal.create_index(self, name, opts) end
+    return s
+end
+
+--------------------------------------------------------------------------------
+-- box.schema
+--------------------------------------------------------------------------------
+
+box.schema = box.schema or {}
+box.schema.space = {}
+box.schema.user = {}
+box.schema.role = {}
+box.schema.func = {}
+box.schema.SYSTEM_USER_ID_MIN = 32
+
+local function session_uid() return op('uid') end
+
+function internal.normalize_format(fmt)
+    local out = {}
+    for i, f in ipairs(fmt or {}) do
+        local e
+        if type(f) == 'string' then
+            e = map{name = f, type = 'any'}
+        elseif f.name ~= nil then
+            e = map{name = f.name, type = f.type or 'any'}
+            if f.is_nullable ~= nil then e.is_nullable = f.is_nullable end
+            if f.collation ~= nil then e.collation = f.collation end
+        else
+            e = map{name = f[1], type = f[2] or 'any'}
+        end
+        out[i] = e
+    end
+    return setmetatable(out, {__serialize = 'seq'})
+end
+
+function box.schema.space.create(name, opts)
+    opts = opts or {}
+    if type(name) ~= 'string' then box.error(1, 'Illegal parameters, name should be a string') end
+    local existing = box.space[name]
+    if existing ~= nil then
+        if opts.if_not_exists then return existing end
+        box.error(10, "Space '%s' already exists", name)
+    end
+    local id = opts.id
+    if id == nil then
+        id = math.max(op('max_space_id') + 1, 512)
+    end
+    local flags = map{}
+    if opts.temporary then flags.temporary = true end
+    if opts.is_sync then flags.is_sync = true end
+    local owner = session_uid()
+    if opts.user ~= nil then owner = box.schema.user.get_id(opts.user) end
+    box.space._space:insert{id, owner, name, opts.engine or 'memtx', opts.field_count or 0, flags,
+                            internal.normalize_format(opts.format)}
+    return box.space[id]
+end
+box.schema.create_space = box.schema.space.create
+function box.schema.space.drop(id) local s = box.space[id] if s then s:drop() end end
+
+local collations = {none = 0, unicode = 1, unicode_ci = 2, binary = 3}
+
+local function space_fieldno(space, name)
+    for i, f in ipairs(space._format or {}) do
+        if f.name == name then return i end
+    end
+    return nil
+end
+
+local function normalize_parts(space, parts)
+    if parts == nil then return {{0, 'unsigned'}} end
+    if type(parts) ~= 'table' then parts = {parts} end
+    local list = {}
+    if type(parts[1]) ~= 'table' then
+        -- The flat form: {field, type, field, type, ...}; a type may be left out.
+        local i = 1
+        while parts[i] ~= nil do
+            local field, ftype = parts[i], parts[i + 1]
+            if ftype ~= nil and type(ftype) == 'string' and space_fieldno(space, ftype) == nil then
+                list[#list + 1] = {field = field, type = ftype}
+                i = i + 2
+            else
+                list[#list + 1] = {field = field}
+                i = i + 1
+            end
+        end
+    else
+        for _, p in ipairs(parts) do
+            list[#list + 1] = {field = p.field or p[1], type = p.type or p[2], is_nullable = p.is_nullable,
+                               collation = p.collation}
+        end
+    end
+    local out = {}
+    for i, p in ipairs(list) do
+        local fieldno = p.field
+        if type(fieldno) == 'string' then
+            local n = space_fieldno(space, fieldno)
+            if n == nil then box.error(201, "Field '%s' was not found in the tuple", fieldno) end
+            fieldno = n
+        end
+        local fmt = space._format[fieldno]
+        local ftype = p.type or (fmt and fmt.type) or 'unsigned'
+        if ftype == 'num' then ftype = 'unsigned' elseif ftype == 'str' then ftype = 'string' end
+        local collation = p.collation
+        if type(collation) == 'string' then collation = collations[string.lower(collation)] end
+        local nullable = p.is_nullable
+        if nullable == nil and fmt and fmt.is_nullable then nullable = true end
+        if collation ~= nil or nullable ~= nil then
+            local e = map{field = fieldno - 1, type = ftype}
+            if collation ~= nil then e.collation = collation end
+            if nullable ~= nil then e.is_nullable = nullable end
+            out[i] = e
+        else
+            out[i] = {fieldno - 1, ftype}
+        end
+    end
+    return out
+end
+
+function internal.create_index(space, name, opts)
+    opts = opts or {}
+    -- The caller's space object may predate indexes created since: look again.
+    space = box.space[space.id]
+    if type(name) ~= 'string' then box.error(1, 'Illegal parameters, name should be a string') end
+    local existing = space.index[name]
+    if existing ~= nil then
+        if opts.if_not_exists then return existing end
+        box.error(85, "Index '%s' already exists in space '%s'", name, space.name)
+    end
+    local iid = opts.id
+    if iid == nil then
+        iid = 0
+        for k in pairs(space.index) do
+            if type(k) == 'number' and k >= iid then iid = k + 1 end
+        end
+    end
+    local parts = normalize_parts(space, opts.parts)
+    local unique = opts.unique
+    if unique == nil then unique = true end
+    local itype = opts.type or 'tree'
+    box.space._index:insert{space.id, iid, name, itype, map{unique = unique}, parts}
+    return box.space[space.id].index[name]
+end
+
+-- Users and roles.
+
+local privs = {read = 1, write = 2, execute = 4, session = 8, usage = 16, create = 32, drop = 64,
+               alter = 128, reference = 256, trigger = 512, insert = 1024, update = 2048, delete = 4096}
+
+local function priv_bits(s)
+    if type(s) == 'number' then return s end
+    local bits = 0
+    for p in string.gmatch(s, '[^,%s]+') do
+        local b = privs[p]
+        if b == nil then return nil end
+        bits = bit.bor(bits, b)
+    end
+    return bits
+end
+
+local function find_user(name, kind)
+    local u = op('user', name)
+    if u == nil or (kind ~= nil and u.type ~= kind) then return nil end
+    return u
+end
+
+function box.schema.user.get_id(name)
+    local u = type(name) == 'number' and {id = name} or find_user(name)
+    return u and u.id
+end
+
+function box.schema.user.exists(name) return find_user(name, 'user') ~= nil end
+function box.schema.role.exists(name) return find_user(name, 'role') ~= nil end
+
+local function create_principal(kind, name, opts)
+    opts = opts or {}
+    if find_user(name) ~= nil then
+        if opts.if_not_exists then return end
+        if kind == 'user' then box.error(46, "User '%s' already exists", name) end
+        box.error(83, "Role '%s' already exists", name)
+    end
+    local id = math.max(op('max_user_id') + 1, box.schema.SYSTEM_USER_ID_MIN)
+    local auth = map{}
+    if kind == 'user' and opts.password ~= nil then auth['chap-sha1'] = op('chap_sha1', opts.password) end
+    box.space._user:insert{id, session_uid(), name, kind, auth}
+    if kind == 'user' then
+        box.schema.user.grant(name, 'public')
+        box.schema.user.grant(name, 'session,usage', 'universe', nil, {if_not_exists = true})
+        box.schema.user.grant(name, 'alter', 'user', name)
+    end
+end
+
+function box.schema.user.create(name, opts) create_principal('user', name, opts) end
+function box.schema.role.create(name, opts) create_principal('role', name, opts) end
+
+local function drop_principal(kind, name, opts)
+    local u = find_user(name, kind)
+    if u == nil then
+        if opts and opts.if_exists then return end
+        if kind == 'user' then box.error(45, "User '%s' is not found", name) end
+        box.error(82, "Role '%s' is not found", name)
+    end
+    for _, p in ipairs(box.space._priv:select{u.id}) do box.space._priv:delete{p[2], p[3], p[4]} end
+    box.space._user:delete{u.id}
+end
+function box.schema.user.drop(name, opts) drop_principal('user', name, opts) end
+function box.schema.role.drop(name, opts) drop_principal('role', name, opts) end
+
+function box.schema.user.passwd(name, password)
+    if password == nil then
+        password = name
+        name = op('user_name', session_uid())
+    end
+    local u = find_user(name, 'user')
+    if u == nil then box.error(45, "User '%s' is not found", name) end
+    box.space._user:update({u.id}, {{'=', 5, map{['chap-sha1'] = op('chap_sha1', password)}}})
+end
+
+local function object_id(obj_type, obj_name)
+    if obj_type == 'universe' then return 0 end
+    if obj_name == nil or obj_name == '' then return '' end
+    if type(obj_name) == 'number' then return obj_name end
+    if obj_type == 'space' then
+        local s = box.space[obj_name]
+        if s == nil then box.error(36, "Space '%s' does not exist", obj_name) end
+        return s.id
+    elseif obj_type == 'function' then
+        local f = box.space._func.index.name:get{obj_name}
+        if f == nil then box.error(51, "Function '%s' does not exist", obj_name) end
+        return f[1]
+    elseif obj_type == 'role' or obj_type == 'user' then
+        local u = find_user(obj_name)
+        if u == nil then box.error(82, "Role '%s' is not found", obj_name) end
+        return u.id
+    elseif obj_type == 'sequence' then
+        local s = box.space._sequence.index.name:get{obj_name}
+        if s == nil then box.error(1, "Illegal parameters, sequence '%s' does not exist", obj_name) end
+        return s[1]
+    end
+    box.error(1, "Illegal parameters, unknown object type '%s'", tostring(obj_type))
+end
+
+local function grant(kind, name, privilege, obj_type, obj_name, opts)
+    local grantee = find_user(name, kind)
+    if grantee == nil then
+        if kind == 'user' then box.error(45, "User '%s' is not found", name) end
+        box.error(82, "Role '%s' is not found", name)
+    end
+    if type(obj_type) == 'table' then opts, obj_type = obj_type, nil end
+    if type(obj_name) == 'table' then opts, obj_name = obj_name, nil end
+    opts = opts or {}
+    local bits = priv_bits(privilege)
+    if bits == nil or obj_type == nil then
+        -- grant('u', 'role_name'): a role.
+        obj_type, obj_name, bits = 'role', privilege, 4
+    end
+    local oid = object_id(obj_type, obj_name)
+    local row = box.space._priv:get{grantee.id, obj_type, oid}
+    local old = row and row[5] or 0
+    if bit.band(old, bits) == bits then
+        if opts.if_not_exists then return end
+        if obj_type == 'role' then
+            box.error(90, "User '%s' already has role '%s'", name, obj_name)
+        end
+        box.error(89, "User '%s' already has %s access on %s%s", name, privilege, obj_type,
+                  obj_name and (" '" .. tostring(obj_name) .. "'") or '')
+    end
+    box.space._priv:replace{opts.grantor and box.schema.user.get_id(opts.grantor) or session_uid(),
+                            grantee.id, obj_type, oid, bit.bor(old, bits)}
+end
+
+local function revoke(kind, name, privilege, obj_type, obj_name, opts)
+    local grantee = find_user(name, kind)
+    if grantee == nil then box.error(45, "User '%s' is not found", name) end
+    if type(obj_name) == 'table' then opts, obj_name = obj_name, nil end
+    opts = opts or {}
+    local bits = priv_bits(privilege)
+    if bits == nil or obj_type == nil then obj_type, obj_name, bits = 'role', privilege, 4 end
+    local oid = object_id(obj_type, obj_name)
+    local row = box.space._priv:get{grantee.id, obj_type, oid}
+    if row == nil or bit.band(row[5], bits) == 0 then
+        if opts.if_exists then return end
+        box.error(91, "User '%s' does not have %s access on %s '%s'", name, tostring(privilege), obj_type,
+                  tostring(obj_name))
+    end
+    local left = bit.band(row[5], bit.bnot(bits))
+    if left == 0 then
+        box.space._priv:delete{grantee.id, obj_type, oid}
+    else
+        box.space._priv:update({grantee.id, obj_type, oid}, {{'=', 5, left}})
+    end
+end
+
+function box.schema.user.grant(...) grant('user', ...) end
+function box.schema.user.revoke(...) revoke('user', ...) end
+function box.schema.role.grant(...) grant('role', ...) end
+function box.schema.role.revoke(...) revoke('role', ...) end
+
+function box.schema.user.info(name)
+    local u = find_user(name or op('user_name', session_uid()))
+    if u == nil then box.error(45, "User '%s' is not found", tostring(name)) end
+    local out = {}
+    for _, p in ipairs(box.space._priv:select{u.id}) do
+        out[#out + 1] = {p[5], p[3], p[4]}
+    end
+    return out
+end
+
+-- Functions.
+
+function box.schema.func.exists(name) return box.space._func.index.name:get{name} ~= nil end
+
+function box.schema.func.create(name, opts)
+    opts = opts or {}
+    if box.schema.func.exists(name) then
+        if opts.if_not_exists then return end
+        box.error(52, "Function '%s' already exists", name)
+    end
+    local id = op('max_func_id') + 1
+    local now = os.date('!%Y-%m-%d %H:%M:%S')
+    box.space._func:insert{id, session_uid(), name, opts.setuid and 1 or 0, string.upper(opts.language or 'LUA'),
+                           opts.body or '', 'function', setmetatable({}, {__serialize = 'seq'}),
+                           opts.returns or 'any', 'none', 'none', opts.is_deterministic or false,
+                           opts.is_sandboxed or false, true, setmetatable({'LUA'}, {__serialize = 'seq'}),
+                           map{}, opts.comment or '', now, now}
+end
+
+function box.schema.func.drop(name, opts)
+    local f = box.space._func.index.name:get{name}
+    if f == nil then
+        if opts and opts.if_exists then return end
+        box.error(51, "Function '%s' does not exist", name)
+    end
+    for _, p in ipairs(box.space._priv.index.object:select{'function', f[1]}) do
+        box.space._priv:delete{p[2], p[3], p[4]}
+    end
+    box.space._func:delete{f[1]}
+end
+
+--------------------------------------------------------------------------------
+-- Transactions: the request's changes commit together; rollback undoes them.
+--------------------------------------------------------------------------------
+
+local txn = {depth = 0, mark = nil}
+function box.begin()
+    if txn.mark ~= nil then box.error(79, 'Operation is not permitted when there is an active transaction') end
+    txn.mark = op('txn_mark')
+end
+function box.commit() txn.mark = nil end
+function box.rollback()
+    if txn.mark ~= nil then op('txn_rollback', txn.mark) end
+    txn.mark = nil
+end
+function box.is_in_txn() return txn.mark ~= nil end
+function box.atomic(fn, ...)
+    box.begin()
+    local r = {pcall(fn, ...)}
+    if not r[1] then
+        box.rollback()
+        error(r[2], 0)
+    end
+    box.commit()
+    return unpack(r, 2, table.maxn(r))
+end
+function internal.reset_txn()
+    if txn.mark ~= nil then
+        -- A request that ends inside a transaction rolls it back, as Tarantool does.
+        op('txn_rollback', txn.mark)
+        txn.mark = nil
+    end
+end
+
+--------------------------------------------------------------------------------
+-- Sessions, info, configuration, tuples, once
+--------------------------------------------------------------------------------
+
+box.session = {}
+function box.session.uid() return session_uid() end
+box.session.euid = box.session.uid
+function box.session.user() return op('user_name', session_uid()) end
+function box.session.id() return op('session_id') end
+box.session.storage = {}
+
+box.info = setmetatable({}, {__index = function(_, k)
+    if k == 'version' then return '2.6.0-0-oncebox' end
+    if k == 'status' then return 'running' end
+    if k == 'ro' then return false end
+    if k == 'id' then return 1 end
+    if k == 'uuid' then return op('instance_uuid') end
+    if k == 'schema_version' then return op('schema_version') end
+    return nil
+end, __call = function(self)
+    return {version = self.version, status = self.status, ro = false, id = 1, uuid = self.uuid}
+end})
+
+box.cfg = setmetatable({}, {__call = function(self, opts)
+    for k, v in pairs(opts or {}) do rawset(self, k, v) end
+end})
+
+box.tuple = {}
+function box.tuple.new(...)
+    local t = select('#', ...) == 1 and type((...)) == 'table' and (...) or {...}
+    return op('tuple_new', t)
+end
+function box.tuple.is(v) return op('is_tuple', v) end
+
+function box.once(key, fn, ...)
+    local k = 'once' .. key
+    if box.space._schema:get{k} ~= nil then return false end
+    box.space._schema:insert{k}
+    fn(...)
+    return true
+end
+
+--------------------------------------------------------------------------------
+-- Modules
+--------------------------------------------------------------------------------
+
+local msgpack = {NULL = box.NULL}
+function msgpack.encode(v) return op('msgpack_encode', v) end
+function msgpack.decode(s, pos)
+    local r = op('msgpack_decode', s, pos or 1)
+    return r[1], r[2]
+end
+package.loaded.msgpack = msgpack
+package.loaded.box = box

@@ -1,0 +1,181 @@
+//! MessagePack ↔ Lua values, with Tarantool's rules.
+//!
+//! Lua → msgpack: integral numbers become integers, other numbers doubles; a
+//! table is an array when its keys are exactly 1..n (an empty table too) or
+//! its metatable says `__serialize = 'seq'`, a map otherwise or with
+//! `__serialize = 'map'`; a tuple is written as its stored bytes; `box.NULL`
+//! is nil.
+//!
+//! msgpack → Lua: maps get a `__serialize = 'map'` metatable so an empty map
+//! stays a map when sent back; nil inside an array is `box.NULL`, which keeps
+//! the array's positions.
+
+use mlua::{LightUserData, Lua, Table, Value};
+
+use super::tuple::LuaTuple;
+use crate::protocol::msgpack::{write, Integer, MpType, Reader};
+
+/// Deepest nesting converted either way.
+pub const MAX_DEPTH: usize = 128;
+
+/// The value Lua code sees as `box.NULL`.
+#[must_use]
+pub fn null() -> Value {
+    Value::LightUserData(LightUserData(std::ptr::null_mut()))
+}
+
+fn is_null(v: &Value) -> bool {
+    matches!(v, Value::LightUserData(p) if p.0.is_null())
+}
+
+/// Appends the msgpack encoding of a Lua value.
+pub fn encode(out: &mut Vec<u8>, v: &Value, depth: usize) -> mlua::Result<()> {
+    if depth > MAX_DEPTH {
+        return Err(mlua::Error::runtime("too many nested tables to encode"));
+    }
+    match v {
+        Value::Nil => write::nil(out),
+        v if is_null(v) => write::nil(out),
+        Value::Boolean(b) => write::bool(out, *b),
+        Value::Integer(i) => write::int(out, *i),
+        Value::Number(n) => number(out, *n),
+        Value::String(s) => write::str(out, &s.as_bytes()),
+        Value::Table(t) => table(out, t, depth)?,
+        Value::UserData(ud) => match ud.borrow::<LuaTuple>() {
+            Ok(t) => out.extend_from_slice(&t.0),
+            Err(_) => return Err(mlua::Error::runtime("unsupported Lua type 'userdata'")),
+        },
+        other => return Err(mlua::Error::runtime(format!("unsupported Lua type '{}'", other.type_name()))),
+    }
+    Ok(())
+}
+
+fn number(out: &mut Vec<u8>, n: f64) {
+    // Integral values travel as integers, as Tarantool sends them.
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "range checked first")]
+    if n.fract() == 0.0 && (-9.223_372_036_854_776e18..1.844_674_407_370_955_2e19).contains(&n) {
+        if n >= 0.0 {
+            write::uint(out, n as u64);
+        } else {
+            write::int(out, n as i64);
+        }
+    } else {
+        write::f64(out, n);
+    }
+}
+
+/// How a table is serialized, from its metatable's `__serialize`.
+fn serialize_hint(t: &Table) -> Option<bool> {
+    let mt = t.metatable()?;
+    let hint: mlua::LuaString = mt.raw_get("__serialize").ok()?;
+    match &*hint.as_bytes() {
+        b"seq" | b"sequence" | b"array" => Some(true),
+        b"map" | b"mapping" => Some(false),
+        _ => None,
+    }
+}
+
+fn table(out: &mut Vec<u8>, t: &Table, depth: usize) -> mlua::Result<()> {
+    let len = t.raw_len();
+    let as_array = match serialize_hint(t) {
+        Some(a) => a,
+        None => {
+            let mut count = 0usize;
+            for pair in t.pairs::<Value, Value>() {
+                pair?;
+                count += 1;
+            }
+            count == len
+        }
+    };
+    if as_array {
+        #[allow(clippy::cast_possible_truncation, reason = "Lua tables are far below 4G entries")]
+        write::array_len(out, len as u32);
+        for i in 1..=len {
+            let v: Value = t.raw_get(i)?;
+            encode(out, &v, depth + 1)?;
+        }
+    } else {
+        let mut n = 0u32;
+        let mut body = Vec::new();
+        for pair in t.pairs::<Value, Value>() {
+            let (k, v) = pair?;
+            encode(&mut body, &k, depth + 1)?;
+            encode(&mut body, &v, depth + 1)?;
+            n += 1;
+        }
+        write::map_len(out, n);
+        out.extend_from_slice(&body);
+    }
+    Ok(())
+}
+
+/// The metatable given to decoded maps.
+fn map_mt(lua: &Lua) -> mlua::Result<Table> {
+    if let Ok(t) = lua.named_registry_value::<Table>("oncebox.map_mt") {
+        return Ok(t);
+    }
+    let mt = lua.create_table()?;
+    mt.raw_set("__serialize", "map")?;
+    lua.set_named_registry_value("oncebox.map_mt", &mt)?;
+    Ok(mt)
+}
+
+/// Decodes one msgpack value into Lua (`in_array`: nil becomes `box.NULL`).
+pub fn decode(lua: &Lua, r: &mut Reader<'_>, depth: usize, in_array: bool) -> mlua::Result<Value> {
+    let bad = |_| mlua::Error::runtime("invalid msgpack");
+    if depth > MAX_DEPTH {
+        return Err(mlua::Error::runtime("too many nested values to decode"));
+    }
+    Ok(match r.peek_type().map_err(bad)? {
+        MpType::Nil => {
+            r.read_nil().map_err(bad)?;
+            if in_array {
+                null()
+            } else {
+                Value::Nil
+            }
+        }
+        MpType::Bool => Value::Boolean(r.read_bool().map_err(bad)?),
+        MpType::Uint | MpType::Int => match r.read_integer().map_err(bad)? {
+            #[allow(clippy::cast_precision_loss, reason = "Lua numbers are doubles")]
+            Integer::Unsigned(u) => i64::try_from(u).map_or(Value::Number(u as f64), Value::Integer),
+            Integer::Negative(i) => Value::Integer(i),
+        },
+        MpType::Float | MpType::Double => Value::Number(r.read_f64().map_err(bad)?),
+        MpType::Str => Value::String(lua.create_string(r.read_str().map_err(bad)?)?),
+        MpType::Bin => Value::String(lua.create_string(r.read_bin().map_err(bad)?)?),
+        MpType::Ext => {
+            let (_, payload) = r.read_ext().map_err(bad)?;
+            Value::String(lua.create_string(payload)?)
+        }
+        MpType::Array => {
+            let n = r.read_array_len().map_err(bad)?;
+            let t = lua.create_table_with_capacity(n.min(1 << 16) as usize, 0)?;
+            for i in 1..=n {
+                t.raw_set(i, decode(lua, r, depth + 1, true)?)?;
+            }
+            Value::Table(t)
+        }
+        MpType::Map => {
+            let n = r.read_map_len().map_err(bad)?;
+            let t = lua.create_table_with_capacity(0, n.min(1 << 16) as usize)?;
+            for _ in 0..n {
+                let k = decode(lua, r, depth + 1, false)?;
+                let v = decode(lua, r, depth + 1, false)?;
+                if !matches!(k, Value::Nil) {
+                    t.raw_set(k, v)?;
+                }
+            }
+            t.set_metatable(Some(map_mt(lua)?))?;
+            Value::Table(t)
+        }
+    })
+}
+
+/// Decodes a msgpack array of arguments into Lua values.
+pub fn decode_args(lua: &Lua, args: &[u8]) -> mlua::Result<Vec<Value>> {
+    let mut r = Reader::new(args);
+    let n = r.read_array_len().map_err(|_| mlua::Error::runtime("arguments must be an array"))?;
+    (0..n).map(|_| decode(lua, &mut r, 1, false)).collect()
+}

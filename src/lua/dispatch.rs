@@ -1,0 +1,267 @@
+//! `box.internal.op(name, ...)`: the one door from Lua into the engine.
+//!
+//! The Lua prelude (`lua/box.lua`) builds `box.space`, `box.schema` and friends on
+//! top of these operations. Each returns `true, result` or `false, error` (a table
+//! with `code`, `message`, `type` and the access-denied payload), and the prelude
+//! raises the error as a `box.error` object.
+
+use std::rc::Rc;
+
+use mlua::{Lua, MultiValue, Table, Value};
+
+use super::convert;
+use super::tuple::LuaTuple;
+use crate::engine::access::Credentials;
+use crate::engine::index::IndexKind;
+use crate::engine::space::{Space, WriteMode};
+use crate::engine::tuple::Tuple;
+use crate::engine::Engine;
+use crate::error::BoxError;
+use crate::protocol::request::{Delete, Select, Update, Upsert};
+
+/// What one call into the engine needs: the engine and whose rights apply.
+pub struct Context<'a> {
+    /// The engine.
+    pub engine: &'a mut Engine,
+    /// The effective user's rights.
+    pub creds: Rc<Credentials>,
+    /// The calling session's id.
+    pub session_id: u64,
+    /// The instance uuid (`box.info.uuid`).
+    pub instance_uuid: String,
+}
+
+fn arg<T: mlua::FromLua>(lua: &Lua, args: &[Value], i: usize) -> mlua::Result<T> {
+    T::from_lua(args.get(i).cloned().unwrap_or(Value::Nil), lua)
+}
+
+fn bytes_of(args: &[Value], i: usize) -> mlua::Result<Vec<u8>> {
+    let mut out = Vec::new();
+    convert::encode(&mut out, args.get(i).unwrap_or(&Value::Nil), 0)?;
+    Ok(out)
+}
+
+/// A key argument: a scalar becomes a one-part key, nil an empty key.
+fn key_of(args: &[Value], i: usize) -> mlua::Result<Vec<u8>> {
+    match args.get(i) {
+        None | Some(Value::Nil) => Ok(vec![0x90]),
+        Some(Value::Table(_) | Value::UserData(_)) => bytes_of(args, i),
+        Some(v) => {
+            let mut out = vec![0x91];
+            convert::encode(&mut out, v, 0)?;
+            Ok(out)
+        }
+    }
+}
+
+fn names(space: &Space) -> Rc<Vec<String>> {
+    Rc::new(space.def.format.iter().map(|f| f.name.clone()).collect())
+}
+
+fn tuple_value(lua: &Lua, t: Tuple, names: &Rc<Vec<String>>) -> mlua::Result<Value> {
+    Ok(Value::UserData(lua.create_userdata(LuaTuple(t, names.clone()))?))
+}
+
+/// The error table handed to the prelude.
+pub fn error_table(lua: &Lua, e: &BoxError) -> mlua::Result<Table> {
+    let t = lua.create_table()?;
+    t.set("code", e.code)?;
+    t.set("message", e.message.as_str())?;
+    t.set("type", e.kind.name())?;
+    for (k, v) in &e.fields {
+        t.set(*k, v.as_str())?;
+    }
+    Ok(t)
+}
+
+/// Runs one operation.
+pub fn dispatch(lua: &Lua, cx: &mut Context<'_>, args: MultiValue) -> mlua::Result<MultiValue> {
+    let args: Vec<Value> = args.into_iter().collect();
+    let op: String = arg(lua, &args, 0)?;
+    match run(lua, cx, &op, &args) {
+        Ok(v) => Ok(MultiValue::from_vec(vec![Value::Boolean(true), v])),
+        Err(Failure::Box(e)) => {
+            Ok(MultiValue::from_vec(vec![Value::Boolean(false), Value::Table(error_table(lua, &e)?)]))
+        }
+        Err(Failure::Lua(e)) => Err(e),
+    }
+}
+
+enum Failure {
+    Box(BoxError),
+    Lua(mlua::Error),
+}
+
+impl From<BoxError> for Failure {
+    fn from(e: BoxError) -> Self {
+        Self::Box(e)
+    }
+}
+
+impl From<mlua::Error> for Failure {
+    fn from(e: mlua::Error) -> Self {
+        Self::Lua(e)
+    }
+}
+
+fn run(lua: &Lua, cx: &mut Context<'_>, op: &str, args: &[Value]) -> Result<Value, Failure> {
+    let creds = cx.creds.clone();
+    let engine = &mut *cx.engine;
+    let u32_arg = |i: usize| -> Result<u32, Failure> { Ok(arg::<Option<u32>>(lua, args, i)?.unwrap_or(0)) };
+    Ok(match op {
+        "space" => space_info(lua, engine, args.get(1))?,
+        "schema_version" => Value::Number(engine.schema_version() as f64),
+        "uid" => Value::Integer(i64::from(creds.user_id)),
+        "user_name" => Value::String(lua.create_string(engine.user_name(u32_arg(1)?))?),
+        "user" => {
+            let name: mlua::LuaString = arg(lua, args, 1)?;
+            match engine.user_by_name(&name.as_bytes()) {
+                None => Value::Nil,
+                Some(u) => {
+                    let t = lua.create_table()?;
+                    t.set("id", u.id)?;
+                    t.set("name", u.name)?;
+                    t.set("type", if u.is_role { "role" } else { "user" })?;
+                    Value::Table(t)
+                }
+            }
+        }
+        "select" => {
+            let key = key_of(args, 3)?;
+            let limit = arg::<Option<f64>>(lua, args, 6)?.unwrap_or(f64::from(u32::MAX));
+            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "clamped to u32")]
+            let req = Select {
+                space_id: u32_arg(1)?,
+                index_id: u32_arg(2)?,
+                iterator: u64::from(u32_arg(4)?),
+                offset: u32_arg(5)?,
+                limit: limit.clamp(0.0, f64::from(u32::MAX)) as u32,
+                key: &key,
+            };
+            let tuples = engine.select(&creds, &req)?;
+            let names = names(engine.space(req.space_id)?);
+            let out = lua.create_table_with_capacity(tuples.len(), 0)?;
+            for (i, t) in tuples.into_iter().enumerate() {
+                out.raw_set(i + 1, tuple_value(lua, t, &names)?)?;
+            }
+            Value::Table(out)
+        }
+        "insert" | "replace" => {
+            let space_id = u32_arg(1)?;
+            let tuple = bytes_of(args, 2)?;
+            let mode = if op == "insert" { WriteMode::Insert } else { WriteMode::Replace };
+            let t = engine.write(&creds, space_id, &tuple, mode)?;
+            tuple_value(lua, t, &names(engine.space(space_id)?))?
+        }
+        "update" => {
+            let (key, ops) = (key_of(args, 3)?, bytes_of(args, 4)?);
+            let req = Update { space_id: u32_arg(1)?, index_id: u32_arg(2)?, key: &key, ops: &ops, index_base: 1 };
+            match engine.update(&creds, &req)? {
+                Some(t) => tuple_value(lua, t, &names(engine.space(req.space_id)?))?,
+                None => Value::Nil,
+            }
+        }
+        "upsert" => {
+            let (tuple, ops) = (bytes_of(args, 2)?, bytes_of(args, 3)?);
+            engine.upsert(&creds, &Upsert { space_id: u32_arg(1)?, tuple: &tuple, ops: &ops, index_base: 1 })?;
+            Value::Nil
+        }
+        "delete" => {
+            let key = key_of(args, 3)?;
+            let req = Delete { space_id: u32_arg(1)?, index_id: u32_arg(2)?, key: &key };
+            match engine.delete(&creds, &req)? {
+                Some(t) => tuple_value(lua, t, &names(engine.space(req.space_id)?))?,
+                None => Value::Nil,
+            }
+        }
+        "len" => Value::Integer(i64::try_from(engine.space(u32_arg(1)?)?.len()).unwrap_or(i64::MAX)),
+        "max_space_id" => Value::Integer(i64::from(engine.spaces().map(|s| s.def.id).max().unwrap_or(0))),
+        "max_user_id" => Value::Integer(i64::from(engine.max_user_id())),
+        "max_func_id" => Value::Integer(i64::from(engine.max_func_id())),
+        "session_id" => Value::Number(cx.session_id as f64),
+        "instance_uuid" => Value::String(lua.create_string(&cx.instance_uuid)?),
+        "chap_sha1" => {
+            let pw: mlua::LuaString = arg(lua, args, 1)?;
+            Value::String(lua.create_string(crate::protocol::auth::stored_password(&pw.as_bytes()))?)
+        }
+        "tuple_new" => {
+            let bytes = bytes_of(args, 1)?;
+            if !matches!(bytes.first(), Some(0x90..=0x9f | 0xdc | 0xdd)) {
+                return Err(
+                    BoxError::new(crate::error::code::TUPLE_NOT_ARRAY, "Tuple/Key must be MsgPack array").into()
+                );
+            }
+            tuple_value(lua, bytes.into(), &Rc::new(Vec::new()))?
+        }
+        "is_tuple" => Value::Boolean(super::is_tuple(args.get(1).unwrap_or(&Value::Nil))),
+        "msgpack_encode" => Value::String(lua.create_string(bytes_of(args, 1)?)?),
+        "msgpack_decode" => {
+            let data: mlua::LuaString = arg(lua, args, 1)?;
+            let data = data.as_bytes();
+            let pos: usize = arg::<Option<usize>>(lua, args, 2)?.unwrap_or(1).max(1);
+            let mut r = crate::protocol::msgpack::Reader::new(data.get(pos - 1..).unwrap_or(&[]));
+            let v = convert::decode(lua, &mut r, 0, false)?;
+            let t = lua.create_table()?;
+            t.raw_set(1, v)?;
+            t.raw_set(2, pos + r.position())?;
+            Value::Table(t)
+        }
+        "txn_mark" => Value::Integer(i64::try_from(engine.pending_changes()).unwrap_or(0)),
+        "txn_rollback" => {
+            engine.rollback_to(arg::<usize>(lua, args, 1)?);
+            Value::Nil
+        }
+        _ => return Err(Failure::Lua(mlua::Error::runtime(format!("unknown box.internal operation '{op}'")))),
+    })
+}
+
+fn space_info(lua: &Lua, engine: &Engine, which: Option<&Value>) -> mlua::Result<Value> {
+    let space = match which {
+        Some(Value::Integer(id)) => u32::try_from(*id).ok().and_then(|id| engine.space(id).ok()),
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "ids are u32")]
+        Some(Value::Number(id)) => engine.space(*id as u32).ok(),
+        Some(Value::String(name)) => {
+            let name = name.as_bytes();
+            engine.spaces().find(|s| s.def.name.as_bytes() == &name[..])
+        }
+        _ => None,
+    };
+    let Some(space) = space else { return Ok(Value::Nil) };
+    let t = lua.create_table()?;
+    t.set("id", space.def.id)?;
+    t.set("name", space.def.name.as_str())?;
+    t.set("owner", space.def.owner)?;
+    t.set("field_count", space.def.field_count)?;
+    t.set("temporary", space.def.temporary)?;
+    let format = lua.create_table()?;
+    for (i, f) in space.def.format.iter().enumerate() {
+        let ft = lua.create_table()?;
+        ft.set("name", f.name.as_str())?;
+        ft.set("type", f.ty.name())?;
+        if f.nullable {
+            ft.set("is_nullable", true)?;
+        }
+        format.raw_set(i + 1, ft)?;
+    }
+    t.set("format", format)?;
+    let indexes = lua.create_table()?;
+    for ix in space.indexes.values() {
+        let it = lua.create_table()?;
+        it.set("id", ix.def.id)?;
+        it.set("name", ix.def.name.as_str())?;
+        it.set("type", if ix.def.kind == IndexKind::Tree { "TREE" } else { "HASH" })?;
+        it.set("unique", ix.def.unique)?;
+        let parts = lua.create_table()?;
+        for (i, p) in ix.def.parts.iter().enumerate() {
+            let pt = lua.create_table()?;
+            pt.set("fieldno", p.field_no + 1)?;
+            pt.set("type", p.ty.name())?;
+            pt.set("is_nullable", p.nullable)?;
+            parts.raw_set(i + 1, pt)?;
+        }
+        it.set("parts", parts)?;
+        indexes.raw_set(ix.def.id, it)?;
+    }
+    t.set("index", indexes)?;
+    Ok(Value::Table(t))
+}

@@ -1,0 +1,323 @@
+//! The embedded LuaJIT runtime (mlua): `box` for CALL and EVAL.
+//!
+//! The VM lives on the TX thread. The `box` API is Lua (`lua/box.lua`, built into
+//! the binary) over one Rust entry point, `box.internal.op`, which exists only
+//! while a request runs: it borrows the engine for that request's duration
+//! (an mlua scope), so no engine state is shared behind locks.
+//!
+//! - [`convert`]: msgpack ↔ Lua values.
+//! - [`tuple`]: the `box.tuple` userdata.
+//! - [`dispatch`]: the engine operations Lua may call.
+
+pub mod convert;
+pub mod dispatch;
+pub mod tuple;
+
+use std::rc::Rc;
+
+use mlua::{Function, Lua, MultiValue, ObjectLike, Table, Value};
+
+use crate::engine::access::Credentials;
+use crate::engine::Engine;
+use crate::error::{code, BoxError, BoxResult, ErrorKind};
+use crate::protocol::key;
+use crate::protocol::msgpack::write;
+use dispatch::{dispatch, Context};
+use tuple::LuaTuple;
+
+const PRELUDE: &str = include_str!("../../lua/box.lua");
+
+/// How CALL results are shaped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    /// CALL (and EVAL): one array element per returned value.
+    Call,
+    /// CALL_16: a list of tuples (Tarantool 1.6's shape).
+    Call16,
+}
+
+/// Who a Lua call runs for.
+#[derive(Debug, Clone)]
+pub struct Caller {
+    /// The effective user's rights.
+    pub creds: Rc<Credentials>,
+    /// The session's id.
+    pub session_id: u64,
+    /// The instance uuid.
+    pub instance_uuid: String,
+}
+
+/// The Lua VM with `box` loaded.
+pub struct LuaRuntime {
+    lua: Lua,
+}
+
+impl std::fmt::Debug for LuaRuntime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LuaRuntime").finish_non_exhaustive()
+    }
+}
+
+fn lua_err(e: &mlua::Error) -> BoxError {
+    let mut err = BoxError::new(code::PROC_LUA, lua_message(e));
+    err.kind = ErrorKind::Luajit;
+    err
+}
+
+/// The message of a Lua error, without mlua's decorations.
+fn lua_message(e: &mlua::Error) -> String {
+    match e {
+        mlua::Error::SyntaxError { message, .. } | mlua::Error::RuntimeError(message) => message.clone(),
+        mlua::Error::CallbackError { cause, .. } => lua_message(cause),
+        other => other.to_string(),
+    }
+}
+
+impl LuaRuntime {
+    /// A VM with the standard libraries and the `box` prelude.
+    pub fn new() -> BoxResult<Self> {
+        let lua = Lua::new();
+        let init = || -> mlua::Result<()> {
+            let b = lua.create_table()?;
+            b.set("NULL", convert::null())?;
+            lua.globals().set("box", b)?;
+            Ok(())
+        };
+        init().map_err(|e| lua_err(&e))?;
+        lua.load(PRELUDE).set_name("=box.lua").exec().map_err(|e| lua_err(&e))?;
+        Ok(Self { lua })
+    }
+
+    /// Runs `f` with `box.internal.op` bound to `engine` as `creds`.
+    ///
+    /// A transaction the code leaves open is rolled back, and the call fails
+    /// as in Tarantool.
+    fn with_engine(
+        &self,
+        engine: &mut Engine,
+        caller: &Caller,
+        f: impl FnOnce(&Lua) -> mlua::Result<BoxResult<Vec<u8>>>,
+    ) -> mlua::Result<BoxResult<Vec<u8>>> {
+        let mut cx = Context {
+            engine,
+            creds: caller.creds.clone(),
+            session_id: caller.session_id,
+            instance_uuid: caller.instance_uuid.clone(),
+        };
+        self.lua.scope(|scope| {
+            let op = scope.create_function_mut(move |lua, args: MultiValue| dispatch(lua, &mut cx, args))?;
+            let internal: Table = self.lua.globals().get::<Table>("box")?.get("internal")?;
+            internal.set("op", op)?;
+            let r = f(&self.lua);
+            let in_txn: bool = self.lua.globals().get::<Table>("box")?.get::<Function>("is_in_txn")?.call(())?;
+            let reset: Function = internal.get("reset_txn")?;
+            reset.call::<()>(())?;
+            internal.set("op", Value::Nil)?;
+            match r {
+                Ok(Ok(_)) if in_txn => {
+                    Ok(Err(BoxError::new(code::FUNCTION_TX_ACTIVE, "Transaction is active at return from function")))
+                }
+                other => other,
+            }
+        })
+    }
+
+    /// CALL: runs the global function `name` (`a.b.c`, or `a.b:c` to pass `a.b` as self)
+    /// and returns the reply body `{0x30: [...]}`.
+    pub fn call(
+        &self,
+        engine: &mut Engine,
+        caller: &Caller,
+        name: &[u8],
+        args: &[u8],
+        shape: Shape,
+    ) -> BoxResult<Vec<u8>> {
+        let name = String::from_utf8_lossy(name).into_owned();
+        let outcome = self.with_engine(engine, caller, |lua| {
+            let Some((func, receiver)) = resolve(lua, &name)? else {
+                return Ok(Err(BoxError::new(code::NO_SUCH_PROC, format!("Procedure '{name}' is not defined"))));
+            };
+            let mut values: Vec<Value> = receiver.into_iter().collect();
+            values.extend(convert::decode_args(lua, args)?);
+            protected_call(lua, &func, values).map(|r| r.and_then(|vals| encode_results(&vals, shape)))
+        });
+        outcome.map_err(|e| lua_err(&e))?
+    }
+
+    /// EVAL: runs `expr` as a chunk named `eval` with `...` bound to the arguments.
+    pub fn eval(&self, engine: &mut Engine, caller: &Caller, expr: &[u8], args: &[u8]) -> BoxResult<Vec<u8>> {
+        let outcome = self.with_engine(engine, caller, |lua| {
+            let func = match lua.load(expr).set_name("=eval").into_function() {
+                Ok(f) => f,
+                Err(e) => return Ok(Err(lua_err(&e))),
+            };
+            let values = convert::decode_args(lua, args)?;
+            protected_call(lua, &Value::Function(func), values)
+                .map(|r| r.and_then(|vals| encode_results(&vals, Shape::Call)))
+        });
+        outcome.map_err(|e| lua_err(&e))?
+    }
+}
+
+/// Finds the function a CALL names.
+fn resolve(lua: &Lua, name: &str) -> mlua::Result<Option<(Value, Option<Value>)>> {
+    let (path, method) = match name.rsplit_once(':') {
+        Some((path, method)) => (path, Some(method)),
+        None => (name, None),
+    };
+    let mut current = Value::Table(lua.globals());
+    for part in path.split('.') {
+        current = match current {
+            Value::Table(t) => t.get::<Value>(part)?,
+            Value::UserData(ud) => ud.get::<Value>(part).unwrap_or(Value::Nil),
+            _ => return Ok(None),
+        };
+    }
+    let (func, receiver) = match method {
+        Some(m) => {
+            let f = match &current {
+                Value::Table(t) => t.get::<Value>(m)?,
+                Value::UserData(ud) => ud.get::<Value>(m).unwrap_or(Value::Nil),
+                _ => return Ok(None),
+            };
+            (f, Some(current))
+        }
+        None => (current, None),
+    };
+    let callable = match &func {
+        Value::Function(_) => true,
+        Value::Table(t) => t.metatable().is_some_and(|mt| mt.contains_key("__call").unwrap_or(false)),
+        _ => false,
+    };
+    Ok(callable.then_some((func, receiver)))
+}
+
+/// Calls under `pcall`: a Lua error becomes the Tarantool error it carries.
+fn protected_call(lua: &Lua, func: &Value, args: Vec<Value>) -> mlua::Result<BoxResult<Vec<Value>>> {
+    let pcall: Function = lua.globals().get("pcall")?;
+    let mut all = vec![func.clone()];
+    all.extend(args);
+    let out: Vec<Value> = pcall.call::<MultiValue>(MultiValue::from_vec(all))?.into_iter().collect();
+    let mut it = out.into_iter();
+    match it.next() {
+        Some(Value::Boolean(true)) => Ok(Ok(it.collect())),
+        _ => Ok(Err(error_from_value(lua, it.next().unwrap_or(Value::Nil)))),
+    }
+}
+
+/// A raised Lua value as a Tarantool error: `box.error` objects keep their code.
+fn error_from_value(lua: &Lua, v: Value) -> BoxError {
+    if let Value::Table(t) = &v {
+        if let Ok(Some(code)) = t.get::<Option<u32>>("code") {
+            let message: String = t.get::<Option<String>>("message").ok().flatten().unwrap_or_default();
+            let mut e = BoxError::new(code, message);
+            let ty: Option<String> = t.get("type").ok().flatten();
+            e.kind = match ty.as_deref() {
+                Some("AccessDeniedError") => ErrorKind::AccessDenied,
+                Some("CustomError") => ErrorKind::Custom,
+                Some("LuajitError") => ErrorKind::Luajit,
+                Some("SystemError") => ErrorKind::System,
+                _ => ErrorKind::Client,
+            };
+            for k in ["object_type", "object_name", "access_type", "custom_type"] {
+                if let Ok(Some(v)) = t.get::<Option<String>>(k) {
+                    e.fields.push((k, v));
+                }
+            }
+            return e;
+        }
+    }
+    let message = match &v {
+        Value::String(s) => s.to_string_lossy(),
+        Value::Error(e) => lua_message(e),
+        Value::Nil => "nil".into(),
+        other => lua
+            .coerce_string(other.clone())
+            .ok()
+            .flatten()
+            .map_or_else(|| other.type_name().into(), |s| s.to_string_lossy()),
+    };
+    let mut e = BoxError::new(code::PROC_LUA, message);
+    e.kind = ErrorKind::Luajit;
+    e
+}
+
+fn is_scalar(v: &Value) -> bool {
+    !matches!(v, Value::Table(_) | Value::UserData(_))
+}
+
+/// Encodes returned values as a reply body `{0x30: [...]}`.
+fn encode_results(values: &[Value], shape: Shape) -> BoxResult<Vec<u8>> {
+    let enc = |out: &mut Vec<u8>, v: &Value| {
+        convert::encode(out, v, 0).map_err(|e| BoxError::new(code::PROC_LUA, lua_message(&e)))
+    };
+    let mut items: Vec<Vec<u8>> = Vec::new();
+    match shape {
+        Shape::Call => {
+            for v in values {
+                let mut b = Vec::new();
+                enc(&mut b, v)?;
+                items.push(b);
+            }
+        }
+        Shape::Call16 => {
+            // 1.6 shape: a list of tuples; scalars are wrapped into one-field tuples.
+            let wrap = |out: &mut Vec<u8>, v: &Value| -> BoxResult<()> {
+                if is_scalar(v) || is_map(v) {
+                    out.push(0x91);
+                }
+                enc(out, v)
+            };
+            match values {
+                [Value::Table(t)] if !is_map(&values[0]) => {
+                    let first: Value = t.raw_get(1).unwrap_or(Value::Nil);
+                    if t.raw_len() == 0 || is_scalar(&first) {
+                        let mut b = Vec::new();
+                        enc(&mut b, &values[0])?;
+                        items.push(b);
+                    } else {
+                        for i in 1..=t.raw_len() {
+                            let v: Value = t.raw_get(i).unwrap_or(Value::Nil);
+                            let mut b = Vec::new();
+                            wrap(&mut b, &v)?;
+                            items.push(b);
+                        }
+                    }
+                }
+                _ => {
+                    for v in values {
+                        let mut b = Vec::new();
+                        wrap(&mut b, v)?;
+                        items.push(b);
+                    }
+                }
+            }
+        }
+    }
+    let mut body = vec![0x81, key::DATA];
+    #[allow(clippy::cast_possible_truncation, reason = "result counts fit u32")]
+    write::array32_len(&mut body, items.len() as u32);
+    for i in items {
+        body.extend_from_slice(&i);
+    }
+    Ok(body)
+}
+
+fn is_map(v: &Value) -> bool {
+    match v {
+        Value::Table(t) => {
+            let hinted = t
+                .metatable()
+                .and_then(|mt| mt.raw_get::<mlua::LuaString>("__serialize").ok())
+                .is_some_and(|s| matches!(&*s.as_bytes(), b"map" | b"mapping"));
+            hinted || (t.raw_len() == 0 && t.clone().pairs::<Value, Value>().next().is_some())
+        }
+        _ => false,
+    }
+}
+
+/// Whether a value is a `box.tuple`.
+#[must_use]
+pub fn is_tuple(v: &Value) -> bool {
+    matches!(v, Value::UserData(ud) if ud.borrow::<LuaTuple>().is_ok())
+}
