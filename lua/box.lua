@@ -44,6 +44,35 @@ local function make_error(code, message, etype, extra)
     return e
 end
 
+-- Message formats of the codes box.error(code, ...) is commonly called with (errcode.h).
+local formats = {
+    [0] = 'Unknown error', [1] = 'Illegal parameters, %s', [3] = "Duplicate key exists in unique index '%s' in space '%s'",
+    [4] = "Tuple doesn't exist in index '%s' in space '%s'", [5] = '%s does not support %s',
+    [7] = "Can't modify data because this instance is in read-only mode.", [10] = "Space '%s' already exists",
+    [20] = 'Invalid MsgPack - %s', [32] = '%s', [33] = "Procedure '%s' is not defined",
+    [35] = "No index #%u is defined in space '%s'", [36] = "Space '%s' does not exist",
+    [41] = "Get() doesn't support partial keys and non-unique indexes",
+    [42] = "%s access to %s '%s' is denied for user '%s'", [45] = "User '%s' is not found",
+    [46] = "User '%s' already exists", [47] = "Incorrect password supplied for user '%s'",
+    [48] = 'Unknown request type %u', [51] = "Function '%s' does not exist", [52] = "Function '%s' already exists",
+    [78] = 'Timeout exceeded', [82] = "Role '%s' is not found", [83] = "Role '%s' already exists",
+    [85] = "Index '%s' already exists in space '%s'", [114] = 'No active transaction',
+    [148] = "No index '%s' is defined in space '%s'", [201] = "Field '%s' was not found in the tuple",
+}
+
+local function format_message(code, ...)
+    local fmt = formats[code]
+    if fmt == nil then
+        return select('#', ...) > 0 and string.format(...) or 'Unknown error'
+    end
+    return string.format((string.gsub(fmt, '%%u', '%%d')), ...)
+end
+
+-- Internal errors: the message is given in full.
+local function raise(code, fmt, ...)
+    error(make_error(code, string.format(fmt, ...)), 3)
+end
+
 local function from_table(t)
     if t.code == nil and t.reason == nil then
         return make_error(0, 'Unknown error')
@@ -63,14 +92,14 @@ box.error = setmetatable({}, {
         elseif type(code) == 'table' then
             e = from_table(code)
         else
-            e = make_error(code, select('#', ...) > 0 and string.format(...) or ('Error ' .. tostring(code)))
+            e = make_error(code, format_message(code, ...))
         end
         error(e, 2)
     end,
 })
 function box.error.new(code, ...)
     if type(code) == 'table' then return from_table(code) end
-    return make_error(code, select('#', ...) > 0 and string.format(...) or ('Error ' .. tostring(code)))
+    return make_error(code, format_message(code, ...))
 end
 function box.error.raise(e) error(e, 2) end
 function box.error.is(e) return getmetatable(e) == error_mt end
@@ -102,7 +131,7 @@ local function iterator_code(opts, key)
     end
     if type(it) == 'string' then
         local c = iterators[string.upper(it)]
-        if c == nil then box.error(1, 'Illegal parameters, Invalid iterator type') end
+        if c == nil then raise(1, 'Illegal parameters, Invalid iterator type') end
         return c
     end
     return it
@@ -131,6 +160,11 @@ box.space = setmetatable({}, {
     __serialize = 'map',
 })
 
+-- Tarantool's C functions return no value, not nil, when there is no tuple.
+local function maybe(v)
+    if v ~= nil then return v end
+end
+
 local index_methods = {}
 index_methods.__index = index_methods
 
@@ -139,13 +173,9 @@ function index_methods:select(key, opts)
     return op('select', self.space_id, self.id, key, iterator_code(opts, key), opts.offset or 0,
               opts.limit or 4294967295)
 end
-function index_methods:get(key)
-    local r = op('select', self.space_id, self.id, key, 0, 0, 2)
-    if #r > 1 then box.error(41, "Get() doesn't support partial keys and non-unique indexes") end
-    return r[1]
-end
-function index_methods:min(key) return op('select', self.space_id, self.id, key, 5, 0, 1)[1] end
-function index_methods:max(key) return op('select', self.space_id, self.id, key, 4, 0, 1)[1] end
+function index_methods:get(key) return maybe(op('get', self.space_id, self.id, key)) end
+function index_methods:min(key) return maybe(op('select', self.space_id, self.id, key, 5, 0, 1)[1]) end
+function index_methods:max(key) return maybe(op('select', self.space_id, self.id, key, 4, 0, 1)[1]) end
 function index_methods:count(key, opts)
     if key == nil and opts == nil then return op('len', self.space_id) end
     return #self:select(key, opts)
@@ -160,8 +190,8 @@ function index_methods:pairs(key, opts)
     end, rows, 0
 end
 index_methods.__call = index_methods.pairs
-function index_methods:update(key, ops) return op('update', self.space_id, self.id, key, ops) end
-function index_methods:delete(key) return op('delete', self.space_id, self.id, key) end
+function index_methods:update(key, ops) return maybe(op('update', self.space_id, self.id, key, ops)) end
+function index_methods:delete(key) return maybe(op('delete', self.space_id, self.id, key)) end
 function index_methods:drop() box.space._index:delete{self.space_id, self.id} end
 function index_methods:rename(name)
     box.space._index:update({self.space_id, self.id}, {{'=', 3, name}})
@@ -177,12 +207,12 @@ end
 function space_methods:insert(t) return op('insert', self.id, t) end
 function space_methods:replace(t) return op('replace', self.id, t) end
 space_methods.put = space_methods.replace
-function space_methods:update(key, ops) return op('update', self.id, 0, key, ops) end
+function space_methods:update(key, ops) return maybe(op('update', self.id, 0, key, ops)) end
 function space_methods:upsert(t, ops) op('upsert', self.id, t, ops) end
-function space_methods:delete(key) return op('delete', self.id, 0, key) end
+function space_methods:delete(key) return maybe(op('delete', self.id, 0, key)) end
 function space_methods:get(key) return self.index[0]:get(key) end
 function space_methods:select(key, opts)
-    if self.index[0] == nil then box.error(35, "No index #0 is defined in space '%s'", self.name) end
+    if self.index[0] == nil then raise(35, "No index #0 is defined in space '%s'", self.name) end
     return self.index[0]:select(key, opts)
 end
 function space_methods:pairs(key, opts) return self.index[0]:pairs(key, opts) end
@@ -274,11 +304,11 @@ end
 
 function box.schema.space.create(name, opts)
     opts = opts or {}
-    if type(name) ~= 'string' then box.error(1, 'Illegal parameters, name should be a string') end
+    if type(name) ~= 'string' then raise(1, 'Illegal parameters, name should be a string') end
     local existing = box.space[name]
     if existing ~= nil then
         if opts.if_not_exists then return existing end
-        box.error(10, "Space '%s' already exists", name)
+        raise(10, "Space '%s' already exists", name)
     end
     local id = opts.id
     if id == nil then
@@ -333,7 +363,7 @@ local function normalize_parts(space, parts)
         local fieldno = p.field
         if type(fieldno) == 'string' then
             local n = space_fieldno(space, fieldno)
-            if n == nil then box.error(201, "Field '%s' was not found in the tuple", fieldno) end
+            if n == nil then raise(201, "Field '%s' was not found in the tuple", fieldno) end
             fieldno = n
         end
         local fmt = space._format[fieldno]
@@ -359,11 +389,11 @@ function internal.create_index(space, name, opts)
     opts = opts or {}
     -- The caller's space object may predate indexes created since: look again.
     space = box.space[space.id]
-    if type(name) ~= 'string' then box.error(1, 'Illegal parameters, name should be a string') end
+    if type(name) ~= 'string' then raise(1, 'Illegal parameters, name should be a string') end
     local existing = space.index[name]
     if existing ~= nil then
         if opts.if_not_exists then return existing end
-        box.error(85, "Index '%s' already exists in space '%s'", name, space.name)
+        raise(85, "Index '%s' already exists in space '%s'", name, space.name)
     end
     local iid = opts.id
     if iid == nil then
@@ -414,8 +444,8 @@ local function create_principal(kind, name, opts)
     opts = opts or {}
     if find_user(name) ~= nil then
         if opts.if_not_exists then return end
-        if kind == 'user' then box.error(46, "User '%s' already exists", name) end
-        box.error(83, "Role '%s' already exists", name)
+        if kind == 'user' then raise(46, "User '%s' already exists", name) end
+        raise(83, "Role '%s' already exists", name)
     end
     local id = math.max(op('max_user_id') + 1, box.schema.SYSTEM_USER_ID_MIN)
     local auth = map{}
@@ -435,8 +465,8 @@ local function drop_principal(kind, name, opts)
     local u = find_user(name, kind)
     if u == nil then
         if opts and opts.if_exists then return end
-        if kind == 'user' then box.error(45, "User '%s' is not found", name) end
-        box.error(82, "Role '%s' is not found", name)
+        if kind == 'user' then raise(45, "User '%s' is not found", name) end
+        raise(82, "Role '%s' is not found", name)
     end
     for _, p in ipairs(box.space._priv:select{u.id}) do box.space._priv:delete{p[2], p[3], p[4]} end
     box.space._user:delete{u.id}
@@ -450,7 +480,7 @@ function box.schema.user.passwd(name, password)
         name = op('user_name', session_uid())
     end
     local u = find_user(name, 'user')
-    if u == nil then box.error(45, "User '%s' is not found", name) end
+    if u == nil then raise(45, "User '%s' is not found", name) end
     box.space._user:update({u.id}, {{'=', 5, map{['chap-sha1'] = op('chap_sha1', password)}}})
 end
 
@@ -460,29 +490,29 @@ local function object_id(obj_type, obj_name)
     if type(obj_name) == 'number' then return obj_name end
     if obj_type == 'space' then
         local s = box.space[obj_name]
-        if s == nil then box.error(36, "Space '%s' does not exist", obj_name) end
+        if s == nil then raise(36, "Space '%s' does not exist", obj_name) end
         return s.id
     elseif obj_type == 'function' then
         local f = box.space._func.index.name:get{obj_name}
-        if f == nil then box.error(51, "Function '%s' does not exist", obj_name) end
+        if f == nil then raise(51, "Function '%s' does not exist", obj_name) end
         return f[1]
     elseif obj_type == 'role' or obj_type == 'user' then
         local u = find_user(obj_name)
-        if u == nil then box.error(82, "Role '%s' is not found", obj_name) end
+        if u == nil then raise(82, "Role '%s' is not found", obj_name) end
         return u.id
     elseif obj_type == 'sequence' then
         local s = box.space._sequence.index.name:get{obj_name}
-        if s == nil then box.error(1, "Illegal parameters, sequence '%s' does not exist", obj_name) end
+        if s == nil then raise(1, "Illegal parameters, sequence '%s' does not exist", obj_name) end
         return s[1]
     end
-    box.error(1, "Illegal parameters, unknown object type '%s'", tostring(obj_type))
+    raise(1, "Illegal parameters, unknown object type '%s'", tostring(obj_type))
 end
 
 local function grant(kind, name, privilege, obj_type, obj_name, opts)
     local grantee = find_user(name, kind)
     if grantee == nil then
-        if kind == 'user' then box.error(45, "User '%s' is not found", name) end
-        box.error(82, "Role '%s' is not found", name)
+        if kind == 'user' then raise(45, "User '%s' is not found", name) end
+        raise(82, "Role '%s' is not found", name)
     end
     if type(obj_type) == 'table' then opts, obj_type = obj_type, nil end
     if type(obj_name) == 'table' then opts, obj_name = obj_name, nil end
@@ -498,9 +528,9 @@ local function grant(kind, name, privilege, obj_type, obj_name, opts)
     if bit.band(old, bits) == bits then
         if opts.if_not_exists then return end
         if obj_type == 'role' then
-            box.error(90, "User '%s' already has role '%s'", name, obj_name)
+            raise(90, "User '%s' already has role '%s'", name, obj_name)
         end
-        box.error(89, "User '%s' already has %s access on %s%s", name, privilege, obj_type,
+        raise(89, "User '%s' already has %s access on %s%s", name, privilege, obj_type,
                   obj_name and (" '" .. tostring(obj_name) .. "'") or '')
     end
     box.space._priv:replace{opts.grantor and box.schema.user.get_id(opts.grantor) or session_uid(),
@@ -509,7 +539,7 @@ end
 
 local function revoke(kind, name, privilege, obj_type, obj_name, opts)
     local grantee = find_user(name, kind)
-    if grantee == nil then box.error(45, "User '%s' is not found", name) end
+    if grantee == nil then raise(45, "User '%s' is not found", name) end
     if type(obj_name) == 'table' then opts, obj_name = obj_name, nil end
     opts = opts or {}
     local bits = priv_bits(privilege)
@@ -518,7 +548,7 @@ local function revoke(kind, name, privilege, obj_type, obj_name, opts)
     local row = box.space._priv:get{grantee.id, obj_type, oid}
     if row == nil or bit.band(row[5], bits) == 0 then
         if opts.if_exists then return end
-        box.error(91, "User '%s' does not have %s access on %s '%s'", name, tostring(privilege), obj_type,
+        raise(91, "User '%s' does not have %s access on %s '%s'", name, tostring(privilege), obj_type,
                   tostring(obj_name))
     end
     local left = bit.band(row[5], bit.bnot(bits))
@@ -536,7 +566,7 @@ function box.schema.role.revoke(...) revoke('role', ...) end
 
 function box.schema.user.info(name)
     local u = find_user(name or op('user_name', session_uid()))
-    if u == nil then box.error(45, "User '%s' is not found", tostring(name)) end
+    if u == nil then raise(45, "User '%s' is not found", tostring(name)) end
     local out = {}
     for _, p in ipairs(box.space._priv:select{u.id}) do
         out[#out + 1] = {p[5], p[3], p[4]}
@@ -552,7 +582,7 @@ function box.schema.func.create(name, opts)
     opts = opts or {}
     if box.schema.func.exists(name) then
         if opts.if_not_exists then return end
-        box.error(52, "Function '%s' already exists", name)
+        raise(52, "Function '%s' already exists", name)
     end
     local id = op('max_func_id') + 1
     local now = os.date('!%Y-%m-%d %H:%M:%S')
@@ -567,7 +597,7 @@ function box.schema.func.drop(name, opts)
     local f = box.space._func.index.name:get{name}
     if f == nil then
         if opts and opts.if_exists then return end
-        box.error(51, "Function '%s' does not exist", name)
+        raise(51, "Function '%s' does not exist", name)
     end
     for _, p in ipairs(box.space._priv.index.object:select{'function', f[1]}) do
         box.space._priv:delete{p[2], p[3], p[4]}
@@ -581,7 +611,7 @@ end
 
 local txn = {depth = 0, mark = nil}
 function box.begin()
-    if txn.mark ~= nil then box.error(79, 'Operation is not permitted when there is an active transaction') end
+    if txn.mark ~= nil then raise(79, 'Operation is not permitted when there is an active transaction') end
     txn.mark = op('txn_mark')
 end
 function box.commit() txn.mark = nil end

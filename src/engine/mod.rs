@@ -454,6 +454,15 @@ impl Engine {
         Ok(out)
     }
 
+    /// `index:get(key)`: the one tuple a full unique key names.
+    pub fn get(&self, creds: &Credentials, space_id: u32, index_id: u32, key: &[u8]) -> BoxResult<Option<Tuple>> {
+        let space = self.space(space_id)?;
+        self.check_space_access(creds, space, privilege::READ)?;
+        let index = space.index(index_id)?;
+        let key = index.parse_exact_key(key)?;
+        Ok(index.get(&key).cloned())
+    }
+
     /// Whether a system view shows `tuple` of its source space to this user.
     fn view_shows(&self, creds: &Credentials, view: u32, source: &Space, tuple: &Tuple) -> bool {
         if creds.universe & privilege::READ != 0 || creds.has(ObjectType::Space, source.def.id, None, privilege::READ) {

@@ -146,6 +146,24 @@ fn run(lua: &Lua, cx: &mut Context<'_>, op: &str, args: &[Value]) -> Result<Valu
             }
             Value::Table(out)
         }
+        "get" => {
+            let (space_id, key) = (u32_arg(1)?, key_of(args, 3)?);
+            let space = engine.space(space_id)?;
+            if space.def.engine != crate::engine::space::EngineKind::Memtx {
+                // Views answer through select.
+                let req = Select { space_id, index_id: u32_arg(2)?, iterator: 0, offset: 0, limit: 1, key: &key };
+                let names = names(space);
+                match engine.select(&creds, &req)?.into_iter().next() {
+                    Some(t) => tuple_value(lua, t, &names)?,
+                    None => Value::Nil,
+                }
+            } else {
+                match engine.get(&creds, space_id, u32_arg(2)?, &key)? {
+                    Some(t) => tuple_value(lua, t, &names(engine.space(space_id)?))?,
+                    None => Value::Nil,
+                }
+            }
+        }
         "insert" | "replace" => {
             let space_id = u32_arg(1)?;
             let tuple = bytes_of(args, 2)?;

@@ -1,0 +1,157 @@
+"""Lua over IPROTO (EVAL, CALL, CALL_16) compared with real Tarantool 2.6.
+
+The same Lua runs on both servers as admin; replies are normalized like the
+other differential tests (schema versions, error file/line) and must match. The
+schema the Lua creates is compared through the catalogue views too, which proves
+that box.schema writes the same system rows as Tarantool's.
+"""
+import pytest
+
+from conftest import ADMIN_PASSWORD, start_oncebox, start_tarantool
+from iproto_raw import CALL, CALL_16, EVAL, SELECT, Raw
+from test_differential import Pair, without_known_differences  # noqa: F401
+
+SETUP = """
+local s = box.schema.space.create('people', {format = {{'id', 'unsigned'}, {'name', 'string'},
+                                                       {name = 'age', type = 'unsigned', is_nullable = true}}})
+s:create_index('primary')
+s:create_index('by_name', {parts = {'name'}, unique = false})
+s:create_index('by_age', {parts = {{3, 'unsigned', is_nullable = true}}, unique = false})
+local h = box.schema.space.create('kv', {id = 600})
+h:create_index('pk', {type = 'hash', parts = {1, 'string'}})
+box.schema.user.create('carol', {password = 'c'})
+box.schema.user.grant('carol', 'read', 'space', 'people')
+box.schema.func.create('multi')
+box.schema.user.grant('carol', 'execute', 'function', 'multi')
+box.schema.role.create('readers')
+box.schema.user.grant('carol', 'readers')
+function multi() return 1, 'two', {3} end
+function seven() return 7 end
+function nothing() end
+function two_arrays() return {1, 2}, {3} end
+function rows() return box.space.people:select{} end
+function flat() return {1, 2, 3} end
+function empty() return {} end
+function amap() return {a = 1} end
+function fail() error('boom') end
+function fail_box() box.error{code = 4242, reason = 'custom reason'} end
+function fail_code() box.error(box.error.NO_SUCH_SPACE, 'nowhere') end
+function add(a, b) return a + b end
+function echo(...) return ... end
+"""
+
+
+@pytest.fixture(scope="module")
+def servers():
+    real, ours = start_tarantool(), start_oncebox()
+    for inst in (real, ours):
+        c = Raw(inst.host, inst.port)
+        assert c.auth("admin", ADMIN_PASSWORD)[0][0] == 0
+        h, b, _ = c.request(EVAL, {0x27: SETUP, 0x21: []})
+        assert h[0] == 0, (inst.kind, b)
+        c.close()
+    yield real, ours
+    real.stop()
+    ours.stop()
+
+
+def admin_pair(servers):
+    real, ours = servers
+    p = Pair(Raw(real.host, real.port), Raw(ours.host, ours.port))
+    p.auth("admin", ADMIN_PASSWORD)
+    return p
+
+
+def ev(p, code, *args):
+    return p(EVAL, {0x27: code, 0x21: list(args)})
+
+
+def test_schema_rows_written_by_lua_match(servers):
+    p = admin_pair(servers)
+    for space in (281, 289, 305):
+        p(SELECT, {0x10: space, 0x12: 1000, 0x14: 5, 0x20: [512] if space != 305 else [32]})
+    p(SELECT, {0x10: 313, 0x12: 1000, 0x14: 0, 0x20: [32]})
+    p(SELECT, {0x10: 297, 0x12: 1000, 0x14: 0, 0x11: 2, 0x20: ["multi"]})
+
+
+def test_eval_result_shapes(servers):
+    p = admin_pair(servers)
+    for code in ("return 1, 'two', {3}", "return", "return nil", "return {}", "return {a = 1}", "return 1.5",
+                 "return true, false", "return 2^53", "return -7", "return 'x', {1, {2, {3}}}",
+                 "return box.space.people:insert{1, 'Alice', 30}", "return box.space.people:select{}",
+                 "return box.space.people:get{1}", "return box.space.people:get{1}.name",
+                 "return #box.space.people:get{1}", "return box.space.people:get{1}:totable()",
+                 "return box.space.people:count(), box.space.people:len()"):
+        ev(p, code)
+    ev(p, "return ...", 1, "two", [3], {"k": "v"})
+    ev(p, "local a, b = ... return a + b", 2, 3)
+
+
+def test_eval_errors(servers):
+    p = admin_pair(servers)
+    for code in ("return 1 +", "error('boom')", "local t = nil; return t.x", "box.error{code = 4242, reason = 'r'}",
+                 "box.error(box.error.NO_SUCH_SPACE, 'x')", "box.error(box.error.ILLEGAL_PARAMS, 'bad')",
+                 "return box.space.people:insert{1, 'dup'}", "return box.space.nope:select{}",
+                 "return box.space.people:insert{'x', 'y'}", "return box.schema.space.create('people')",
+                 "return box.schema.user.create('carol')"):
+        ev(p, code)
+
+
+def test_call_and_call16_shapes(servers):
+    p = admin_pair(servers)
+    ev(p, "box.space.people:replace{2, 'Bob'} box.space.people:replace{3, 'Carl', 40}")
+    for name in ("multi", "seven", "nothing", "two_arrays", "rows", "flat", "empty", "amap"):
+        p(CALL, {0x22: name, 0x21: []})
+        p(CALL_16, {0x22: name, 0x21: []})
+    p(CALL, {0x22: "add", 0x21: [2, 40]})
+    p(CALL, {0x22: "echo", 0x21: [1, "a", [1, 2], {"m": 1}, None, True, 1.25]})
+    p(CALL, {0x22: "box.space.people:len", 0x21: []})
+    p(CALL, {0x22: "box.space.people.index.primary:count", 0x21: [[], {}]})
+    p(CALL, {0x22: "box.space.people:select", 0x21: [[2]]})
+    p(CALL, {0x22: "box.space.people.index.by_name:select", 0x21: [["Bob"]]})
+
+
+def test_call_errors(servers):
+    p = admin_pair(servers)
+    for name in ("fail", "fail_box", "fail_code", "no_such_function", "box.nope.x", "math.nope"):
+        p(CALL, {0x22: name, 0x21: []})
+
+
+def test_call_rights(servers):
+    real, ours = servers
+    p = Pair(Raw(real.host, real.port), Raw(ours.host, ours.port))
+    p.auth("carol", "c")
+    p(CALL, {0x22: "multi", 0x21: []})
+    p(CALL, {0x22: "seven", 0x21: []})
+    p(EVAL, {0x27: "return 1", 0x21: []})
+    g = Pair(Raw(real.host, real.port), Raw(ours.host, ours.port))
+    g(CALL, {0x22: "multi", 0x21: []})
+
+
+def test_space_methods(servers):
+    p = admin_pair(servers)
+    for code in ("return box.space.people:update(1, {{'+', 3, 1}})", "return box.space.people:update(99, {{'+', 3, 1}})",
+                 "return box.space.people:upsert({4, 'Dan', 1}, {{'+', 3, 1}})",
+                 "return box.space.people:upsert({4, 'Dan', 1}, {{'+', 3, 1}})", "return box.space.people:get(4)",
+                 "return box.space.people:delete(4)", "return box.space.people:delete(4)",
+                 "return box.space.people.index.by_age:select({}, {iterator = 'GE'})",
+                 "return box.space.people.index.primary:select({2}, {iterator = 'LT'})",
+                 "return box.space.people:select({}, {limit = 1, offset = 1})",
+                 "return box.space.people.index.primary:min(), box.space.people.index.primary:max()",
+                 "return box.space.people.index.by_name:get{'Bob'}",
+                 "return box.space.kv:insert{'k', 1}", "return box.space.kv:get{'k'}",
+                 "return box.space.kv:select({'k'}, {iterator = 'LT'})",
+                 "return box.space.people.id, box.space.people.name, box.space.people.index.by_name.id",
+                 "return box.space.people.index[0].name, box.space[600].name, box.space.nope"):
+        ev(p, code)
+
+
+def test_transactions(servers):
+    p = admin_pair(servers)
+    for code in ("box.begin() box.space.kv:insert{'t1', 1} box.rollback() return box.space.kv:get{'t1'}",
+                 "box.begin() box.space.kv:insert{'t2', 1} box.commit() return box.space.kv:get{'t2'}",
+                 "return pcall(box.atomic, function() box.space.kv:insert{'t3', 1} error('x') end)",
+                 "return box.space.kv:get{'t3'}",
+                 "return box.atomic(function() box.space.kv:insert{'t4', 4} return 'done' end)",
+                 "return box.is_in_txn()"):
+        ev(p, code)
