@@ -609,24 +609,71 @@ end
 -- Transactions: the request's changes commit together; rollback undoes them.
 --------------------------------------------------------------------------------
 
-local txn = {depth = 0, mark = nil}
-function box.begin()
+local txn = {mark = nil, token = nil}
+
+local function token_opts(opts)
+    if type(opts) == 'table' and getmetatable(opts) == nil and opts.idempotent_token ~= nil then
+        return opts.idempotent_token
+    end
+    return nil
+end
+
+function box.begin(opts)
     if txn.mark ~= nil then raise(79, 'Operation is not permitted when there is an active transaction') end
     txn.mark = op('txn_mark')
+    txn.token = token_opts(opts)
 end
-function box.commit() txn.mark = nil end
+
+function box.commit()
+    if txn.mark == nil then return end
+    local token = txn.token
+    if token ~= nil then
+        if op('idem_lookup', token) ~= nil then
+            -- Already committed under this token: this transaction is discarded.
+            op('txn_rollback', txn.mark)
+        else
+            op('idem_store', token, setmetatable({}, {__serialize = 'seq'}))
+        end
+    end
+    txn.mark, txn.token = nil, nil
+end
+
 function box.rollback()
     if txn.mark ~= nil then op('txn_rollback', txn.mark) end
-    txn.mark = nil
+    txn.mark, txn.token = nil, nil
 end
+
 function box.is_in_txn() return txn.mark ~= nil end
-function box.atomic(fn, ...)
+
+-- box.atomic([{idempotent_token = T},] fn, ...): with a token, the first call runs fn
+-- and stores its results in the same commit; a replay returns them without running fn.
+function box.atomic(opts, fn, ...)
+    local token = token_opts(opts)
+    local args
+    if token == nil and type(opts) == 'table' and getmetatable(opts) == nil and type(fn) == 'function' then
+        opts = nil
+    end
+    if opts ~= nil and token == nil and type(opts) ~= 'table' then
+        -- box.atomic(fn, ...)
+        args = {n = select('#', ...) + 1, fn, ...}
+        fn = opts
+    elseif opts == nil then
+        args = {n = select('#', ...), ...}
+    else
+        args = {n = select('#', ...), ...}
+    end
+    if token ~= nil then
+        local stored = op('idem_lookup', token)
+        if stored ~= nil then return unpack(stored, 1, table.maxn(stored)) end
+    end
     box.begin()
-    local r = {pcall(fn, ...)}
+    local r = {pcall(fn, unpack(args, 1, args.n))}
     if not r[1] then
         box.rollback()
         error(r[2], 0)
     end
+    local results = setmetatable({unpack(r, 2, table.maxn(r))}, {__serialize = 'seq'})
+    if token ~= nil then op('idem_store', token, results) end
     box.commit()
     return unpack(r, 2, table.maxn(r))
 end
@@ -634,7 +681,7 @@ function internal.reset_txn()
     if txn.mark ~= nil then
         -- A request that ends inside a transaction rolls it back, as Tarantool does.
         op('txn_rollback', txn.mark)
-        txn.mark = nil
+        txn.mark, txn.token = nil, nil
     end
 end
 
@@ -661,9 +708,109 @@ end, __call = function(self)
     return {version = self.version, status = self.status, ro = false, id = 1, uuid = self.uuid}
 end})
 
-box.cfg = setmetatable({}, {__call = function(self, opts)
-    for k, v in pairs(opts or {}) do rawset(self, k, v) end
-end})
+-- box.cfg: Tarantool 2.6's options are accepted; the ones the server fixed at start
+-- cannot change at run time; oncebox's idempotency options apply at once.
+local cfg_static = {work_dir = true, wal_mode = true, wal_dir = true, memtx_dir = true, vinyl_dir = true,
+                    memtx_memory = false, pid_file = true, background = true, username = true,
+                    instance_uuid = true, replicaset_uuid = true, slab_alloc_factor = true,
+                    log_format = true, coredump = true, hot_standby = true, strip_core = true}
+local cfg_known = {
+    listen = 'any', memtx_memory = 'number', memtx_min_tuple_size = 'number', memtx_max_tuple_size = 'number',
+    memtx_dir = 'string', wal_dir = 'string', work_dir = 'string', vinyl_dir = 'string', vinyl_memory = 'number',
+    vinyl_cache = 'number', vinyl_max_tuple_size = 'number', vinyl_read_threads = 'number',
+    vinyl_write_threads = 'number', vinyl_timeout = 'number', vinyl_run_count_per_level = 'number',
+    vinyl_run_size_ratio = 'number', vinyl_range_size = 'number', vinyl_page_size = 'number',
+    vinyl_bloom_fpr = 'number', log = 'string', log_level = 'number', log_format = 'string',
+    log_nonblock = 'boolean', pid_file = 'string', background = 'boolean', custom_proc_title = 'string',
+    username = 'string', coredump = 'boolean', read_only = 'boolean', readahead = 'number',
+    io_collect_interval = 'number', too_long_threshold = 'number', wal_mode = 'string', wal_max_size = 'number',
+    wal_dir_rescan_delay = 'number', checkpoint_interval = 'number', checkpoint_count = 'number',
+    checkpoint_wal_threshold = 'number', snap_io_rate_limit = 'number', force_recovery = 'boolean',
+    replication = 'any', replication_timeout = 'number', replication_connect_timeout = 'number',
+    replication_connect_quorum = 'number', replication_sync_lag = 'number', replication_sync_timeout = 'number',
+    replication_skip_conflict = 'boolean', replication_anon = 'boolean', replication_synchro_quorum = 'any',
+    replication_synchro_timeout = 'number', instance_uuid = 'string', replicaset_uuid = 'string',
+    net_msg_max = 'number', sql_cache_size = 'number', feedback_enabled = 'boolean', feedback_host = 'string',
+    feedback_interval = 'number', election_mode = 'string', election_timeout = 'number', hot_standby = 'boolean',
+    slab_alloc_arena = 'number', slab_alloc_factor = 'number', slab_alloc_minimal = 'number',
+    slab_alloc_maximal = 'number', worker_pool_threads = 'number', memtx_use_mvcc_engine = 'boolean',
+    strip_core = 'boolean', wal_queue_max_size = 'number', auth_type = 'string',
+    idempotency_mode = 'string', idempotency_lifetime = 'number', idempotency_max_count = 'number',
+    idempotency_max_size = 'number', idempotency_max_token_size = 'number',
+}
+local cfg_values = nil
+
+local function cfg_load()
+    if cfg_values ~= nil then return end
+    cfg_values = {}
+    for k, v in pairs(op('cfg_initial')) do
+        cfg_values[k] = tonumber(v) or v
+    end
+end
+
+box.cfg = setmetatable({}, {
+    __index = function(_, k)
+        cfg_load()
+        return cfg_values[k]
+    end,
+    __call = function(_, opts)
+        cfg_load()
+        for k, v in pairs(opts or {}) do
+            local want = cfg_known[k]
+            if want == nil then
+                raise(59, "Incorrect value for option '%s': unexpected option", tostring(k))
+            end
+            if want ~= 'any' and type(v) ~= want then
+                raise(59, "Incorrect value for option '%s': should be of type %s", k, want)
+            end
+        end
+        for k, v in pairs(opts or {}) do
+            if cfg_static[k] and cfg_values[k] ~= nil and cfg_values[k] ~= v then
+                raise(58, "Can't set option '%s' dynamically", k)
+            end
+        end
+        for k, v in pairs(opts or {}) do
+            if string.sub(k, 1, 12) == 'idempotency_' then op('idem_cfg', k, v) end
+            cfg_values[k] = v
+        end
+    end,
+})
+
+box.stat = setmetatable({}, {__call = function() return {} end})
+function box.stat.idempotency() return op('idem_stat') end
+
+-- box.ctl.on_iproto_request(fn [, old]): Tarantool's trigger convention.
+box.ctl = box.ctl or {}
+local iproto_triggers = {}
+function box.ctl.on_iproto_request(new, old)
+    if new == nil and old == nil then
+        local copy = {}
+        for i, t in ipairs(iproto_triggers) do copy[i] = t end
+        return copy
+    end
+    if new ~= nil and type(new) ~= 'function' then
+        raise(1, 'Illegal parameters, trigger reset() expects a function')
+    end
+    if old ~= nil then
+        local found = false
+        for i, t in ipairs(iproto_triggers) do
+            if t == old then
+                if new ~= nil then iproto_triggers[i] = new else table.remove(iproto_triggers, i) end
+                found = true
+                break
+            end
+        end
+        if not found then raise(1, 'Illegal parameters, trigger is not found') end
+    else
+        table.insert(iproto_triggers, new)
+    end
+    op('iproto_triggers', #iproto_triggers)
+    return new
+end
+
+function internal.run_iproto_triggers(header)
+    for _, t in ipairs(iproto_triggers) do t(header) end
+end
 
 box.tuple = {}
 function box.tuple.new(...)

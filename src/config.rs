@@ -44,6 +44,32 @@ impl Default for Config {
     }
 }
 
+impl Config {
+    /// The settings as `box.cfg` shows them (name, value as text).
+    #[must_use]
+    pub fn box_cfg_values(&self) -> Vec<(String, String)> {
+        let mode = match self.idempotency.mode {
+            crate::idempotency::Mode::Persistent => "persistent",
+            crate::idempotency::Mode::Manual => "manual",
+            crate::idempotency::Mode::Off => "off",
+        };
+        [
+            ("listen", self.listen.clone()),
+            ("wal_mode", self.wal_mode.name().to_owned()),
+            ("work_dir", self.data_dir.display().to_string()),
+            ("log_level", "5".to_owned()),
+            ("idempotency_mode", mode.to_owned()),
+            ("idempotency_lifetime", self.idempotency.lifetime_s.to_string()),
+            ("idempotency_max_count", self.idempotency.max_count.to_string()),
+            ("idempotency_max_size", self.idempotency.max_size.to_string()),
+            ("idempotency_max_token_size", self.idempotency.max_token_size.to_string()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v))
+        .collect()
+    }
+}
+
 /// Usage text for `--help`.
 pub const USAGE: &str = "\
 usage: oncebox [options]

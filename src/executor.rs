@@ -21,7 +21,7 @@ use crate::engine::{Change, Engine};
 use crate::error::{code, BoxError, BoxResult};
 use crate::idempotency::token::Token;
 use crate::idempotency::{self as idem, fingerprint, Mode, Record, Window};
-use crate::lua::{Caller, LuaRuntime, Shape};
+use crate::lua::{Caller, HeaderValue, Host, LuaRuntime, Shape};
 use crate::protocol::frame::FrameError;
 use crate::protocol::header::Header;
 use crate::protocol::request::{self, Request};
@@ -167,17 +167,30 @@ pub struct Executor {
     /// The Lua VM for CALL and EVAL.
     lua: LuaRuntime,
     instance_uuid: String,
+    /// Startup configuration, for `box.cfg` reads.
+    cfg: Rc<Vec<(String, String)>>,
+    /// Set by a Lua call whose reply must wait for an earlier commit group.
+    wait_for: Option<u64>,
 }
 
 impl Executor {
     /// An executor over `engine`; commits go to `wal` (or nowhere when `None`).
     #[must_use]
-    pub fn new(engine: Engine, wal: Option<WalSender>, window: Window, lua: LuaRuntime, uuid: &uuid::Uuid) -> Self {
+    pub fn new(
+        engine: Engine,
+        wal: Option<WalSender>,
+        window: Window,
+        lua: LuaRuntime,
+        uuid: &uuid::Uuid,
+        cfg: Vec<(String, String)>,
+    ) -> Self {
         Self {
             window,
             ticks: 0,
             lua,
             instance_uuid: uuid.hyphenated().to_string(),
+            cfg: Rc::new(cfg),
+            wait_for: None,
             engine,
             sessions: HashMap::new(),
             dirty: Vec::new(),
@@ -375,6 +388,7 @@ impl Executor {
                     "Idempotent requests are disabled (idempotency_mode = 'off')",
                 ));
             }
+            Mode::Manual if self.lua.has_iproto_triggers() => return Ok(Tokened::Plain),
             Mode::Manual => {
                 self.window.stats.rejections += 1;
                 return Err(BoxError::new(
@@ -437,7 +451,8 @@ impl Executor {
         let gate = if header.schema_version != 0 && header.schema_version != sv {
             Err(BoxError::wrong_schema_version(sv, header.schema_version))
         } else {
-            self.tokened(user, header, packet, body)
+            self.iproto_triggers(session_id, user, header, packet)
+                .and_then(|()| self.tokened(user, header, packet, body))
         };
         let owner = match gate {
             Ok(Tokened::Plain) => None,
@@ -463,6 +478,7 @@ impl Executor {
             }
         };
         let tokened = owner.is_some();
+        self.wait_for = None;
         let mut result = self.execute(session_id, user, &salt, header, body, &mut reply);
         if let (Ok(()), Some((token, fp))) = (&result, owner) {
             result = self.store_outcome(user, header.sync, token, fp, &mut reply);
@@ -503,7 +519,13 @@ impl Executor {
                 self.group_replies.push(HeldReply { session_id, sync: header.sync, bytes: reply });
                 return;
             }
-            Ok(()) => {}
+            Ok(()) => {
+                // A replayed Lua outcome whose first commit is not durable yet waits for it.
+                if let Some(ticket) = self.wait_for.take() {
+                    self.hold(ticket, HeldReply { session_id, sync: header.sync, bytes: reply });
+                    return;
+                }
+            }
         }
         if let Some(buf) = self.buffer(session_id) {
             buf.extend_from_slice(&reply);
@@ -533,6 +555,34 @@ impl Executor {
         reply.clear();
         response::ok_with_status(reply, sync, self.engine.schema_version(), idem::STATUS_EXECUTED, &record.reply);
         Ok(())
+    }
+
+    fn caller(&self, creds: Rc<Credentials>, session_id: u64) -> Caller {
+        Caller { creds, session_id, instance_uuid: self.instance_uuid.clone(), cfg: self.cfg.clone() }
+    }
+
+    /// Runs `box.ctl.on_iproto_request` triggers, if any, with the request's header.
+    fn iproto_triggers(&mut self, session_id: u64, user: u32, header: &Header, packet: &[u8]) -> BoxResult<()> {
+        if !self.lua.has_iproto_triggers() {
+            return Ok(());
+        }
+        let name = request_type_name(header.request_type);
+        #[allow(clippy::cast_precision_loss, reason = "Lua numbers are doubles")]
+        let mut fields: Vec<(&str, HeaderValue<'_>)> = vec![
+            ("type", HeaderValue::Str(name)),
+            ("sync", HeaderValue::Num(header.sync as f64)),
+            ("schema_version", HeaderValue::Num(header.schema_version as f64)),
+        ];
+        if let Some(raw) = header.idempotent_token.clone().and_then(|r| packet.get(r)) {
+            fields.push(("idempotent_token", HeaderValue::Raw(raw)));
+        }
+        let caller = self.caller(self.creds(user), session_id);
+        let mut host = Host {
+            engine: &mut self.engine,
+            window: &mut self.window,
+            ticket: self.wal.as_ref().map(|_| self.next_ticket),
+        };
+        self.lua.run_iproto_triggers(&mut host, &caller, &fields)
     }
 
     fn creds(&self, user: u32) -> Rc<Credentials> {
@@ -613,15 +663,27 @@ impl Executor {
                     Some(f) if f.setuid => self.engine.credentials(f.owner),
                     _ => creds,
                 };
-                let caller = Caller { creds, session_id, instance_uuid: self.instance_uuid.clone() };
-                let body = self.lua.call(&mut self.engine, &caller, c.name, c.args, shape)?;
-                response::ok_raw_body(out, sync, self.engine.schema_version(), &body);
+                let caller = self.caller(creds, session_id);
+                let mut host = Host {
+                    engine: &mut self.engine,
+                    window: &mut self.window,
+                    ticket: self.wal.as_ref().map(|_| self.next_ticket),
+                };
+                let (body, wait) = self.lua.call(&mut host, &caller, c.name, c.args, shape);
+                self.wait_for = wait;
+                response::ok_raw_body(out, sync, self.engine.schema_version(), &body?);
             }
             Request::Eval(e) => {
                 self.engine.check_eval_access(&creds)?;
-                let caller = Caller { creds, session_id, instance_uuid: self.instance_uuid.clone() };
-                let body = self.lua.eval(&mut self.engine, &caller, e.name, e.args)?;
-                response::ok_raw_body(out, sync, self.engine.schema_version(), &body);
+                let caller = self.caller(creds, session_id);
+                let mut host = Host {
+                    engine: &mut self.engine,
+                    window: &mut self.window,
+                    ticket: self.wal.as_ref().map(|_| self.next_ticket),
+                };
+                let (body, wait) = self.lua.eval(&mut host, &caller, e.name, e.args);
+                self.wait_for = wait;
+                response::ok_raw_body(out, sync, self.engine.schema_version(), &body?);
             }
         }
         Ok(())
@@ -630,6 +692,24 @@ impl Executor {
     fn reply_tuple(&self, out: &mut Vec<u8>, sync: u64, tuple: Option<&crate::engine::tuple::Tuple>) {
         let sv = self.engine.schema_version();
         response::ok_data(out, sync, sv, tuple.into_iter().map(|t| &t[..]));
+    }
+}
+
+/// The name `on_iproto_request` triggers see for a request type.
+fn request_type_name(ty: u64) -> &'static str {
+    match ty {
+        request_type::SELECT => "SELECT",
+        request_type::INSERT => "INSERT",
+        request_type::REPLACE => "REPLACE",
+        request_type::UPDATE => "UPDATE",
+        request_type::DELETE => "DELETE",
+        request_type::CALL_16 => "CALL_16",
+        request_type::AUTH => "AUTH",
+        request_type::EVAL => "EVAL",
+        request_type::UPSERT => "UPSERT",
+        request_type::CALL => "CALL",
+        request_type::PING => "PING",
+        _ => "UNKNOWN",
     }
 }
 

@@ -54,6 +54,7 @@ pub fn run(config: config::Config) -> Result<(), BoxedError> {
     let (ready_tx, ready_rx) = std_mpsc::channel::<Result<(uuid::Uuid, Option<std::thread::JoinHandle<()>>), String>>();
     let admin_password = config.admin_password.clone();
     let idempotency = config.idempotency.clone();
+    let startup_cfg = config.box_cfg_values();
     let wal_notify = tx.clone();
     let tx_thread = std::thread::Builder::new().name("tx".into()).spawn(move || {
         // The engine holds `Rc`s: it is built on, and never leaves, this thread.
@@ -63,7 +64,7 @@ pub fn run(config: config::Config) -> Result<(), BoxedError> {
                 Ok(lua) => {
                     let window = idempotency::Window::new(idempotency, clock_ms, &engine);
                     let _ = ready_tx.send(Ok((uuid, wal_thread)));
-                    Executor::new(engine, wal, window, lua, &uuid).run(rx);
+                    Executor::new(engine, wal, window, lua, &uuid, startup_cfg).run(rx);
                 }
                 Err(e) => {
                     let _ = ready_tx.send(Err(format!("Lua runtime: {e}")));

@@ -33,6 +33,13 @@ pub fn of(req: &Request<'_>) -> [u8; 32] {
     Sha256::digest(&c).into()
 }
 
+/// The fingerprint of records stored by the Lua API (`box.atomic`, `box.begin`
+/// with `idempotent_token`): a token used there and by an IPROTO request is a mismatch.
+#[must_use]
+pub fn lua_api() -> [u8; 32] {
+    Sha256::digest(b"oncebox lua api").into()
+}
+
 fn u(v: u32) -> u64 {
     u64::from(v)
 }

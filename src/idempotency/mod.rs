@@ -328,6 +328,19 @@ impl Window {
         (engine.space(SPACE_ID).map_or(0, |s| s.len() as u64), self.total_size)
     }
 
+    /// Age of the oldest remembered record, in seconds of service time.
+    #[must_use]
+    pub fn oldest_age_s(&self, engine: &crate::engine::Engine) -> f64 {
+        let oldest = engine
+            .space(SPACE_ID)
+            .ok()
+            .and_then(|s| s.indexes.get(&CREATED_INDEX))
+            .and_then(|ix| ix.iter().next().cloned())
+            .and_then(|t| Record::from_tuple(&t));
+        #[allow(clippy::cast_precision_loss, reason = "ages in ms fit f64")]
+        oldest.map_or(0.0, |r| self.clock.now_ms().saturating_sub(r.created_ms) as f64 / 1000.0)
+    }
+
     /// The commit group a token's record waits in, if it is not yet durable.
     #[must_use]
     pub fn in_flight(&self, user: u32, token: &[u8]) -> Option<u64> {

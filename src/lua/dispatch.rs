@@ -7,7 +7,7 @@
 
 use std::rc::Rc;
 
-use mlua::{Lua, MultiValue, Table, Value};
+use mlua::{FromLua, Lua, MultiValue, Table, Value};
 
 use super::convert;
 use super::tuple::LuaTuple;
@@ -17,19 +17,33 @@ use crate::engine::space::{Space, WriteMode};
 use crate::engine::tuple::Tuple;
 use crate::engine::Engine;
 use crate::error::BoxError;
+use crate::idempotency::token::Token;
+use crate::idempotency::{self as idem, fingerprint, Mode, Record, Window};
 use crate::protocol::request::{Delete, Select, Update, Upsert};
 
-/// What one call into the engine needs: the engine and whose rights apply.
+/// What one call into the engine needs: the engine, the idempotency window, and whose rights apply.
 pub struct Context<'a> {
     /// The engine.
     pub engine: &'a mut Engine,
+    /// The idempotency window.
+    pub window: &'a mut Window,
     /// The effective user's rights.
     pub creds: Rc<Credentials>,
     /// The calling session's id.
     pub session_id: u64,
     /// The instance uuid (`box.info.uuid`).
     pub instance_uuid: String,
+    /// Startup configuration, for `box.cfg` reads.
+    pub cfg: Rc<Vec<(String, String)>>,
+    /// The commit group this request's changes join (`None` without a WAL).
+    pub ticket: Option<u64>,
+    /// Set when the reply must wait until an earlier group is durable (a joined token).
+    pub wait_for: Option<u64>,
 }
+
+/// Number of `box.ctl.on_iproto_request` triggers, kept as Lua app data.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct IprotoTriggers(pub usize);
 
 fn arg<T: mlua::FromLua>(lua: &Lua, args: &[Value], i: usize) -> mlua::Result<T> {
     T::from_lua(args.get(i).cloned().unwrap_or(Value::Nil), lua)
@@ -224,6 +238,38 @@ fn run(lua: &Lua, cx: &mut Context<'_>, op: &str, args: &[Value]) -> Result<Valu
             t.raw_set(2, pos + r.position())?;
             Value::Table(t)
         }
+        "idem_lookup" => idem_lookup(lua, cx, args)?,
+        "idem_store" => {
+            let token = token_arg(cx, args)?;
+            let reply = bytes_of(args, 2)?;
+            let record = Record {
+                user_id: cx.creds.user_id,
+                token: token.encoded,
+                fingerprint: fingerprint::lua_api(),
+                created_ms: cx.window.clock.now_ms(),
+                reply,
+            };
+            cx.engine.put_idempotency_record(&record.to_tuple())?;
+            cx.window.added(&record, cx.ticket);
+            Value::Nil
+        }
+        "idem_stat" => idem_stat(lua, cx)?,
+        "idem_cfg" => {
+            let key: String = arg(lua, args, 1)?;
+            idem_cfg(lua, cx, &key, args.get(2).cloned().unwrap_or(Value::Nil))?;
+            Value::Nil
+        }
+        "cfg_initial" => {
+            let t = lua.create_table()?;
+            for (k, v) in cx.cfg.iter() {
+                t.set(k.as_str(), v.as_str())?;
+            }
+            Value::Table(t)
+        }
+        "iproto_triggers" => {
+            lua.set_app_data(IprotoTriggers(arg(lua, args, 1)?));
+            Value::Nil
+        }
         "txn_mark" => Value::Integer(i64::try_from(engine.pending_changes()).unwrap_or(0)),
         "txn_rollback" => {
             engine.rollback_to(arg::<usize>(lua, args, 1)?);
@@ -282,4 +328,89 @@ fn space_info(lua: &Lua, engine: &Engine, which: Option<&Value>) -> mlua::Result
     }
     t.set("index", indexes)?;
     Ok(Value::Table(t))
+}
+
+fn token_arg(cx: &mut Context<'_>, args: &[Value]) -> Result<Token, Failure> {
+    let raw = bytes_of(args, 1)?;
+    Token::parse(&raw, cx.window.settings.max_token_size).map_err(|e| {
+        cx.window.stats.rejections += 1;
+        Failure::Box(BoxError::new(idem::code::TOKEN_INVALID, format!("Invalid idempotency token: {}", e.0)))
+    })
+}
+
+/// `box.atomic{idempotent_token}` / `box.begin{idempotent_token}`: the stored results, if remembered.
+fn idem_lookup(lua: &Lua, cx: &mut Context<'_>, args: &[Value]) -> Result<Value, Failure> {
+    if cx.window.settings.mode != Mode::Persistent {
+        cx.window.stats.rejections += 1;
+        return Err(BoxError::new(
+            idem::code::DISABLED,
+            "Idempotent requests are disabled (idempotency_mode is not 'persistent')",
+        )
+        .into());
+    }
+    let token = token_arg(cx, args)?;
+    let user = cx.creds.user_id;
+    let Some(stored) = cx.engine.idempotency_record(user, &token.encoded) else { return Ok(Value::Nil) };
+    let record = Record::from_tuple(&stored).ok_or_else(|| BoxError::invalid_msgpack("_idempotency record"))?;
+    if record.fingerprint != fingerprint::lua_api() {
+        cx.window.stats.mismatches += 1;
+        return Err(BoxError::new(
+            idem::code::TOKEN_MISMATCH,
+            "Idempotency token was already used for a different request",
+        )
+        .into());
+    }
+    if let Some(ticket) = cx.window.in_flight(user, &token.encoded) {
+        // The first attempt is not durable yet: this reply waits for it.
+        cx.window.stats.joins += 1;
+        cx.wait_for = Some(cx.wait_for.map_or(ticket, |t| t.max(ticket)));
+    } else {
+        cx.window.stats.replays += 1;
+    }
+    let mut r = crate::protocol::msgpack::Reader::new(&record.reply);
+    Ok(convert::decode(lua, &mut r, 0, false)?)
+}
+
+fn idem_stat(lua: &Lua, cx: &mut Context<'_>) -> Result<Value, Failure> {
+    let (count, bytes) = cx.window.usage(cx.engine);
+    let st = &cx.window.stats;
+    let t = lua.create_table()?;
+    t.set("remembered", count)?;
+    t.set("bytes", bytes)?;
+    t.set("oldest_age", cx.window.oldest_age_s(cx.engine))?;
+    t.set("executed", st.executed)?;
+    t.set("replays", st.replays)?;
+    t.set("joins", st.joins)?;
+    t.set("mismatches", st.mismatches)?;
+    t.set("rejections", st.rejections)?;
+    let ev = lua.create_table()?;
+    ev.set("lifetime", st.evicted_lifetime)?;
+    ev.set("count", st.evicted_count)?;
+    ev.set("size", st.evicted_size)?;
+    t.set("evicted", ev)?;
+    Ok(Value::Table(t))
+}
+
+fn idem_cfg(lua: &Lua, cx: &mut Context<'_>, key: &str, v: Value) -> Result<(), Failure> {
+    let bad = |what: &str| {
+        Failure::Box(BoxError::new(crate::error::code::CFG, format!("Incorrect value for option '{key}': {what}")))
+    };
+    let number = || -> Result<f64, Failure> {
+        f64::from_lua(v.clone(), lua).ok().filter(|n| *n >= 0.0).ok_or_else(|| bad("should be a non-negative number"))
+    };
+    let s = &mut cx.window.settings;
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "checked non-negative")]
+    match key {
+        "idempotency_mode" => {
+            let name =
+                String::from_lua(v.clone(), lua).map_err(|_| bad("should be one of 'persistent', 'manual', 'off'"))?;
+            s.mode = Mode::parse(&name).ok_or_else(|| bad("should be one of 'persistent', 'manual', 'off'"))?;
+        }
+        "idempotency_lifetime" => s.lifetime_s = number()?,
+        "idempotency_max_count" => s.max_count = number()? as u64,
+        "idempotency_max_size" => s.max_size = number()? as u64,
+        "idempotency_max_token_size" => s.max_token_size = (number()? as usize).max(1),
+        _ => return Err(bad("unexpected option")),
+    }
+    Ok(())
 }

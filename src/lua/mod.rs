@@ -20,6 +20,7 @@ use mlua::{Function, Lua, MultiValue, ObjectLike, Table, Value};
 use crate::engine::access::Credentials;
 use crate::engine::Engine;
 use crate::error::{code, BoxError, BoxResult, ErrorKind};
+use crate::idempotency::Window;
 use crate::protocol::key;
 use crate::protocol::msgpack::write;
 use dispatch::{dispatch, Context};
@@ -45,7 +46,22 @@ pub struct Caller {
     pub session_id: u64,
     /// The instance uuid.
     pub instance_uuid: String,
+    /// Startup configuration (`box.cfg` values), as strings.
+    pub cfg: Rc<Vec<(String, String)>>,
 }
+
+/// What a Lua call may touch: the engine and the idempotency window.
+pub struct Host<'a> {
+    /// The engine.
+    pub engine: &'a mut Engine,
+    /// The idempotency window.
+    pub window: &'a mut Window,
+    /// The commit group this request's changes join (`None` without a WAL).
+    pub ticket: Option<u64>,
+}
+
+/// A call's result, and the commit group its reply must wait for (a joined token).
+pub type Outcome = (BoxResult<Vec<u8>>, Option<u64>);
 
 /// The Lua VM with `box` loaded.
 pub struct LuaRuntime {
@@ -94,18 +110,27 @@ impl LuaRuntime {
     /// as in Tarantool.
     fn with_engine(
         &self,
-        engine: &mut Engine,
+        host: &mut Host<'_>,
         caller: &Caller,
         f: impl FnOnce(&Lua) -> mlua::Result<BoxResult<Vec<u8>>>,
-    ) -> mlua::Result<BoxResult<Vec<u8>>> {
+    ) -> (mlua::Result<BoxResult<Vec<u8>>>, Option<u64>) {
+        let wait_for = std::cell::Cell::new(None);
         let mut cx = Context {
-            engine,
+            engine: &mut *host.engine,
+            window: &mut *host.window,
             creds: caller.creds.clone(),
             session_id: caller.session_id,
             instance_uuid: caller.instance_uuid.clone(),
+            cfg: caller.cfg.clone(),
+            ticket: host.ticket,
+            wait_for: None,
         };
-        self.lua.scope(|scope| {
-            let op = scope.create_function_mut(move |lua, args: MultiValue| dispatch(lua, &mut cx, args))?;
+        let result = self.lua.scope(|scope| {
+            let op = scope.create_function_mut(|lua, args: MultiValue| {
+                let r = dispatch(lua, &mut cx, args);
+                wait_for.set(cx.wait_for);
+                r
+            })?;
             let internal: Table = self.lua.globals().get::<Table>("box")?.get("internal")?;
             internal.set("op", op)?;
             let r = f(&self.lua);
@@ -119,21 +144,47 @@ impl LuaRuntime {
                 }
                 other => other,
             }
-        })
+        });
+        (result, wait_for.get())
+    }
+
+    /// Whether any `box.ctl.on_iproto_request` trigger is set (none: no cost per request).
+    #[must_use]
+    pub fn has_iproto_triggers(&self) -> bool {
+        self.lua.app_data_ref::<dispatch::IprotoTriggers>().is_some_and(|t| t.0 > 0)
+    }
+
+    /// Runs the `on_iproto_request` triggers with a request's header; an error rejects the request.
+    pub fn run_iproto_triggers(
+        &self,
+        host: &mut Host<'_>,
+        caller: &Caller,
+        header: &[(&str, HeaderValue<'_>)],
+    ) -> BoxResult<()> {
+        let (outcome, _) = self.with_engine(host, caller, |lua| {
+            let t = lua.create_table()?;
+            for (k, v) in header {
+                match v {
+                    HeaderValue::Str(s) => t.set(*k, *s)?,
+                    HeaderValue::Num(n) => t.set(*k, *n)?,
+                    HeaderValue::Raw(bytes) => {
+                        let mut r = crate::protocol::msgpack::Reader::new(bytes);
+                        t.set(*k, convert::decode(lua, &mut r, 0, false)?)?;
+                    }
+                }
+            }
+            let run: Function =
+                lua.globals().get::<Table>("box")?.get::<Table>("internal")?.get("run_iproto_triggers")?;
+            protected_call(lua, &Value::Function(run), vec![Value::Table(t)]).map(|r| r.map(|_| Vec::new()))
+        });
+        outcome.map_err(|e| lua_err(&e))?.map(|_| ())
     }
 
     /// CALL: runs the global function `name` (`a.b.c`, or `a.b:c` to pass `a.b` as self)
     /// and returns the reply body `{0x30: [...]}`.
-    pub fn call(
-        &self,
-        engine: &mut Engine,
-        caller: &Caller,
-        name: &[u8],
-        args: &[u8],
-        shape: Shape,
-    ) -> BoxResult<Vec<u8>> {
+    pub fn call(&self, host: &mut Host<'_>, caller: &Caller, name: &[u8], args: &[u8], shape: Shape) -> Outcome {
         let name = String::from_utf8_lossy(name).into_owned();
-        let outcome = self.with_engine(engine, caller, |lua| {
+        let (outcome, wait) = self.with_engine(host, caller, |lua| {
             let Some((func, receiver)) = resolve(lua, &name)? else {
                 return Ok(Err(BoxError::new(code::NO_SUCH_PROC, format!("Procedure '{name}' is not defined"))));
             };
@@ -141,12 +192,12 @@ impl LuaRuntime {
             values.extend(convert::decode_args(lua, args)?);
             protected_call(lua, &func, values).map(|r| r.and_then(|vals| encode_results(&vals, shape)))
         });
-        outcome.map_err(|e| lua_err(&e))?
+        (outcome.map_err(|e| lua_err(&e)).and_then(|r| r), wait)
     }
 
     /// EVAL: runs `expr` as a chunk named `eval` with `...` bound to the arguments.
-    pub fn eval(&self, engine: &mut Engine, caller: &Caller, expr: &[u8], args: &[u8]) -> BoxResult<Vec<u8>> {
-        let outcome = self.with_engine(engine, caller, |lua| {
+    pub fn eval(&self, host: &mut Host<'_>, caller: &Caller, expr: &[u8], args: &[u8]) -> Outcome {
+        let (outcome, wait) = self.with_engine(host, caller, |lua| {
             let func = match lua.load(expr).set_name("=eval").into_function() {
                 Ok(f) => f,
                 Err(e) => return Ok(Err(lua_err(&e))),
@@ -155,8 +206,19 @@ impl LuaRuntime {
             protected_call(lua, &Value::Function(func), values)
                 .map(|r| r.and_then(|vals| encode_results(&vals, Shape::Call)))
         });
-        outcome.map_err(|e| lua_err(&e))?
+        (outcome.map_err(|e| lua_err(&e)).and_then(|r| r), wait)
     }
+}
+
+/// A header field handed to `on_iproto_request` triggers.
+#[derive(Debug, Clone)]
+pub enum HeaderValue<'a> {
+    /// A string (the request type's name).
+    Str(&'a str),
+    /// A number.
+    Num(f64),
+    /// A raw msgpack value (the token).
+    Raw(&'a [u8]),
 }
 
 /// Finds the function a CALL names.
