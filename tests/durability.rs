@@ -52,6 +52,20 @@ fn populate(server: &Server) {
     ] {
         assert_eq!(c.insert(312, grant).code, 0);
     }
+    // A sequence (a `_sequence` row and its `_sequence_data` value) must survive.
+    let seq = mp::array(&[
+        mp::uint(7),
+        mp::uint(1),
+        mp::str("ids"),
+        mp::uint(1),
+        mp::uint(1),
+        mp::uint(i64::MAX as u64),
+        mp::uint(1),
+        mp::uint(0),
+        vec![0xc2],
+    ]);
+    assert_eq!(c.insert(284, seq).code, 0);
+    assert_eq!(c.insert(285, mp::array(&[mp::uint(7), mp::uint(41)])).code, 0);
     // A delete and an update must survive too.
     let del = mp::map(&[(0x10, mp::uint(u64::from(SPACE))), (0x20, mp::array(&[mp::uint(50)]))]);
     assert_eq!(c.request(5, &del).code, 0);
@@ -73,6 +87,10 @@ fn verify(server: &Server) {
     assert_eq!(even.ids(), (2..=48).step_by(2).collect::<Vec<_>>());
     let changed = c.select(SPACE, 1, mp::array(&[mp::str("changed")]), 0);
     assert_eq!(changed.ids(), vec![49]);
+    let mut a = admin(server);
+    let seq = a.select(284, 0, mp::array(&[mp::uint(7)]), 0);
+    assert_eq!(seq.tuples().len(), 1, "the sequence survived");
+    assert_eq!(a.select(285, 0, mp::array(&[mp::uint(7)]), 0).tuples()[0][1], mp::uint(41));
     // The grant survived: dora may read but not write.
     assert_eq!(c.insert(SPACE, row(100, "x")).error_code(), 42);
     // The server keeps working after recovery.
@@ -257,4 +275,69 @@ fn wal_mode_none_writes_nothing() {
     create_test_space(&mut c, SPACE, "mem");
     assert_eq!(c.insert(SPACE, row(1, "a")).code, 0);
     assert!(!std::path::Path::new(&data).exists());
+}
+
+/// Multi-statement Lua transactions under kill -9: after restart no transaction is
+/// half applied (every transfer moves money between two rows; the total stays 0).
+#[test]
+fn crash_never_half_applies_a_transaction() {
+    for mode in ["write", "fsync"] {
+        let dir = TempDir::new("txn");
+        let mut s = start(&dir, &["--wal-mode", mode]);
+        {
+            let mut c = admin(&s);
+            let setup = "local s = box.schema.space.create('acc') s:create_index('pk') \
+                         for i = 1, 10 do s:insert{i, 0} end \
+                         function transfer(a, b, n) box.begin() \
+                           box.space.acc:update(a, {{'-', 2, n}}) box.space.acc:update(b, {{'+', 2, n}}) \
+                           box.commit() end";
+            let r = c.request(8, &mp::map(&[(0x27, mp::str(setup)), (0x21, mp::array(&[]))]));
+            assert_eq!(r.code, 0, "{r:?}");
+        }
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut clients = Vec::new();
+        for w in 0..4u64 {
+            let addr = s.addr.clone();
+            let stop = stop.clone();
+            clients.push(std::thread::spawn(move || {
+                let mut c = Conn::open(&addr);
+                assert_eq!(c.auth("admin", "pw").code, 0);
+                let mut i = w;
+                while !stop.load(Ordering::Relaxed) {
+                    i += 1;
+                    let (a, b) = (1 + i % 10, 1 + (i * 7 + 3) % 10);
+                    let args = mp::array(&[mp::uint(a), mp::uint(b), mp::uint(1 + i % 5)]);
+                    c.send(&mp::header(10, i), &mp::map(&[(0x22, mp::str("transfer")), (0x21, args)]));
+                    if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| c.recv())).is_err() {
+                        break;
+                    }
+                }
+            }));
+        }
+        std::thread::sleep(Duration::from_millis(600));
+        s.kill9();
+        stop.store(true, Ordering::Relaxed);
+        for t in clients {
+            let _ = t.join();
+        }
+        let s = start(&dir, &["--wal-mode", mode]);
+        let mut c = admin(&s);
+        let total = c.request(
+            8,
+            &mp::map(&[
+                (
+                    0x27,
+                    mp::str(
+                        "local t, moved = 0, 0 for _, r in box.space.acc:pairs() do t = t + r[2] \
+                     moved = moved + math.abs(r[2]) end return t, box.space.acc:count(), moved > 0",
+                    ),
+                ),
+                (0x21, mp::array(&[])),
+            ]),
+        );
+        assert_eq!(total.code, 0);
+        let body = total.body;
+        // {0x30: [0, 10, true]}: totals balance, and transfers did happen.
+        assert_eq!(&body[body.len() - 3..], &[0x00, 0x0a, 0xc3], "{mode}: a transfer was half applied: {body:?}");
+    }
 }
