@@ -106,6 +106,9 @@ function box.error.is(e) return getmetatable(e) == error_mt end
 
 -- Calls into the engine; a failure is raised as a box.error at the caller's caller.
 local function op(name, ...)
+    if internal.op == nil then
+        error(make_error(0, 'Please call box.cfg{} first'), 3)
+    end
     local ok, res = internal.op(name, ...)
     if not ok then
         error(make_error(res.code, res.message, res.type, res), 3)
@@ -140,10 +143,23 @@ end
 local space_cache = {version = -1, by_id = {}, by_name = {}}
 local make_space
 
+local fill_space
+
+-- Space objects are kept per id and refreshed in place when the schema changes,
+-- so a script holding `s = box.schema.space.create(...)` sees indexes created later.
 local function lookup_space(k)
     local version = op('schema_version')
     if version ~= space_cache.version then
+        local by_id = space_cache.by_id
         space_cache = {version = version, by_id = {}, by_name = {}}
+        for id, obj in pairs(by_id) do
+            local info = op('space', id)
+            if info ~= nil then
+                fill_space(obj, info)
+                space_cache.by_id[id] = obj
+                space_cache.by_name[info.name] = obj
+            end
+        end
     end
     local cached = space_cache.by_id[k] or space_cache.by_name[k]
     if cached then return cached end
@@ -257,16 +273,22 @@ function space_methods:frommap(m)
     return box.tuple.new(t)
 end
 
-make_space = function(info)
-    local s = setmetatable({id = info.id, name = info.name, engine = 'memtx', field_count = info.field_count,
-                            temporary = info.temporary, enabled = true, _format = info.format,
-                            index = {}}, {__index = space_methods.__index, __serialize = 'map'})
+fill_space = function(s, info)
+    s.id, s.name, s.field_count, s.temporary, s._format = info.id, info.name, info.field_count, info.temporary,
+        info.format
+    for k in pairs(s.index) do s.index[k] = nil end
     for iid, ix in pairs(info.index) do
         local index = setmetatable({id = iid, name = ix.name, type = ix.type, unique = ix.unique,
                                     space_id = info.id, parts = ix.parts}, index_methods)
         s.index[iid] = index
         s.index[ix.name] = index
     end
+end
+
+make_space = function(info)
+    local s = setmetatable({engine = 'memtx', enabled = true, index = {}},
+                           {__index = space_methods.__index, __serialize = 'map'})
+    fill_space(s, info)
     s.create_index = function(self, name, opts) return internal.create_index(self, name, opts) end
     return s
 end
@@ -754,6 +776,19 @@ box.cfg = setmetatable({}, {
         return cfg_values[k]
     end,
     __call = function(_, opts)
+        if internal.script_mode and not internal.booted then
+            -- The first box.cfg of a script: the server boots the engine, then resumes here.
+            for k, v in pairs(opts or {}) do
+                if cfg_known[k] == nil then
+                    raise(59, "Incorrect value for option '%s': unexpected option", tostring(k))
+                end
+            end
+            coroutine.yield('box.cfg', opts or {})
+            internal.booted = true
+            cfg_values = nil
+            cfg_load()
+            return
+        end
         cfg_load()
         for k, v in pairs(opts or {}) do
             local want = cfg_known[k]

@@ -73,6 +73,7 @@ impl Config {
 /// Usage text for `--help`.
 pub const USAGE: &str = "\
 usage: oncebox [options]
+       oncebox script.lua [args]   (also as `tarantool script.lua` through a symlink)
 
   --listen ADDR            host:port or port to serve IPROTO on (default 127.0.0.1:3301)
   --max-packet-size BYTES  largest request accepted (default 67108864)
@@ -101,6 +102,8 @@ pub enum Command {
     Version,
     /// Print usage.
     Help,
+    /// Run a Lua script (`oncebox app.lua args...`).
+    Script(std::path::PathBuf, Vec<String>),
 }
 
 /// Parses command-line arguments (without the program name).
@@ -139,6 +142,10 @@ pub fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Command, Str
                 let v = value("--wal-mode")?;
                 cfg.wal_mode =
                     WalMode::parse(&v).ok_or_else(|| format!("unknown wal mode '{v}' (none, write, fsync)"))?;
+            }
+            other if !other.starts_with('-') => {
+                // The first positional argument is a script; the rest are its arguments.
+                return Ok(Command::Script(PathBuf::from(other), it.collect()));
             }
             other => return Err(format!("unknown option '{other}'")),
         }

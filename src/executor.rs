@@ -205,6 +205,24 @@ impl Executor {
         }
     }
 
+    /// Runs the rest of a script (after its first `box.cfg`) as admin; its changes form one commit group.
+    pub fn resume_script(&mut self, co: &mlua::Thread) -> BoxResult<()> {
+        let caller = self.caller(self.creds(user_id::ADMIN), 0);
+        let mut host = Host {
+            engine: &mut self.engine,
+            window: &mut self.window,
+            ticket: self.wal.as_ref().map(|_| self.next_ticket),
+        };
+        let result = self.lua.resume_bound(&mut host, &caller, co);
+        let changes = self.engine.take_changes();
+        if self.wal.is_some() {
+            self.group_ops.extend(changes.iter().map(row_op));
+            self.group_undo.extend(changes);
+        }
+        self.end_batch();
+        result
+    }
+
     /// Runs until shutdown completes or every sender is gone.
     pub fn run(mut self, mut rx: UnboundedReceiver<TxMessage>) {
         while let Some(msg) = rx.blocking_recv() {

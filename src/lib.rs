@@ -16,6 +16,7 @@ pub mod executor;
 pub mod idempotency;
 pub mod lua;
 pub mod protocol;
+pub mod script;
 pub mod server;
 pub mod storage;
 
@@ -138,7 +139,7 @@ pub fn run(config: config::Config) -> Result<(), BoxedError> {
 type Booted = (engine::Engine, uuid::Uuid, Option<storage::wal::WalSender>, Option<std::thread::JoinHandle<()>>, u64);
 
 /// Builds the engine on the TX thread and starts the WAL thread.
-fn boot(
+pub(crate) fn boot(
     dir: Option<&DataDir>,
     store: Option<FjallStore>,
     admin_password: Option<String>,
@@ -189,4 +190,75 @@ async fn shutdown_signal() {
     {
         let _ = ctrl_c.await;
     }
+}
+
+/// Script mode: runs `script` (see [`script`]); serves while the script's `box.cfg`
+/// listens, until SIGINT or SIGTERM. Returns the process exit status.
+pub fn run_script(path: std::path::PathBuf, args: Vec<String>) -> Result<i32, BoxedError> {
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<TxMessage>();
+    let (ev_tx, mut ev_rx) = tokio::sync::mpsc::unbounded_channel::<script::ScriptEvent>();
+    let notify = tx.clone();
+    let tx_thread =
+        std::thread::Builder::new().name("tx".into()).spawn(move || script::run(&path, &args, rx, &notify, &ev_tx))?;
+    let runtime =
+        tokio::runtime::Builder::new_multi_thread().worker_threads(1).thread_name("net").enable_all().build()?;
+    let stop = CancellationToken::new();
+    let tracker = TaskTracker::new();
+    let code = runtime.block_on(async {
+        let mut listening = false;
+        loop {
+            tokio::select! {
+                ev = ev_rx.recv() => match ev {
+                    Some(script::ScriptEvent::Listen { addr, instance_uuid, reply }) => {
+                        match TcpListener::bind(&addr).await {
+                            Ok(listener) => {
+                                let bound = listener.local_addr().map(|a| a.to_string()).unwrap_or(addr);
+                                tracing::info!(addr = %bound, "listening");
+                                println!("oncebox listening on {bound}");
+                                let _ = reply.send(Ok(bound));
+                                listening = true;
+                                let cfg = server::ServerConfig {
+                                    instance_uuid,
+                                    max_packet_size: protocol::frame::DEFAULT_MAX_PACKET_SIZE,
+                                    max_connections: 10_000,
+                                };
+                                tokio::spawn(server::serve(listener, tx.clone(), cfg, stop.clone(), tracker.clone()));
+                                let ticker = tx.clone();
+                                let tick_stop = stop.clone();
+                                tokio::spawn(async move {
+                                    let mut every = tokio::time::interval(std::time::Duration::from_secs(1));
+                                    loop {
+                                        tokio::select! {
+                                            _ = every.tick() => if ticker.send(TxMessage::Tick).is_err() { return },
+                                            () = tick_stop.cancelled() => return,
+                                        }
+                                    }
+                                });
+                            }
+                            Err(e) => {
+                                let _ = reply.send(Err(format!("failed to bind {addr}: {e}")));
+                            }
+                        }
+                    }
+                    Some(script::ScriptEvent::Done { code }) if !listening => return code,
+                    Some(script::ScriptEvent::Done { .. }) => {}
+                    None => return 0,
+                },
+                () = shutdown_signal() => {
+                    tracing::info!("signal received, shutting down");
+                    return 0;
+                }
+            }
+        }
+    });
+    stop.cancel();
+    let _ = tx.send(TxMessage::Shutdown);
+    drop(tx);
+    let _ = tx_thread.join();
+    tracker.close();
+    runtime.block_on(async {
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(5), tracker.wait()).await;
+    });
+    runtime.shutdown_background();
+    Ok(code)
 }

@@ -16,6 +16,18 @@ fn main() {
             println!("Tarantool {}-0-oncebox", oncebox::protocol::REPORTED_VERSION);
             println!("oncebox {}", env!("CARGO_PKG_VERSION"));
         }
+        Command::Script(path, args) => {
+            let filter = tracing_subscriber::EnvFilter::try_new("warn,fjall=warn,lsm_tree=warn")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+            tracing_subscriber::fmt().with_env_filter(filter).with_ansi(false).with_writer(std::io::stderr).init();
+            match oncebox::run_script(path, args) {
+                Ok(code) => std::process::exit(code),
+                Err(e) => {
+                    eprintln!("oncebox: {e}");
+                    std::process::exit(1);
+                }
+            }
+        }
         Command::Serve(cfg) => {
             // fjall narrates recovery at info level; keep its voice down unless asked.
             let filter = tracing_subscriber::EnvFilter::try_new(format!("{},fjall=warn,lsm_tree=warn", cfg.log_level))

@@ -148,6 +148,71 @@ impl LuaRuntime {
         (result, wait_for.get())
     }
 
+    /// Loads a script as a coroutine, with `arg` and `_TARANTOOL` set as Tarantool sets them.
+    pub fn load_script(&self, path: &std::path::Path, args: &[String]) -> BoxResult<mlua::Thread> {
+        let setup = || -> mlua::Result<mlua::Thread> {
+            let g = self.lua.globals();
+            let arg = self.lua.create_table()?;
+            arg.raw_set(0, path.display().to_string())?;
+            arg.raw_set(-1, "tarantool")?;
+            for (i, a) in args.iter().enumerate() {
+                arg.raw_set(i + 1, a.as_str())?;
+            }
+            g.set("arg", arg)?;
+            g.set("_TARANTOOL", "2.6.0-0-oncebox")?;
+            let internal: Table = g.get::<Table>("box")?.get("internal")?;
+            internal.set("script_mode", true)?;
+            let source = std::fs::read(path).map_err(|e| mlua::Error::runtime(format!("{}: {e}", path.display())))?;
+            // A shebang line is skipped, as the tarantool executable does.
+            let source = if source.starts_with(b"#!") {
+                let end = source.iter().position(|b| *b == b'\n').unwrap_or(source.len());
+                let mut s = vec![b'-', b'-'];
+                s.extend_from_slice(&source[..end]);
+                s.extend_from_slice(&source[end..]);
+                s
+            } else {
+                source
+            };
+            let func = self.lua.load(source).set_name(format!("@{}", path.display())).into_function()?;
+            self.lua.create_thread(func)
+        };
+        setup().map_err(|e| lua_err(&e))
+    }
+
+    /// Runs a script until its first `box.cfg{}`: returns the options, or `None` if it ended first.
+    pub fn resume_unbound(&self, co: &mlua::Thread) -> BoxResult<Option<Table>> {
+        let out: MultiValue = co.resume(()).map_err(|e| lua_err(&e))?;
+        if co.status() != mlua::thread::ThreadStatus::Resumable {
+            return Ok(None);
+        }
+        let mut it = out.into_iter();
+        match (it.next(), it.next()) {
+            (Some(Value::String(tag)), Some(Value::Table(opts))) if tag.as_bytes().as_ref() == b"box.cfg" => {
+                Ok(Some(opts))
+            }
+            (Some(Value::String(tag)), None) if tag.as_bytes().as_ref() == b"box.cfg" => {
+                Ok(Some(self.lua.create_table().map_err(|e| lua_err(&e))?))
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// Runs the rest of a script with `box` bound to the engine (as admin).
+    pub fn resume_bound(&self, host: &mut Host<'_>, caller: &Caller, co: &mlua::Thread) -> BoxResult<()> {
+        let (outcome, _) = self.with_engine(host, caller, |lua| {
+            let internal: Table = lua.globals().get::<Table>("box")?.get("internal")?;
+            internal.set("booted", true)?;
+            // Without fibers there is no one else to run: a yield resumes at once.
+            while co.status() == mlua::thread::ThreadStatus::Resumable {
+                if let Err(e) = co.resume::<MultiValue>(()) {
+                    return Ok(Err(lua_err(&e)));
+                }
+            }
+            Ok(Ok(Vec::new()))
+        });
+        outcome.map_err(|e| lua_err(&e))?.map(|_| ())
+    }
+
     /// Whether any `box.ctl.on_iproto_request` trigger is set (none: no cost per request).
     #[must_use]
     pub fn has_iproto_triggers(&self) -> bool {

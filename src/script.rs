@@ -1,0 +1,161 @@
+//! Script mode: `oncebox app.lua [args]`, or `tarantool app.lua` through a symlink.
+//!
+//! The script runs on the TX thread as a Lua coroutine. Its first `box.cfg{...}`
+//! yields to this driver, which opens the data directory (`memtx_dir`, else
+//! `work_dir`, else the current directory, plus `/oncebox_data`), recovers the
+//! engine, asks the main thread to listen on `listen`, and resumes the script
+//! with `box` bound to the engine. When the script ends, oncebox keeps serving if
+//! `box.cfg` set `listen`, and exits otherwise, as Tarantool does.
+
+use std::path::PathBuf;
+
+use mlua::{Table, Value};
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
+
+use crate::executor::{Executor, TxMessage};
+use crate::idempotency::{Mode, Settings, Window};
+use crate::lua::LuaRuntime;
+use crate::storage::datadir::DataDir;
+use crate::storage::fjall_store::FjallStore;
+use crate::storage::WalMode;
+
+/// What the script thread tells the main thread.
+#[derive(Debug)]
+pub enum ScriptEvent {
+    /// Listen on `addr`; reply with the bound address or an error.
+    Listen {
+        /// `host:port` to bind.
+        addr: String,
+        /// The instance uuid for greetings.
+        instance_uuid: uuid::Uuid,
+        /// Where to send the outcome.
+        reply: std::sync::mpsc::Sender<Result<String, String>>,
+    },
+    /// The script finished; `code` is the exit status if nothing is served.
+    Done {
+        /// 0 for success, 1 for a script error.
+        code: i32,
+    },
+}
+
+/// The options the first `box.cfg` call gave.
+#[derive(Debug, Clone, Default)]
+struct BootCfg {
+    listen: Option<String>,
+    dir: PathBuf,
+    wal_mode: Option<WalMode>,
+    idempotency: Settings,
+    values: Vec<(String, String)>,
+}
+
+fn read_cfg(opts: &Table) -> Result<BootCfg, String> {
+    let mut cfg = BootCfg { dir: PathBuf::from("."), ..BootCfg::default() };
+    let text = |v: Value| -> Option<String> {
+        match v {
+            Value::String(s) => Some(s.to_string_lossy()),
+            Value::Integer(i) => Some(i.to_string()),
+            Value::Number(n) => Some(n.to_string()),
+            Value::Boolean(b) => Some(b.to_string()),
+            _ => None,
+        }
+    };
+    for pair in opts.pairs::<String, Value>() {
+        let (k, v) = pair.map_err(|e| e.to_string())?;
+        let Some(value) = text(v) else { continue };
+        match k.as_str() {
+            "listen" => cfg.listen = Some(crate::config::normalize_listen(&value)),
+            "work_dir" if cfg.dir.as_os_str() == "." => cfg.dir = PathBuf::from(&value),
+            "memtx_dir" => cfg.dir = PathBuf::from(&value),
+            "wal_mode" => {
+                cfg.wal_mode = Some(WalMode::parse(&value).ok_or_else(|| {
+                    format!("Incorrect value for option 'wal_mode': expected none, write or fsync, got '{value}'")
+                })?);
+            }
+            "idempotency_mode" => {
+                cfg.idempotency.mode = Mode::parse(&value).ok_or("Incorrect value for option 'idempotency_mode'")?;
+            }
+            "idempotency_lifetime" => cfg.idempotency.lifetime_s = value.parse().unwrap_or(cfg.idempotency.lifetime_s),
+            "idempotency_max_count" => cfg.idempotency.max_count = value.parse().unwrap_or(cfg.idempotency.max_count),
+            "idempotency_max_size" => cfg.idempotency.max_size = value.parse().unwrap_or(cfg.idempotency.max_size),
+            "idempotency_max_token_size" => {
+                cfg.idempotency.max_token_size = value.parse().unwrap_or(cfg.idempotency.max_token_size);
+            }
+            _ => {}
+        }
+        cfg.values.push((k, value));
+    }
+    Ok(cfg)
+}
+
+/// Runs the script on this (TX) thread; serves afterwards if it listened.
+pub fn run(
+    script: &std::path::Path,
+    args: &[String],
+    rx: UnboundedReceiver<TxMessage>,
+    notify: &UnboundedSender<TxMessage>,
+    events: &UnboundedSender<ScriptEvent>,
+) {
+    let code = match drive(script, args, rx, notify, events) {
+        Ok(code) => code,
+        Err(msg) => {
+            eprintln!("{msg}");
+            1
+        }
+    };
+    let _ = events.send(ScriptEvent::Done { code });
+}
+
+fn drive(
+    script: &std::path::Path,
+    args: &[String],
+    rx: UnboundedReceiver<TxMessage>,
+    notify: &UnboundedSender<TxMessage>,
+    events: &UnboundedSender<ScriptEvent>,
+) -> Result<i32, String> {
+    let lua = LuaRuntime::new().map_err(|e| e.message)?;
+    let co = lua.load_script(script, args).map_err(|e| e.message)?;
+    let opts = match lua.resume_unbound(&co).map_err(|e| e.message)? {
+        None => return Ok(0),
+        Some(opts) => opts,
+    };
+    let cfg = read_cfg(&opts)?;
+    let mode = cfg.wal_mode.unwrap_or(WalMode::Write);
+    let (dir, store) = match mode {
+        WalMode::None => (None, None),
+        mode => {
+            let dir = DataDir::open(&cfg.dir.join("oncebox_data")).map_err(|e| e.to_string())?;
+            let store = FjallStore::open(&dir.fjall_path(), mode).map_err(|e| e.to_string())?;
+            (Some(dir), Some(store))
+        }
+    };
+    let (engine, uuid, wal, wal_thread, clock_ms) = crate::boot(dir.as_ref(), store, None, notify.clone())?;
+    let window = Window::new(cfg.idempotency.clone(), clock_ms, &engine);
+    let mut values = cfg.values.clone();
+    values.push(("wal_mode".into(), mode.name().into()));
+    if let Some(addr) = &cfg.listen {
+        let (reply_tx, reply_rx) = std::sync::mpsc::channel();
+        events
+            .send(ScriptEvent::Listen { addr: addr.clone(), instance_uuid: uuid, reply: reply_tx })
+            .map_err(|_| "the main thread is gone".to_owned())?;
+        let bound = reply_rx.recv().map_err(|_| "the main thread is gone".to_owned())??;
+        values.retain(|(k, _)| k != "listen");
+        values.push(("listen".into(), bound));
+    }
+    let mut executor = Executor::new(engine, wal, window, lua, &uuid, values);
+    let result = executor.resume_script(&co);
+    if let Err(e) = &result {
+        eprintln!("{}", e.message);
+    }
+    if cfg.listen.is_some() {
+        let _ = events.send(ScriptEvent::Done { code: i32::from(result.is_err()) });
+    } else {
+        // Nothing to serve: finish the script's commits, then stop.
+        let _ = notify.send(TxMessage::Shutdown);
+    }
+    executor.run(rx);
+    if let Some(handle) = wal_thread {
+        let _ = handle.join();
+    }
+    drop(dir);
+    Ok(i32::from(result.is_err()))
+}

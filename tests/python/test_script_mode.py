@@ -1,0 +1,84 @@
+"""Script mode: `oncebox app.lua`, and `tarantool app.lua` / `#!/usr/bin/env tarantool`
+through a symlink, as connector test suites start their servers."""
+import os
+import signal
+import stat
+import subprocess
+import textwrap
+
+import tarantool
+
+from conftest import ONCEBOX, free_port, wait_port
+
+APP = textwrap.dedent("""\
+    #!/usr/bin/env tarantool
+    box.cfg{listen = os.getenv('LISTEN'), work_dir = os.getenv('WORK')}
+    local s = box.schema.space.create('app', {if_not_exists = true,
+                                              format = {{'id', 'unsigned'}, {'note', 'string'}}})
+    s:create_index('pk', {if_not_exists = true})
+    s:replace{1, 'hello ' .. (arg[1] or '?')}
+    box.schema.user.grant('guest', 'read,write', 'space', 'app', {if_not_exists = true})
+    function hello(name) return 'hello ' .. name, box.space.app:count() end
+    box.schema.func.create('hello', {if_not_exists = true})
+    box.schema.user.grant('guest', 'execute', 'function', 'hello', {if_not_exists = true})
+    rawset(_G, 'ready', true)
+""")
+
+
+def symlinked_tarantool(tmp_path):
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "tarantool").symlink_to(ONCEBOX)
+    return dict(os.environ, PATH=f"{bindir}:{os.environ['PATH']}")
+
+
+def test_one_shot_script_runs_and_persists(tmp_path):
+    script = tmp_path / "once.lua"
+    script.write_text(textwrap.dedent("""\
+        box.cfg{work_dir = os.getenv('WORK')}
+        local s = box.schema.space.create('runs', {if_not_exists = true})
+        s:create_index('pk', {if_not_exists = true})
+        s:auto_increment{arg[1]}
+        print('rows', s:count(), _TARANTOOL ~= nil)
+    """))
+    env = dict(os.environ, WORK=str(tmp_path))
+    for n in (1, 2):
+        out = subprocess.run([ONCEBOX, str(script), f"run{n}"], env=env, capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.strip() == f"rows\t{n}\ttrue"
+
+
+def test_script_errors_exit_1_with_the_lua_message(tmp_path):
+    script = tmp_path / "bad.lua"
+    script.write_text("box.cfg{work_dir = os.getenv('WORK')}\nerror('boom')\n")
+    out = subprocess.run([ONCEBOX, str(script)], env=dict(os.environ, WORK=str(tmp_path)), capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode == 1
+    assert "bad.lua:2: boom" in out.stderr
+    script.write_text("box.cfg{bogus = 1}\n")
+    out = subprocess.run([ONCEBOX, str(script)], capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert out.returncode == 1
+    assert "Incorrect value for option 'bogus': unexpected option" in out.stderr
+
+
+def test_shebang_script_through_a_tarantool_symlink(tmp_path):
+    env = symlinked_tarantool(tmp_path)
+    app = tmp_path / "app.lua"
+    app.write_text(APP)
+    app.chmod(app.stat().st_mode | stat.S_IEXEC)
+    port = free_port()
+    env.update(LISTEN=f"127.0.0.1:{port}", WORK=str(tmp_path))
+    version = subprocess.run(["tarantool", "-V"], env=env, capture_output=True, text=True, timeout=30)
+    assert version.stdout.splitlines()[0].startswith("Tarantool 2.6.0")
+    for run in (1, 2):
+        proc = subprocess.Popen([str(app), f"run{run}"], cwd=tmp_path, env=env,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            wait_port(port, proc)
+            conn = tarantool.connect("127.0.0.1", port)
+            assert conn.select("app", 1).data == [[1, f"hello run{run}"]]
+            assert conn.call("hello", "world").data == ["hello world", 1]
+            conn.close()
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            assert proc.wait(timeout=30) == 0
