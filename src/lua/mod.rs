@@ -27,6 +27,7 @@ use dispatch::{dispatch, Context};
 use tuple::LuaTuple;
 
 const PRELUDE: &str = include_str!("../../lua/box.lua");
+const CONSOLE: &str = include_str!("../../lua/console.lua");
 
 /// How CALL results are shaped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -101,6 +102,7 @@ impl LuaRuntime {
         };
         init().map_err(|e| lua_err(&e))?;
         lua.load(PRELUDE).set_name("=box.lua").exec().map_err(|e| lua_err(&e))?;
+        lua.load(CONSOLE).set_name("=console.lua").exec().map_err(|e| lua_err(&e))?;
         Ok(Self { lua })
     }
 
