@@ -721,13 +721,13 @@ box.session.storage = {}
 box.info = setmetatable({}, {__index = function(_, k)
     if k == 'version' then return '2.6.0-0-oncebox' end
     if k == 'status' then return 'running' end
-    if k == 'ro' then return false end
+    if k == 'ro' then return op('is_read_only') end
     if k == 'id' then return 1 end
     if k == 'uuid' then return op('instance_uuid') end
     if k == 'schema_version' then return op('schema_version') end
     return nil
 end, __call = function(self)
-    return {version = self.version, status = self.status, ro = false, id = 1, uuid = self.uuid}
+    return {version = self.version, status = self.status, ro = self.ro, id = 1, uuid = self.uuid}
 end})
 
 -- box.cfg: Tarantool 2.6's options are accepted; the ones the server fixed at start
@@ -787,6 +787,8 @@ box.cfg = setmetatable({}, {
             internal.booted = true
             cfg_values = nil
             cfg_load()
+            if internal.open_pending_consoles then internal.open_pending_consoles() end
+            if opts and opts.read_only ~= nil then op('set_read_only', opts.read_only) end
             return
         end
         cfg_load()
@@ -806,6 +808,7 @@ box.cfg = setmetatable({}, {
         end
         for k, v in pairs(opts or {}) do
             if string.sub(k, 1, 12) == 'idempotency_' then op('idem_cfg', k, v) end
+            if k == 'read_only' then op('set_read_only', v) end
             cfg_values[k] = v
         end
     end,

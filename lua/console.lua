@@ -90,7 +90,7 @@ local function flow(v)
     if ty == 'number' then return number(v) end
     if ty == 'string' then return string_scalar(v, true, 0) end
     if box.tuple.is(v) then v = v:totable() end
-    if type(v) ~= 'table' then return tostring(v) end
+    if type(v) ~= 'table' then return single_quoted(tostring(v), 0) end
     local parts = {}
     if is_sequence(v) then
         for i = 1, #v do parts[i] = flow(v[i]) end
@@ -109,7 +109,11 @@ encode = function(v, indent, col)
     if ty == 'number' then return number(v) end
     if ty == 'string' then return string_scalar(v, false, indent, col or indent) end
     if box.tuple.is(v) then return flow(v) end
-    if ty ~= 'table' then return tostring(v) end
+    if ty ~= 'table' then return string_scalar(tostring(v), false, indent, col or indent) end
+    -- As in Tarantool, `__serialize = 'seq'` or 'map' asks for flow style
+    -- ('sequence' and 'mapping' for block style).
+    local mt = getmetatable(v)
+    if mt and (mt.__serialize == 'seq' or mt.__serialize == 'map') then return flow(v) end
     local pad = string.rep(' ', indent)
     if is_sequence(v) then
         if #v == 0 then return '[]' end
@@ -170,9 +174,189 @@ end
 
 function console.completion_handler() return {} end
 
+local pending = {}
+
+-- Before box.cfg there is no server yet: the console opens right after it boots.
 function console.listen(uri)
+    if box.internal.op == nil then
+        table.insert(pending, tostring(uri))
+        return
+    end
     return box.internal.call_op('console_listen', tostring(uri))
+end
+
+function box.internal.open_pending_consoles()
+    for _, uri in ipairs(pending) do box.internal.call_op('console_listen', uri) end
+    pending = {}
 end
 
 package.loaded.console = console
 box.internal.yaml = yaml
+
+--------------------------------------------------------------------------------
+-- json: encode and decode, as Tarantool's json module for common values.
+--------------------------------------------------------------------------------
+
+local json = {NULL = box.NULL}
+
+local escapes = {['"'] = '\\"', ['\\'] = '\\\\', ['\b'] = '\\b', ['\f'] = '\\f', ['\n'] = '\\n',
+                 ['\r'] = '\\r', ['\t'] = '\\t', ['/'] = '\\/'}
+
+local function json_string(s)
+    return '"' .. string.gsub(s, '[%c"\\/]', function(c)
+        return escapes[c] or string.format('\\u%04x', string.byte(c))
+    end) .. '"'
+end
+
+local function json_encode(v, depth)
+    if depth > 128 then error('json.encode: too deeply nested', 0) end
+    if is_null(v) then return 'null' end
+    local ty = type(v)
+    if ty == 'boolean' then return tostring(v) end
+    if ty == 'number' then
+        if v ~= v or v == math.huge or v == -math.huge then return tostring(v) end
+        if math.floor(v) == v and math.abs(v) < 1e15 then return string.format('%d', v) end
+        return string.format('%.14g', v)
+    end
+    if ty == 'string' then return json_string(v) end
+    if box.tuple.is(v) then v = v:totable() end
+    if type(v) ~= 'table' then error("json.encode: unsupported Lua type '" .. type(v) .. "'", 0) end
+    local parts = {}
+    if is_sequence(v) then
+        for i = 1, #v do parts[i] = json_encode(v[i], depth + 1) end
+        return '[' .. table.concat(parts, ',') .. ']'
+    end
+    for k, x in pairs(v) do
+        parts[#parts + 1] = json_string(tostring(k)) .. ':' .. json_encode(x, depth + 1)
+    end
+    return '{' .. table.concat(parts, ',') .. '}'
+end
+
+function json.encode(v) return json_encode(v, 0) end
+
+function json.decode(s)
+    if type(s) ~= 'string' then error('json.decode: expected a string', 0) end
+    local pos = 1
+    local function fail(what) error(string.format("json.decode: %s at character %d", what, pos), 0) end
+    local function ws() pos = string.find(s, '[^ \t\r\n]', pos) or #s + 1 end
+    local value
+    local function str()
+        pos = pos + 1
+        local out = {}
+        while true do
+            local c = string.sub(s, pos, pos)
+            if c == '' then fail('unterminated string') end
+            if c == '"' then pos = pos + 1 break end
+            if c == '\\' then
+                local e = string.sub(s, pos + 1, pos + 1)
+                local map = {b = '\b', f = '\f', n = '\n', r = '\r', t = '\t', ['"'] = '"', ['\\'] = '\\', ['/'] = '/'}
+                if map[e] then
+                    out[#out + 1] = map[e]
+                    pos = pos + 2
+                elseif e == 'u' then
+                    local code = tonumber(string.sub(s, pos + 2, pos + 5), 16) or fail('bad \\u escape')
+                    if code < 0x80 then
+                        out[#out + 1] = string.char(code)
+                    elseif code < 0x800 then
+                        out[#out + 1] = string.char(0xC0 + math.floor(code / 64), 0x80 + code % 64)
+                    else
+                        out[#out + 1] = string.char(0xE0 + math.floor(code / 4096), 0x80 + math.floor(code / 64) % 64,
+                                                    0x80 + code % 64)
+                    end
+                    pos = pos + 6
+                else
+                    fail('bad escape')
+                end
+            else
+                out[#out + 1] = c
+                pos = pos + 1
+            end
+        end
+        return table.concat(out)
+    end
+    value = function(depth)
+        if depth > 128 then fail('too deeply nested') end
+        ws()
+        local c = string.sub(s, pos, pos)
+        if c == '{' then
+            pos = pos + 1
+            local t = setmetatable({}, {__serialize = 'map'})
+            ws()
+            if string.sub(s, pos, pos) == '}' then pos = pos + 1 return t end
+            while true do
+                ws()
+                if string.sub(s, pos, pos) ~= '"' then fail('expected a key') end
+                local k = str()
+                ws()
+                if string.sub(s, pos, pos) ~= ':' then fail("expected ':'") end
+                pos = pos + 1
+                t[k] = value(depth + 1)
+                ws()
+                local d = string.sub(s, pos, pos)
+                pos = pos + 1
+                if d == '}' then return t end
+                if d ~= ',' then fail("expected ',' or '}'") end
+            end
+        elseif c == '[' then
+            pos = pos + 1
+            local t = setmetatable({}, {__serialize = 'seq'})
+            ws()
+            if string.sub(s, pos, pos) == ']' then pos = pos + 1 return t end
+            local n = 0
+            while true do
+                n = n + 1
+                t[n] = value(depth + 1)
+                ws()
+                local d = string.sub(s, pos, pos)
+                pos = pos + 1
+                if d == ']' then return t end
+                if d ~= ',' then fail("expected ',' or ']'") end
+            end
+        elseif c == '"' then
+            return str()
+        elseif string.find(s, '^true', pos) then
+            pos = pos + 4
+            return true
+        elseif string.find(s, '^false', pos) then
+            pos = pos + 5
+            return false
+        elseif string.find(s, '^null', pos) then
+            pos = pos + 4
+            return box.NULL
+        else
+            local num = string.match(s, '^-?%d+%.?%d*[eE]?[-+]?%d*', pos)
+            if num == nil or num == '' then fail('unexpected symbol') end
+            pos = pos + #num
+            return tonumber(num)
+        end
+    end
+    local v = value(0)
+    ws()
+    if pos <= #s then fail('trailing garbage') end
+    return v
+end
+
+package.loaded.json = json
+
+--------------------------------------------------------------------------------
+-- fiber, uuid: the parts that work without a fiber scheduler.
+--------------------------------------------------------------------------------
+
+local fiber = {}
+function fiber.time() return box.internal.call_op('time') end
+function fiber.time64() return box.internal.call_op('time64') end
+function fiber.clock() return os.clock() end
+fiber.clock64 = function() return math.floor(os.clock() * 1e6) end
+-- There is no scheduler yet: sleeping and yielding return at once.
+function fiber.sleep() end
+function fiber.yield() end
+function fiber.id() return 101 end
+function fiber.self()
+    return {id = function() return 101 end, name = function() return 'main' end}
+end
+package.loaded.fiber = fiber
+
+local uuid = {}
+function uuid.str() return box.internal.call_op('uuid') end
+uuid.NULL = '00000000-0000-0000-0000-000000000000'
+package.loaded.uuid = uuid

@@ -34,6 +34,9 @@ cargo build --release --quiet
 step "rust tests (unit and byte-level)"
 cargo test --release --quiet
 
+step "the tarantool-python connector's own test suite, oncebox standing in as tarantool"
+.venv/bin/python tests/connector_suites/tarantool_python.py --min-pass 120
+
 step "python tests (connectors, net.box, differential against Tarantool 2.6)"
 ONCEBOX_BIN="$PWD/target/release/oncebox" .venv/bin/python -m pytest tests/python -q -p no:cacheprovider
 

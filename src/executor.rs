@@ -83,6 +83,13 @@ pub enum TxMessage {
     WalDone(WalDone),
     /// A second has passed: evict expired idempotency records, record the service clock.
     Tick,
+    /// A line typed on the text console.
+    Console {
+        /// Connection id.
+        session_id: u64,
+        /// The Lua line.
+        line: String,
+    },
     /// Stop: finish in-flight commits, then exit.
     Shutdown,
 }
@@ -171,6 +178,20 @@ pub struct Executor {
     cfg: Rc<Vec<(String, String)>>,
     /// Set by a Lua call whose reply must wait for an earlier commit group.
     wait_for: Option<u64>,
+    /// Requests to the network side (console listeners).
+    control: Option<UnboundedSender<Control>>,
+}
+
+/// Requests from the TX thread to the network side.
+#[derive(Debug)]
+pub enum Control {
+    /// Start a text console on `addr`; reply with the bound address.
+    ConsoleListen {
+        /// `host:port`.
+        addr: String,
+        /// The outcome.
+        reply: std::sync::mpsc::Sender<Result<String, String>>,
+    },
 }
 
 impl Executor {
@@ -191,6 +212,7 @@ impl Executor {
             instance_uuid: uuid.hyphenated().to_string(),
             cfg: Rc::new(cfg),
             wait_for: None,
+            control: None,
             engine,
             sessions: HashMap::new(),
             dirty: Vec::new(),
@@ -203,6 +225,19 @@ impl Executor {
             wal_failed: None,
             shutting_down: false,
         }
+    }
+
+    /// Whether Lua opened a text console.
+    #[must_use]
+    pub fn has_consoles(&self) -> bool {
+        self.lua.has_consoles()
+    }
+
+    /// Lets Lua ask the network side for console listeners.
+    #[must_use]
+    pub fn with_control(mut self, control: UnboundedSender<Control>) -> Self {
+        self.control = Some(control);
+        self
     }
 
     /// Runs the rest of a script (after its first `box.cfg`) as admin; its changes form one commit group.
@@ -333,6 +368,7 @@ impl Executor {
                 Err(msg) => self.wal_failure(done.ticket, msg),
             },
             TxMessage::Tick => self.tick(),
+            TxMessage::Console { session_id, line } => self.console_line(session_id, &line),
             TxMessage::Shutdown => {
                 tracing::info!("shutting down: finishing in-flight commits");
                 self.shutting_down = true;
@@ -366,6 +402,29 @@ impl Executor {
                 response::error(&mut bytes, r.sync, sv, &BoxError::wal_io());
                 self.deliver(HeldReply { bytes, ..r });
             }
+        }
+    }
+
+    /// Evaluates a console line as admin and answers with its YAML.
+    fn console_line(&mut self, session_id: u64, line: &str) {
+        let caller = self.caller(self.creds(user_id::ADMIN), session_id);
+        let mut host = Host {
+            engine: &mut self.engine,
+            window: &mut self.window,
+            ticket: self.wal.as_ref().map(|_| self.next_ticket),
+        };
+        let text = match self.lua.console_eval(&mut host, &caller, line) {
+            Ok(text) => text,
+            Err(e) => format!("---\n- error: {}\n...\n", e.message),
+        };
+        let changes = self.engine.take_changes();
+        let reply = HeldReply { session_id, sync: 0, bytes: text.into_bytes() };
+        if !changes.is_empty() && self.wal.is_some() {
+            self.group_ops.extend(changes.iter().map(row_op));
+            self.group_undo.extend(changes);
+            self.group_replies.push(reply);
+        } else {
+            self.deliver(reply);
         }
     }
 
@@ -576,7 +635,13 @@ impl Executor {
     }
 
     fn caller(&self, creds: Rc<Credentials>, session_id: u64) -> Caller {
-        Caller { creds, session_id, instance_uuid: self.instance_uuid.clone(), cfg: self.cfg.clone() }
+        Caller {
+            creds,
+            session_id,
+            instance_uuid: self.instance_uuid.clone(),
+            cfg: self.cfg.clone(),
+            control: self.control.clone(),
+        }
     }
 
     /// Runs `box.ctl.on_iproto_request` triggers, if any, with the request's header.

@@ -55,6 +55,7 @@ pub fn run(config: config::Config) -> Result<(), BoxedError> {
     let (ready_tx, ready_rx) = std_mpsc::channel::<Result<(uuid::Uuid, Option<std::thread::JoinHandle<()>>), String>>();
     let admin_password = config.admin_password.clone();
     let idempotency = config.idempotency.clone();
+    let (ctl_tx, ctl_rx) = tokio::sync::mpsc::unbounded_channel::<executor::Control>();
     let startup_cfg = config.box_cfg_values();
     let wal_notify = tx.clone();
     let tx_thread = std::thread::Builder::new().name("tx".into()).spawn(move || {
@@ -65,7 +66,7 @@ pub fn run(config: config::Config) -> Result<(), BoxedError> {
                 Ok(lua) => {
                     let window = idempotency::Window::new(idempotency, clock_ms, &engine);
                     let _ = ready_tx.send(Ok((uuid, wal_thread)));
-                    Executor::new(engine, wal, window, lua, &uuid, startup_cfg).run(rx);
+                    Executor::new(engine, wal, window, lua, &uuid, startup_cfg).with_control(ctl_tx).run(rx);
                 }
                 Err(e) => {
                     let _ = ready_tx.send(Err(format!("Lua runtime: {e}")));
@@ -109,6 +110,7 @@ pub fn run(config: config::Config) -> Result<(), BoxedError> {
                 }
             }
         });
+        tokio::spawn(control_loop(ctl_rx, tx.clone(), stop.clone(), tracker.clone()));
         let serve = server::serve(listener, tx.clone(), server_config, stop.clone(), tracker.clone());
         tokio::pin!(serve);
         tokio::select! {
@@ -198,17 +200,40 @@ pub fn run_script(path: std::path::PathBuf, args: Vec<String>) -> Result<i32, Bo
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<TxMessage>();
     let (ev_tx, mut ev_rx) = tokio::sync::mpsc::unbounded_channel::<script::ScriptEvent>();
     let notify = tx.clone();
-    let tx_thread =
-        std::thread::Builder::new().name("tx".into()).spawn(move || script::run(&path, &args, rx, &notify, &ev_tx))?;
+    let (ctl_tx, ctl_rx) = tokio::sync::mpsc::unbounded_channel::<executor::Control>();
+    let tx_thread = std::thread::Builder::new()
+        .name("tx".into())
+        .spawn(move || script::run(&path, &args, rx, &notify, &ev_tx, ctl_tx))?;
     let runtime =
         tokio::runtime::Builder::new_multi_thread().worker_threads(1).thread_name("net").enable_all().build()?;
     let stop = CancellationToken::new();
     let tracker = TaskTracker::new();
     let code = runtime.block_on(async {
+        tokio::spawn(control_loop(ctl_rx, tx.clone(), stop.clone(), tracker.clone()));
         let mut listening = false;
         loop {
             tokio::select! {
                 ev = ev_rx.recv() => match ev {
+                    Some(script::ScriptEvent::Listen { addr, instance_uuid, reply }) if addr.contains('/') => {
+                        // A path: a unix socket, as Tarantool's `listen = '/path'`.
+                        let _ = std::fs::remove_file(&addr);
+                        match tokio::net::UnixListener::bind(&addr) {
+                            Ok(listener) => {
+                                println!("oncebox listening on {addr}");
+                                let _ = reply.send(Ok(addr.clone()));
+                                listening = true;
+                                let cfg = server::ServerConfig {
+                                    instance_uuid,
+                                    max_packet_size: protocol::frame::DEFAULT_MAX_PACKET_SIZE,
+                                    max_connections: 10_000,
+                                };
+                                tokio::spawn(server::serve_unix(listener, tx.clone(), cfg, stop.clone(), tracker.clone()));
+                            }
+                            Err(e) => {
+                                let _ = reply.send(Err(format!("failed to bind {addr}: {e}")));
+                            }
+                        }
+                    }
                     Some(script::ScriptEvent::Listen { addr, instance_uuid, reply }) => {
                         match TcpListener::bind(&addr).await {
                             Ok(listener) => {
@@ -240,7 +265,10 @@ pub fn run_script(path: std::path::PathBuf, args: Vec<String>) -> Result<i32, Bo
                             }
                         }
                     }
-                    Some(script::ScriptEvent::Done { code }) if !listening => return code,
+                    // A failed script stops the process even if a console is open.
+                    Some(script::ScriptEvent::Done { code }) if code != 0 || (!listening && tracker.is_empty()) => {
+                        return code
+                    }
                     Some(script::ScriptEvent::Done { .. }) => {}
                     None => return 0,
                 },
@@ -261,4 +289,32 @@ pub fn run_script(path: std::path::PathBuf, args: Vec<String>) -> Result<i32, Bo
     });
     runtime.shutdown_background();
     Ok(code)
+}
+
+/// Serves the TX thread's requests to the network side: console listeners.
+async fn control_loop(
+    mut rx: tokio::sync::mpsc::UnboundedReceiver<executor::Control>,
+    tx: tokio::sync::mpsc::UnboundedSender<TxMessage>,
+    stop: CancellationToken,
+    tracker: TaskTracker,
+) {
+    let mut consoles = 0u64;
+    while let Some(req) = rx.recv().await {
+        match req {
+            executor::Control::ConsoleListen { addr, reply } => match TcpListener::bind(&addr).await {
+                Ok(listener) => {
+                    let bound = listener.local_addr().map(|a| a.to_string()).unwrap_or(addr);
+                    tracing::info!(addr = %bound, "console listening");
+                    let _ = reply.send(Ok(bound));
+                    consoles += 1;
+                    // Console sessions get ids far from binary ones.
+                    let base = (1u64 << 48) * consoles;
+                    tracker.spawn(server::console::serve(listener, tx.clone(), stop.clone(), tracker.clone(), base));
+                }
+                Err(e) => {
+                    let _ = reply.send(Err(format!("failed to bind {addr}: {e}")));
+                }
+            },
+        }
+    }
 }

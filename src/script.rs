@@ -94,8 +94,9 @@ pub fn run(
     rx: UnboundedReceiver<TxMessage>,
     notify: &UnboundedSender<TxMessage>,
     events: &UnboundedSender<ScriptEvent>,
+    control: UnboundedSender<crate::executor::Control>,
 ) {
-    let code = match drive(script, args, rx, notify, events) {
+    let code = match drive(script, args, rx, notify, events, control) {
         Ok(code) => code,
         Err(msg) => {
             eprintln!("{msg}");
@@ -111,6 +112,7 @@ fn drive(
     rx: UnboundedReceiver<TxMessage>,
     notify: &UnboundedSender<TxMessage>,
     events: &UnboundedSender<ScriptEvent>,
+    control: UnboundedSender<crate::executor::Control>,
 ) -> Result<i32, String> {
     let lua = LuaRuntime::new().map_err(|e| e.message)?;
     let co = lua.load_script(script, args).map_err(|e| e.message)?;
@@ -141,12 +143,12 @@ fn drive(
         values.retain(|(k, _)| k != "listen");
         values.push(("listen".into(), bound));
     }
-    let mut executor = Executor::new(engine, wal, window, lua, &uuid, values);
+    let mut executor = Executor::new(engine, wal, window, lua, &uuid, values).with_control(control);
     let result = executor.resume_script(&co);
     if let Err(e) = &result {
         eprintln!("{}", e.message);
     }
-    if cfg.listen.is_some() {
+    if cfg.listen.is_some() || executor.has_consoles() {
         let _ = events.send(ScriptEvent::Done { code: i32::from(result.is_err()) });
     } else {
         // Nothing to serve: finish the script's commits, then stop.

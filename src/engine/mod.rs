@@ -59,6 +59,8 @@ pub struct Engine {
     changes: Vec<Change>,
     /// Who the current write runs as, for DDL rights; `None` for the system itself.
     acting: Option<Rc<Credentials>>,
+    /// `box.cfg{read_only = true}`: every write is refused.
+    read_only: bool,
 }
 
 impl std::fmt::Debug for Engine {
@@ -136,7 +138,14 @@ impl Engine {
             let def = catalog::parse_index(t, &space.def)?;
             space.add_index(def)?;
         }
-        Ok(Self { spaces, schema_version: 1, creds: RefCell::new(HashMap::new()), changes: Vec::new(), acting: None })
+        Ok(Self {
+            spaces,
+            schema_version: 1,
+            creds: RefCell::new(HashMap::new()),
+            changes: Vec::new(),
+            acting: None,
+            read_only: false,
+        })
     }
 
     /// Stores a row without catalogue side effects (bootstrap and recovery).
@@ -517,8 +526,22 @@ impl Engine {
         Err(BoxError::access_denied(access_name(want), "space", name, &self.user_name(c.user_id)))
     }
 
+    /// Sets or clears read-only mode (`box.cfg{read_only = ...}`).
+    pub fn set_read_only(&mut self, on: bool) {
+        self.read_only = on;
+    }
+
+    /// Whether the instance is read-only (`box.info.ro`).
+    #[must_use]
+    pub fn is_read_only(&self) -> bool {
+        self.read_only
+    }
+
     fn writable_space(&self, creds: &Credentials, space_id: u32) -> BoxResult<&Space> {
         let space = self.space(space_id)?;
+        if self.read_only && !space.def.temporary {
+            return Err(BoxError::new(code::READONLY, "Can't modify data because this instance is in read-only mode."));
+        }
         self.check_space_access(creds, space, privilege::WRITE)?;
         if space.def.engine == EngineKind::Sysview {
             return Err(BoxError::new(code::VIEW_IS_RO, format!("View '{}' is read-only", space.def.name)));

@@ -35,11 +35,17 @@ pub struct Context<'a> {
     pub instance_uuid: String,
     /// Startup configuration, for `box.cfg` reads.
     pub cfg: Rc<Vec<(String, String)>>,
+    /// Where console listen requests go.
+    pub control: Option<tokio::sync::mpsc::UnboundedSender<crate::executor::Control>>,
     /// The commit group this request's changes join (`None` without a WAL).
     pub ticket: Option<u64>,
     /// Set when the reply must wait until an earlier group is durable (a joined token).
     pub wait_for: Option<u64>,
 }
+
+/// Whether a text console was opened (a script that opened one keeps serving).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ConsolesOpen(pub bool);
 
 /// Number of `box.ctl.on_iproto_request` triggers, kept as Lua app data.
 #[derive(Debug, Clone, Copy, Default)]
@@ -266,6 +272,41 @@ fn run(lua: &Lua, cx: &mut Context<'_>, op: &str, args: &[Value]) -> Result<Valu
             }
             Value::Table(t)
         }
+        "console_listen" => {
+            let uri: String = arg(lua, args, 1)?;
+            let addr = crate::config::normalize_listen(&uri);
+            let Some(control) = cx.control.as_ref() else {
+                return Err(
+                    BoxError::new(crate::error::code::UNSUPPORTED, "console does not support listen here").into()
+                );
+            };
+            let (reply, result) = std::sync::mpsc::channel();
+            control
+                .send(crate::executor::Control::ConsoleListen { addr, reply })
+                .map_err(|_| mlua::Error::runtime("the network side is gone"))?;
+            match result.recv() {
+                Ok(Ok(bound)) => {
+                    lua.set_app_data(ConsolesOpen(true));
+                    Value::String(lua.create_string(bound)?)
+                }
+                Ok(Err(msg)) => return Err(BoxError::new(crate::error::code::CFG, msg).into()),
+                Err(_) => return Err(mlua::Error::runtime("the network side is gone").into()),
+            }
+        }
+        "time" => {
+            let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+            Value::Number(now.as_secs_f64())
+        }
+        "time64" => {
+            let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+            Value::Integer(i64::try_from(now.as_micros()).unwrap_or(i64::MAX))
+        }
+        "uuid" => Value::String(lua.create_string(uuid::Uuid::new_v4().hyphenated().to_string())?),
+        "set_read_only" => {
+            engine.set_read_only(arg::<bool>(lua, args, 1)?);
+            Value::Nil
+        }
+        "is_read_only" => Value::Boolean(engine.is_read_only()),
         "iproto_triggers" => {
             lua.set_app_data(IprotoTriggers(arg(lua, args, 1)?));
             Value::Nil

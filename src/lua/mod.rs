@@ -49,6 +49,8 @@ pub struct Caller {
     pub instance_uuid: String,
     /// Startup configuration (`box.cfg` values), as strings.
     pub cfg: Rc<Vec<(String, String)>>,
+    /// Where console listen requests go.
+    pub control: Option<tokio::sync::mpsc::UnboundedSender<crate::executor::Control>>,
 }
 
 /// What a Lua call may touch: the engine and the idempotency window.
@@ -124,6 +126,7 @@ impl LuaRuntime {
             session_id: caller.session_id,
             instance_uuid: caller.instance_uuid.clone(),
             cfg: caller.cfg.clone(),
+            control: caller.control.clone(),
             ticket: host.ticket,
             wait_for: None,
         };
@@ -213,6 +216,24 @@ impl LuaRuntime {
             Ok(Ok(Vec::new()))
         });
         outcome.map_err(|e| lua_err(&e))?.map(|_| ())
+    }
+
+    /// Evaluates one console line as `require('console').eval` does and returns the YAML text.
+    pub fn console_eval(&self, host: &mut Host<'_>, caller: &Caller, line: &str) -> BoxResult<String> {
+        let (outcome, _) = self.with_engine(host, caller, |lua| {
+            let console: Table = lua.globals().get::<Table>("package")?.get::<Table>("loaded")?.get("console")?;
+            let eval: Function = console.get("eval")?;
+            let text: mlua::LuaString = eval.call(line)?;
+            Ok(Ok(text.as_bytes().to_vec()))
+        });
+        let bytes = outcome.map_err(|e| lua_err(&e))??;
+        Ok(String::from_utf8_lossy(&bytes).into_owned())
+    }
+
+    /// Whether Lua opened a text console.
+    #[must_use]
+    pub fn has_consoles(&self) -> bool {
+        self.lua.app_data_ref::<dispatch::ConsolesOpen>().is_some_and(|c| c.0)
     }
 
     /// Whether any `box.ctl.on_iproto_request` trigger is set (none: no cost per request).

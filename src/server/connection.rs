@@ -1,8 +1,8 @@
 //! One client connection: greeting, then a reader loop and a writer task.
 
 use futures::StreamExt;
-use tokio::io::AsyncWriteExt;
-use tokio::net::TcpStream;
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
+use tokio::net::{TcpStream, UnixStream};
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 use tokio_util::codec::FramedRead;
 use tokio_util::sync::CancellationToken;
@@ -12,7 +12,7 @@ use crate::executor::{Outgoing, TxMessage};
 use crate::protocol::codec::{CodecError, PacketCodec};
 use crate::protocol::{greeting, header, REPORTED_VERSION};
 
-/// Serves one connection until either side closes it.
+/// Serves one TCP connection until either side closes it.
 pub(super) async fn run(
     socket: TcpStream,
     session_id: u64,
@@ -21,12 +21,38 @@ pub(super) async fn run(
     stop: CancellationToken,
 ) {
     let _ = socket.set_nodelay(true);
+    let (rd, wr) = socket.into_split();
+    run_halves(rd, wr, session_id, tx, config, stop).await;
+}
+
+/// Serves one unix-socket connection until either side closes it.
+pub(super) async fn run_unix(
+    socket: UnixStream,
+    session_id: u64,
+    tx: UnboundedSender<TxMessage>,
+    config: &ServerConfig,
+    stop: CancellationToken,
+) {
+    let (rd, wr) = socket.into_split();
+    run_halves(rd, wr, session_id, tx, config, stop).await;
+}
+
+async fn run_halves<R, W>(
+    rd: R,
+    mut wr: W,
+    session_id: u64,
+    tx: UnboundedSender<TxMessage>,
+    config: &ServerConfig,
+    stop: CancellationToken,
+) where
+    R: AsyncRead + Unpin + Send,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
     let mut salt = [0u8; greeting::SALT_SIZE];
     if getrandom::getrandom(&mut salt).is_err() {
         tracing::error!("no randomness for the greeting salt");
         return;
     }
-    let (rd, mut wr) = socket.into_split();
     // NOTE: the greeting goes out in one write; node's driver parses only its first chunk.
     let hello = greeting::encode(REPORTED_VERSION, &config.instance_uuid, &salt);
     if wr.write_all(&hello).await.is_err() {
@@ -64,7 +90,7 @@ pub(super) async fn run(
     let _ = writer.await;
 }
 
-async fn write_replies(mut wr: tokio::net::tcp::OwnedWriteHalf, mut rx: UnboundedReceiver<Outgoing>) {
+async fn write_replies<W: AsyncWrite + Unpin>(mut wr: W, mut rx: UnboundedReceiver<Outgoing>) {
     let mut buf = Vec::new();
     while let Some(first) = rx.recv().await {
         let mut close = false;

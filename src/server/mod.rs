@@ -5,11 +5,12 @@
 //! spaces or users.
 
 mod connection;
+pub mod console;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, UnixListener};
 use tokio::sync::mpsc::UnboundedSender;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
@@ -66,5 +67,28 @@ pub async fn serve(
             tracing::info!(%peer, session_id, "connection closed");
             drop(permit);
         });
+    }
+}
+
+/// Accepts connections on a unix socket (`listen = '/path/to.sock'`) until `stop`.
+pub async fn serve_unix(
+    listener: UnixListener,
+    tx: UnboundedSender<TxMessage>,
+    config: ServerConfig,
+    stop: CancellationToken,
+    tracker: TaskTracker,
+) -> std::io::Result<()> {
+    let config = Arc::new(config);
+    // Unix-socket sessions get ids far from TCP ones.
+    let next_id = AtomicU64::new(1 << 40);
+    loop {
+        let accepted = tokio::select! {
+            a = listener.accept() => a,
+            () = stop.cancelled() => return Ok(()),
+        };
+        let Ok((socket, _)) = accepted else { continue };
+        let session_id = next_id.fetch_add(1, Ordering::Relaxed);
+        let (tx, config, stop) = (tx.clone(), config.clone(), stop.clone());
+        tracker.spawn(async move { connection::run_unix(socket, session_id, tx, &config, stop).await });
     }
 }

@@ -18,6 +18,8 @@ LINES = [
     "local a = 1", "string.rep('x', 3)", "{'', ' lead', 'tab\\t'}", "box.space.t:insert{1, 'dup'}",
     "{true, false}", "'Alice'", "box.space.nope:select{}", "box.error(box.error.NO_SUCH_USER, 'who')",
     "string.rep('word ', 40)", "{k = string.rep('long value ', 12)}", "box.space.t:get{1}\n1, 'two'",
+    "require('json').encode({1, 'a', {b = true}, box.NULL, 1.5, 'q\"'})", "require('json').decode('[1, \"x\", null]')",
+    "require('json').encode(box.space.t:get{1})",
 ]
 
 

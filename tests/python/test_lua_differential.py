@@ -155,3 +155,9 @@ def test_transactions(servers):
                  "return box.atomic(function() box.space.kv:insert{'t4', 4} return 'done' end)",
                  "return box.is_in_txn()"):
         ev(p, code)
+
+
+def test_read_only_mode(servers):
+    p = admin_pair(servers)
+    ev(p, "box.cfg{read_only = true} local ok, e = pcall(box.space.people.insert, box.space.people, {9, 'x'}) "
+          "local ro = box.info.ro box.cfg{read_only = false} return ok, tostring(e), ro, box.info.ro")

@@ -82,3 +82,53 @@ def test_shebang_script_through_a_tarantool_symlink(tmp_path):
         finally:
             proc.send_signal(signal.SIGTERM)
             assert proc.wait(timeout=30) == 0
+
+
+def test_admin_console_as_connector_suites_use_it(tmp_path):
+    """tarantool-python's harness: console.listen before box.cfg, then `ready` over the console."""
+    import socket
+    import time
+
+    script = tmp_path / "box.lua"
+    script.write_text(textwrap.dedent("""\
+        #!/usr/bin/env tarantool
+        local os = require('os')
+        require('console').listen(os.getenv('ADMIN'))
+        box.cfg{listen = os.getenv('LISTEN'), memtx_memory = 0.1 * 1024 ^ 3, pid_file = 'box.pid'}
+        rawset(_G, 'ready', true)
+    """))
+    port, admin_port = free_port(), free_port()
+    env = dict(os.environ, LISTEN=f"127.0.0.1:{port}", ADMIN=f"127.0.0.1:{admin_port}")
+    proc = subprocess.Popen([ONCEBOX, str(script)], cwd=tmp_path, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_port(admin_port, proc)
+        with socket.create_connection(("127.0.0.1", admin_port), timeout=10) as s:
+            greeting = s.recv(256)
+            assert greeting.startswith(b"Tarantool 2.6.0 (Lua console)") and len(greeting) == 128
+
+            def ask(line):
+                s.sendall(line.encode() + b"\n")
+                data = b""
+                while not data.endswith(b"\n...\n"):
+                    data += s.recv(4096)
+                return data.decode()
+
+            assert ask("ready") == "---\n- true\n...\n"
+            assert ask("box.schema.user.create('u', {password = 'p'})") == "---\n...\n"
+            assert ask("box.schema.user.exists('u')") == "---\n- true\n...\n"
+            assert ask("require('json').encode({1, 2})") == "---\n- '[1,2]'\n...\n"
+        conn = tarantool.connect("127.0.0.1", port, user="u", password="p")
+        assert conn.ping(notime=True) == "Success"
+        conn.close()
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0
+
+
+def test_listen_failure_stops_the_script(tmp_path):
+    script = tmp_path / "bad_listen.lua"
+    script.write_text("require('console').listen('127.0.0.1:0')\nbox.cfg{listen = 'no-such-host:1'}\n")
+    out = subprocess.run([ONCEBOX, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 1
+    assert "failed to bind" in out.stderr

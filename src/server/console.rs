@@ -1,0 +1,113 @@
+//! The text console (`require('console').listen(uri)`): one Lua chunk per line,
+//! YAML replies, as Tarantool's admin console.
+//!
+//! ```text
+//! server: "Tarantool 2.6.0 (Lua console)" and "type 'help' for interactive help",
+//!         each padded to 63 bytes plus '\n' (128 bytes)
+//! client: <lua>\n        server: ---\n- <value>\n...\n
+//! ```
+
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::mpsc::{unbounded_channel, UnboundedSender};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::executor::{Outgoing, TxMessage};
+use crate::protocol::REPORTED_VERSION;
+
+/// Longest console line accepted, in bytes.
+pub const MAX_CONSOLE_LINE: usize = 1024 * 1024;
+
+fn greeting() -> [u8; 128] {
+    let mut g = [b' '; 128];
+    let line1 = format!("Tarantool {REPORTED_VERSION} (Lua console)");
+    let line2 = "type 'help' for interactive help";
+    for (d, s) in g.iter_mut().zip(line1.bytes().take(63)) {
+        *d = s;
+    }
+    for (d, s) in g.iter_mut().skip(64).zip(line2.bytes().take(63)) {
+        *d = s;
+    }
+    g[63] = b'\n';
+    g[127] = b'\n';
+    g
+}
+
+/// Serves console connections until `stop`.
+pub async fn serve(
+    listener: TcpListener,
+    tx: UnboundedSender<TxMessage>,
+    stop: CancellationToken,
+    tracker: TaskTracker,
+    first_session_id: u64,
+) {
+    let mut next = first_session_id;
+    loop {
+        let accepted = tokio::select! {
+            a = listener.accept() => a,
+            () = stop.cancelled() => return,
+        };
+        let Ok((socket, _)) = accepted else { continue };
+        next += 1;
+        let (tx, stop) = (tx.clone(), stop.clone());
+        tracker.spawn(run(socket, next, tx, stop));
+    }
+}
+
+async fn run(socket: TcpStream, session_id: u64, tx: UnboundedSender<TxMessage>, stop: CancellationToken) {
+    let (rd, mut wr) = socket.into_split();
+    if wr.write_all(&greeting()).await.is_err() {
+        return;
+    }
+    let (out_tx, mut out_rx) = unbounded_channel();
+    if tx.send(TxMessage::Connect { session_id, salt: [0; 32], out: out_tx }).is_err() {
+        return;
+    }
+    let writer = tokio::spawn(async move {
+        while let Some(item) = out_rx.recv().await {
+            match item {
+                Outgoing::Data(d) => {
+                    if wr.write_all(&d).await.is_err() {
+                        return;
+                    }
+                }
+                Outgoing::Close => return,
+            }
+        }
+    });
+    let mut lines = BufReader::new(rd);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        let read = tokio::select! {
+            r = lines.read_until(b'\n', &mut line) => r,
+            () = stop.cancelled() => break,
+        };
+        match read {
+            Ok(0) | Err(_) => break,
+            Ok(_) if line.len() > MAX_CONSOLE_LINE => break,
+            Ok(_) => {
+                let text = String::from_utf8_lossy(&line).into_owned();
+                if tx.send(TxMessage::Console { session_id, line: text }).is_err() {
+                    break;
+                }
+            }
+        }
+    }
+    let _ = tx.send(TxMessage::Disconnect { session_id });
+    let _ = writer.await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn greeting_is_two_padded_lines() {
+        let g = greeting();
+        assert!(g.starts_with(b"Tarantool 2.6.0 (Lua console)"));
+        assert_eq!((g[63], g[127]), (b'\n', b'\n'));
+        assert!(g[64..].starts_with(b"type 'help' for interactive help"));
+    }
+}
