@@ -98,18 +98,7 @@ pub fn run(config: config::Config) -> Result<(), BoxedError> {
             max_packet_size: config.max_packet_size,
             max_connections: config.max_connections,
         };
-        // The TX thread's clock: eviction steps and service-clock commits.
-        let ticker = tx.clone();
-        let tick_stop = stop.clone();
-        tokio::spawn(async move {
-            let mut every = tokio::time::interval(std::time::Duration::from_secs(1));
-            loop {
-                tokio::select! {
-                    _ = every.tick() => if ticker.send(TxMessage::Tick).is_err() { return },
-                    () = tick_stop.cancelled() => return,
-                }
-            }
-        });
+        tokio::spawn(tick(tx.clone(), stop.clone()));
         tokio::spawn(control_loop(ctl_rx, tx.clone(), stop.clone(), tracker.clone()));
         let serve = server::serve(listener, tx.clone(), server_config, stop.clone(), tracker.clone());
         tokio::pin!(serve);
@@ -228,6 +217,7 @@ pub fn run_script(path: std::path::PathBuf, args: Vec<String>) -> Result<i32, Bo
                                     max_connections: 10_000,
                                 };
                                 tokio::spawn(server::serve_unix(listener, tx.clone(), cfg, stop.clone(), tracker.clone()));
+                                tokio::spawn(tick(tx.clone(), stop.clone()));
                             }
                             Err(e) => {
                                 let _ = reply.send(Err(format!("failed to bind {addr}: {e}")));
@@ -248,17 +238,7 @@ pub fn run_script(path: std::path::PathBuf, args: Vec<String>) -> Result<i32, Bo
                                     max_connections: 10_000,
                                 };
                                 tokio::spawn(server::serve(listener, tx.clone(), cfg, stop.clone(), tracker.clone()));
-                                let ticker = tx.clone();
-                                let tick_stop = stop.clone();
-                                tokio::spawn(async move {
-                                    let mut every = tokio::time::interval(std::time::Duration::from_secs(1));
-                                    loop {
-                                        tokio::select! {
-                                            _ = every.tick() => if ticker.send(TxMessage::Tick).is_err() { return },
-                                            () = tick_stop.cancelled() => return,
-                                        }
-                                    }
-                                });
+                                tokio::spawn(tick(tx.clone(), stop.clone()));
                             }
                             Err(e) => {
                                 let _ = reply.send(Err(format!("failed to bind {addr}: {e}")));
@@ -315,6 +295,17 @@ async fn control_loop(
                     let _ = reply.send(Err(format!("failed to bind {addr}: {e}")));
                 }
             },
+        }
+    }
+}
+
+/// The TX thread's clock: a tick a second drives eviction steps and service-clock commits.
+async fn tick(tx: tokio::sync::mpsc::UnboundedSender<TxMessage>, stop: CancellationToken) {
+    let mut every = tokio::time::interval(std::time::Duration::from_secs(1));
+    loop {
+        tokio::select! {
+            _ = every.tick() => if tx.send(TxMessage::Tick).is_err() { return },
+            () = stop.cancelled() => return,
         }
     }
 }
