@@ -36,6 +36,14 @@ pub fn injected_failure_after() -> Option<u64> {
     std::env::var("ONCEBOX_INJECT_WAL_FAILURE_AFTER").ok()?.parse().ok()
 }
 
+/// Test-only: a delay before each batch write, in milliseconds, so that tests can
+/// catch requests while their commit is in flight. `ONCEBOX_INJECT_WAL_DELAY_MS`.
+#[must_use]
+pub fn injected_delay() -> Option<std::time::Duration> {
+    let ms: u64 = std::env::var("ONCEBOX_INJECT_WAL_DELAY_MS").ok()?.parse().ok()?;
+    Some(std::time::Duration::from_millis(ms))
+}
+
 /// Largest number of groups written as one batch.
 const MAX_GROUPS_PER_BATCH: usize = 1024;
 
@@ -51,6 +59,7 @@ pub fn spawn(
 fn run(store: &FjallStore, rx: &Receiver<WalRequest>, done: &dyn Fn(WalDone)) {
     let mut failed: Option<String> = None;
     let mut budget = injected_failure_after();
+    let delay = injected_delay();
     while let Ok(first) = rx.recv() {
         let mut ticket = first.ticket;
         let mut ops = first.ops;
@@ -62,6 +71,9 @@ fn run(store: &FjallStore, rx: &Receiver<WalRequest>, done: &dyn Fn(WalDone)) {
                 }
                 Err(_) => break,
             }
+        }
+        if let Some(d) = delay {
+            std::thread::sleep(d);
         }
         if failed.is_none() {
             if budget == Some(0) {

@@ -54,7 +54,7 @@ class Instance:
             shutil.rmtree(self.workdir, ignore_errors=True)
 
 
-def start_oncebox(*extra):
+def start_oncebox(*extra, env=None):
     workdir = tempfile.mkdtemp(prefix="oncebox-")
     proc = subprocess.Popen(
         [ONCEBOX, "--listen", "127.0.0.1:0", "--admin-password", ADMIN_PASSWORD, "--log-level", "warn",
@@ -62,6 +62,7 @@ def start_oncebox(*extra):
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
+        env=env,
     )
     line = proc.stdout.readline()
     if not line.startswith("oncebox listening on "):
