@@ -809,6 +809,10 @@ box.cfg = setmetatable({}, {
         for k, v in pairs(opts or {}) do
             if string.sub(k, 1, 12) == 'idempotency_' then op('idem_cfg', k, v) end
             if k == 'read_only' then op('set_read_only', v) end
+            if k == 'listen' then
+                if v ~= cfg_values.listen then v = op('listen', v) end
+                if v == '' then v = nil end
+            end
             cfg_values[k] = v
         end
     end,

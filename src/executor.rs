@@ -192,6 +192,15 @@ pub enum Control {
         /// The outcome.
         reply: std::sync::mpsc::Sender<Result<String, String>>,
     },
+    /// Serve the binary protocol on `addr` instead of the current address (`None`: stop listening).
+    Listen {
+        /// `host:port` or a unix socket path.
+        addr: Option<String>,
+        /// Shown in greetings.
+        instance_uuid: uuid::Uuid,
+        /// The bound address, or why binding failed.
+        reply: std::sync::mpsc::Sender<Result<String, String>>,
+    },
 }
 
 impl Executor {
@@ -227,10 +236,10 @@ impl Executor {
         }
     }
 
-    /// Whether Lua opened a text console.
+    /// Whether Lua opened a listener (a console, or the binary port by `box.cfg{listen}`).
     #[must_use]
-    pub fn has_consoles(&self) -> bool {
-        self.lua.has_consoles()
+    pub fn is_serving(&self) -> bool {
+        self.lua.is_serving()
     }
 
     /// Lets Lua ask the network side for console listeners.

@@ -14,6 +14,7 @@ pub mod engine;
 pub mod error;
 pub mod executor;
 pub mod idempotency;
+pub mod listeners;
 pub mod lua;
 pub mod protocol;
 pub mod script;
@@ -98,8 +99,10 @@ pub fn run(config: config::Config) -> Result<(), BoxedError> {
             max_packet_size: config.max_packet_size,
             max_connections: config.max_connections,
         };
-        tokio::spawn(tick(tx.clone(), stop.clone()));
-        tokio::spawn(control_loop(ctl_rx, tx.clone(), stop.clone(), tracker.clone()));
+        let ctx = listeners::NetContext { tx: tx.clone(), stop: stop.clone(), tracker: tracker.clone() };
+        listeners::start_tick(&ctx);
+        // The command-line listener stays; `box.cfg{listen}` from Lua adds one.
+        tokio::spawn(listeners::control_loop(ctl_rx, ctx, None));
         let serve = server::serve(listener, tx.clone(), server_config, stop.clone(), tracker.clone());
         tokio::pin!(serve);
         tokio::select! {
@@ -198,57 +201,13 @@ pub fn run_script(path: std::path::PathBuf, args: Vec<String>) -> Result<i32, Bo
     let stop = CancellationToken::new();
     let tracker = TaskTracker::new();
     let code = runtime.block_on(async {
-        tokio::spawn(control_loop(ctl_rx, tx.clone(), stop.clone(), tracker.clone()));
-        let mut listening = false;
+        let ctx = listeners::NetContext { tx: tx.clone(), stop: stop.clone(), tracker: tracker.clone() };
+        tokio::spawn(listeners::control_loop(ctl_rx, ctx, None));
         loop {
             tokio::select! {
                 ev = ev_rx.recv() => match ev {
-                    Some(script::ScriptEvent::Listen { addr, instance_uuid, reply }) if addr.contains('/') => {
-                        // A path: a unix socket, as Tarantool's `listen = '/path'`.
-                        let _ = std::fs::remove_file(&addr);
-                        match tokio::net::UnixListener::bind(&addr) {
-                            Ok(listener) => {
-                                println!("oncebox listening on {addr}");
-                                let _ = reply.send(Ok(addr.clone()));
-                                listening = true;
-                                let cfg = server::ServerConfig {
-                                    instance_uuid,
-                                    max_packet_size: protocol::frame::DEFAULT_MAX_PACKET_SIZE,
-                                    max_connections: 10_000,
-                                };
-                                tokio::spawn(server::serve_unix(listener, tx.clone(), cfg, stop.clone(), tracker.clone()));
-                                tokio::spawn(tick(tx.clone(), stop.clone()));
-                            }
-                            Err(e) => {
-                                let _ = reply.send(Err(format!("failed to bind {addr}: {e}")));
-                            }
-                        }
-                    }
-                    Some(script::ScriptEvent::Listen { addr, instance_uuid, reply }) => {
-                        match TcpListener::bind(&addr).await {
-                            Ok(listener) => {
-                                let bound = listener.local_addr().map(|a| a.to_string()).unwrap_or(addr);
-                                tracing::info!(addr = %bound, "listening");
-                                println!("oncebox listening on {bound}");
-                                let _ = reply.send(Ok(bound));
-                                listening = true;
-                                let cfg = server::ServerConfig {
-                                    instance_uuid,
-                                    max_packet_size: protocol::frame::DEFAULT_MAX_PACKET_SIZE,
-                                    max_connections: 10_000,
-                                };
-                                tokio::spawn(server::serve(listener, tx.clone(), cfg, stop.clone(), tracker.clone()));
-                                tokio::spawn(tick(tx.clone(), stop.clone()));
-                            }
-                            Err(e) => {
-                                let _ = reply.send(Err(format!("failed to bind {addr}: {e}")));
-                            }
-                        }
-                    }
-                    // A failed script stops the process even if a console is open.
-                    Some(script::ScriptEvent::Done { code }) if code != 0 || (!listening && tracker.is_empty()) => {
-                        return code
-                    }
+                    // A failed script stops the process even if a listener is open.
+                    Some(script::ScriptEvent::Done { code, serving }) if code != 0 || !serving => return code,
                     Some(script::ScriptEvent::Done { .. }) => {}
                     None => return 0,
                 },
@@ -269,43 +228,4 @@ pub fn run_script(path: std::path::PathBuf, args: Vec<String>) -> Result<i32, Bo
     });
     runtime.shutdown_background();
     Ok(code)
-}
-
-/// Serves the TX thread's requests to the network side: console listeners.
-async fn control_loop(
-    mut rx: tokio::sync::mpsc::UnboundedReceiver<executor::Control>,
-    tx: tokio::sync::mpsc::UnboundedSender<TxMessage>,
-    stop: CancellationToken,
-    tracker: TaskTracker,
-) {
-    let mut consoles = 0u64;
-    while let Some(req) = rx.recv().await {
-        match req {
-            executor::Control::ConsoleListen { addr, reply } => match TcpListener::bind(&addr).await {
-                Ok(listener) => {
-                    let bound = listener.local_addr().map(|a| a.to_string()).unwrap_or(addr);
-                    tracing::info!(addr = %bound, "console listening");
-                    let _ = reply.send(Ok(bound));
-                    consoles += 1;
-                    // Console sessions get ids far from binary ones.
-                    let base = (1u64 << 48) * consoles;
-                    tracker.spawn(server::console::serve(listener, tx.clone(), stop.clone(), tracker.clone(), base));
-                }
-                Err(e) => {
-                    let _ = reply.send(Err(format!("failed to bind {addr}: {e}")));
-                }
-            },
-        }
-    }
-}
-
-/// The TX thread's clock: a tick a second drives eviction steps and service-clock commits.
-async fn tick(tx: tokio::sync::mpsc::UnboundedSender<TxMessage>, stop: CancellationToken) {
-    let mut every = tokio::time::interval(std::time::Duration::from_secs(1));
-    loop {
-        tokio::select! {
-            _ = every.tick() => if tx.send(TxMessage::Tick).is_err() { return },
-            () = stop.cancelled() => return,
-        }
-    }
 }

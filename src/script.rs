@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use mlua::{Table, Value};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
 
-use crate::executor::{Executor, TxMessage};
+use crate::executor::{Control, Executor, TxMessage};
 use crate::idempotency::{Mode, Settings, Window};
 use crate::lua::LuaRuntime;
 use crate::storage::datadir::DataDir;
@@ -22,19 +22,12 @@ use crate::storage::WalMode;
 /// What the script thread tells the main thread.
 #[derive(Debug)]
 pub enum ScriptEvent {
-    /// Listen on `addr`; reply with the bound address or an error.
-    Listen {
-        /// `host:port` to bind.
-        addr: String,
-        /// The instance uuid for greetings.
-        instance_uuid: uuid::Uuid,
-        /// Where to send the outcome.
-        reply: std::sync::mpsc::Sender<Result<String, String>>,
-    },
     /// The script finished; `code` is the exit status if nothing is served.
     Done {
         /// 0 for success, 1 for a script error.
         code: i32,
+        /// Whether a listener is open, so the process keeps serving after a successful script.
+        serving: bool,
     },
 }
 
@@ -103,7 +96,7 @@ pub fn run(
             1
         }
     };
-    let _ = events.send(ScriptEvent::Done { code });
+    let _ = events.send(ScriptEvent::Done { code, serving: false });
 }
 
 fn drive(
@@ -136,9 +129,8 @@ fn drive(
     values.push(("wal_mode".into(), mode.name().into()));
     if let Some(addr) = &cfg.listen {
         let (reply_tx, reply_rx) = std::sync::mpsc::channel();
-        events
-            .send(ScriptEvent::Listen { addr: addr.clone(), instance_uuid: uuid, reply: reply_tx })
-            .map_err(|_| "the main thread is gone".to_owned())?;
+        let listen = Control::Listen { addr: Some(addr.clone()), instance_uuid: uuid, reply: reply_tx };
+        control.send(listen).map_err(|_| "the main thread is gone".to_owned())?;
         let bound = reply_rx.recv().map_err(|_| "the main thread is gone".to_owned())??;
         values.retain(|(k, _)| k != "listen");
         values.push(("listen".into(), bound));
@@ -148,8 +140,9 @@ fn drive(
     if let Err(e) = &result {
         eprintln!("{}", e.message);
     }
-    if cfg.listen.is_some() || executor.has_consoles() {
-        let _ = events.send(ScriptEvent::Done { code: i32::from(result.is_err()) });
+    let serving = cfg.listen.is_some() || executor.is_serving();
+    if serving {
+        let _ = events.send(ScriptEvent::Done { code: i32::from(result.is_err()), serving });
     } else {
         // Nothing to serve: finish the script's commits, then stop.
         let _ = notify.send(TxMessage::Shutdown);

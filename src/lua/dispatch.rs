@@ -43,9 +43,9 @@ pub struct Context<'a> {
     pub wait_for: Option<u64>,
 }
 
-/// Whether a text console was opened (a script that opened one keeps serving).
+/// Whether a listener was opened from Lua (a console or `box.cfg{listen}`): the script keeps serving.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct ConsolesOpen(pub bool);
+pub struct Serving(pub bool);
 
 /// Number of `box.ctl.on_iproto_request` triggers, kept as Lua app data.
 #[derive(Debug, Clone, Copy, Default)]
@@ -286,7 +286,31 @@ fn run(lua: &Lua, cx: &mut Context<'_>, op: &str, args: &[Value]) -> Result<Valu
                 .map_err(|_| mlua::Error::runtime("the network side is gone"))?;
             match result.recv() {
                 Ok(Ok(bound)) => {
-                    lua.set_app_data(ConsolesOpen(true));
+                    lua.set_app_data(Serving(true));
+                    Value::String(lua.create_string(bound)?)
+                }
+                Ok(Err(msg)) => return Err(BoxError::new(crate::error::code::CFG, msg).into()),
+                Err(_) => return Err(mlua::Error::runtime("the network side is gone").into()),
+            }
+        }
+        "listen" => {
+            // box.cfg{listen = ...} after boot: bind the new address, close the old one.
+            let addr = match args.get(1) {
+                Some(Value::Nil) | None => None,
+                Some(Value::Integer(port)) => Some(crate::config::normalize_listen(&port.to_string())),
+                Some(v) => Some(crate::config::normalize_listen(&lua.unpack::<String>(v.clone())?)),
+            };
+            let Some(control) = cx.control.as_ref() else {
+                return Err(BoxError::new(crate::error::code::CFG, "listen cannot change in this mode").into());
+            };
+            let instance_uuid = uuid::Uuid::parse_str(&cx.instance_uuid).unwrap_or_default();
+            let (reply, result) = std::sync::mpsc::channel();
+            control
+                .send(crate::executor::Control::Listen { addr, instance_uuid, reply })
+                .map_err(|_| mlua::Error::runtime("the network side is gone"))?;
+            match result.recv() {
+                Ok(Ok(bound)) => {
+                    lua.set_app_data(Serving(true));
                     Value::String(lua.create_string(bound)?)
                 }
                 Ok(Err(msg)) => return Err(BoxError::new(crate::error::code::CFG, msg).into()),

@@ -230,10 +230,10 @@ impl LuaRuntime {
         Ok(String::from_utf8_lossy(&bytes).into_owned())
     }
 
-    /// Whether Lua opened a text console.
+    /// Whether Lua opened a listener: a text console or the binary port (`box.cfg{listen}`).
     #[must_use]
-    pub fn has_consoles(&self) -> bool {
-        self.lua.app_data_ref::<dispatch::ConsolesOpen>().is_some_and(|c| c.0)
+    pub fn is_serving(&self) -> bool {
+        self.lua.app_data_ref::<dispatch::Serving>().is_some_and(|c| c.0)
     }
 
     /// Whether any `box.ctl.on_iproto_request` trigger is set (none: no cost per request).

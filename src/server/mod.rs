@@ -29,6 +29,13 @@ pub struct ServerConfig {
     pub max_connections: usize,
 }
 
+/// Binary-protocol session ids, unique across every listener the process opens.
+static NEXT_SESSION_ID: AtomicU64 = AtomicU64::new(1);
+
+fn next_session_id() -> u64 {
+    NEXT_SESSION_ID.fetch_add(1, Ordering::Relaxed)
+}
+
 /// Accepts connections until `stop` is cancelled; every connection task is tracked by `tracker`.
 pub async fn serve(
     listener: TcpListener,
@@ -39,7 +46,6 @@ pub async fn serve(
 ) -> std::io::Result<()> {
     let config = Arc::new(config);
     let limit = Arc::new(Semaphore::new(config.max_connections));
-    let next_id = AtomicU64::new(1);
     loop {
         let permit = tokio::select! {
             p = limit.clone().acquire_owned() => p.map_err(std::io::Error::other)?,
@@ -57,7 +63,7 @@ pub async fn serve(
                 continue;
             }
         };
-        let session_id = next_id.fetch_add(1, Ordering::Relaxed);
+        let session_id = next_session_id();
         tracing::info!(%peer, session_id, "connection accepted");
         let tx = tx.clone();
         let config = config.clone();
@@ -79,15 +85,13 @@ pub async fn serve_unix(
     tracker: TaskTracker,
 ) -> std::io::Result<()> {
     let config = Arc::new(config);
-    // Unix-socket sessions get ids far from TCP ones.
-    let next_id = AtomicU64::new(1 << 40);
     loop {
         let accepted = tokio::select! {
             a = listener.accept() => a,
             () = stop.cancelled() => return Ok(()),
         };
         let Ok((socket, _)) = accepted else { continue };
-        let session_id = next_id.fetch_add(1, Ordering::Relaxed);
+        let session_id = next_session_id();
         let (tx, config, stop) = (tx.clone(), config.clone(), stop.clone());
         tracker.spawn(async move { connection::run_unix(socket, session_id, tx, &config, stop).await });
     }

@@ -132,3 +132,38 @@ def test_listen_failure_stops_the_script(tmp_path):
     out = subprocess.run([ONCEBOX, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert out.returncode == 1
     assert "failed to bind" in out.stderr
+
+
+def test_listen_set_after_setup_and_changed_at_runtime(tmp_path):
+    """`box.cfg{}` first, then setup, then `box.cfg{listen}`: the port opens only when the
+    data is there (the conformance harness's readiness signal). A later `listen` moves
+    the binary port: the new address serves, the old one is closed."""
+    first, second = free_port(), free_port()
+    script = tmp_path / "late.lua"
+    script.write_text(textwrap.dedent(f"""\
+        box.cfg{{work_dir = os.getenv('WORK')}}
+        box.schema.user.grant('guest', 'super')
+        box.schema.space.create('t'):create_index('pk')
+        box.space.t:insert{{1, 'ready'}}
+        box.cfg{{listen = '127.0.0.1:{first}'}}
+        function move() box.cfg{{listen = {second}}} return box.cfg.listen end
+    """))
+    proc = subprocess.Popen([ONCEBOX, str(script)], env=dict(os.environ, WORK=str(tmp_path)),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_port(first, proc)
+        conn = tarantool.connect("127.0.0.1", first)
+        assert conn.select("t", 1).data == [[1, "ready"]]
+        assert conn.call("move").data == [f"127.0.0.1:{second}"]
+        conn2 = tarantool.connect("127.0.0.1", second)
+        assert conn2.select("t", 1).data == [[1, "ready"]]
+        # The first connection survives the move; the old address takes no new ones.
+        assert conn.ping() is not None
+        import socket
+        with socket.socket() as s:
+            assert s.connect_ex(("127.0.0.1", first)) != 0
+        conn.close()
+        conn2.close()
+    finally:
+        proc.kill()
+        proc.wait()

@@ -1,0 +1,149 @@
+//! Listeners opened while running: the binary port `box.cfg{listen}` sets (first or
+//! later calls), text consoles `require('console').listen` opens, and the one tick
+//! task that drives the TX thread's clock.
+//!
+//! All of these are asked for by the TX thread through [`Control`] messages, or by
+//! the script driver, and answered here on the network runtime.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use tokio::net::{TcpListener, UnixListener};
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::executor::{Control, TxMessage};
+use crate::protocol;
+use crate::server;
+
+/// What every listener started here shares: the TX channel, shutdown and task tracking.
+#[derive(Clone)]
+pub struct NetContext {
+    /// Requests to the TX thread.
+    pub tx: UnboundedSender<TxMessage>,
+    /// Cancelled at shutdown: stops accept loops and connections.
+    pub stop: CancellationToken,
+    /// Tracks connection tasks so shutdown can drain them.
+    pub tracker: TaskTracker,
+}
+
+/// An open binary listener; cancelling `token` closes the socket (connections stay).
+pub struct BinaryListener {
+    /// The bound address (`host:port` or the socket path).
+    pub bound: String,
+    /// Closes this listener only.
+    pub token: CancellationToken,
+}
+
+/// Binds `addr` (`host:port`, or a path for a unix socket) and serves the binary protocol on it.
+///
+/// # Errors
+/// A Tarantool-style text when the address cannot be bound.
+pub async fn open_binary(ctx: &NetContext, addr: &str, instance_uuid: uuid::Uuid) -> Result<BinaryListener, String> {
+    let cfg = server::ServerConfig {
+        instance_uuid,
+        max_packet_size: protocol::frame::DEFAULT_MAX_PACKET_SIZE,
+        max_connections: 10_000,
+    };
+    let token = CancellationToken::new();
+    let own = token.clone();
+    let bound = if addr.contains('/') {
+        let _ = std::fs::remove_file(addr);
+        let listener = UnixListener::bind(addr).map_err(|e| format!("failed to bind {addr}: {e}"))?;
+        let serving = server::serve_unix(listener, ctx.tx.clone(), cfg, ctx.stop.clone(), ctx.tracker.clone());
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = serving => {},
+                () = own.cancelled() => {},
+            }
+        });
+        addr.to_owned()
+    } else {
+        let listener = TcpListener::bind(addr).await.map_err(|e| format!("failed to bind {addr}: {e}"))?;
+        let bound = listener.local_addr().map(|a| a.to_string()).unwrap_or_else(|_| addr.to_owned());
+        let serving = server::serve(listener, ctx.tx.clone(), cfg, ctx.stop.clone(), ctx.tracker.clone());
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = serving => {},
+                () = own.cancelled() => {},
+            }
+        });
+        bound
+    };
+    tracing::info!(addr = %bound, "listening");
+    // A machine-readable line for scripts that start oncebox on port 0.
+    println!("oncebox listening on {bound}");
+    start_tick(ctx);
+    Ok(BinaryListener { bound, token })
+}
+
+/// Serves the TX thread's [`Control`] requests until the channel closes.
+pub async fn control_loop(mut rx: UnboundedReceiver<Control>, ctx: NetContext, mut binary: Option<BinaryListener>) {
+    let mut consoles = 0u64;
+    while let Some(req) = rx.recv().await {
+        match req {
+            Control::ConsoleListen { addr, reply } => match TcpListener::bind(&addr).await {
+                Ok(listener) => {
+                    let bound = listener.local_addr().map(|a| a.to_string()).unwrap_or(addr);
+                    tracing::info!(addr = %bound, "console listening");
+                    let _ = reply.send(Ok(bound));
+                    consoles += 1;
+                    // Console sessions get ids far from binary ones.
+                    let base = (1u64 << 48) * consoles;
+                    ctx.tracker.spawn(server::console::serve(
+                        listener,
+                        ctx.tx.clone(),
+                        ctx.stop.clone(),
+                        ctx.tracker.clone(),
+                        base,
+                    ));
+                }
+                Err(e) => {
+                    let _ = reply.send(Err(format!("failed to bind {addr}: {e}")));
+                }
+            },
+            Control::Listen { addr, instance_uuid, reply } => {
+                // As 2.6: the new address is bound first; the old socket closes once it is.
+                let outcome = match addr {
+                    None => {
+                        if let Some(old) = binary.take() {
+                            old.token.cancel();
+                        }
+                        Ok(String::new())
+                    }
+                    Some(addr) => match open_binary(&ctx, &addr, instance_uuid).await {
+                        Ok(new) => {
+                            let bound = new.bound.clone();
+                            if let Some(old) = binary.replace(new) {
+                                old.token.cancel();
+                            }
+                            Ok(bound)
+                        }
+                        Err(e) => Err(e),
+                    },
+                };
+                let _ = reply.send(outcome);
+            }
+        }
+    }
+}
+
+/// Whether the tick task runs already (one per process).
+static TICKING: AtomicBool = AtomicBool::new(false);
+
+/// Starts the tick task once: a tick a second drives eviction steps and service-clock commits.
+pub fn start_tick(ctx: &NetContext) {
+    if TICKING.swap(true, Ordering::SeqCst) {
+        return;
+    }
+    let (tx, stop) = (ctx.tx.clone(), ctx.stop.clone());
+    tokio::spawn(async move {
+        let mut every = tokio::time::interval(std::time::Duration::from_secs(1));
+        loop {
+            tokio::select! {
+                _ = every.tick() => if tx.send(TxMessage::Tick).is_err() { return },
+                () = stop.cancelled() => return,
+            }
+        }
+    });
+}
