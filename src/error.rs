@@ -169,11 +169,11 @@ impl BoxError {
         Self::new(code::MISSING_REQUEST_FIELD, format!("Missing mandatory field '{what}' in request"))
     }
 
-    /// ER_UNKNOWN_REQUEST_TYPE.
+    /// ER_UNKNOWN_REQUEST_TYPE. 2.6 prints the type's low 8 bits (type 300 is "44").
     #[track_caller]
     #[must_use]
     pub fn unknown_request_type(ty: u64) -> Self {
-        Self::new(code::UNKNOWN_REQUEST_TYPE, format!("Unknown request type {ty}"))
+        Self::new(code::UNKNOWN_REQUEST_TYPE, format!("Unknown request type {}", ty & 0xff))
     }
 
     /// ER_NO_SUCH_SPACE, named by id or name as Tarantool does.

@@ -38,6 +38,8 @@ pub mod request_type {
     pub const EVAL: u64 = 0x08;
     pub const UPSERT: u64 = 0x09;
     pub const CALL: u64 = 0x0a;
+    /// No operation (replication); 2.6 answers it as an error over IPROTO.
+    pub const NOP: u64 = 0x0c;
     pub const PING: u64 = 0x40;
     pub const CHUNK: u64 = 0x80;
     pub const TYPE_ERROR: u64 = 0x8000;

@@ -402,6 +402,29 @@ pub fn skip_value(buf: &[u8], pos: usize) -> Result<usize, MpError> {
     Ok(pos)
 }
 
+/// Checks `buf` the way Tarantool's msgpuck `mp_check` does: like [`check_value`],
+/// except that the unused marker 0xc1 passes as a one-byte value.
+pub fn check_value_as_msgpuck(buf: &[u8]) -> Result<(), MpError> {
+    let mut pos = 0;
+    let mut pending: u64 = 1;
+    while pending > 0 {
+        let (size, children) = if buf.get(pos) == Some(&0xc1) { (1, 0) } else { value_head(buf, pos)? };
+        pos = pos.checked_add(size).ok_or(MpError::Truncated)?;
+        if pos > buf.len() {
+            return Err(MpError::Truncated);
+        }
+        pending = pending - 1 + children;
+        if pending > (buf.len() - pos) as u64 {
+            return Err(MpError::Truncated);
+        }
+    }
+    if pos == buf.len() {
+        Ok(())
+    } else {
+        Err(MpError::Invalid)
+    }
+}
+
 /// Checks that `buf` holds exactly one complete, valid value.
 pub fn check_value(buf: &[u8]) -> Result<(), MpError> {
     let end = skip_value(buf, 0)?;
@@ -577,6 +600,10 @@ mod tests {
         assert_eq!(skip_value(&[0x92, 0x01], 0), Err(MpError::Truncated));
         assert_eq!(skip_value(&[0xdd, 0xff, 0xff, 0xff, 0xff], 0), Err(MpError::Truncated));
         assert_eq!(skip_value(&[0xc1], 0), Err(MpError::Invalid));
+        assert_eq!(check_value_as_msgpuck(&[0xc1]), Ok(()));
+        assert_eq!(check_value_as_msgpuck(&[0x91, 0xc1]), Ok(()));
+        assert_eq!(check_value_as_msgpuck(&[0x80, 0xc1]), Err(MpError::Invalid));
+        assert_eq!(check_value_as_msgpuck(&[0x92, 0xc1]), Err(MpError::Truncated));
         assert_eq!(skip_value(&[0x92, 0x01, 0xa1, b'x'], 0), Ok(4));
     }
 

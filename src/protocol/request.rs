@@ -18,7 +18,7 @@
 //! ```
 
 use super::key;
-use super::msgpack::{check_value, MpType, Reader};
+use super::msgpack::{check_value, check_value_as_msgpuck, MpType, Reader};
 use super::request_type as rt;
 use crate::error::{BoxError, BoxResult};
 
@@ -225,10 +225,12 @@ pub fn parse(request_type: u64, body: &[u8]) -> BoxResult<Option<Request<'_>>> {
     let req = match request_type {
         rt::PING => {
             if !body.is_empty() {
-                check_value(body).map_err(|_| bad_body())?;
+                check_value_as_msgpuck(body).map_err(|_| bad_body())?;
             }
             Request::Ping
         }
+        // 2.6 decodes a NOP's body as DML and fails; without a body NOP is unknown.
+        rt::NOP if !body.is_empty() => return Err(bad_body()),
         rt::SELECT => {
             let f = read_fields(body, &[SPACE_ID, INDEX_ID, LIMIT, OFFSET, ITERATOR, KEY])?;
             Request::Select(Select {
