@@ -118,7 +118,8 @@ fn bad_header_keeps_connection() {
     assert_eq!(c.recv().code, 0);
 }
 
-/// Request types 2.6 does not serve get ER_UNKNOWN_REQUEST_TYPE with the request's sync.
+/// Request types 2.6 does not serve get ER_UNKNOWN_REQUEST_TYPE with the request's sync;
+/// the message shows the type's low 8 bits, as 2.6 prints it.
 #[test]
 fn unknown_request_types() {
     let server = Server::start(&[]);
@@ -127,7 +128,7 @@ fn unknown_request_types() {
         c.send(&mp::header(ty, 3), &[0x80]);
         let r = c.recv();
         assert_eq!((r.sync, r.error_code()), (3, 48));
-        assert_eq!(r.error_message(), format!("Unknown request type {ty}"));
+        assert_eq!(r.error_message(), format!("Unknown request type {}", ty & 0xff));
     }
     // No type at all is type 0.
     c.send(&mp::map(&[(1, mp::uint(4))]), &[]);
