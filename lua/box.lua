@@ -390,6 +390,7 @@ local function normalize_parts(space, parts)
         end
         local fmt = space._format[fieldno]
         local ftype = p.type or (fmt and fmt.type) or 'unsigned'
+        if type(ftype) == 'string' then ftype = string.lower(ftype) end
         if ftype == 'num' then ftype = 'unsigned' elseif ftype == 'str' then ftype = 'string' end
         local collation = p.collation
         if type(collation) == 'string' then collation = collations[string.lower(collation)] end
@@ -789,6 +790,7 @@ box.cfg = setmetatable({}, {
             cfg_load()
             if internal.open_pending_consoles then internal.open_pending_consoles() end
             if opts and opts.read_only ~= nil then op('set_read_only', opts.read_only) end
+            if opts and opts.memtx_max_tuple_size ~= nil then op('max_tuple_size', opts.memtx_max_tuple_size) end
             return
         end
         cfg_load()
@@ -809,6 +811,7 @@ box.cfg = setmetatable({}, {
         for k, v in pairs(opts or {}) do
             if string.sub(k, 1, 12) == 'idempotency_' then op('idem_cfg', k, v) end
             if k == 'read_only' then op('set_read_only', v) end
+            if k == 'memtx_max_tuple_size' then op('max_tuple_size', v) end
             if k == 'listen' then
                 if v ~= cfg_values.listen then v = op('listen', v) end
                 if v == '' then v = nil end

@@ -15,6 +15,8 @@ pub mod code {
     pub const TUPLE_FOUND: u32 = 3;
     pub const TUPLE_NOT_FOUND: u32 = 4;
     pub const UNSUPPORTED: u32 = 5;
+    /// ER_MEMTX_MAX_TUPLE_SIZE.
+    pub const MEMTX_MAX_TUPLE_SIZE: u32 = 110;
     pub const READONLY: u32 = 7;
     pub const CREATE_SPACE: u32 = 9;
     pub const SPACE_EXISTS: u32 = 10;

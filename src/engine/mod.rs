@@ -349,11 +349,10 @@ impl Engine {
         if row.id == user_id::GUEST && items.is_empty() {
             return Ok(user_id::GUEST);
         }
-        let scramble = items
-            .get(1)
-            .filter(|_| items.len() >= 2)
-            .and_then(|v| Reader::new(v).read_str_or_bin().ok())
-            .ok_or_else(|| BoxError::invalid_msgpack("authentication request body"))?;
+        let scramble = items.get(1).ok_or_else(|| BoxError::invalid_msgpack("authentication request body"))?;
+        let scramble = Reader::new(scramble)
+            .read_str_or_bin()
+            .map_err(|_| BoxError::invalid_msgpack("authentication scramble"))?;
         if scramble.len() != auth::SCRAMBLE_SIZE {
             return Err(BoxError::invalid_msgpack("invalid scramble size"));
         }
@@ -374,7 +373,12 @@ impl Engine {
 
     fn check_usage(&self, creds: &Credentials) -> BoxResult<()> {
         if creds.universe & privilege::USAGE == 0 {
-            return Err(BoxError::access_denied("Usage", "universe", "", &self.user_name(creds.user_id)));
+            let name = self.user_name(creds.user_id);
+            // A session whose user was dropped: 2.6 reports the user missing, by id.
+            if name == creds.user_id.to_string() {
+                return Err(BoxError::new(code::NO_SUCH_USER, format!("User '{name}' is not found")));
+            }
+            return Err(BoxError::access_denied("Usage", "universe", "", &name));
         }
         Ok(())
     }
@@ -729,6 +733,8 @@ impl Engine {
                     space.truncate();
                     self.record_reset(id, removed);
                 }
+                // 2.6 keeps the schema version across truncation.
+                return Ok(());
             }
             space_id::USER | space_id::PRIV => {
                 if let Some(t) = new.filter(|_| sid == space_id::USER) {
@@ -742,6 +748,8 @@ impl Engine {
                     catalog::parse_func(t)?;
                 }
                 self.creds.borrow_mut().clear();
+                // Functions are not schema in 2.6's sense: no version bump.
+                return Ok(());
             }
             space_id::SEQUENCE | space_id::SPACE_SEQUENCE => {}
             _ => return Ok(()),

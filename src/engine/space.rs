@@ -1,6 +1,7 @@
 //! A space: its definition, its format and its indexes, kept consistent on every write.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::index::{Index, IndexDef, Part};
 use super::tuple::{split, Tuple, TupleFields};
@@ -60,6 +61,12 @@ pub enum WriteMode {
     Replace,
 }
 
+/// `memtx_max_tuple_size`: the largest tuple accepted, header included (2.6 default 1 MiB).
+pub static MAX_TUPLE_SIZE: AtomicUsize = AtomicUsize::new(1024 * 1024);
+const TUPLE_HEADER_SIZE: usize = 14;
+/// Below `limit - 4 * this` no tuple can be too large, so the exact size is not computed.
+const MAX_FIELD_MAP_SLOTS: usize = 4096;
+
 /// A space with its indexes.
 #[derive(Debug)]
 pub struct Space {
@@ -112,8 +119,31 @@ impl Space {
         self.def.format.iter().position(|f| f.name.as_bytes() == name)
     }
 
-    /// Checks a tuple against the format and every index, returning its fields.
+    /// The size 2.6's memtx charges for a tuple: a 14-byte header, 4 bytes per
+    /// indexed field past the first (its field map), and the MessagePack data.
+    fn charged_size(&self, data_len: usize) -> usize {
+        let mut slots: Vec<u32> =
+            self.indexes.values().flat_map(|i| i.def.parts.iter().map(|p| p.field_no)).filter(|&f| f > 0).collect();
+        slots.sort_unstable();
+        slots.dedup();
+        TUPLE_HEADER_SIZE + 4 * slots.len() + data_len
+    }
+
+    /// Checks a tuple against the size limit, the format and every index, returning its fields.
     pub fn validate<'t>(&self, tuple: &'t [u8]) -> BoxResult<TupleFields<'t>> {
+        let limit = MAX_TUPLE_SIZE.load(Ordering::Relaxed);
+        if tuple.len() + TUPLE_HEADER_SIZE > limit.saturating_sub(4 * MAX_FIELD_MAP_SLOTS) {
+            let size = self.charged_size(tuple.len());
+            if size > limit {
+                return Err(BoxError::new(
+                    code::MEMTX_MAX_TUPLE_SIZE,
+                    format!(
+                        "Failed to allocate {size} bytes for tuple: tuple is too large. \
+                         Check 'memtx_max_tuple_size' configuration option."
+                    ),
+                ));
+            }
+        }
         let fields = split(tuple)?;
         if self.def.field_count > 0 && fields.len() != self.def.field_count as usize {
             return Err(BoxError::new(

@@ -231,6 +231,9 @@ fn encode_num(n: Num) -> Vec<u8> {
                 write::int(&mut out, i as i64);
             }
         }
+        // 2.6 stores an arithmetic result as float32 when that loses nothing.
+        #[allow(clippy::cast_possible_truncation, reason = "the round trip checks for loss")]
+        Num::Float(f) if f64::from(f as f32) == f => write::f32(&mut out, f as f32),
         Num::Float(f) => write::f64(&mut out, f),
     }
     out

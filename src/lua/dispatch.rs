@@ -293,6 +293,19 @@ fn run(lua: &Lua, cx: &mut Context<'_>, op: &str, args: &[Value]) -> Result<Valu
                 Err(_) => return Err(mlua::Error::runtime("the network side is gone").into()),
             }
         }
+        "max_tuple_size" => {
+            let size: f64 = arg(lua, args, 1)?;
+            if !(1.0..=1e15).contains(&size) {
+                return Err(BoxError::new(
+                    crate::error::code::CFG,
+                    "Incorrect value for option 'memtx_max_tuple_size'",
+                )
+                .into());
+            }
+            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "range checked above")]
+            crate::engine::space::MAX_TUPLE_SIZE.store(size as usize, std::sync::atomic::Ordering::Relaxed);
+            Value::Nil
+        }
         "listen" => {
             // box.cfg{listen = ...} after boot: bind the new address, close the old one.
             let addr = match args.get(1) {

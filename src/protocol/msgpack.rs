@@ -521,6 +521,12 @@ pub mod write {
         }
     }
 
+    /// Appends a float32.
+    pub fn f32(out: &mut Vec<u8>, v: f32) {
+        out.push(0xca);
+        out.extend_from_slice(&v.to_bits().to_be_bytes());
+    }
+
     /// Appends a float64.
     pub fn f64(out: &mut Vec<u8>, v: f64) {
         out.push(0xcb);
