@@ -18,12 +18,28 @@ local function map(t) return setmetatable(t or {}, MAP) end
 
 local error_mt = {}
 error_mt.__index = error_mt
+-- The server recognises box.error objects by this marker (a plain table raised
+-- with error() is a LuajitError, as in 2.6).
+error_mt.__box_error = true
 error_mt.__tostring = function(e) return e.message end
+-- Returned as a value (CALL, EVAL, console), an error is its message, as in 2.6.
+error_mt.__serialize = function(e) return e.message end
 function error_mt.unpack(e)
     return {code = e.code, message = e.message, type = e.type, custom_type = e.custom_type,
-            base_type = e.base_type, trace = {}}
+            base_type = e.base_type, trace = {}, prev = e.prev}
 end
 function error_mt.raise(e) error(e, 2) end
+function error_mt.set_prev(e, prev)
+    if prev ~= nil and getmetatable(prev) ~= error_mt then
+        error("Usage: error1:set_prev(error2)", 2)
+    end
+    local p = prev
+    while p ~= nil do
+        if rawequal(p, e) then error("Cycles are not allowed", 2) end
+        p = rawget(p, 'prev')
+    end
+    rawset(e, 'prev', prev)
+end
 
 local codes = {
     UNKNOWN = 0, ILLEGAL_PARAMS = 1, TUPLE_FOUND = 3, TUPLE_NOT_FOUND = 4, UNSUPPORTED = 5,
@@ -189,6 +205,11 @@ function index_methods:select(key, opts)
     return op('select', self.space_id, self.id, key, iterator_code(opts, key), opts.offset or 0,
               opts.limit or 4294967295)
 end
+function index_methods:random(seed)
+    local n = op('len', self.space_id)
+    if n == 0 then return nil end
+    return self:select({}, {limit = 1, offset = (tonumber(seed) or 0) % n})[1]
+end
 function index_methods:get(key) return maybe(op('get', self.space_id, self.id, key)) end
 function index_methods:min(key) return maybe(op('select', self.space_id, self.id, key, 5, 0, 1)[1]) end
 function index_methods:max(key) return maybe(op('select', self.space_id, self.id, key, 4, 0, 1)[1]) end
@@ -264,7 +285,7 @@ function space_methods:drop()
 end
 function space_methods:rename(name) box.space._space:update({self.id}, {{'=', 3, name}}) end
 function space_methods:format(fmt)
-    if fmt == nil then return self._format end
+    if fmt == nil then return box.space._space:get(self.id)[7] end
     box.space._space:update({self.id}, {{'=', 7, internal.normalize_format(fmt)}})
 end
 function space_methods:frommap(m)
@@ -318,6 +339,8 @@ function internal.normalize_format(fmt)
             if f.collation ~= nil then e.collation = f.collation end
         else
             e = map{name = f[1], type = f[2] or 'any'}
+            if f.is_nullable ~= nil then e.is_nullable = f.is_nullable end
+            if f.collation ~= nil then e.collation = f.collation end
         end
         out[i] = e
     end
@@ -334,7 +357,13 @@ function box.schema.space.create(name, opts)
     end
     local id = opts.id
     if id == nil then
-        id = math.max(op('max_space_id') + 1, 512)
+        -- As 2.6: the next id comes from _schema's 'max_id' (so ids are never reused).
+        local max_id = box.space._schema:update({'max_id'}, {{'+', 2, 1}})
+        if max_id == nil then
+            id = math.max(op('max_space_id'), 511)
+            max_id = box.space._schema:insert{'max_id', id + 1}
+        end
+        id = max_id[2]
     end
     local flags = map{}
     if opts.temporary then flags.temporary = true end
@@ -410,7 +439,9 @@ end
 
 function internal.create_index(space, name, opts)
     opts = opts or {}
-    -- The caller's space object may predate indexes created since: look again.
+    -- The caller's space object may predate indexes created since: look again,
+    -- through _vspace as 2.6 does (a space the user cannot see does not exist).
+    if box.space._vspace:get{space.id} == nil then raise(36, "Space '%s' does not exist", '#' .. space.id) end
     space = box.space[space.id]
     if type(name) ~= 'string' then raise(1, 'Illegal parameters, name should be a string') end
     local existing = space.index[name]
@@ -587,19 +618,44 @@ function box.schema.user.revoke(...) revoke('user', ...) end
 function box.schema.role.grant(...) grant('role', ...) end
 function box.schema.role.revoke(...) revoke('role', ...) end
 
-function box.schema.user.info(name)
-    local u = find_user(name or op('user_name', session_uid()))
-    if u == nil then raise(45, "User '%s' is not found", tostring(name)) end
+local priv_order = {{1, 'read'}, {2, 'write'}, {4, 'execute'}, {8, 'session'}, {16, 'usage'},
+                    {32, 'create'}, {64, 'drop'}, {128, 'alter'}, {256, 'reference'}, {512, 'trigger'},
+                    {1024, 'insert'}, {2048, 'update'}, {4096, 'delete'}}
+
+local function priv_names(bits)
+    local names = {}
+    for _, p in ipairs(priv_order) do
+        if bit.band(bits, p[1]) ~= 0 then names[#names + 1] = p[2] end
+    end
+    return table.concat(names, ',')
+end
+
+local function object_name(otype, oid)
+    if otype == 'universe' then return '' end
+    local sys = ({space = '_vspace', ['function'] = '_vfunc', role = '_vuser', user = '_vuser',
+                  sequence = '_vsequence'})[otype]
+    local row = sys and box.space[sys]:get{oid}
+    return row and row[3] or ''
+end
+
+local function principal_info(kind, name)
+    local u = find_user(name or op('user_name', session_uid()), kind)
+    if u == nil then
+        if kind == 'role' then raise(82, "Role '%s' is not found", tostring(name)) end
+        raise(45, "User '%s' is not found", tostring(name))
+    end
     local out = {}
-    for _, p in ipairs(box.space._priv:select{u.id}) do
-        out[#out + 1] = {p[5], p[3], p[4]}
+    for _, p in ipairs(box.space._vpriv:select{u.id}) do
+        out[#out + 1] = {priv_names(p[5]), p[3], object_name(p[3], p[4])}
     end
     return out
 end
+function box.schema.user.info(name) return principal_info('user', name) end
+function box.schema.role.info(name) return principal_info('role', name) end
 
 -- Functions.
 
-function box.schema.func.exists(name) return box.space._func.index.name:get{name} ~= nil end
+function box.schema.func.exists(name) return box.space._vfunc.index.name:get{name} ~= nil end
 
 function box.schema.func.create(name, opts)
     opts = opts or {}
@@ -617,7 +673,7 @@ function box.schema.func.create(name, opts)
 end
 
 function box.schema.func.drop(name, opts)
-    local f = box.space._func.index.name:get{name}
+    local f = box.space._vfunc.index.name:get{name}
     if f == nil then
         if opts and opts.if_exists then return end
         raise(51, "Function '%s' does not exist", name)
@@ -633,6 +689,7 @@ end
 --------------------------------------------------------------------------------
 
 local txn = {mark = nil, token = nil}
+local txn_serial = 0
 
 local function token_opts(opts)
     if type(opts) == 'table' and getmetatable(opts) == nil and opts.idempotent_token ~= nil then
@@ -642,9 +699,11 @@ local function token_opts(opts)
 end
 
 function box.begin(opts)
-    if txn.mark ~= nil then raise(79, 'Operation is not permitted when there is an active transaction') end
+    if txn.mark ~= nil then raise(79, 'Operation is not permitted when there is an active transaction ') end
     txn.mark = op('txn_mark')
     txn.token = token_opts(opts)
+    txn_serial = txn_serial + 1
+    txn.serial = txn_serial
 end
 
 function box.commit()
@@ -667,6 +726,22 @@ function box.rollback()
 end
 
 function box.is_in_txn() return txn.mark ~= nil end
+
+-- Savepoints: a mark in the current transaction's undo log.
+local savepoint_mt = {__serialize = function(sp) return {csavepoint = 'savepoint', txn = sp.txn} end}
+function box.savepoint()
+    if txn.mark == nil then raise(114, 'No active transaction') end
+    return setmetatable({mark = op('txn_mark'), txn = txn.serial}, savepoint_mt)
+end
+function box.rollback_to_savepoint(sp)
+    if type(sp) ~= 'table' or getmetatable(sp) ~= savepoint_mt then
+        error('Usage: box.rollback_to_savepoint(savepoint)', 2)
+    end
+    if txn.mark == nil or sp.txn ~= txn.serial then
+        raise(61, 'Can not rollback to savepoint: the savepoint does not exist')
+    end
+    op('txn_rollback', sp.mark)
+end
 
 -- box.atomic([{idempotent_token = T},] fn, ...): with a token, the first call runs fn
 -- and stores its results in the same commit; a replay returns them without running fn.
@@ -718,6 +793,13 @@ box.session.euid = box.session.uid
 function box.session.user() return op('user_name', session_uid()) end
 function box.session.id() return op('session_id') end
 box.session.storage = {}
+-- box.session.push(value): an IPROTO_CHUNK to the requesting client before the final reply.
+function box.session.push(value, sync)
+    if sync ~= nil and type(sync) ~= 'number' then
+        error('Usage: box.session.push(data, sync)', 2)
+    end
+    return op('session_push', value)
+end
 
 box.info = setmetatable({}, {__index = function(_, k)
     if k == 'version' then return '2.6.0-0-oncebox' end
@@ -769,6 +851,8 @@ local function cfg_load()
     for k, v in pairs(op('cfg_initial')) do
         cfg_values[k] = tonumber(v) or v
     end
+    -- Defaults 2.6 reports before they are set.
+    if cfg_values.read_only == nil then cfg_values.read_only = op('is_read_only') end
 end
 
 box.cfg = setmetatable({}, {
@@ -858,6 +942,71 @@ function internal.run_iproto_triggers(header)
 end
 
 box.tuple = {}
+
+-- Tuple methods written in Lua; the tuple userdata looks names up here.
+local tuple_methods = {}
+internal.tuple_methods = tuple_methods
+
+local function update_fieldno(t, f, n)
+    if type(f) == 'string' then
+        raise(201, "Field '%s' was not found in the tuple", f)
+    end
+    if f < 0 then f = n + f + 1 end
+    return f
+end
+
+-- t:update(ops): a new tuple with the operations applied (arithmetic, assign,
+-- insert, delete, bitwise and splice), field numbers 1-based.
+function tuple_methods.update(t, ops)
+    local row = t:totable()
+    for _, o in ipairs(ops or {}) do
+        local kind, f = o[1], update_fieldno(t, o[2], #row)
+        if kind == '=' then row[f] = o[3]
+        elseif kind == '+' then row[f] = row[f] + o[3]
+        elseif kind == '-' then row[f] = row[f] - o[3]
+        elseif kind == '&' then row[f] = bit.band(row[f], o[3])
+        elseif kind == '|' then row[f] = bit.bor(row[f], o[3])
+        elseif kind == '^' then row[f] = bit.bxor(row[f], o[3])
+        elseif kind == '!' then table.insert(row, f, o[3])
+        elseif kind == '#' then for _ = 1, (o[3] or 1) do table.remove(row, f) end
+        elseif kind == ':' then
+            local s, from, len = row[f], o[3], o[4]
+            if from < 0 then from = #s + from + 2 end
+            row[f] = string.sub(s, 1, from - 1) .. o[5] .. string.sub(s, from + len)
+        else raise(28, "Unknown UPDATE operation #%d", _) end
+    end
+    return box.tuple.new(row)
+end
+tuple_methods.upsert = tuple_methods.update
+
+-- t:transform(from, len, ...): delete `len` fields at `from`, insert the rest there.
+function tuple_methods.transform(t, from, len, ...)
+    local row = t:totable()
+    if from < 0 then from = #row + from + 1 end
+    for _ = 1, len do table.remove(row, from) end
+    local add = {...}
+    for i = #add, 1, -1 do table.insert(row, from, add[i]) end
+    return box.tuple.new(row)
+end
+
+local function find_fields(t, all, a, b)
+    local from, value = 1, a
+    if b ~= nil then from, value = a + 1, b end
+    local found = {}
+    for i = from, #t do
+        if t[i] == value then
+            if not all then return i end
+            found[#found + 1] = i
+        end
+    end
+    if all then return found end
+    return nil
+end
+function tuple_methods.find(t, a, b) return find_fields(t, false, a, b) end
+function tuple_methods.findall(t, a, b) return find_fields(t, true, a, b) end
+function tuple_methods.bsize(t) return #op('msgpack_encode', t) end
+function tuple_methods.pairs(t) return ipairs(t:totable()) end
+tuple_methods.ipairs = tuple_methods.pairs
 function box.tuple.new(...)
     local t = select('#', ...) == 1 and type((...)) == 'table' and (...) or {...}
     return op('tuple_new', t)

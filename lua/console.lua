@@ -7,7 +7,7 @@ local special_words = {
     ['null'] = true, ['Null'] = true, ['NULL'] = true, ['~'] = true, ['true'] = true, ['True'] = true,
     ['TRUE'] = true, ['false'] = true, ['False'] = true, ['FALSE'] = true, ['yes'] = true, ['Yes'] = true,
     ['YES'] = true, ['no'] = true, ['No'] = true, ['NO'] = true, ['on'] = true, ['On'] = true, ['ON'] = true,
-    ['off'] = true, ['Off'] = true, ['OFF'] = true, ['y'] = true, ['n'] = true,
+    ['off'] = true, ['Off'] = true, ['OFF'] = true,
 }
 
 -- libyaml's line width: a single-quoted scalar breaks at a space past this column.

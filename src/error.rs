@@ -121,6 +121,8 @@ pub struct BoxError {
     pub line: u32,
     /// Extra payload (`fields` in the error stack): string key to string value.
     pub fields: Vec<(&'static str, String)>,
+    /// The error this one was raised from (`set_prev` in Lua): later stack entries.
+    pub prev: Option<Box<BoxError>>,
 }
 
 impl fmt::Display for BoxError {
@@ -147,6 +149,7 @@ impl BoxError {
             file: loc.file(),
             line: loc.line(),
             fields: Vec::new(),
+            prev: None,
         }
     }
 

@@ -591,26 +591,35 @@ impl Executor {
             changes
         };
 
-        match result {
-            Err(e) => {
-                tracing::debug!(session_id, code = e.code, error = %e, "request failed");
-                reply.clear();
-                response::error(&mut reply, header.sync, sv, &e);
+        let failed = result.is_err();
+        if let Err(e) = result {
+            tracing::debug!(session_id, code = e.code, error = %e, "request failed");
+            reply.clear();
+            response::error(&mut reply, header.sync, sv, &e);
+        }
+        // box.session.push messages go out before the final reply, with its sync.
+        let pushes = self.lua.take_pushes();
+        if !pushes.is_empty() {
+            let mut framed = Vec::new();
+            for item in &pushes {
+                response::chunk(&mut framed, header.sync, sv, item);
             }
-            Ok(()) if !changes.is_empty() && self.wal.is_some() => {
-                for change in &changes {
-                    self.group_ops.push(row_op(change));
-                }
-                self.group_undo.extend(changes);
-                self.group_replies.push(HeldReply { session_id, sync: header.sync, bytes: reply });
+            framed.extend_from_slice(&reply);
+            reply = framed;
+        }
+        if !failed && !changes.is_empty() && self.wal.is_some() {
+            for change in &changes {
+                self.group_ops.push(row_op(change));
+            }
+            self.group_undo.extend(changes);
+            self.group_replies.push(HeldReply { session_id, sync: header.sync, bytes: reply });
+            return;
+        }
+        // A replayed Lua outcome whose first commit is not durable yet waits for it.
+        if !failed {
+            if let Some(ticket) = self.wait_for.take() {
+                self.hold(ticket, HeldReply { session_id, sync: header.sync, bytes: reply });
                 return;
-            }
-            Ok(()) => {
-                // A replayed Lua outcome whose first commit is not durable yet waits for it.
-                if let Some(ticket) = self.wait_for.take() {
-                    self.hold(ticket, HeldReply { session_id, sync: header.sync, bytes: reply });
-                    return;
-                }
             }
         }
         if let Some(buf) = self.buffer(session_id) {

@@ -76,6 +76,12 @@ fn serialize_hint(t: &Table) -> Option<bool> {
 }
 
 fn table(out: &mut Vec<u8>, t: &Table, depth: usize) -> mlua::Result<()> {
+    // A box.error object travels as its message, as 2.6 sends error values.
+    if t.metatable().is_some_and(|mt| mt.raw_get::<bool>("__box_error").unwrap_or(false)) {
+        let message: mlua::LuaString = t.get("message")?;
+        write::str(out, &message.as_bytes());
+        return Ok(());
+    }
     let len = t.raw_len();
     let as_array = match serialize_hint(t) {
         Some(a) => a,
@@ -110,14 +116,16 @@ fn table(out: &mut Vec<u8>, t: &Table, depth: usize) -> mlua::Result<()> {
     Ok(())
 }
 
-/// The metatable given to decoded maps.
-fn map_mt(lua: &Lua) -> mlua::Result<Table> {
-    if let Ok(t) = lua.named_registry_value::<Table>("oncebox.map_mt") {
+/// The metatable given to decoded maps (`__serialize = 'map'`), or arrays (`'seq'`),
+/// as 2.6's msgpack decoder does: they keep their kind and print in flow style.
+fn hint_mt(lua: &Lua, array: bool) -> mlua::Result<Table> {
+    let (key, hint) = if array { ("oncebox.seq_mt", "seq") } else { ("oncebox.map_mt", "map") };
+    if let Ok(t) = lua.named_registry_value::<Table>(key) {
         return Ok(t);
     }
     let mt = lua.create_table()?;
-    mt.raw_set("__serialize", "map")?;
-    lua.set_named_registry_value("oncebox.map_mt", &mt)?;
+    mt.raw_set("__serialize", hint)?;
+    lua.set_named_registry_value(key, &mt)?;
     Ok(mt)
 }
 
@@ -155,6 +163,7 @@ pub fn decode(lua: &Lua, r: &mut Reader<'_>, depth: usize, in_array: bool) -> ml
             for i in 1..=n {
                 t.raw_set(i, decode(lua, r, depth + 1, true)?)?;
             }
+            t.set_metatable(Some(hint_mt(lua, true)?))?;
             Value::Table(t)
         }
         MpType::Map => {
@@ -167,7 +176,7 @@ pub fn decode(lua: &Lua, r: &mut Reader<'_>, depth: usize, in_array: bool) -> ml
                     t.raw_set(k, v)?;
                 }
             }
-            t.set_metatable(Some(map_mt(lua)?))?;
+            t.set_metatable(Some(hint_mt(lua, false)?))?;
             Value::Table(t)
         }
     })

@@ -43,6 +43,10 @@ pub struct Context<'a> {
     pub wait_for: Option<u64>,
 }
 
+/// Values `box.session.push` queued for the current request, msgpack-encoded.
+#[derive(Debug, Default)]
+pub struct Pushes(pub Vec<Vec<u8>>);
+
 /// Whether a listener was opened from Lua (a console or `box.cfg{listen}`): the script keeps serving.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Serving(pub bool);
@@ -292,6 +296,14 @@ fn run(lua: &Lua, cx: &mut Context<'_>, op: &str, args: &[Value]) -> Result<Valu
                 Ok(Err(msg)) => return Err(BoxError::new(crate::error::code::CFG, msg).into()),
                 Err(_) => return Err(mlua::Error::runtime("the network side is gone").into()),
             }
+        }
+        "session_push" => {
+            let mut item = Vec::new();
+            convert::encode(&mut item, args.get(1).unwrap_or(&Value::Nil), 0)?;
+            let mut pushes = lua.remove_app_data::<Pushes>().unwrap_or_default();
+            pushes.0.push(item);
+            lua.set_app_data(pushes);
+            Value::Boolean(true)
         }
         "max_tuple_size" => {
             let size: f64 = arg(lua, args, 1)?;

@@ -230,6 +230,11 @@ impl LuaRuntime {
         Ok(String::from_utf8_lossy(&bytes).into_owned())
     }
 
+    /// Takes the values `box.session.push` queued during the last call (msgpack each).
+    pub fn take_pushes(&self) -> Vec<Vec<u8>> {
+        self.lua.remove_app_data::<dispatch::Pushes>().map(|p| p.0).unwrap_or_default()
+    }
+
     /// Whether Lua opened a listener: a text console or the binary port (`box.cfg{listen}`).
     #[must_use]
     pub fn is_serving(&self) -> bool {
@@ -334,12 +339,9 @@ fn resolve(lua: &Lua, name: &str) -> mlua::Result<Option<(Value, Option<Value>)>
         }
         None => (current, None),
     };
-    let callable = match &func {
-        Value::Function(_) => true,
-        Value::Table(t) => t.metatable().is_some_and(|mt| mt.contains_key("__call").unwrap_or(false)),
-        _ => false,
-    };
-    Ok(callable.then_some((func, receiver)))
+    // Anything found is called; a value that is not callable fails as in 2.6
+    // ("attempt to call a table value").
+    Ok((!func.is_nil()).then_some((func, receiver)))
 }
 
 /// Calls under `pcall`: a Lua error becomes the Tarantool error it carries.
@@ -355,10 +357,20 @@ fn protected_call(lua: &Lua, func: &Value, args: Vec<Value>) -> mlua::Result<Box
     }
 }
 
-/// A raised Lua value as a Tarantool error: `box.error` objects keep their code.
+/// Whether `t` is a `box.error` object (its metatable carries the prelude's marker).
+fn is_box_error(t: &Table) -> bool {
+    t.metatable().is_some_and(|mt| mt.raw_get::<bool>("__box_error").unwrap_or(false))
+}
+
+/// A raised Lua value as a Tarantool error: `box.error` objects keep their code and
+/// their `prev` chain; anything else is a LuajitError with the value's text.
 fn error_from_value(lua: &Lua, v: Value) -> BoxError {
+    error_from_value_depth(lua, v, 0)
+}
+
+fn error_from_value_depth(lua: &Lua, v: Value, depth: usize) -> BoxError {
     if let Value::Table(t) = &v {
-        if let Ok(Some(code)) = t.get::<Option<u32>>("code") {
+        if let (true, Ok(Some(code))) = (is_box_error(t), t.get::<Option<u32>>("code")) {
             let message: String = t.get::<Option<String>>("message").ok().flatten().unwrap_or_default();
             let mut e = BoxError::new(code, message);
             let ty: Option<String> = t.get("type").ok().flatten();
@@ -374,6 +386,11 @@ fn error_from_value(lua: &Lua, v: Value) -> BoxError {
                     e.fields.push((k, v));
                 }
             }
+            if let Ok(prev @ Value::Table(_)) = t.raw_get::<Value>("prev") {
+                if depth < MAX_ERROR_CHAIN {
+                    e.prev = Some(Box::new(error_from_value_depth(lua, prev, depth + 1)));
+                }
+            }
             return e;
         }
     }
@@ -381,16 +398,20 @@ fn error_from_value(lua: &Lua, v: Value) -> BoxError {
         Value::String(s) => s.to_string_lossy(),
         Value::Error(e) => lua_message(e),
         Value::Nil => "nil".into(),
+        // Tables and other values raise as their tostring() ("table: 0x..."), as in 2.6.
         other => lua
-            .coerce_string(other.clone())
-            .ok()
-            .flatten()
-            .map_or_else(|| other.type_name().into(), |s| s.to_string_lossy()),
+            .globals()
+            .get::<Function>("tostring")
+            .and_then(|f| f.call::<mlua::LuaString>(other.clone()))
+            .map_or_else(|_| other.type_name().into(), |s| s.to_string_lossy()),
     };
     let mut e = BoxError::new(code::PROC_LUA, message);
     e.kind = ErrorKind::Luajit;
     e
 }
+
+/// The longest `prev` chain carried into a reply.
+const MAX_ERROR_CHAIN: usize = 64;
 
 fn is_scalar(v: &Value) -> bool {
     !matches!(v, Value::Table(_) | Value::UserData(_))

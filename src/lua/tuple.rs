@@ -31,6 +31,16 @@ impl LuaTuple {
     }
 }
 
+/// A tuple method the prelude defines in Lua, or nil.
+fn lua_method(lua: &Lua, name: &str) -> mlua::Result<Value> {
+    let methods = lua
+        .globals()
+        .get::<mlua::Table>("box")
+        .and_then(|b| b.get::<mlua::Table>("internal"))
+        .and_then(|i| i.get::<mlua::Table>("tuple_methods"));
+    Ok(methods.and_then(|m| m.get::<Value>(name)).unwrap_or(Value::Nil))
+}
+
 impl UserData for LuaTuple {
     fn add_methods<M: UserDataMethods<Self>>(methods: &mut M) {
         methods.add_method("totable", |lua, this, ()| lua.create_sequence_from(this.all(lua)?));
@@ -40,10 +50,13 @@ impl UserData for LuaTuple {
             let to = to.unwrap_or(all.len()).min(all.len());
             Ok(MultiValue::from_iter(all.into_iter().skip(from - 1).take((to + 1).saturating_sub(from))))
         });
-        methods.add_method("tomap", |lua, this, ()| {
+        methods.add_method("tomap", |lua, this, opts: Option<mlua::Table>| {
+            let names_only = opts.and_then(|o| o.get::<bool>("names_only").ok()).unwrap_or(false);
             let t = lua.create_table()?;
             for (i, v) in this.all(lua)?.into_iter().enumerate() {
-                t.raw_set(i + 1, v.clone())?;
+                if !names_only || this.1.get(i).is_none() {
+                    t.raw_set(i + 1, v.clone())?;
+                }
                 if let Some(name) = this.1.get(i) {
                     t.raw_set(name.as_str(), v)?;
                 }
@@ -60,7 +73,8 @@ impl UserData for LuaTuple {
                 let name = s.to_str()?.to_owned();
                 match this.1.iter().position(|f| *f == name) {
                     Some(i) => this.field(lua, i + 1),
-                    None => Ok(Value::Nil),
+                    // Methods written in Lua (box.internal.tuple_methods: update, find, pairs, ...).
+                    None => lua_method(lua, &name),
                 }
             }
             _ => Ok(Value::Nil),

@@ -60,6 +60,14 @@ pub fn ok_data<'a>(out: &mut Vec<u8>, sync: u64, schema_version: u64, items: imp
     finish(out, start);
 }
 
+/// An IPROTO_CHUNK message (`box.session.push`): `{0x30: [item]}` with the request's sync.
+pub fn chunk(out: &mut Vec<u8>, sync: u64, schema_version: u64, item: &[u8]) {
+    let start = begin(out, request_type::CHUNK, sync, schema_version);
+    out.extend_from_slice(&[0x81, key::DATA, 0x91]);
+    out.extend_from_slice(item);
+    finish(out, start);
+}
+
 /// An OK reply whose body is given as raw msgpack bytes.
 pub fn ok_raw_body(out: &mut Vec<u8>, sync: u64, schema_version: u64, body: &[u8]) {
     let start = begin(out, request_type::OK, sync, schema_version);
@@ -83,7 +91,17 @@ pub fn ok_with_status(out: &mut Vec<u8>, sync: u64, schema_version: u64, status:
 
 /// Appends the error stack map `{0: [entry]}` (also the MP_ERROR ext payload).
 pub fn error_stack(out: &mut Vec<u8>, err: &BoxError) {
-    out.extend_from_slice(&[0x81, 0x00, 0x91]);
+    out.extend_from_slice(&[0x81, 0x00]);
+    let chain: Vec<&BoxError> = std::iter::successors(Some(err), |e| e.prev.as_deref()).collect();
+    #[allow(clippy::cast_possible_truncation, reason = "chains are capped far below u32::MAX")]
+    write::array_len(out, chain.len() as u32);
+    for e in chain {
+        stack_entry(out, e);
+    }
+}
+
+/// One entry of the error stack: `{type, line, file, message, errno, code[, fields]}`.
+fn stack_entry(out: &mut Vec<u8>, err: &BoxError) {
     let n = if err.fields.is_empty() { 6 } else { 7 };
     write::map_len(out, n);
     write::uint(out, 0);

@@ -88,7 +88,10 @@ async fn run(socket: TcpStream, session_id: u64, tx: UnboundedSender<TxMessage>,
             Ok(0) | Err(_) => break,
             Ok(_) if line.len() > MAX_CONSOLE_LINE => break,
             Ok(_) => {
-                let text = String::from_utf8_lossy(&line).into_owned();
+                // 2.6's console reads the line without its newline, so a chunk is
+                // named after the line alone ([string "1 +"]).
+                let text = String::from_utf8_lossy(line.strip_suffix(b"\n").unwrap_or(&line));
+                let text = text.strip_suffix('\r').unwrap_or(&text).to_owned();
                 if tx.send(TxMessage::Console { session_id, line: text }).is_err() {
                     break;
                 }
