@@ -136,6 +136,20 @@ async function main() {
     eq(await conn.insert('later', [2]), [[2]], 'insert after the space was recreated');
     eq(await conn.eval('return box.space.later.id, box.space.later:select{}'), [600, [[2]]], 'went to the new space');
 
+    // The driver's uuid and decimal packers (MP_EXT 2 and 1): stored, selected and passed
+    // through Lua unchanged.
+    const u = 'f47ac10b-58cc-4372-a567-0e02b2c3d479';
+    await conn.eval("box.schema.space.create('ext'):create_index('pk')");
+    // (The driver's insert and replace skip its packers; upsert and call use them.)
+    eq(await conn.upsert('ext', [['=', 2, conn.packDecimal(-12.345)]], [1, conn.packUuid(u), conn.packDecimal(0.5)]),
+        [], 'upsert ext');
+    eq(await conn.upsert('ext', [['=', 2, conn.packDecimal(-12.345)]], [1, conn.packUuid(u), conn.packDecimal(0.5)]),
+        [], 'upsert ext again');
+    eq(await conn.call('box.space.ext:insert', [2, conn.packDecimal(100)]), [[2, 100]], 'call inserts ext');
+    eq(await conn.select('ext', 'pk', 1, 0, 'eq', [1]), [[1, u, -12.345]], 'select ext');
+    eq(await conn.eval('return ...', conn.packUuid(u), conn.packDecimal(1.5)), [u, 1.5], 'ext through eval');
+    eq(await conn.eval('return tostring(...)', conn.packUuid(u)), [u], 'a uuid in Lua prints canonically');
+
     // The driver's pipeline sends several requests in one write.
     const piped = await conn.pipeline()
         .insert('tester', [10, 'Pip', 1])
