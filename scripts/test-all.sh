@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every oncebox test. Installs what the tests need first: the reference
 # Tarantool 2.6 (Debian's `tarantool` package), the Python connectors (into
-# .venv) and cargo-fuzz. Builds the release binary once and reuses it.
+# .venv), node.js and npm (for tests/node) and cargo-fuzz. Builds the release
+# binary once and reuses it.
 #
 #   bash scripts/test-all.sh            everything
 #   FUZZ_SECONDS=60 bash scripts/test-all.sh   a longer fuzz run
@@ -23,6 +24,13 @@ if [ ! -x .venv/bin/python ]; then
     python3 -m venv .venv
 fi
 .venv/bin/pip install -q --disable-pip-version-check -r tests/python/requirements.txt
+
+step "node.js (for the npm tarantool-driver test, which runs npm ci itself)"
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+    as_root apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq nodejs npm >/dev/null
+fi
+node --version
 
 step "format and lints"
 cargo fmt --check

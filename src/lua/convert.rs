@@ -8,9 +8,10 @@
 //!
 //! msgpack → Lua: maps get a `__serialize = 'map'` metatable so an empty map
 //! stays a map when sent back; nil inside an array is `box.NULL`, which keeps
-//! the array's positions.
+//! the array's positions; an extension value (decimal, uuid, ...) is a
+//! [`LuaExt`] that is sent back as the same extension value.
 
-use mlua::{LightUserData, Lua, Table, Value};
+use mlua::{LightUserData, Lua, MetaMethod, Table, UserData, UserDataMethods, Value};
 
 use super::tuple::LuaTuple;
 use crate::protocol::msgpack::{write, Integer, MpType, Reader};
@@ -28,6 +29,35 @@ fn is_null(v: &Value) -> bool {
     matches!(v, Value::LightUserData(p) if p.0.is_null())
 }
 
+/// An MP_EXT value (decimal, uuid, ...) seen from Lua: its whole encoding, written back unchanged.
+#[derive(Debug, Clone)]
+pub struct LuaExt(pub Box<[u8]>);
+
+impl LuaExt {
+    /// The extension type and payload.
+    fn parts(&self) -> (i8, &[u8]) {
+        Reader::new(&self.0).read_ext().unwrap_or((0, &[]))
+    }
+}
+
+impl UserData for LuaExt {
+    fn add_methods<M: UserDataMethods<Self>>(methods: &mut M) {
+        methods.add_meta_method(MetaMethod::Eq, |_, this, other: mlua::AnyUserData| {
+            Ok(other.borrow::<LuaExt>().is_ok_and(|o| o.0 == this.0))
+        });
+        methods.add_meta_method(MetaMethod::ToString, |_, this, ()| {
+            Ok(match this.parts() {
+                // A uuid prints in its canonical form, as Tarantool's does.
+                (2, b) if b.len() == 16 => {
+                    let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
+                    format!("{}-{}-{}-{}-{}", &h[..8], &h[8..12], &h[12..16], &h[16..20], &h[20..])
+                }
+                (t, _) => format!("extension {t}"),
+            })
+        });
+    }
+}
+
 /// Appends the msgpack encoding of a Lua value.
 pub fn encode(out: &mut Vec<u8>, v: &Value, depth: usize) -> mlua::Result<()> {
     if depth > MAX_DEPTH {
@@ -41,10 +71,15 @@ pub fn encode(out: &mut Vec<u8>, v: &Value, depth: usize) -> mlua::Result<()> {
         Value::Number(n) => number(out, *n),
         Value::String(s) => write::str(out, &s.as_bytes()),
         Value::Table(t) => table(out, t, depth)?,
-        Value::UserData(ud) => match ud.borrow::<LuaTuple>() {
-            Ok(t) => out.extend_from_slice(&t.0),
-            Err(_) => return Err(mlua::Error::runtime("unsupported Lua type 'userdata'")),
-        },
+        Value::UserData(ud) => {
+            if let Ok(t) = ud.borrow::<LuaTuple>() {
+                out.extend_from_slice(&t.0);
+            } else if let Ok(e) = ud.borrow::<LuaExt>() {
+                out.extend_from_slice(&e.0);
+            } else {
+                return Err(mlua::Error::runtime("unsupported Lua type 'userdata'"));
+            }
+        }
         other => return Err(mlua::Error::runtime(format!("unsupported Lua type '{}'", other.type_name()))),
     }
     Ok(())
@@ -153,10 +188,7 @@ pub fn decode(lua: &Lua, r: &mut Reader<'_>, depth: usize, in_array: bool) -> ml
         MpType::Float | MpType::Double => Value::Number(r.read_f64().map_err(bad)?),
         MpType::Str => Value::String(lua.create_string(r.read_str().map_err(bad)?)?),
         MpType::Bin => Value::String(lua.create_string(r.read_bin().map_err(bad)?)?),
-        MpType::Ext => {
-            let (_, payload) = r.read_ext().map_err(bad)?;
-            Value::String(lua.create_string(payload)?)
-        }
+        MpType::Ext => Value::UserData(lua.create_userdata(LuaExt(r.skip().map_err(bad)?.into()))?),
         MpType::Array => {
             let n = r.read_array_len().map_err(bad)?;
             let t = lua.create_table_with_capacity(n.min(1 << 16) as usize, 0)?;
@@ -187,4 +219,29 @@ pub fn decode_args(lua: &Lua, args: &[u8]) -> mlua::Result<Vec<Value>> {
     let mut r = Reader::new(args);
     let n = r.read_array_len().map_err(|_| mlua::Error::runtime("arguments must be an array"))?;
     (0..n).map(|_| decode(lua, &mut r, 1, false)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn extension_values_go_back_unchanged() {
+        let lua = Lua::new();
+        // decimal -12.345, a uuid, and an ext8 of an unknown type.
+        let decimal: &[u8] = &[0xd6, 0x01, 0x03, 0x12, 0x34, 0x5d];
+        let mut uuid = vec![0xd8, 0x02];
+        uuid.extend_from_slice(&[
+            0xf4, 0x7a, 0xc1, 0x0b, 0x58, 0xcc, 0x43, 0x72, 0xa5, 0x67, 0x0e, 0x02, 0xb2, 0xc3, 0xd4, 0x79,
+        ]);
+        let other: &[u8] = &[0xc7, 0x03, 0x7f, 1, 2, 3];
+        for raw in [decimal, &uuid, other] {
+            let v = decode(&lua, &mut Reader::new(raw), 0, false).unwrap();
+            let mut out = Vec::new();
+            encode(&mut out, &v, 0).unwrap();
+            assert_eq!(out, raw);
+        }
+        let v = decode(&lua, &mut Reader::new(&uuid), 0, false).unwrap();
+        assert_eq!(v.to_string().unwrap(), "f47ac10b-58cc-4372-a567-0e02b2c3d479");
+    }
 }

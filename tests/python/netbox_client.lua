@@ -5,6 +5,8 @@ local uri = arg[1]
 local password = arg[2]
 
 local function check(cond, what)
+    -- NB_TRACE=1 lists every check as it runs.
+    if os.getenv('NB_TRACE') then io.stderr:write('check: ' .. what .. '\n') end
     if not cond then
         io.stderr:write('FAILED: ' .. what .. '\n')
         os.exit(1)
@@ -76,6 +78,88 @@ ok, err = pcall(function() return c:call('no_such_function') end)
 check(not ok and err.code == 33, 'unknown function: ' .. tostring(err))
 ok, err = pcall(function() return c.space._vspace:insert{1} end)
 check(not ok and err.code == 113, 'view is read-only: ' .. tostring(err))
+
+-- More of call and eval: several values, tuples, nothing; errors keep their code and type.
+c:eval('function many(...) return ... end')
+local a, b2, c3 = c:call('many', {1, 'two', {3}})
+check(a == 1 and b2 == 'two' and c3[1] == 3, 'call returns several values')
+check(select('#', c:call('many')) == 0, 'call returns nothing')
+check(c:eval('return box.space.tester:get{1}')[2] == 'Alicia', 'eval returns a tuple')
+check(c:call('box.space.tester:count') == 2, 'call of a space method')
+ok, err = pcall(c.eval, c, "box.error{code = 4242, reason = 'custom'}")
+check(not ok and err.code == 4242 and err.message == 'custom', 'custom error: ' .. tostring(err))
+ok, err = pcall(c.eval, c, "error('boom')")
+check(not ok and err.type == 'LuajitError' and err.message == 'eval:1: boom', 'Lua error: ' .. tostring(err))
+ok, err = pcall(c.eval, c, "box.error(box.error.NO_SUCH_USER, 'who')")
+check(not ok and err.type == 'ClientError' and err.message == "User 'who' is not found", 'error type: ' .. tostring(err))
+check(c:ping(), 'usable after errors')
+
+-- Asynchronous requests: several in flight on one connection, each answered with its own result.
+local futures = {}
+for i = 1, 50 do futures[i] = c:call('many', {i, tostring(i)}, {is_async = true}) end
+for i = 1, 50 do
+    local res = futures[i]:wait_result(5)
+    check(res ~= nil and res[1] == i and res[2] == tostring(i), 'async call ' .. i)
+end
+local f = c.space.tester:select({}, {is_async = true})
+check(#f:wait_result(5) == 2, 'async select')
+
+-- close(), then requests fail; a new connection (wait_connected) sees the same data.
 c:close()
+check(not c:is_connected(), 'closed')
+ok, err = pcall(c.ping, c)
+check(not ok or err == false, 'ping after close fails')
+local c2 = net.connect(uri, {user = 'admin', password = password, wait_connected = false})
+check(c2:wait_connected(5), 'wait_connected: ' .. tostring(c2.error))
+check(c2.space.tester:get(1)[2] == 'Alicia', 'a new connection sees the data')
+check(c2.space.tester.index.by_name ~= nil, 'a new connection loads the schema')
+c2:close()
+
+-- The socket drops under net.box: with reconnect_after it reconnects, authenticates and
+-- loads the schema again. The drop is made by a proxy in this script.
+local socket = require('socket')
+local fiber = require('fiber')
+local host, port = uri:match('^(.+):(%d+)$')
+local open = {}
+local accepted = 0
+local proxy = socket.tcp_server('127.0.0.1', 0, function(client)
+    accepted = accepted + 1
+    local up = socket.tcp_connect(host, tonumber(port))
+    if up == nil then client:close() return end
+    table.insert(open, client)
+    table.insert(open, up)
+    local function pump(from, to)
+        pcall(function()
+            while from:readable() do
+                local data = from:sysread(65536)
+                if data == nil or data == '' or to:write(data) == nil then break end
+            end
+        end)
+        pcall(from.shutdown, from, socket.SHUT_RDWR)
+        pcall(to.shutdown, to, socket.SHUT_RDWR)
+    end
+    local done = fiber.channel(1)
+    fiber.create(function() pump(up, client) done:put(true) end)
+    pump(client, up)
+    done:get()
+    up:close()
+end)
+local proxy_port = proxy:name().port
+local r = net.connect('127.0.0.1:' .. proxy_port, {user = 'admin', password = password, reconnect_after = 0.05})
+check(r:is_connected(), 'connects through the proxy: ' .. tostring(r.error))
+check(r.space.tester:get(2)[2] == 'bob', 'works through the proxy')
+for round = 1, 2 do
+    local before = accepted
+    for _, s in ipairs(open) do pcall(s.shutdown, s, socket.SHUT_RDWR) end
+    open = {}
+    deadline = fiber.clock() + 10
+    while not (accepted > before and r:is_connected()) and fiber.clock() < deadline do fiber.sleep(0.01) end
+    check(accepted > before, 'net.box reconnected (round ' .. round .. ')')
+    check(r:wait_connected(5), 'connected again (round ' .. round .. '): ' .. tostring(r.error))
+    check(r:eval('return box.session.user()') == 'admin', 'authenticated again (round ' .. round .. ')')
+    check(r.space.tester.index.by_name:select('bob')[1][1] == 2, 'usable again (round ' .. round .. ')')
+end
+r:close()
+proxy:close()
 print('ok')
 os.exit(0)

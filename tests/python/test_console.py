@@ -1,8 +1,12 @@
 """The console as `tarantoolctl connect` uses it: `require('console').eval(line)` over
 EVAL, rendering YAML as Tarantool 2.6 does (compared with the real one), and the real
 `tarantoolctl connect` against oncebox."""
+import os
+import pty
+import select
 import shutil
 import subprocess
+import time
 
 import pytest
 
@@ -65,3 +69,81 @@ def test_tarantoolctl_connect(servers):
         outs.append(out.stdout.replace(str(inst.port), "PORT"))
     assert outs[1] == outs[0]
     assert "[1, 'Alice', 55]" in outs[1]
+
+
+PIPED_SCRIPTS = [
+    # (script, exit code): piped stdin is sent as one chunk; an error exits with 3.
+    ("local a = 1 + 1\nreturn a, box.space._space:count() > 0, {x = 1}, nil\n", 0),
+    ("x = 5\nerror('boom')\n", 3),
+    ("box.error(box.error.NO_SUCH_USER, 'who')\n", 3),
+    ("return box.space.t:insert{1, 'dup'}\n", 3),
+    ("box.space._space:count() > 0\n", 0),  # a lone expression is retried as `return ...`
+    ("box.space._space:count() > 0\n1 + 1\n", 3),  # not in a chunk of several lines
+]
+
+
+@pytest.mark.parametrize("script,code", PIPED_SCRIPTS)
+def test_tarantoolctl_connect_piped_script(servers, script, code):
+    """Exit code, YAML on stdout and the error on stderr match the real server's."""
+    if not shutil.which("tarantoolctl"):
+        pytest.skip("tarantoolctl is not installed")
+    results = []
+    for inst in servers:
+        out = subprocess.run(["tarantoolctl", "connect", f"admin:{ADMIN_PASSWORD}@{inst.host}:{inst.port}"],
+                             input=script, capture_output=True, text=True, timeout=30)
+        results.append((out.returncode, out.stdout, out.stderr.replace(str(inst.port), "PORT")))
+    assert results[1] == results[0]
+    assert results[1][0] == code
+    assert (results[1][1].startswith("---\n") if code == 0 else "Error while executing remote command" in results[1][2])
+
+
+INTERACTIVE_LINES = ["box.space._space:count() > 0", "1 + 1", "error('x')", "box.error(box.error.NO_SUCH_USER, 'who')",
+                     "local t = {1, 'a', {b = true}}", "{1, 'a', {b = true}}", "box.space.t:get{1}",
+                     "box.space.t:insert{1, 'dup'}"]
+
+
+def interactive_transcript(inst, lines):
+    """Runs `tarantoolctl connect` on a pseudo-terminal, one line at a time, as a person would."""
+    prompt = f"{inst.host}:{inst.port}> ".encode()
+
+    def read_prompt(fd):
+        buf = b""
+        deadline = time.time() + 15
+        while not buf.endswith(prompt) and time.time() < deadline:
+            if select.select([fd], [], [], 0.1)[0]:
+                try:
+                    chunk = os.read(fd, 4096)
+                except OSError:
+                    break
+                if not chunk:
+                    break
+                buf += chunk
+        return buf
+
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.execvp("tarantoolctl", ["tarantoolctl", "connect", f"admin:{ADMIN_PASSWORD}@{inst.host}:{inst.port}"])
+    try:
+        answers = [read_prompt(fd)]
+        for line in lines:
+            os.write(fd, line.encode() + b"\n")
+            answers.append(read_prompt(fd))
+    finally:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+        os.close(fd)
+    return [a.decode().replace(str(inst.port), "PORT") for a in answers]
+
+
+def test_tarantoolctl_connect_interactive(servers):
+    """Line by line on a terminal: every answer (YAML and errors) is the real server's."""
+    if not shutil.which("tarantoolctl"):
+        pytest.skip("tarantoolctl is not installed")
+    real, ours = servers
+    expected = interactive_transcript(real, INTERACTIVE_LINES)
+    got = interactive_transcript(ours, INTERACTIVE_LINES)
+    assert got == expected
+    assert len(got) == len(INTERACTIVE_LINES) + 1 and got[0].startswith("connected to 127.0.0.1:PORT")
+    assert "---\r\n- 2\r\n...\r\n" in got[2]
+    assert "- error: User 'who' is not found\r\n" in got[4]
+    assert "- [1, 'Alice', 55]\r\n" in got[7]

@@ -1,4 +1,5 @@
-"""Tarantool 2.6's net.box (run by the real `tarantool` binary) as a client of each server."""
+"""Tarantool 2.6's net.box (run by the real `tarantool` binary) as a client of each server: auth, schema
+loading and reload, CRUD, call/eval, errors, async requests, close and wait_connected, reconnect_after."""
 import os
 import shutil
 import subprocess
