@@ -380,7 +380,6 @@ def test_sql_execute(request, server):
 
 def test_session_push(request, server):
     """box.session.push() sends IPROTO_CHUNK messages that asynctnt delivers before the final answer."""
-    oncebox_lacks(request, server, "oncebox has no box.session.push (no IPROTO_CHUNK out-of-band messages)")
 
     async def main():
         conn = await setup(server)
