@@ -42,11 +42,25 @@ cargo build --release --quiet
 step "rust tests (unit and byte-level)"
 cargo test --release --quiet
 
+reports=target/reports
+mkdir -p "$reports"
+
 step "the tarantool-python connector's own test suite, oncebox standing in as tarantool"
-.venv/bin/python tests/connector_suites/tarantool_python.py --min-pass 120
+.venv/bin/python tests/connector_suites/tarantool_python.py --min-pass 133 --json "$reports/tarantool_python_suite.json"
 
 step "python tests (connectors, net.box, differential against Tarantool 2.6)"
-ONCEBOX_BIN="$PWD/target/release/oncebox" .venv/bin/python -m pytest tests/python -q -p no:cacheprovider
+ONCEBOX_BIN="$PWD/target/release/oncebox" .venv/bin/python -m pytest tests/python -q -p no:cacheprovider \
+    --junitxml "$reports/pytest.xml"
+
+step "conformance: re-record the goldens from the live Tarantool 2.6 (drift check)"
+.venv/bin/python conformance/harness.py drift --bin tarantool
+
+step "conformance: oncebox against the goldens, except the reviewed allow-list"
+.venv/bin/python conformance/harness.py check --bin target/release/oncebox --out "$reports/conformance" \
+    --results "$reports/conformance.json"
+
+step "compatibility table (protocol-docs/compatibility.md)"
+.venv/bin/python conformance/report.py --reports "$reports" --out protocol-docs/compatibility.md
 
 step "fuzz smoke run"
 bash scripts/fuzz-smoke.sh "${FUZZ_SECONDS:-20}"

@@ -9,6 +9,7 @@ exits non-zero below --min-pass.
     python3 tests/connector_suites/tarantool_python.py --min-pass 120
 """
 import argparse
+import json
 import os
 import re
 import subprocess
@@ -25,6 +26,7 @@ def main():
     p.add_argument("--min-pass", type=int, required=True)
     p.add_argument("--oncebox", default=os.path.join(ROOT, "target", "release", "oncebox"))
     p.add_argument("--python", default=sys.executable)
+    p.add_argument("--json", help="write the counts here (for the compatibility report)")
     args = p.parse_args()
 
     work = tempfile.mkdtemp(prefix="tarantool-python-suite-")
@@ -51,6 +53,10 @@ def main():
           f"failing {len(failing)} (log: {os.path.join(work, 'suite.log')})")
     for f in failing:
         print("  " + f)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"version": VERSION, "ran": ran, "passed": passed, "skipped": skipped,
+                       "failing": failing, "min_pass": args.min_pass}, f, indent=1)
     if passed < args.min_pass:
         print(f"FAILED: {passed} passed, below the minimum {args.min_pass}")
         return 1
