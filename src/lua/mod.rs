@@ -11,6 +11,7 @@
 
 pub mod convert;
 pub mod dispatch;
+pub mod netbox;
 pub mod tuple;
 
 use std::rc::Rc;
@@ -28,6 +29,7 @@ use tuple::LuaTuple;
 
 const PRELUDE: &str = include_str!("../../lua/box.lua");
 const CONSOLE: &str = include_str!("../../lua/console.lua");
+const NET_BOX: &str = include_str!("../../lua/net_box.lua");
 
 /// How CALL results are shaped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -105,6 +107,8 @@ impl LuaRuntime {
         init().map_err(|e| lua_err(&e))?;
         lua.load(PRELUDE).set_name("=box.lua").exec().map_err(|e| lua_err(&e))?;
         lua.load(CONSOLE).set_name("=console.lua").exec().map_err(|e| lua_err(&e))?;
+        netbox::register(&lua).map_err(|e| lua_err(&e))?;
+        lua.load(NET_BOX).set_name("=net_box.lua").exec().map_err(|e| lua_err(&e))?;
         Ok(Self { lua })
     }
 
