@@ -26,7 +26,15 @@ error_mt.__tostring = function(e) return e.message end
 error_mt.__serialize = function(e) return e.message end
 function error_mt.unpack(e)
     return {code = e.code, message = e.message, type = e.type, custom_type = e.custom_type,
-            base_type = e.base_type, trace = {}, prev = e.prev}
+            base_type = e.base_type, trace = e.trace or {}, prev = e.prev}
+end
+
+-- The Lua frame `level` above the caller, as 2.6's error trace: {{file = ..., line = ...}}.
+local function trace_at(level)
+    local source, line = box.internal.frame(level + 1)
+    if source == nil or line == nil then return nil end
+    local file = string.gsub(source, '^[@=]', '')
+    return {{file = file, line = line}}
 end
 function error_mt.raise(e) error(e, 2) end
 function error_mt.set_prev(e, prev)
@@ -110,12 +118,15 @@ box.error = setmetatable({}, {
         else
             e = make_error(code, format_message(code, ...))
         end
+        if rawget(e, 'trace') == nil then rawset(e, 'trace', trace_at(2)) end
         error(e, 2)
     end,
 })
 function box.error.new(code, ...)
-    if type(code) == 'table' then return from_table(code) end
-    return make_error(code, format_message(code, ...))
+    local e
+    if type(code) == 'table' then e = from_table(code) else e = make_error(code, format_message(code, ...)) end
+    rawset(e, 'trace', trace_at(2))
+    return e
 end
 function box.error.raise(e) error(e, 2) end
 function box.error.is(e) return getmetatable(e) == error_mt end

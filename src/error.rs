@@ -116,7 +116,7 @@ pub struct BoxError {
     /// The message text.
     pub message: String,
     /// Source file that raised it (a volatile field, like Tarantool's).
-    pub file: &'static str,
+    pub file: std::borrow::Cow<'static, str>,
     /// Source line that raised it.
     pub line: u32,
     /// Extra payload (`fields` in the error stack): string key to string value.
@@ -146,7 +146,7 @@ impl BoxError {
             code,
             kind: ErrorKind::Client,
             message: message.into(),
-            file: loc.file(),
+            file: std::borrow::Cow::Borrowed(loc.file()),
             line: loc.line(),
             fields: Vec::new(),
             prev: None,

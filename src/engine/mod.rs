@@ -530,6 +530,15 @@ impl Engine {
         Err(BoxError::access_denied(access_name(want), "space", name, &self.user_name(c.user_id)))
     }
 
+    fn check_func_create(&self, name: &str) -> BoxResult<()> {
+        let Some(c) = self.acting.as_ref() else { return Ok(()) };
+        let on_functions = c.universe | c.on(ObjectType::Function, u32::MAX);
+        if on_functions & privilege::CREATE == privilege::CREATE {
+            return Ok(());
+        }
+        Err(BoxError::access_denied("Create", "function", name, &self.user_name(c.user_id)))
+    }
+
     /// Sets or clears read-only mode (`box.cfg{read_only = ...}`).
     pub fn set_read_only(&mut self, on: bool) {
         self.read_only = on;
@@ -745,7 +754,12 @@ impl Engine {
             }
             space_id::FUNC => {
                 if let Some(t) = new {
-                    catalog::parse_func(t)?;
+                    let f = catalog::parse_func(t)?;
+                    // Creating a function needs the create right on functions (2.6: on
+                    // the universe or on the function entity); owners alter and drop theirs.
+                    if old.is_none() {
+                        self.check_func_create(&f.name)?;
+                    }
                 }
                 self.creds.borrow_mut().clear();
                 // Functions are not schema in 2.6's sense: no version bump.

@@ -105,6 +105,7 @@ impl LuaRuntime {
             Ok(())
         };
         init().map_err(|e| lua_err(&e))?;
+        register_frame(&lua).map_err(|e| lua_err(&e))?;
         lua.load(PRELUDE).set_name("=box.lua").exec().map_err(|e| lua_err(&e))?;
         lua.load(CONSOLE).set_name("=console.lua").exec().map_err(|e| lua_err(&e))?;
         netbox::register(&lua).map_err(|e| lua_err(&e))?;
@@ -318,6 +319,22 @@ pub enum HeaderValue<'a> {
     Raw(&'a [u8]),
 }
 
+/// `box.internal.frame(level)`: the source and current line of a Lua stack frame
+/// (level 1 is the caller), for the file/line 2.6 records in errors created in Lua.
+fn register_frame(lua: &Lua) -> mlua::Result<()> {
+    let frame = lua.create_function(|lua, level: usize| {
+        Ok(lua
+            .inspect_stack(level, |d| {
+                let source = d.source().source.map(|s| s.into_owned());
+                (source, d.current_line())
+            })
+            .unwrap_or((None, None)))
+    })?;
+    let internal = lua.create_table()?;
+    internal.set("frame", frame)?;
+    lua.globals().get::<Table>("box")?.set("internal", internal)
+}
+
 /// Finds the function a CALL names.
 fn resolve(lua: &Lua, name: &str) -> mlua::Result<Option<(Value, Option<Value>)>> {
     let (path, method) = match name.rsplit_once(':') {
@@ -388,6 +405,15 @@ fn error_from_value_depth(lua: &Lua, v: Value, depth: usize) -> BoxError {
             for k in ["object_type", "object_name", "access_type", "custom_type"] {
                 if let Ok(Some(v)) = t.get::<Option<String>>(k) {
                     e.fields.push((k, v));
+                }
+            }
+            // Where Lua created the error (box.error.new records it, as 2.6's trace).
+            if let Ok(Value::Table(trace)) = t.get::<Value>("trace") {
+                if let Ok(Value::Table(frame)) = trace.raw_get::<Value>(1) {
+                    if let (Ok(file), Ok(line)) = (frame.get::<String>("file"), frame.get::<u32>("line")) {
+                        e.file = std::borrow::Cow::Owned(file);
+                        e.line = line;
+                    }
                 }
             }
             if let Ok(prev @ Value::Table(_)) = t.raw_get::<Value>("prev") {
