@@ -263,7 +263,7 @@ def restart_table(rst):
                          f"({r['bytes_per_item_restarted']}) | {r['restart_s']} |")
         t, o = by_kind.get("tarantool"), by_kind.get("oncebox")
         if t and o:
-            lines.append(f"| {what} | **oncebox / Tarantool** | | {ratio(o['load_s'], t['load_s'])} | | "
+            lines.append(f"| {what} | **oncebox / Tarantool** (lower is better) | | {ratio(o['load_s'], t['load_s'])} | | "
                          f"{ratio(o['bytes_per_item'], t['bytes_per_item'])} "
                          f"({ratio(o['bytes_per_item_restarted'], t['bytes_per_item_restarted'])}) "
                          f"| {ratio(o['restart_s'], t['restart_s'])} |")
@@ -301,26 +301,29 @@ def machine():
     return f"{os.cpu_count()} vCPU ({cpu}), {mem:.0f} GiB RAM, Linux {platform.release()}", ver.split()[-1]
 
 
-def report(args, res, rst, chart_rel):
-    hw, tver = machine()
+def report(args, meta, res, rst, chart_rel):
+    la = meta.get("loadavg")
+    load_note = (f"\nLoad average (1 min) of the machine: {la[0]:.1f} before the run, {la[1]:.1f} after it "
+                 f"(on {os.cpu_count()} cores).\n" if la else "")
+    note = f"\n{meta['note']}\n" if meta.get("note") else ""
     w = args.workloads.split(",")
     depth1 = ["select-depth1", "replace-depth1"]
     pipelined = [x for x in w if x not in ("replace-token", "retry-storm", "call")]
     out = [f"""# Benchmarks: oncebox vs real Tarantool 2.6, side by side
 
 This file is written by `bench/side_by_side.py --report` (do not edit the figures by
-hand). Measured on the project's machine kind: {hw},
-Tarantool `{tver}` from Debian's package, oncebox at the commit that last changed this
-file. Client and servers
-share the cores, for both servers alike. The machine is a shared VM: absolute figures
-moved by up to 30% between runs an hour apart (for both servers); the ratios are what
-to read, each from one run of:
+hand). Measured on the project's machine kind:
+{meta["machine"]}, Tarantool `{meta["tarantool"]}` from Debian's package,
+oncebox at the commit that last changed this file. Client and servers share the cores,
+for both servers alike. The machine is a shared VM: absolute figures moved by up to 30%
+between runs an hour apart (for both servers); the ratios are what to read, each from
+one run of:
 
 ```sh
 cargo build --release
-{command_line(args)}
+{meta["command"]}
 ```
-
+{load_note}{note}
 `oncebox-bench` keeps 4 connections × 64 requests in flight (closed loop) against a
 space `bench` (id 600, TREE primary key, {args.keys:,} keys loaded first), each workload
 for {args.seconds:g} s; the `-depth1` rows use 1 connection × 1 request and show
@@ -404,10 +407,36 @@ def main():
     p.add_argument("--out", default=os.path.join(ROOT, "bench", "results.json"))
     p.add_argument("--chart", default=os.path.join(ROOT, "bench", "throughput.svg"))
     p.add_argument("--report", default=None, help="write the whole markdown report here (e.g. BENCHMARKS.md)")
+    p.add_argument("--note", default=None, help="a remark on the run, kept in the JSON and the report")
+    p.add_argument("--from", dest="source", default=None,
+                   help="measure nothing: redraw the chart and rewrite the report from this results file")
     args = p.parse_args()
-    res = throughput(args)
-    rst = restart(args)
     workloads = args.workloads.split(",") + ["select-depth1", "replace-depth1"]
+    if args.source:
+        with open(args.source) as f:
+            saved = json.load(f)
+        res = {tuple(k.split("/", 2)): v for k, v in saved["throughput"].items()}
+        rst = saved.get("restart", {})
+        args.seconds = saved.get("settings", {}).get("seconds", args.seconds)
+        args.keys = saved.get("settings", {}).get("keys", args.keys)
+        args.restart_tuples = rst.get("tuples", {}).get("oncebox", {}).get("count", 0)
+        args.restart_tokens = rst.get("tokens", {}).get("oncebox", {}).get("count", 0)
+        meta = saved.get("meta") or {}
+        # Files written before "meta" existed: the settings given now stand in for the run's.
+        meta.setdefault("command", command_line(args))
+        meta.setdefault("machine", machine()[0])
+        meta.setdefault("tarantool", machine()[1])
+        workloads = saved.get("workloads", workloads)
+        args.modes = ",".join(saved.get("modes", args.modes.split(",")))
+    else:
+        load_before = os.getloadavg()[0]
+        res = throughput(args)
+        rst = restart(args)
+        hw, tver = machine()
+        meta = {"command": command_line(args), "machine": hw, "tarantool": tver,
+                "loadavg": [load_before, os.getloadavg()[0]]}
+    if args.note:
+        meta["note"] = args.note
     print("\n".join(throughput_table(res, workloads)))
     print()
     print("\n".join(token_table(res)))
@@ -415,7 +444,7 @@ def main():
         print()
         print("\n".join(restart_table(rst)))
     with open(args.out, "w") as f:
-        json.dump({"modes": args.modes.split(","), "workloads": workloads,
+        json.dump({"modes": args.modes.split(","), "workloads": workloads, "meta": meta,
                    "settings": {"seconds": args.seconds, "keys": args.keys, "connections": 4, "depth": 64},
                    "throughput": {"/".join(k): v for k, v in res.items()}, "restart": rst}, f, indent=1)
     chart = subprocess.run([CHART, args.out, args.chart], capture_output=True, text=True)
@@ -423,7 +452,8 @@ def main():
         raise RuntimeError(f"oncebox-chart: {chart.stderr}")
     print(f"wrote {args.out} and {args.chart}", file=sys.stderr)
     if args.report:
-        report(args, res, rst, os.path.relpath(os.path.abspath(args.chart), os.path.dirname(os.path.abspath(args.report))))
+        chart_rel = os.path.relpath(os.path.abspath(args.chart), os.path.dirname(os.path.abspath(args.report)))
+        report(args, meta, res, rst, chart_rel)
         print(f"wrote {args.report}", file=sys.stderr)
 
 

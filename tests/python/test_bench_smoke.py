@@ -56,3 +56,30 @@ def test_chart_draws_results(tmp_path):
     bad.write_text("{}")
     out = subprocess.run([CHART, str(bad), str(svg)], capture_output=True, text=True, timeout=60)
     assert out.returncode != 0 and "throughput" in out.stderr
+
+
+def test_report_is_rewritten_from_results(tmp_path):
+    """side_by_side.py --from: no servers, just the chart and the markdown from a results file."""
+    tp = {}
+    for mode in ("write",):
+        for wl, t, o in (("replace", 1000, 500), ("call", 400, 300), ("replace-token", 100, 90),
+                         ("select-depth1", 10, 9), ("replace-depth1", 8, 7)):
+            tp[f"{mode}/{wl}/tarantool"] = {"ops_per_sec": t, "p99_us": 1}
+            tp[f"{mode}/{wl}/oncebox"] = {"ops_per_sec": o, "p99_us": 2}
+    item = {"count": 10, "load_s": 1.0, "restart_s": 0.5, "rss_kb_base": 1, "rss_kb_loaded": 2,
+            "rss_kb_restarted": 2, "bytes_per_item": 100, "bytes_per_item_restarted": 100}
+    results = {"modes": ["write"], "workloads": ["replace", "call", "replace-token", "select-depth1",
+                                                  "replace-depth1"],
+               "meta": {"command": "python3 bench/side_by_side.py", "machine": "test", "tarantool": "2.6"},
+               "settings": {"seconds": 1, "keys": 10}, "throughput": tp,
+               "restart": {w: {"tarantool": item, "oncebox": item} for w in ("tuples", "tokens")}}
+    src = tmp_path / "results.json"
+    src.write_text(json.dumps(results))
+    out = subprocess.run(["python3", os.path.join(ROOT, "bench", "side_by_side.py"), "--from", str(src),
+                          "--out", str(tmp_path / "out.json"), "--chart", str(tmp_path / "t.svg"),
+                          "--report", str(tmp_path / "B.md")], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    md = (tmp_path / "B.md").read_text()
+    assert "![" in md and "(t.svg)" in md and "| write | call | 400 | 300 | 0.75x |" in md
+    assert "| tokens | oncebox (`_idempotency`) | 10 |" in md
+    assert (tmp_path / "t.svg").read_text().startswith("<svg")
