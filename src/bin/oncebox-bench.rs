@@ -10,11 +10,16 @@
 //! ```
 //! `--setup` creates space `bench` (id 600: id unsigned, counter unsigned,
 //! payload string) through `_space`/`_index` inserts, which works on both servers.
-//! `--load N` fills it with N tuples first.
+//! `--load N` fills it with N tuples first; with `--load-workload W` the N load
+//! requests are those of workload W instead (e.g. `replace-token` or `call-dedup`
+//! to leave N remembered tokens behind). `--eval CODE` runs Lua on the server
+//! (IPROTO EVAL) after setup, e.g. to define the function `call` invokes;
+//! `--check CODE` runs Lua after the load, e.g. to check a count. A Lua error in
+//! either makes the tool exit non-zero.
 
 use std::time::{Duration, Instant};
 
-use oncebox::protocol::msgpack::write;
+use oncebox::protocol::msgpack::{write, Reader};
 use oncebox::protocol::{auth, greeting};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -33,12 +38,17 @@ struct Options {
     keys: u64,
     setup: bool,
     load: u64,
+    load_workload: Option<String>,
+    eval: Vec<String>,
+    check: Vec<String>,
     json: bool,
 }
 
 fn usage() -> ! {
     eprintln!(
-        "usage: oncebox-bench --addr HOST:PORT [--user U --password P] [--setup] [--load N]\n\
+        "usage: oncebox-bench --addr HOST:PORT [--user U --password P] [--setup] [--eval LUA]...\n\
+         \x20      [--check LUA]...\n\
+         \x20      [--load N [--load-workload W]]\n\
          \x20      [--workload ping|select|insert|replace|update|upsert|call|\n\
          \x20                  replace-token|retry-storm|call-dedup] [--connections 4]\n\
          \x20      [--depth 64] [--seconds 5] [--keys 100000] [--json]"
@@ -58,6 +68,9 @@ fn parse() -> Options {
         keys: 100_000,
         setup: false,
         load: 0,
+        load_workload: None,
+        eval: Vec::new(),
+        check: Vec::new(),
         json: false,
     };
     let mut args = std::env::args().skip(1);
@@ -73,6 +86,9 @@ fn parse() -> Options {
             "--workload" => o.workload = val(),
             "--keys" => o.keys = val().parse().unwrap_or_else(|_| usage()),
             "--load" => o.load = val().parse().unwrap_or_else(|_| usage()),
+            "--load-workload" => o.load_workload = Some(val()),
+            "--eval" => o.eval.push(val()),
+            "--check" => o.check.push(val()),
             "--setup" => o.setup = true,
             "--json" => o.json = true,
             _ => usage(),
@@ -337,7 +353,59 @@ async fn setup(o: &Options) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Fills the space with `n` tuples using `replace`, pipelined.
+/// Runs each Lua chunk (IPROTO EVAL, no arguments); a Lua error fails.
+async fn eval(o: &Options, chunks: &[String]) -> std::io::Result<()> {
+    let mut c = Client::connect(o).await?;
+    for code in chunks {
+        let mut b = Vec::new();
+        write::map_len(&mut b, 2);
+        write::uint(&mut b, 0x27);
+        write::str(&mut b, code.as_bytes());
+        write::uint(&mut b, 0x21);
+        write::array_len(&mut b, 0);
+        let mut p = Vec::new();
+        frame(&mut p, 8, 1, &b);
+        c.stream.write_all(&p).await?;
+        // The reply is read whole here (not through `read_reply`) for its error message.
+        loop {
+            if c.buf.len() >= 5 {
+                let len = u32::from_be_bytes([c.buf[1], c.buf[2], c.buf[3], c.buf[4]]) as usize;
+                if c.buf.len() >= 5 + len {
+                    break;
+                }
+            }
+            let mut chunk = [0u8; 65536];
+            let n = c.stream.read(&mut chunk).await?;
+            if n == 0 {
+                return Err(std::io::Error::other("connection closed"));
+            }
+            c.buf.extend_from_slice(&chunk[..n]);
+        }
+        let packet: Vec<u8> = c.buf.clone();
+        let Some((rc, _)) = c.buffered_reply() else { return Err(std::io::Error::other("short reply")) };
+        if rc != 0 {
+            let message = error_message(&packet[5..]).unwrap_or_default();
+            return Err(std::io::Error::other(format!("{code}: error {rc:#x}: {message}")));
+        }
+    }
+    Ok(())
+}
+
+/// The error message (IPROTO_ERROR_24, key 0x31) of a reply: header map, then body map.
+fn error_message(packet: &[u8]) -> Option<String> {
+    let mut r = Reader::new(packet);
+    r.skip().ok()?;
+    for _ in 0..r.read_map_len().ok()? {
+        if r.read_uint().ok()? == 0x31 {
+            return Some(String::from_utf8_lossy(r.read_str().ok()?).into_owned());
+        }
+        r.skip().ok()?;
+    }
+    None
+}
+
+/// Fills the space with `n` tuples using `replace` (or `n` requests of
+/// `--load-workload`), pipelined.
 async fn load(o: &Options, n: u64) -> std::io::Result<()> {
     let per = n.div_ceil(o.connections as u64);
     let mut tasks = Vec::new();
@@ -352,13 +420,19 @@ async fn load(o: &Options, n: u64) -> std::io::Result<()> {
             while next < end || outstanding > 0 {
                 let mut out = Vec::new();
                 while next < end && outstanding < 256 {
-                    let mut b = Vec::new();
-                    write::map_len(&mut b, 2);
-                    write::uint(&mut b, 0x10);
-                    write::uint(&mut b, SPACE);
-                    write::uint(&mut b, 0x21);
-                    b.extend_from_slice(&tuple(next, 0));
-                    frame(&mut out, 3, next, &b);
+                    if let Some(wl) = &o.load_workload {
+                        // Operation numbers start at 1, as in `drive` (a retry refers to n - 1).
+                        let (ty, body) = request(wl, next + 1, o.keys, conn);
+                        frame_with_token(&mut out, ty, next, token_for(wl, next + 1, conn), &body);
+                    } else {
+                        let mut b = Vec::new();
+                        write::map_len(&mut b, 2);
+                        write::uint(&mut b, 0x10);
+                        write::uint(&mut b, SPACE);
+                        write::uint(&mut b, 0x21);
+                        b.extend_from_slice(&tuple(next, 0));
+                        frame(&mut out, 3, next, &b);
+                    }
                     next += 1;
                     outstanding += 1;
                 }
@@ -443,13 +517,30 @@ fn main() {
                 std::process::exit(1);
             }
         }
+        if !o.eval.is_empty() {
+            if let Err(e) = eval(&o, &o.eval).await {
+                eprintln!("oncebox-bench: eval: {e}");
+                std::process::exit(1);
+            }
+        }
         if o.load > 0 {
             let t = Instant::now();
             if let Err(e) = load(&o, o.load).await {
                 eprintln!("oncebox-bench: load: {e}");
                 std::process::exit(1);
             }
-            eprintln!("loaded {} tuples in {:.2}s", o.load, t.elapsed().as_secs_f64());
+            eprintln!(
+                "loaded {} {} in {:.2}s",
+                o.load,
+                if o.load_workload.is_some() { "requests" } else { "tuples" },
+                t.elapsed().as_secs_f64()
+            );
+        }
+        if !o.check.is_empty() {
+            if let Err(e) = eval(&o, &o.check).await {
+                eprintln!("oncebox-bench: check: {e}");
+                std::process::exit(1);
+            }
         }
         if o.seconds <= 0.0 {
             return;
