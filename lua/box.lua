@@ -855,7 +855,7 @@ function box.tuple.new(...)
     local t = select('#', ...) == 1 and type((...)) == 'table' and (...) or {...}
     return op('tuple_new', t)
 end
-function box.tuple.is(v) return op('is_tuple', v) end
+function box.tuple.is(v) return internal.native.is_tuple(v) end
 
 function box.once(key, fn, ...)
     local k = 'once' .. key

@@ -4,7 +4,7 @@
 //! table is an array when its keys are exactly 1..n (an empty table too) or
 //! its metatable says `__serialize = 'seq'`, a map otherwise or with
 //! `__serialize = 'map'`; a tuple is written as its stored bytes; `box.NULL`
-//! is nil.
+//! is nil; a 64-bit integer cdata (`1ULL`) is an integer.
 //!
 //! msgpack → Lua: maps get a `__serialize = 'map'` metatable so an empty map
 //! stays a map when sent back; nil inside an array is `box.NULL`, which keeps
@@ -45,9 +45,24 @@ pub fn encode(out: &mut Vec<u8>, v: &Value, depth: usize) -> mlua::Result<()> {
             Ok(t) => out.extend_from_slice(&t.0),
             Err(_) => return Err(mlua::Error::runtime("unsupported Lua type 'userdata'")),
         },
+        Value::Other(_) => match cdata_integer(v) {
+            Some(Integer::Unsigned(u)) => write::uint(out, u),
+            Some(Integer::Negative(i)) => write::int(out, i),
+            None => return Err(mlua::Error::runtime("unsupported Lua type 'cdata'")),
+        },
         other => return Err(mlua::Error::runtime(format!("unsupported Lua type '{}'", other.type_name()))),
     }
     Ok(())
+}
+
+/// A LuaJIT 64-bit integer cdata (`5ULL`, `-5LL`, as `clock.time64()` returns) as an integer.
+fn cdata_integer(v: &Value) -> Option<Integer> {
+    let text = v.to_string().ok()?;
+    if let Some(digits) = text.strip_suffix("ULL") {
+        return digits.parse().ok().map(Integer::Unsigned);
+    }
+    let n: i64 = text.strip_suffix("LL")?.parse().ok()?;
+    Some(u64::try_from(n).map_or(Integer::Negative(n), Integer::Unsigned))
 }
 
 fn number(out: &mut Vec<u8>, n: f64) {

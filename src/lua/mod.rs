@@ -8,9 +8,11 @@
 //! - [`convert`]: msgpack ↔ Lua values.
 //! - [`tuple`]: the `box.tuple` userdata.
 //! - [`dispatch`]: the engine operations Lua may call.
+//! - [`native`]: pure functions (hashes, clocks, log output) for the Lua modules.
 
 pub mod convert;
 pub mod dispatch;
+pub mod native;
 pub mod tuple;
 
 use std::rc::Rc;
@@ -28,6 +30,15 @@ use tuple::LuaTuple;
 
 const PRELUDE: &str = include_str!("../../lua/box.lua");
 const CONSOLE: &str = include_str!("../../lua/console.lua");
+/// Tarantool's Lua modules, each registered in `package.loaded` by its own file (in load order).
+const MODULES: [(&str, &str); 6] = [
+    ("=digest.lua", include_str!("../../lua/digest.lua")),
+    ("=clock.lua", include_str!("../../lua/clock.lua")),
+    ("=log.lua", include_str!("../../lua/log.lua")),
+    ("=fun.lua", include_str!("../../lua/fun.lua")),
+    ("=yaml.lua", include_str!("../../lua/yaml.lua")),
+    ("=tap.lua", include_str!("../../lua/tap.lua")),
+];
 
 /// How CALL results are shaped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -105,6 +116,14 @@ impl LuaRuntime {
         init().map_err(|e| lua_err(&e))?;
         lua.load(PRELUDE).set_name("=box.lua").exec().map_err(|e| lua_err(&e))?;
         lua.load(CONSOLE).set_name("=console.lua").exec().map_err(|e| lua_err(&e))?;
+        let bind = || -> mlua::Result<()> {
+            let internal: Table = lua.globals().get::<Table>("box")?.get("internal")?;
+            internal.set("native", native::create(&lua)?)
+        };
+        bind().map_err(|e| lua_err(&e))?;
+        for (name, source) in MODULES {
+            lua.load(source).set_name(name).exec().map_err(|e| lua_err(&e))?;
+        }
         Ok(Self { lua })
     }
 

@@ -1,0 +1,1 @@
+local tap = {} package.loaded.tap = tap

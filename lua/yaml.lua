@@ -1,0 +1,1 @@
+local yaml = {} package.loaded.yaml = yaml
