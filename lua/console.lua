@@ -3,12 +3,8 @@
 
 local yaml = {}
 
-local special_words = {
-    ['null'] = true, ['Null'] = true, ['NULL'] = true, ['~'] = true, ['true'] = true, ['True'] = true,
-    ['TRUE'] = true, ['false'] = true, ['False'] = true, ['FALSE'] = true, ['yes'] = true, ['Yes'] = true,
-    ['YES'] = true, ['no'] = true, ['No'] = true, ['NO'] = true, ['on'] = true, ['On'] = true, ['ON'] = true,
-    ['off'] = true, ['Off'] = true, ['OFF'] = true, ['y'] = true, ['n'] = true,
-}
+-- The plain scalars Tarantool's emitter quotes (besides numbers): the ones its decoder resolves.
+local special_words = {['null'] = true, ['~'] = true, ['true'] = true, ['false'] = true, ['yes'] = true, ['no'] = true}
 
 -- libyaml's line width: a single-quoted scalar breaks at a space past this column.
 local BEST_WIDTH = 80
@@ -53,7 +49,9 @@ local function string_scalar(s, flow, indent, col)
     if flow then return single_quoted(s, indent, col) end
     if s == '' then return '' end
     if string.find(s, '\n') then return single_quoted(s, indent, col) end
-    if special_words[s] or tonumber(s) ~= nil or string.find(s, '^[%-%?:,%[%]{}#&%*!|>\'"%%@`%s]')
+    -- A leading '-' is plain when a non-space follows ("-x"), as libyaml writes it.
+    if special_words[s] or tonumber(s) ~= nil or string.find(s, '^[%?:,%[%]{}#&%*!|>\'"%%@`%s]')
+            or string.find(s, '^%-$') or string.find(s, '^%-%s')
             or string.find(s, ': ') or string.find(s, ' #') or string.find(s, '%s$') or string.find(s, ':$') then
         return single_quoted(s, indent, col)
     end
@@ -62,10 +60,16 @@ end
 
 local function is_null(v) return v == nil or v == box.NULL end
 
+-- The digits of a 64-bit integer cdata (`5ULL`, `-5LL`), or nil.
+local function cdata_integer(v)
+    if type(v) ~= 'cdata' then return nil end
+    return string.match(tostring(v), '^(-?%d+)U?LL$')
+end
+
+-- As Tarantool: integral values in the 64-bit range in full, others with 14 digits (inf, nan as printf).
 local function number(n)
-    if n ~= n then return '.nan' end
-    if n == math.huge then return '.inf' end
-    if n == -math.huge then return '-.inf' end
+    if n == 0 then return '0' end
+    if n == math.floor(n) and n >= -2^63 and n < 2^64 then return string.format('%.0f', n) end
     return string.format('%.14g', n)
 end
 
@@ -88,6 +92,7 @@ local function flow(v)
     local ty = type(v)
     if ty == 'boolean' then return tostring(v) end
     if ty == 'number' then return number(v) end
+    if cdata_integer(v) then return cdata_integer(v) end
     if ty == 'string' then return string_scalar(v, true, 0) end
     if box.tuple.is(v) then v = v:totable() end
     if type(v) ~= 'table' then return single_quoted(tostring(v), 0) end
@@ -107,6 +112,7 @@ encode = function(v, indent, col)
     local ty = type(v)
     if ty == 'boolean' then return tostring(v) end
     if ty == 'number' then return number(v) end
+    if cdata_integer(v) then return cdata_integer(v) end
     if ty == 'string' then return string_scalar(v, false, indent, col or indent) end
     if box.tuple.is(v) then return flow(v) end
     if ty ~= 'table' then return string_scalar(tostring(v), false, indent, col or indent) end
@@ -136,7 +142,8 @@ encode = function(v, indent, col)
                 lines[#lines + 1] = prefix .. '\n' .. pad .. '  ' .. encode(x, indent + 2)
             end
         else
-            lines[#lines + 1] = prefix .. ' ' .. encode(x, indent + 2, indent + #key + 2)
+            local item = encode(x, indent + 2, indent + #key + 2)
+            lines[#lines + 1] = item == '' and prefix or prefix .. ' ' .. item
         end
     end
     if #lines == 0 then return '{}' end
@@ -191,6 +198,8 @@ function box.internal.open_pending_consoles()
 end
 
 package.loaded.console = console
+-- yaml.value(v, indent, col): one value's YAML text, for the yaml module's encode.
+yaml.value = encode
 box.internal.yaml = yaml
 
 --------------------------------------------------------------------------------
@@ -219,6 +228,7 @@ local function json_encode(v, depth)
         return string.format('%.14g', v)
     end
     if ty == 'string' then return json_string(v) end
+    if cdata_integer(v) then return cdata_integer(v) end
     if box.tuple.is(v) then v = v:totable() end
     if type(v) ~= 'table' then error("json.encode: unsupported Lua type '" .. type(v) .. "'", 0) end
     local parts = {}
