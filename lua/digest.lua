@@ -90,9 +90,10 @@ digest.murmur = setmetatable({
     default_seed = MURMUR_SEED,
     new = function(opts) return setmetatable({seed = murmur_seed(opts), parts = {}}, murmur_methods) end,
 }, {
-    __call = function(_, s, opts)
+    -- As Tarantool: the one-shot form always uses the default seed.
+    __call = function(_, s)
         if type(s) ~= 'string' then usage('Usage: digest.murhash(string)') end
-        return native.murmur(s, murmur_seed(opts))
+        return native.murmur(s, MURMUR_SEED)
     end,
 })
 

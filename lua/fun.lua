@@ -583,7 +583,8 @@ local operator = {
     lnot = function(a) return not a end,
     truth = function(a) return not not a end,
 }
-operator.neq, operator.length = operator.ne, operator.len
+-- As luafun: `neq` is negation (not inequality).
+operator.neq, operator.length = operator.unm, operator.len
 fun.operator, fun.op = operator, operator
 
 package.loaded.fun = fun

@@ -42,8 +42,10 @@ local function write(level, fmt, ...)
         native.log_write(msg)
         return
     end
-    local info = debug.getinfo(3, 'Sl') or {}
-    local file, line = info.short_src or '?', info.currentline or 0
+    -- The caller's position (the debug library is not loaded): error() at level 3 names it.
+    local _, where = pcall(error, '', 3)
+    local file, line = string.match(tostring(where), '^(.*):(%d+): $')
+    file, line = file or '?', tonumber(line) or 0
     if format == 'json' then
         local body
         if type(fmt) == 'table' and select('#', ...) == 0 then

@@ -562,7 +562,7 @@ function yaml.decode(s)
 end
 
 -- Tarantool's serializer options and instances: accepted, the defaults stay.
-function yaml.cfg() end
+yaml.cfg = setmetatable({}, {__call = function() end})
 function yaml.new()
     local copy = {}
     for k, v in pairs(yaml) do copy[k] = v end

@@ -193,7 +193,7 @@ pub fn base64_encode(data: &[u8], urlsafe: bool, nopad: bool, nowrap: bool) -> V
     out
 }
 
-/// Base64 decoding as Tarantool does it: both alphabets, characters outside them skipped.
+/// Base64 decoding as Tarantool does it: both alphabets, other characters (`=` too) skipped.
 #[must_use]
 pub fn base64_decode(text: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(text.len() * 3 / 4);
@@ -205,7 +205,6 @@ pub fn base64_decode(text: &[u8]) -> Vec<u8> {
             b'0'..=b'9' => c - b'0' + 52,
             b'+' | b'-' => 62,
             b'/' | b'_' => 63,
-            b'=' => break,
             _ => continue,
         };
         acc = (acc << 6) | u32::from(v);
