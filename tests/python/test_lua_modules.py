@@ -326,3 +326,75 @@ def test_yaml_round_trip_and_mts(conns):
                getmetatable(yaml.decode('[1]')) == yaml.array_mt, yaml.decode('a: ~').a == yaml.NULL,
                select('#', yaml.decode('- 1\\n---\\n- 2\\n')), yaml.decode(5), type(yaml.new), type(yaml.cfg)""")
     assert values[1] is True
+
+
+# -- tap --------------------------------------------------------------------
+
+TAP_SCRIPT = textwrap.dedent("""\
+    local tap = require('tap')
+    local test = tap.test('top')
+    test:plan(14)
+    print(test:ok(true, 'ok true'))
+    print(test:ok(false, 'ok false'))
+    test:is(1, 1, 'is equal')
+    test:is(1, 2, 'is not equal')
+    test:isnt(1, 2, 'isnt')
+    test:is_deeply({1, {a = 2}}, {1, {a = 2}}, 'deep')
+    test:is_deeply({1, {a = 2}}, {1, {a = 3}}, 'deep fail')
+    test:is_deeply({1, 2}, {1, 2, 3}, 'deep missing')
+    test:like('hello', 'h.l', 'like')
+    test:unlike('hello', 'x', 'unlike')
+    test:diag('a diag %d', 5)
+    print(test:test('sub', function(t) t:plan(2) t:ok(true, 'inner') t:is('a', 'b', 'inner is') end))
+    print(test:test('sub2', function(t, x)
+        t:plan(2) t:is(x, 7, 'arg passed')
+        t:test('subsub', function(s) s:plan(1) s:ok(true, 'deep inside') end)
+    end, 7))
+    test:skip('skipped thing')
+    test:fail('explicit fail')
+    print(test:check())
+    local t2 = tap.test('noplan')
+    t2:ok(true)
+    t2:isnil(nil, 'isnil') t2:isnumber(5, 'isnumber') t2:isstring('s') t2:istable({}) t2:isboolean(true)
+    t2:isfunction(print, 'isfunction') t2:isudata(1, 'x', 'isudata') t2:iscdata(1, 'int', 'iscdata')
+    t2:ok(true, 'with extra', {a = 1})
+    t2:is(nil, box.NULL, 'nil vs NULL')
+    t2:isstring(5, 'not a string')
+    print(t2:check())
+    print((pcall(t2.check, t2)))
+    local t3 = tap.test('good')
+    t3:plan(2) t3:ok(1, 'truthy') t3:is_deeply({a = {b = {1}}}, {a = {b = {1}}}, 'deep ok')
+    print(t3:check())
+    print(tap.test('withfn', function(t) t:plan(1) t:ok(true, 'in fn') end))
+    """)
+
+
+def tap_output(cmd, cwd):
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=60, cwd=cwd)
+    assert out.returncode == 0, out.stderr
+    lines, blocks, block = [], [], None
+    for line in out.stdout.splitlines():
+        if line.strip() == "---":
+            block = []
+        elif line.strip() == "..." and block is not None:
+            blocks.append(block)
+            block = None
+        elif block is not None:
+            block.append(line.strip())
+        else:
+            lines.append(line)
+    return lines, blocks
+
+
+def test_tap_output_matches_tarantool(tmp_path):
+    if not shutil_which("tarantool"):
+        pytest.skip("real tarantool is not installed")
+    (tmp_path / "t.lua").write_text(TAP_SCRIPT)
+    expected, real_blocks = tap_output(["tarantool", "t.lua"], tmp_path)
+    actual, our_blocks = tap_output([ONCEBOX, "t.lua"], tmp_path)
+    assert expected[:3] == ["TAP version 13", "1..14", "ok - ok true"]
+    assert actual == expected
+    # The YAML details after each failure: ours are Tarantool's without the stack trace.
+    assert len(our_blocks) == len(real_blocks)
+    for ours, real in zip(our_blocks, real_blocks):
+        assert set(ours) <= set(real), (ours, real)
