@@ -43,6 +43,7 @@ local function make_error(code, message, etype, extra)
     if extra then for k, v in pairs(extra) do e[k] = v end end
     return e
 end
+internal.make_error = make_error
 
 -- Message formats of the codes box.error(code, ...) is commonly called with (errcode.h).
 local formats = {

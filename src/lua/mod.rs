@@ -31,13 +31,16 @@ use tuple::LuaTuple;
 const PRELUDE: &str = include_str!("../../lua/box.lua");
 const CONSOLE: &str = include_str!("../../lua/console.lua");
 /// Tarantool's Lua modules, each registered in `package.loaded` by its own file (in load order).
-const MODULES: [(&str, &str); 6] = [
+const MODULES: [(&str, &str); 9] = [
     ("=digest.lua", include_str!("../../lua/digest.lua")),
     ("=clock.lua", include_str!("../../lua/clock.lua")),
     ("=log.lua", include_str!("../../lua/log.lua")),
     ("=fun.lua", include_str!("../../lua/fun.lua")),
     ("=yaml.lua", include_str!("../../lua/yaml.lua")),
     ("=tap.lua", include_str!("../../lua/tap.lua")),
+    ("=tuple.lua", include_str!("../../lua/tuple.lua")),
+    ("=strict.lua", include_str!("../../lua/strict.lua")),
+    ("=errno.lua", include_str!("../../lua/errno.lua")),
 ];
 
 /// How CALL results are shaped.

@@ -5,9 +5,18 @@
 //! read a clock first). Each takes and returns plain Lua values; argument checking and
 //! Tarantool's error messages live in the Lua modules.
 
+use std::rc::Rc;
+
 use base64::Engine as _;
-use mlua::{Lua, LuaString, Table};
+use mlua::{Lua, LuaString, Table, Value};
 use sha1::Digest as _;
+
+use super::convert;
+use super::tuple::LuaTuple;
+use crate::engine::space::{EngineKind, Space, SpaceDef};
+use crate::engine::tuple::split;
+use crate::engine::update;
+use crate::error::{code, BoxResult};
 
 /// Builds the `native` table.
 pub fn create(lua: &Lua) -> mlua::Result<Table> {
@@ -93,8 +102,70 @@ pub fn create(lua: &Lua) -> mlua::Result<Table> {
         })?,
     )?;
     t.set("is_tuple", lua.create_function(|_, v: mlua::Value| Ok(super::is_tuple(&v)))?)?;
+    t.set(
+        "tuple_methods",
+        lua.create_function(|lua, methods: Table| lua.set_named_registry_value(super::tuple::METHODS, methods))?,
+    )?;
+    t.set("tuple_new", lua.create_function(|lua, v: Value| tuple_new(lua, &v))?)?;
+    t.set(
+        "tuple_update",
+        lua.create_function(|lua, (tuple, ops, upsert): (mlua::AnyUserData, Value, bool)| {
+            let t = tuple.borrow::<LuaTuple>()?;
+            let mut ops_bytes = Vec::new();
+            convert::encode(&mut ops_bytes, &ops, 0)?;
+            let result = update_tuple(&t.0, &ops_bytes, upsert);
+            Ok(match result {
+                Ok(bytes) => {
+                    let names = t.1.clone();
+                    (Value::UserData(lua.create_userdata(LuaTuple(bytes.into(), names))?), Value::Nil, Value::Nil)
+                }
+                Err(e) => {
+                    (Value::Nil, Value::Integer(i64::from(e.code)), Value::String(lua.create_string(&e.message)?))
+                }
+            })
+        })?,
+    )?;
+    t.set(
+        "strerror",
+        lua.create_function(|_, n: i32| {
+            let text = std::io::Error::from_raw_os_error(n).to_string();
+            Ok(text.split(" (os error").next().unwrap_or_default().to_owned())
+        })?,
+    )?;
     t.set("pid", lua.create_function(|_, ()| Ok(rustix::process::getpid().as_raw_nonzero().get()))?)?;
     Ok(t)
+}
+
+/// `box.tuple.new(t)`: a tuple from a Lua array (or a scalar, as a one-field tuple).
+fn tuple_new(lua: &Lua, v: &Value) -> mlua::Result<(Value, Value, Value)> {
+    let mut bytes = Vec::new();
+    convert::encode(&mut bytes, v, 0)?;
+    if !matches!(bytes.first(), Some(0x90..=0x9f | 0xdc | 0xdd)) {
+        let msg = lua.create_string("Tuple/Key must be MsgPack array")?;
+        return Ok((Value::Nil, Value::Integer(i64::from(code::TUPLE_NOT_ARRAY)), Value::String(msg)));
+    }
+    let t = LuaTuple(bytes.into(), Rc::new(Vec::new()));
+    Ok((Value::UserData(lua.create_userdata(t)?), Value::Nil, Value::Nil))
+}
+
+/// `tuple:update(ops)` / `tuple:upsert(ops)`: the operations applied to a tuple outside any space.
+fn update_tuple(tuple: &[u8], ops: &[u8], upsert: bool) -> BoxResult<Vec<u8>> {
+    let space = Space::new(SpaceDef {
+        id: 0,
+        owner: 1,
+        name: String::new(),
+        engine: EngineKind::Memtx,
+        field_count: 0,
+        format: Vec::new(),
+        temporary: true,
+    });
+    let ops = update::parse_ops(ops, 1)?;
+    let fields = split(tuple)?;
+    if upsert {
+        Ok(update::apply_skipping_failures(&ops, &fields, &space))
+    } else {
+        update::apply(&ops, &fields, &space)
+    }
 }
 
 /// CRC-32C (Castagnoli, reflected polynomial 0x82F63B78) table, built at compile time.

@@ -398,3 +398,43 @@ def test_tap_output_matches_tarantool(tmp_path):
     assert len(our_blocks) == len(real_blocks)
     for ours, real in zip(our_blocks, real_blocks):
         assert set(ours) <= set(real), (ours, real)
+
+
+# -- box.tuple extras, strict, errno -----------------------------------------
+
+TUPLE_CASES = [
+    "local t = box.tuple.new{1, 'a', {2, 3}, 'a'} return t:bsize(), t:find('a'), t:find(2, 'a'), t:findall('a'), "
+    "t:findall(2, 'a'), t:find('zz')",
+    "local t = box.tuple.new{1, 'a', {2, 3}, 'a'} local r = {} for i, v in t:pairs() do r[#r + 1] = {i, v} end "
+    "for i, v in t:ipairs() do r[#r + 1] = i end return r, t:next(), t:next(2), t:next(4)",
+    "local t = box.tuple.new{1, 2, 3, 4} return t:transform(2, 1), t:transform(1, 0, 'x', 'y'), t:transform(-1, 1), "
+    "t:transform(2, 10), t:transform(5, 0, 'end')",
+    "local t = box.tuple.new{1, 'a', 5} return t:update{{'=', 2, 'b'}}, t:update{{'+', 1, 5}, {'!', 1, 0}}, "
+    "t:upsert{{'+', 1, 5}}, t:update{{'#', 1, 1}}, t:upsert{{'+', 2, 1}, {'-', 3, 1}}, t",
+    "local t = box.tuple.new{1} return t:update{{'=', 10, 1}}",
+    "local t = box.tuple.new{1} return t:update{{'+', 1, 'x'}}",
+    "return box.tuple.new(1, 2, 3), box.tuple.new{}, box.tuple.new({'a', {b = 1}}), box.tuple.is(box.tuple.new{1})",
+]
+
+
+@pytest.mark.parametrize("code", TUPLE_CASES)
+def test_tuple_methods(conns, code):
+    same(conns, code)
+
+
+def test_strict_and_errno(conns):
+    same_ok(conns, """
+        local strict, errno = require('strict'), require('errno')
+        local before = {pcall(function() return undefined_global_x end)}
+        strict.on()
+        local on = {pcall(function() return undefined_global_x end)}
+        rawset(_G, 'declared_zz', 1)
+        local declared = {pcall(function() return declared_zz end)}
+        strict.off()
+        local after = {pcall(function() return undefined_global_x end)}
+        rawset(_G, 'declared_zz', nil)
+        return before, on[1], on[2]:match("variable 'undefined_global_x' is not declared") ~= nil, declared, after""")
+    same_ok(conns, """
+        local errno = require('errno')
+        return errno.EINVAL, errno.ENOENT, errno.EAGAIN, errno.ECONNREFUSED, errno.ETIMEDOUT, errno.EADDRINUSE,
+               errno.strerror(2), errno.strerror(errno.EINVAL), type(errno()), errno.NOT_AN_ERRNO""")
