@@ -200,6 +200,8 @@ end
 package.loaded.console = console
 -- yaml.value(v, indent, col): one value's YAML text, for the yaml module's encode.
 yaml.value = encode
+-- yaml.flow(v): v in flow style (`[1, 'a', {'b': 2}]`), as Tarantool prints a tuple.
+yaml.flow = flow
 box.internal.yaml = yaml
 
 --------------------------------------------------------------------------------

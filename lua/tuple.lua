@@ -81,4 +81,8 @@ end
 function methods.update(t, ops) return apply(t, ops, false) end
 function methods.upsert(t, ops) return apply(t, ops, true) end
 
+-- tostring(tuple): YAML flow style, as Tarantool prints tuples.
+local flow = box.internal.yaml.flow
+methods.__tostring = function(t) return flow(t) end
+
 native.tuple_methods(methods)

@@ -78,6 +78,12 @@ impl UserData for LuaTuple {
             Ok(other.borrow::<LuaTuple>().is_ok_and(|o| o.0[..] == this.0[..]))
         });
         methods.add_meta_method(MetaMethod::ToString, |lua, this, ()| {
+            // Lua's rendering (lua/tuple.lua: YAML flow style, as Tarantool), when loaded.
+            if let Some(methods) = lua.named_registry_value::<Option<mlua::Table>>(METHODS)? {
+                if let Some(f) = methods.raw_get::<Option<mlua::Function>>("__tostring")? {
+                    return f.call::<String>(LuaTuple(this.0.clone(), this.1.clone()));
+                }
+            }
             let parts: Vec<String> = this
                 .all(lua)?
                 .iter()
