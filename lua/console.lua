@@ -73,17 +73,27 @@ local function number(n)
     return string.format('%.14g', n)
 end
 
-local function is_sequence(t)
+-- A table's length as an array, or nil for a map. As Tarantool: only positive
+-- integer keys make an array, holes are nulls, but an excessively sparse one
+-- (largest key over 10 and over twice the key count) is a map.
+local function sequence_length(t)
     local mt = getmetatable(t)
     if mt and mt.__serialize then
         local s = mt.__serialize
-        if s == 'seq' or s == 'sequence' or s == 'array' then return true end
-        if s == 'map' or s == 'mapping' then return false end
+        if s == 'seq' or s == 'sequence' or s == 'array' then return #t end
+        if s == 'map' or s == 'mapping' then return nil end
     end
-    local n = 0
-    for _ in pairs(t) do n = n + 1 end
-    return n == #t
+    local count, max = 0, 0
+    for k in pairs(t) do
+        if type(k) ~= 'number' or k < 1 or k ~= math.floor(k) then return nil end
+        count = count + 1
+        if k > max then max = k end
+    end
+    if max > 10 and max > 2 * count then return nil end
+    return max
 end
+
+local function is_sequence(t) return sequence_length(t) ~= nil end
 
 local encode
 
@@ -97,8 +107,9 @@ local function flow(v)
     if box.tuple.is(v) then v = v:totable() end
     if type(v) ~= 'table' then return single_quoted(tostring(v), 0) end
     local parts = {}
-    if is_sequence(v) then
-        for i = 1, #v do parts[i] = flow(v[i]) end
+    local n = sequence_length(v)
+    if n then
+        for i = 1, n do parts[i] = flow(v[i]) end
         return '[' .. table.concat(parts, ', ') .. ']'
     end
     for k, x in pairs(v) do parts[#parts + 1] = flow(k) .. ': ' .. flow(x) end
@@ -121,10 +132,11 @@ encode = function(v, indent, col)
     local mt = getmetatable(v)
     if mt and (mt.__serialize == 'seq' or mt.__serialize == 'map') then return flow(v) end
     local pad = string.rep(' ', indent)
-    if is_sequence(v) then
-        if #v == 0 then return '[]' end
+    local n = sequence_length(v)
+    if n then
+        if n == 0 then return '[]' end
         local lines = {}
-        for i = 1, #v do
+        for i = 1, n do
             local item = encode(v[i], indent + 2)
             -- An empty plain scalar follows the dash directly, as libyaml writes it.
             lines[i] = (i == 1 and '' or pad) .. (item == '' and '-' or '- ' .. item)
@@ -234,8 +246,9 @@ local function json_encode(v, depth)
     if box.tuple.is(v) then v = v:totable() end
     if type(v) ~= 'table' then error("json.encode: unsupported Lua type '" .. type(v) .. "'", 0) end
     local parts = {}
-    if is_sequence(v) then
-        for i = 1, #v do parts[i] = json_encode(v[i], depth + 1) end
+    local n = sequence_length(v)
+    if n then
+        for i = 1, n do parts[i] = json_encode(v[i], depth + 1) end
         return '[' .. table.concat(parts, ',') .. ']'
     end
     for k, x in pairs(v) do

@@ -441,3 +441,17 @@ def test_strict_and_errno(conns):
         local errno = require('errno')
         return errno.EINVAL, errno.ENOENT, errno.EAGAIN, errno.ECONNREFUSED, errno.ETIMEDOUT, errno.EADDRINUSE,
                errno.strerror(2), errno.strerror(errno.EINVAL), type(errno()), errno.NOT_AN_ERRNO""")
+
+
+# -- sparse arrays (msgpack, json, yaml and the console share the rule) -------
+
+SPARSE = ["{[1] = 'a', [3] = 'b'}", "{[2] = 1}", "{[20] = 1}", "{[1] = 1, [2] = 2, [4] = 4}", "{1, 2, nil, 4}",
+          "{nil, nil, 3}", "{[0] = 1}", "{[-1] = 1}", "{[10] = 1}", "{[11] = 1}", "{[1] = 1, [2] = 2, [3] = 3, [12] = 4}",
+          "{[1] = 1, [2] = 2, [3] = 3, [4] = 4, [5] = 5, [6] = 6, [12] = 7}"]
+
+
+@pytest.mark.parametrize("table", SPARSE)
+def test_sparse_tables_serialize_as_in_tarantool(conns, table):
+    status, values = same(conns, f"local t = {table} return t, (next(t, next(t)) == nil or #t > 0) "
+                                 "and {json.encode(t), yaml.encode(t)} or nil")
+    assert status == "ok"
