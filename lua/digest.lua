@@ -1,6 +1,6 @@
 -- digest: Tarantool 2.6's digest module (SHA family, MD5, base64, CRC32-C, murmur,
 -- guava, pbkdf2, urandom), over the pure Rust functions in box.internal.native.
--- Not provided: aes256cbc and md4 (OpenSSL 3 builds of Tarantool refuse md4 too).
+-- Not provided: md4 (OpenSSL 3 builds of Tarantool refuse it too).
 
 local native = box.internal.native
 local digest = {}
@@ -119,5 +119,18 @@ function digest.pbkdf2_hex(pass, salt, iters, digest_len)
     end
     return native.hex(digest.pbkdf2(pass, salt, iters, digest_len))
 end
+
+-- aes256cbc.encrypt/decrypt(data, key, iv): AES-256-CBC, PKCS#7 padding, 32-byte key, 16-byte iv.
+local function aes(encrypt)
+    return function(data, key, iv)
+        if type(data) ~= 'string' or type(key) ~= 'string' or type(iv) ~= 'string' then
+            error('Usage: digest.aes256cbc.' .. (encrypt and 'encrypt' or 'decrypt') .. '(string, key, iv)', 2)
+        end
+        local out, err = native.aes256cbc(encrypt, data, key, iv)
+        if out == nil then error(err, 0) end
+        return out
+    end
+end
+digest.aes256cbc = {encrypt = aes(true), decrypt = aes(false)}
 
 package.loaded.digest = digest

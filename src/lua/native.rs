@@ -54,6 +54,18 @@ pub fn create(lua: &Lua) -> mlua::Result<Table> {
             lua.create_string(out)
         })?,
     )?;
+    t.set(
+        "aes256cbc",
+        lua.create_function(|lua, (encrypt, data, key, iv): (bool, LuaString, LuaString, LuaString)| match aes256cbc(
+            encrypt,
+            &data.as_bytes(),
+            &key.as_bytes(),
+            &iv.as_bytes(),
+        ) {
+            Ok(out) => Ok((Value::String(lua.create_string(out)?), Value::Nil)),
+            Err(msg) => Ok((Value::Nil, Value::String(lua.create_string(msg)?))),
+        })?,
+    )?;
     t.set("crc32c", lua.create_function(|_, (crc, data): (u32, LuaString)| Ok(crc32c_update(crc, &data.as_bytes())))?)?;
     t.set("murmur", lua.create_function(|_, (data, seed): (LuaString, u32)| Ok(murmur3_32(&data.as_bytes(), seed)))?)?;
     t.set("guava", lua.create_function(|_, (state, buckets): (i64, i32)| Ok(guava(state, buckets)))?)?;
@@ -165,6 +177,24 @@ fn update_tuple(tuple: &[u8], ops: &[u8], upsert: bool) -> BoxResult<Vec<u8>> {
         Ok(update::apply_skipping_failures(&ops, &fields, &space))
     } else {
         update::apply(&ops, &fields, &space)
+    }
+}
+
+/// AES-256 in CBC mode with PKCS#7 padding; the error is Tarantool's message.
+fn aes256cbc(encrypt: bool, data: &[u8], key: &[u8], iv: &[u8]) -> Result<Vec<u8>, String> {
+    use aes::cipher::{block_padding::Pkcs7, BlockDecryptMut, BlockEncryptMut, KeyIvInit};
+    if key.len() != 32 {
+        return Err(format!("key size expected 32, got {}", key.len()));
+    }
+    if iv.len() != 16 {
+        return Err(format!("iv size expected 16, got {}", iv.len()));
+    }
+    if encrypt {
+        let cipher = cbc::Encryptor::<aes::Aes256>::new_from_slices(key, iv).map_err(|e| e.to_string())?;
+        Ok(cipher.encrypt_padded_vec_mut::<Pkcs7>(data))
+    } else {
+        let cipher = cbc::Decryptor::<aes::Aes256>::new_from_slices(key, iv).map_err(|e| e.to_string())?;
+        cipher.decrypt_padded_vec_mut::<Pkcs7>(data).map_err(|_| "OpenSSL error: wrong final block length".to_owned())
     }
 }
 

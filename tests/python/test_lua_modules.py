@@ -455,3 +455,20 @@ def test_sparse_tables_serialize_as_in_tarantool(conns, table):
     status, values = same(conns, f"local t = {table} return t, (next(t, next(t)) == nil or #t > 0) "
                                  "and {json.encode(t), yaml.encode(t)} or nil")
     assert status == "ok"
+
+
+def test_digest_aes256cbc(conns):
+    values = same_ok(conns, """
+        local key, iv = string.rep('k', 32), string.rep('i', 16)
+        local r = {}
+        for _, s in ipairs({'', 'hello world', string.rep('x', 16), string.rep('y', 100)}) do
+            local e = digest.aes256cbc.encrypt(s, key, iv)
+            r[#r + 1] = {digest.base64_encode(e), digest.aes256cbc.decrypt(e, key, iv) == s}
+        end
+        return r""")
+    assert values[0][1] == ["ioKNFMhJ1U5QPG7Ri3bZnA==", True]
+    assert same(conns, "return digest.aes256cbc.encrypt('x', 'short', string.rep('i', 16))") == \
+        ("error", "key size expected 32, got 5")
+    # A bad block fails on both (the OpenSSL error text differs).
+    bad = "return digest.aes256cbc.decrypt('garbage!', string.rep('k', 32), string.rep('i', 16))"
+    assert run(conns[0], bad)[0] == run(conns[1], bad)[0] == "error"
