@@ -198,13 +198,9 @@ function index_methods:count(key, opts)
     return #self:select(key, opts)
 end
 index_methods.len = function(self) return op('len', self.space_id) end
+-- As in Tarantool, a luafun iterator: `for _, t in s:pairs()` and `s:pairs():map(f):totable()`.
 function index_methods:pairs(key, opts)
-    local rows = self:select(key, opts)
-    local i = 0
-    return function()
-        i = i + 1
-        if rows[i] ~= nil then return i, rows[i] end
-    end, rows, 0
+    return package.loaded.fun.iter(self:select(key, opts))
 end
 index_methods.__call = index_methods.pairs
 function index_methods:update(key, ops) return maybe(op('update', self.space_id, self.id, key, ops)) end

@@ -472,3 +472,21 @@ def test_digest_aes256cbc(conns):
     # A bad block fails on both (the OpenSSL error text differs).
     bad = "return digest.aes256cbc.decrypt('garbage!', string.rep('k', 32), string.rep('i', 16))"
     assert run(conns[0], bad)[0] == run(conns[1], bad)[0] == "error"
+
+
+def test_space_pairs_is_a_fun_iterator(conns):
+    values = same_ok(conns, """
+        local s = box.schema.space.create('fun_pairs', {if_not_exists = true})
+        s:create_index('pk', {if_not_exists = true})
+        s:truncate()
+        for i = 1, 5 do s:replace{i, i * i} end
+        local seen = {}
+        for _, t in s:pairs() do seen[#seen + 1] = t[2] end
+        local r = {seen, s:pairs():map(function(t) return t[1] end):totable(),
+                   s:pairs({3}, {iterator = 'GE'}):filter(function(t) return t[2] > 10 end):length(),
+                   s.index.pk:pairs():reduce(function(acc, t) return acc + t[2] end, 0),
+                   fun.iter(s:select{}):take(2):map(function(t) return t[2] end):totable(),
+                   s:pairs({99}):totable()}
+        s:drop()
+        return r""")
+    assert values[0][0] == [1, 4, 9, 16, 25]
