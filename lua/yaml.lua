@@ -356,6 +356,8 @@ function Parser:block_scalar(header, parent)
         end
         self.i = self.i + 1
     end
+    -- Clip chomping keeps the last line break only if the text has one.
+    local at_end = self.i > #self.lines and self.no_final_newline
     local trailing = 0
     while #lines > 0 and lines[#lines] == '' do
         trailing = trailing + 1
@@ -380,7 +382,7 @@ function Parser:block_scalar(header, parent)
         body = string.gsub(table.concat(out), '\n\n', '\n')
     end
     if #lines == 0 then return '' end
-    if chomp == '-' then return body end
+    if chomp == '-' or (at_end and trailing == 0) then return body end
     if chomp == '+' then return body .. string.rep('\n', trailing + 1) end
     return body .. '\n'
 end
@@ -391,8 +393,7 @@ function Parser:inline(text, indent)
         -- An explicit string tag: the plain text as it stands.
         local raw = strip_comment(string.gsub(string.sub(text, 6), '^%s+', ''))
         local v = self:inline(raw, indent)
-        if type(v) == 'table' then return v end
-        if string.find(raw, '^["\']') then return v end
+        if type(v) == 'table' or type(v) == 'string' then return v end
         return raw
     end
     text = strip_props(text)
@@ -440,6 +441,7 @@ end
 
 -- The value after "- " or "key: ": `rest` inline, or a nested node.
 function Parser:value_after(rest, indent, col, in_mapping)
+    if string.find(rest, '^!!str%s') then return self:inline(rest, indent) end
     rest = strip_props(rest)
     if rest == '' or string.sub(rest, 1, 1) == '#' then
         self.i = self.i + 1
@@ -490,18 +492,22 @@ function Parser:mapping(indent)
             if i2 == indent and string.find(t2, '^:') then
                 rest = string.gsub(string.sub(t2, 2), '^%s+', '')
                 local v = self:value_after(rest, indent, indent + #t2 - #rest, true)
-                if k ~= nil then t[k] = v == nil and box.NULL or v end
+                if k ~= nil then t[k] = v == nil and '' or v end
             elseif k ~= nil then
-                t[k] = box.NULL
+                t[k] = ''
             end
         else
             local colon = key_end(text)
-            if colon == nil then fail('could not find expected \':\'', self:lineno()) end
+            if colon == nil or text == '-' or string.find(text, '^%-%s') then
+                fail('could not find expected \':\'', self:lineno())
+            end
             local key_text = string.gsub(string.sub(text, 1, colon - 1), '%s+$', '')
+            if key_text == '' then fail('did not find expected key', self:lineno()) end
             k = parse_flow(strip_props(key_text), self:lineno())
             rest = string.gsub(string.sub(text, colon + 1), '^%s+', '')
             local v = self:value_after(rest, indent, indent + #text - #rest, true)
-            if k ~= nil and k ~= box.NULL then t[k] = v == nil and box.NULL or v end
+            -- As Tarantool: a key without a value maps to an empty string.
+            if k ~= nil and k ~= box.NULL then t[k] = v == nil and '' or v end
         end
     end
     local i = self:peek()
@@ -511,7 +517,7 @@ end
 
 -- Splits a stream into documents: lists of lines and the line number each starts at.
 local function documents(s)
-    local docs, current = {}, nil
+    local docs, current, ended = {}, nil, false
     local n = 0
     for l in string.gmatch(s .. (string.sub(s, -1) == '\n' and '' or '\n'), '([^\n]*)\n') do
         n = n + 1
@@ -526,11 +532,16 @@ local function documents(s)
                 current.first = n + 1
             end
         elseif string.find(l, '^%.%.%.') then
-            current = nil
+            -- A document end marker must end a document, and only "---" may follow it.
+            if current == nil then fail('did not find expected node content', n) end
+            current, ended = nil, true
         elseif string.find(l, '^%%') and current == nil then
             -- A directive (%YAML, %TAG).
             current = nil
         else
+            if current == nil and ended and not string.find(l, '^%s*$') and not string.find(l, '^%s*#') then
+                fail('did not find expected <document start>', n)
+            end
             if current == nil then
                 current = {lines = {}, first = n}
                 docs[#docs + 1] = current
@@ -549,6 +560,7 @@ function yaml.decode(s)
     local out = {}
     for d, doc in ipairs(docs) do
         local p = new_parser(doc.lines, doc.first)
+        p.no_final_newline = d == #docs and string.sub(s, -1) ~= '\n'
         local v
         if p:peek() == nil then
             v = doc.explicit and '' or nil

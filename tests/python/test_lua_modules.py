@@ -490,3 +490,26 @@ def test_space_pairs_is_a_fun_iterator(conns):
         s:drop()
         return r""")
     assert values[0][0] == [1, 4, 9, 16, 25]
+
+
+YAML_FRAGMENTS = [
+    "a: 1", "b:", "- x", "- ", "  - y", "  c: d", "[1, 2]", "{e: f}", "'q'", '"dq"', "# c", "", "g: |", "  lit", "h: >",
+    "    fold", "- - z", "i: [1, {j: k}]", "---", "...", "k: 'multi", "  line'", "l: null", "m: ~", "n: yes", "o: 0x1f",
+    "p: -3.5", "? q", ": r", "  s: t", "    u: v", "- w: 1", "  x: 2", "y: &a z", "zz: !!str 1",
+    "key with spaces: value with spaces", "t:\tab", "url: http://a/b",
+]
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_yaml_decode_random_documents(conns, seed):
+    """Documents glued from fragments, valid or not: the same value, or an error on both."""
+    import random
+    rng = random.Random(seed)
+    code = ("local r = {pcall(yaml.decode, ...)} if not r[1] then return 'ERR' end "
+            "if r[2] ~= r[2] then return 'nan' end return unpack(r, 2, #r)")
+    errors = 0
+    for _ in range(200):
+        doc = "\n".join(rng.choice(YAML_FRAGMENTS) for _ in range(rng.randint(1, 6)))
+        status, values = same(conns, code, doc)
+        errors += values == ["ERR"]
+    assert 0 < errors < 200
