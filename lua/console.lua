@@ -44,18 +44,58 @@ local function double_quoted(s)
     return '"' .. escaped .. '"'
 end
 
+-- A plain scalar, folded at a space past the line width as libyaml does.
+local function plain(s, indent, col)
+    if col == nil or col + #s <= BEST_WIDTH or not string.find(s, ' ') then return s end
+    local out, column, n = {}, col, #s
+    for i = 1, n do
+        local c = string.sub(s, i, i)
+        if c == ' ' and column > BEST_WIDTH and i > 1 and i < n and string.sub(s, i + 1, i + 1) ~= ' '
+                and string.sub(s, i - 1, i - 1) ~= ' ' then
+            out[#out + 1] = '\n' .. string.rep(' ', indent)
+            column = indent
+        else
+            out[#out + 1] = c
+            column = column + 1
+        end
+    end
+    return table.concat(out)
+end
+
+-- A literal block scalar (`|-`), lines indented to `indent`.
+local function literal(s, indent)
+    local chomp, body = '-', s
+    if string.sub(s, -1) == '\n' then
+        chomp = string.sub(s, -2) == '\n\n' and '+' or ''
+        body = string.sub(s, 1, -2)
+    end
+    local pad = string.rep(' ', indent)
+    local lines = {}
+    for line in string.gmatch(body .. '\n', '([^\n]*)\n') do
+        lines[#lines + 1] = line == '' and '' or pad .. line
+    end
+    -- A first line starting with a space needs an explicit indentation indicator.
+    local indicator = string.sub(body, 1, 1) == ' ' and '2' or ''
+    return '|' .. indicator .. chomp .. '\n' .. table.concat(lines, '\n')
+end
+
 local function string_scalar(s, flow, indent, col)
     if string.find(s, '[%z\1-\9\11-\31\127]') then return double_quoted(s) end
     if flow then return single_quoted(s, indent, col) end
     if s == '' then return '' end
+    -- As libyaml: a space before a line break only survives double quotes.
+    if string.find(s, ' \n') then return double_quoted(s) end
+    -- As Tarantool: text with an empty line is written as a literal block.
+    if string.find(s, '\n\n') and string.sub(s, -1) ~= ' ' then return literal(s, indent) end
+    if string.find(s, '\n ') then return double_quoted(s) end
     if string.find(s, '\n') then return single_quoted(s, indent, col) end
     -- A leading '-' is plain when a non-space follows ("-x"), as libyaml writes it.
     if special_words[s] or tonumber(s) ~= nil or string.find(s, '^[%?:,%[%]{}#&%*!|>\'"%%@`%s]')
-            or string.find(s, '^%-$') or string.find(s, '^%-%s')
+            or string.find(s, '^%-$') or string.find(s, '^%-%s') or string.find(s, '^%-%-%-') or string.find(s, '^%.%.%.')
             or string.find(s, ': ') or string.find(s, ' #') or string.find(s, '%s$') or string.find(s, ':$') then
         return single_quoted(s, indent, col)
     end
-    return s
+    return plain(s, indent, col)
 end
 
 local function is_null(v) return v == nil or v == box.NULL end
@@ -145,9 +185,14 @@ encode = function(v, indent, col)
     end
     local lines = {}
     for k, x in pairs(v) do
-        local key = type(k) == 'string' and string_scalar(k, false, indent) or flow(k)
+        -- A key is never wrapped (a huge negative column) and an empty one is quoted.
+        local key = type(k) == 'string' and (k == '' and "''" or string_scalar(k, false, indent, -1e9)) or flow(k)
         local prefix = (#lines == 0 and '' or pad) .. key .. ':'
-        if type(x) == 'table' and not box.tuple.is(x) and next(x) ~= nil then
+        if type(k) == 'string' and string.find(k, '\n') then
+            -- A multi-line key is a complex key: "? key" then ": value" (a block value compacted).
+            lines[#lines + 1] = (#lines == 0 and '' or pad) .. '? ' .. string_scalar(k, false, indent + 2, indent + 2)
+                .. '\n' .. pad .. ': ' .. encode(x, indent + 2, indent + 2)
+        elseif type(x) == 'table' and not box.tuple.is(x) and next(x) ~= nil then
             if is_sequence(x) then
                 lines[#lines + 1] = prefix .. '\n' .. pad .. encode(x, indent)
             else
@@ -238,7 +283,8 @@ local function json_encode(v, depth)
     if ty == 'boolean' then return tostring(v) end
     if ty == 'number' then
         if v ~= v or v == math.huge or v == -math.huge then return tostring(v) end
-        if math.floor(v) == v and math.abs(v) < 1e15 then return string.format('%d', v) end
+        if v == 0 then return '0' end
+        if math.floor(v) == v and v >= -2^63 and v < 2^64 then return string.format('%.0f', v) end
         return string.format('%.14g', v)
     end
     if ty == 'string' then return json_string(v) end

@@ -491,7 +491,7 @@ function Parser:mapping(indent)
             local i2, t2 = self:peek()
             if i2 == indent and string.find(t2, '^:') then
                 rest = string.gsub(string.sub(t2, 2), '^%s+', '')
-                local v = self:value_after(rest, indent, indent + #t2 - #rest, true)
+                local v = self:value_after(rest, indent, indent + #t2 - #rest, false)
                 if k ~= nil then t[k] = v == nil and '' or v end
             elseif k ~= nil then
                 t[k] = ''

@@ -513,3 +513,39 @@ def test_yaml_decode_random_documents(conns, seed):
         status, values = same(conns, code, doc)
         errors += values == ["ERR"]
     assert 0 < errors < 200
+
+
+TRICKY_STRINGS = [
+    "", "a", "a b", "a: b", "- x", "-x", "#x", "x #y", "null", "Null", "yes", "on", "1", "1.5", "0x10", "1e5", " x", "x ",
+    "it's", 'say "hi"', "multi\nline", "tab\there", "é", "\x01", "{x}", "[x]", "a,b", "?", ":", "x:", "@x", "`x", "|",
+    ">", "!x", "&x", "*x", "%x", "~", "true", "a" * 100, "word " * 20, "inf", "nan", "-", "--", "---", "...", "a\n\nb",
+    "trailing\n", "a \nb", "x\n\n y", " a\n\nb", "a\n\n\nb\n\n",
+]
+NUMBERS = ["0", "1", "-1", "1.5", "-0.25", "1e20", "2^53", "2^63", "1/0", "-1/0", "123456789", "0.1", "1e-10",
+           "3.14159265358979"]
+
+
+def lua_string(s):
+    return '"' + "".join(c if c.isalnum() or c in " :-#.,'@`|>!&*%~?{}[]" else "\\%d" % ord(c) for c in s
+                         if ord(c) < 128) + '"' if s.isascii() else '"' + s + '"'
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_yaml_and_json_encode_random_values(conns, seed):
+    """Random nests of tricky strings, numbers, arrays and one-key maps (one key: no hash order)."""
+    import random
+    rng = random.Random(seed)
+
+    def gen(depth):
+        r = rng.random()
+        if depth > 3 or r < 0.4:
+            if rng.random() < 0.5:
+                return lua_string(rng.choice(TRICKY_STRINGS))
+            return rng.choice(NUMBERS + ["true", "false", "box.NULL"])
+        if r < 0.7:
+            return "{" + ", ".join(gen(depth + 1) for _ in range(rng.randint(0, 3))) + "}"
+        return "{[" + lua_string(rng.choice(TRICKY_STRINGS)) + "] = " + gen(depth + 1) + "}"
+
+    for _ in range(150):
+        same_ok(conns, f"local v = {gen(0)} return yaml.encode(v), json.encode(v), "
+                         "yaml.encode(yaml.decode(yaml.encode(v))) == yaml.encode(v)")
