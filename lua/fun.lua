@@ -383,8 +383,8 @@ local function accumulate(start, combine)
         end
     end
 end
-export('sum', 0, accumulate(0, function(a, b) return a + b end))
-export('product', 0, accumulate(1, function(a, b) return a * b end))
+export('sum', 0, accumulate(0, function(s, r) return s + r end))
+export('product', 0, accumulate(1, function(p, r) return p * r end))
 
 local function extreme(name, pick_number, pick_other)
     return function(gen, param, state)
