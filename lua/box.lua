@@ -67,6 +67,7 @@ local function make_error(code, message, etype, extra)
     if extra then for k, v in pairs(extra) do e[k] = v end end
     return e
 end
+internal.make_error = make_error
 
 -- Message formats of the codes box.error(code, ...) is commonly called with (errcode.h).
 local formats = {
@@ -229,13 +230,9 @@ function index_methods:count(key, opts)
     return #self:select(key, opts)
 end
 index_methods.len = function(self) return op('len', self.space_id) end
+-- As in Tarantool, a luafun iterator: `for _, t in s:pairs()` and `s:pairs():map(f):totable()`.
 function index_methods:pairs(key, opts)
-    local rows = self:select(key, opts)
-    local i = 0
-    return function()
-        i = i + 1
-        if rows[i] ~= nil then return i, rows[i] end
-    end, rows, 0
+    return package.loaded.fun.iter(self:select(key, opts))
 end
 index_methods.__call = index_methods.pairs
 function index_methods:update(key, ops) return maybe(op('update', self.space_id, self.id, key, ops)) end
@@ -954,75 +951,11 @@ end
 
 box.tuple = {}
 
--- Tuple methods written in Lua; the tuple userdata looks names up here.
-local tuple_methods = {}
-internal.tuple_methods = tuple_methods
-
-local function update_fieldno(t, f, n)
-    if type(f) == 'string' then
-        raise(201, "Field '%s' was not found in the tuple", f)
-    end
-    if f < 0 then f = n + f + 1 end
-    return f
-end
-
--- t:update(ops): a new tuple with the operations applied (arithmetic, assign,
--- insert, delete, bitwise and splice), field numbers 1-based.
-function tuple_methods.update(t, ops)
-    local row = t:totable()
-    for _, o in ipairs(ops or {}) do
-        local kind, f = o[1], update_fieldno(t, o[2], #row)
-        if kind == '=' then row[f] = o[3]
-        elseif kind == '+' then row[f] = row[f] + o[3]
-        elseif kind == '-' then row[f] = row[f] - o[3]
-        elseif kind == '&' then row[f] = bit.band(row[f], o[3])
-        elseif kind == '|' then row[f] = bit.bor(row[f], o[3])
-        elseif kind == '^' then row[f] = bit.bxor(row[f], o[3])
-        elseif kind == '!' then table.insert(row, f, o[3])
-        elseif kind == '#' then for _ = 1, (o[3] or 1) do table.remove(row, f) end
-        elseif kind == ':' then
-            local s, from, len = row[f], o[3], o[4]
-            if from < 0 then from = #s + from + 2 end
-            row[f] = string.sub(s, 1, from - 1) .. o[5] .. string.sub(s, from + len)
-        else raise(28, "Unknown UPDATE operation #%d", _) end
-    end
-    return box.tuple.new(row)
-end
-tuple_methods.upsert = tuple_methods.update
-
--- t:transform(from, len, ...): delete `len` fields at `from`, insert the rest there.
-function tuple_methods.transform(t, from, len, ...)
-    local row = t:totable()
-    if from < 0 then from = #row + from + 1 end
-    for _ = 1, len do table.remove(row, from) end
-    local add = {...}
-    for i = #add, 1, -1 do table.insert(row, from, add[i]) end
-    return box.tuple.new(row)
-end
-
-local function find_fields(t, all, a, b)
-    local from, value = 1, a
-    if b ~= nil then from, value = a + 1, b end
-    local found = {}
-    for i = from, #t do
-        if t[i] == value then
-            if not all then return i end
-            found[#found + 1] = i
-        end
-    end
-    if all then return found end
-    return nil
-end
-function tuple_methods.find(t, a, b) return find_fields(t, false, a, b) end
-function tuple_methods.findall(t, a, b) return find_fields(t, true, a, b) end
-function tuple_methods.bsize(t) return #op('msgpack_encode', t) end
-function tuple_methods.pairs(t) return ipairs(t:totable()) end
-tuple_methods.ipairs = tuple_methods.pairs
 function box.tuple.new(...)
     local t = select('#', ...) == 1 and type((...)) == 'table' and (...) or {...}
     return op('tuple_new', t)
 end
-function box.tuple.is(v) return op('is_tuple', v) end
+function box.tuple.is(v) return internal.native.is_tuple(v) end
 
 function box.once(key, fn, ...)
     local k = 'once' .. key

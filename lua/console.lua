@@ -3,12 +3,8 @@
 
 local yaml = {}
 
-local special_words = {
-    ['null'] = true, ['Null'] = true, ['NULL'] = true, ['~'] = true, ['true'] = true, ['True'] = true,
-    ['TRUE'] = true, ['false'] = true, ['False'] = true, ['FALSE'] = true, ['yes'] = true, ['Yes'] = true,
-    ['YES'] = true, ['no'] = true, ['No'] = true, ['NO'] = true, ['on'] = true, ['On'] = true, ['ON'] = true,
-    ['off'] = true, ['Off'] = true, ['OFF'] = true,
-}
+-- The plain scalars Tarantool's emitter quotes (besides numbers): the ones its decoder resolves.
+local special_words = {['null'] = true, ['~'] = true, ['true'] = true, ['false'] = true, ['yes'] = true, ['no'] = true}
 
 -- libyaml's line width: a single-quoted scalar breaks at a space past this column.
 local BEST_WIDTH = 80
@@ -48,38 +44,96 @@ local function double_quoted(s)
     return '"' .. escaped .. '"'
 end
 
+-- A plain scalar, folded at a space past the line width as libyaml does.
+local function plain(s, indent, col)
+    if col == nil or col + #s <= BEST_WIDTH or not string.find(s, ' ') then return s end
+    local out, column, n = {}, col, #s
+    for i = 1, n do
+        local c = string.sub(s, i, i)
+        if c == ' ' and column > BEST_WIDTH and i > 1 and i < n and string.sub(s, i + 1, i + 1) ~= ' '
+                and string.sub(s, i - 1, i - 1) ~= ' ' then
+            out[#out + 1] = '\n' .. string.rep(' ', indent)
+            column = indent
+        else
+            out[#out + 1] = c
+            column = column + 1
+        end
+    end
+    return table.concat(out)
+end
+
+-- A literal block scalar (`|-`), lines indented to `indent`.
+local function literal(s, indent)
+    local chomp, body = '-', s
+    if string.sub(s, -1) == '\n' then
+        chomp = string.sub(s, -2) == '\n\n' and '+' or ''
+        body = string.sub(s, 1, -2)
+    end
+    local pad = string.rep(' ', indent)
+    local lines = {}
+    for line in string.gmatch(body .. '\n', '([^\n]*)\n') do
+        lines[#lines + 1] = line == '' and '' or pad .. line
+    end
+    -- A first line starting with a space needs an explicit indentation indicator.
+    local indicator = string.sub(body, 1, 1) == ' ' and '2' or ''
+    return '|' .. indicator .. chomp .. '\n' .. table.concat(lines, '\n')
+end
+
 local function string_scalar(s, flow, indent, col)
     if string.find(s, '[%z\1-\9\11-\31\127]') then return double_quoted(s) end
     if flow then return single_quoted(s, indent, col) end
     if s == '' then return '' end
+    -- As libyaml: a space before a line break only survives double quotes.
+    if string.find(s, ' \n') then return double_quoted(s) end
+    -- As Tarantool: text with an empty line is written as a literal block.
+    if string.find(s, '\n\n') and string.sub(s, -1) ~= ' ' then return literal(s, indent) end
+    if string.find(s, '\n ') then return double_quoted(s) end
     if string.find(s, '\n') then return single_quoted(s, indent, col) end
-    if special_words[s] or tonumber(s) ~= nil or string.find(s, '^[%-%?:,%[%]{}#&%*!|>\'"%%@`%s]')
+    -- A leading '-' is plain when a non-space follows ("-x"), as libyaml writes it.
+    if special_words[s] or tonumber(s) ~= nil or string.find(s, '^[%?:,%[%]{}#&%*!|>\'"%%@`%s]')
+            or string.find(s, '^%-$') or string.find(s, '^%-%s') or string.find(s, '^%-%-%-') or string.find(s, '^%.%.%.')
             or string.find(s, ': ') or string.find(s, ' #') or string.find(s, '%s$') or string.find(s, ':$') then
         return single_quoted(s, indent, col)
     end
-    return s
+    return plain(s, indent, col)
 end
 
 local function is_null(v) return v == nil or v == box.NULL end
 
+-- The digits of a 64-bit integer cdata (`5ULL`, `-5LL`), or nil.
+local function cdata_integer(v)
+    if type(v) ~= 'cdata' then return nil end
+    return string.match(tostring(v), '^(-?%d+)U?LL$')
+end
+
+-- As Tarantool: integral values in the 64-bit range in full, others with 14 digits (inf, nan as printf).
 local function number(n)
-    if n ~= n then return '.nan' end
-    if n == math.huge then return '.inf' end
-    if n == -math.huge then return '-.inf' end
+    if n == 0 then return '0' end
+    if n == math.floor(n) and n >= -2^63 and n < 2^64 then return string.format('%.0f', n) end
     return string.format('%.14g', n)
 end
 
-local function is_sequence(t)
+-- A table's length as an array, or nil for a map. As Tarantool: only positive
+-- integer keys make an array, holes are nulls, but an excessively sparse one
+-- (largest key over 10 and over twice the key count) is a map.
+local function sequence_length(t)
     local mt = getmetatable(t)
     if mt and mt.__serialize then
         local s = mt.__serialize
-        if s == 'seq' or s == 'sequence' or s == 'array' then return true end
-        if s == 'map' or s == 'mapping' then return false end
+        if s == 'seq' or s == 'sequence' or s == 'array' then return #t end
+        if s == 'map' or s == 'mapping' then return nil end
     end
-    local n = 0
-    for _ in pairs(t) do n = n + 1 end
-    return n == #t
+    local count, max = 0, 0
+    for k in pairs(t) do
+        if type(k) ~= 'number' or k < 1 or k ~= math.floor(k) then return nil end
+        count = count + 1
+        if k > max then max = k end
+    end
+    if max > 10 and max > 2 * count then return nil end
+    return max
 end
+
+local function is_sequence(t) return sequence_length(t) ~= nil end
 
 local encode
 
@@ -88,12 +142,14 @@ local function flow(v)
     local ty = type(v)
     if ty == 'boolean' then return tostring(v) end
     if ty == 'number' then return number(v) end
+    if cdata_integer(v) then return cdata_integer(v) end
     if ty == 'string' then return string_scalar(v, true, 0) end
     if box.tuple.is(v) then v = v:totable() end
     if type(v) ~= 'table' then return single_quoted(tostring(v), 0) end
     local parts = {}
-    if is_sequence(v) then
-        for i = 1, #v do parts[i] = flow(v[i]) end
+    local n = sequence_length(v)
+    if n then
+        for i = 1, n do parts[i] = flow(v[i]) end
         return '[' .. table.concat(parts, ', ') .. ']'
     end
     for k, x in pairs(v) do parts[#parts + 1] = flow(k) .. ': ' .. flow(x) end
@@ -107,6 +163,7 @@ encode = function(v, indent, col)
     local ty = type(v)
     if ty == 'boolean' then return tostring(v) end
     if ty == 'number' then return number(v) end
+    if cdata_integer(v) then return cdata_integer(v) end
     if ty == 'string' then return string_scalar(v, false, indent, col or indent) end
     if box.tuple.is(v) then return flow(v) end
     if ty ~= 'table' then return string_scalar(tostring(v), false, indent, col or indent) end
@@ -115,10 +172,11 @@ encode = function(v, indent, col)
     local mt = getmetatable(v)
     if mt and (mt.__serialize == 'seq' or mt.__serialize == 'map') then return flow(v) end
     local pad = string.rep(' ', indent)
-    if is_sequence(v) then
-        if #v == 0 then return '[]' end
+    local n = sequence_length(v)
+    if n then
+        if n == 0 then return '[]' end
         local lines = {}
-        for i = 1, #v do
+        for i = 1, n do
             local item = encode(v[i], indent + 2)
             -- An empty plain scalar follows the dash directly, as libyaml writes it.
             lines[i] = (i == 1 and '' or pad) .. (item == '' and '-' or '- ' .. item)
@@ -127,16 +185,22 @@ encode = function(v, indent, col)
     end
     local lines = {}
     for k, x in pairs(v) do
-        local key = type(k) == 'string' and string_scalar(k, false, indent) or flow(k)
+        -- A key is never wrapped (a huge negative column) and an empty one is quoted.
+        local key = type(k) == 'string' and (k == '' and "''" or string_scalar(k, false, indent, -1e9)) or flow(k)
         local prefix = (#lines == 0 and '' or pad) .. key .. ':'
-        if type(x) == 'table' and not box.tuple.is(x) and next(x) ~= nil then
+        if type(k) == 'string' and string.find(k, '\n') then
+            -- A multi-line key is a complex key: "? key" then ": value" (a block value compacted).
+            lines[#lines + 1] = (#lines == 0 and '' or pad) .. '? ' .. string_scalar(k, false, indent + 2, indent + 2)
+                .. '\n' .. pad .. ': ' .. encode(x, indent + 2, indent + 2)
+        elseif type(x) == 'table' and not box.tuple.is(x) and next(x) ~= nil then
             if is_sequence(x) then
                 lines[#lines + 1] = prefix .. '\n' .. pad .. encode(x, indent)
             else
                 lines[#lines + 1] = prefix .. '\n' .. pad .. '  ' .. encode(x, indent + 2)
             end
         else
-            lines[#lines + 1] = prefix .. ' ' .. encode(x, indent + 2, indent + #key + 2)
+            local item = encode(x, indent + 2, indent + #key + 2)
+            lines[#lines + 1] = item == '' and prefix or prefix .. ' ' .. item
         end
     end
     if #lines == 0 then return '{}' end
@@ -191,6 +255,10 @@ function box.internal.open_pending_consoles()
 end
 
 package.loaded.console = console
+-- yaml.value(v, indent, col): one value's YAML text, for the yaml module's encode.
+yaml.value = encode
+-- yaml.flow(v): v in flow style (`[1, 'a', {'b': 2}]`), as Tarantool prints a tuple.
+yaml.flow = flow
 box.internal.yaml = yaml
 
 --------------------------------------------------------------------------------
@@ -215,15 +283,18 @@ local function json_encode(v, depth)
     if ty == 'boolean' then return tostring(v) end
     if ty == 'number' then
         if v ~= v or v == math.huge or v == -math.huge then return tostring(v) end
-        if math.floor(v) == v and math.abs(v) < 1e15 then return string.format('%d', v) end
+        if v == 0 then return '0' end
+        if math.floor(v) == v and v >= -2^63 and v < 2^64 then return string.format('%.0f', v) end
         return string.format('%.14g', v)
     end
     if ty == 'string' then return json_string(v) end
+    if cdata_integer(v) then return cdata_integer(v) end
     if box.tuple.is(v) then v = v:totable() end
     if type(v) ~= 'table' then error("json.encode: unsupported Lua type '" .. type(v) .. "'", 0) end
     local parts = {}
-    if is_sequence(v) then
-        for i = 1, #v do parts[i] = json_encode(v[i], depth + 1) end
+    local n = sequence_length(v)
+    if n then
+        for i = 1, n do parts[i] = json_encode(v[i], depth + 1) end
         return '[' .. table.concat(parts, ',') .. ']'
     end
     for k, x in pairs(v) do

@@ -1,10 +1,11 @@
 //! MessagePack ↔ Lua values, with Tarantool's rules.
 //!
 //! Lua → msgpack: integral numbers become integers, other numbers doubles; a
-//! table is an array when its keys are exactly 1..n (an empty table too) or
-//! its metatable says `__serialize = 'seq'`, a map otherwise or with
+//! table is an array when its keys are positive integers (an empty table too;
+//! holes are nils, unless too sparse) or its metatable says
+//! `__serialize = 'seq'`, a map otherwise or with
 //! `__serialize = 'map'`; a tuple is written as its stored bytes; `box.NULL`
-//! is nil.
+//! is nil; a 64-bit integer cdata (`1ULL`) is an integer.
 //!
 //! msgpack → Lua: maps get a `__serialize = 'map'` metatable so an empty map
 //! stays a map when sent back; nil inside an array is `box.NULL`, which keeps
@@ -80,9 +81,24 @@ pub fn encode(out: &mut Vec<u8>, v: &Value, depth: usize) -> mlua::Result<()> {
                 return Err(mlua::Error::runtime("unsupported Lua type 'userdata'"));
             }
         }
+        Value::Other(_) => match cdata_integer(v) {
+            Some(Integer::Unsigned(u)) => write::uint(out, u),
+            Some(Integer::Negative(i)) => write::int(out, i),
+            None => return Err(mlua::Error::runtime("unsupported Lua type 'cdata'")),
+        },
         other => return Err(mlua::Error::runtime(format!("unsupported Lua type '{}'", other.type_name()))),
     }
     Ok(())
+}
+
+/// A LuaJIT 64-bit integer cdata (`5ULL`, `-5LL`, as `clock.time64()` returns) as an integer.
+fn cdata_integer(v: &Value) -> Option<Integer> {
+    let text = v.to_string().ok()?;
+    if let Some(digits) = text.strip_suffix("ULL") {
+        return digits.parse().ok().map(Integer::Unsigned);
+    }
+    let n: i64 = text.strip_suffix("LL")?.parse().ok()?;
+    Some(u64::try_from(n).map_or(Integer::Negative(n), Integer::Unsigned))
 }
 
 fn number(out: &mut Vec<u8>, n: f64) {
@@ -110,6 +126,25 @@ fn serialize_hint(t: &Table) -> Option<bool> {
     }
 }
 
+/// A table's length as an array, or `None` for a map: only positive integer keys
+/// make an array (holes are nils), unless it is excessively sparse (largest key
+/// over 10 and over twice the key count), as Tarantool decides.
+fn array_length(t: &Table) -> mlua::Result<Option<usize>> {
+    let (mut count, mut max) = (0usize, 0usize);
+    for pair in t.pairs::<Value, Value>() {
+        let (k, _) = pair?;
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "checked positive; huge saturates")]
+        let index = match k {
+            Value::Integer(i) if i > 0 => i as usize,
+            Value::Number(n) if n >= 1.0 && n.fract() == 0.0 => n as usize,
+            _ => return Ok(None),
+        };
+        count += 1;
+        max = max.max(index);
+    }
+    Ok(if max > 10 && max > 2 * count { None } else { Some(max) })
+}
+
 fn table(out: &mut Vec<u8>, t: &Table, depth: usize) -> mlua::Result<()> {
     // A box.error object travels as its message, as 2.6 sends error values.
     if t.metatable().is_some_and(|mt| mt.raw_get::<bool>("__box_error").unwrap_or(false)) {
@@ -117,19 +152,12 @@ fn table(out: &mut Vec<u8>, t: &Table, depth: usize) -> mlua::Result<()> {
         write::str(out, &message.as_bytes());
         return Ok(());
     }
-    let len = t.raw_len();
     let as_array = match serialize_hint(t) {
-        Some(a) => a,
-        None => {
-            let mut count = 0usize;
-            for pair in t.pairs::<Value, Value>() {
-                pair?;
-                count += 1;
-            }
-            count == len
-        }
+        Some(true) => Some(t.raw_len()),
+        Some(false) => None,
+        None => array_length(t)?,
     };
-    if as_array {
+    if let Some(len) = as_array {
         #[allow(clippy::cast_possible_truncation, reason = "Lua tables are far below 4G entries")]
         write::array_len(out, len as u32);
         for i in 1..=len {

@@ -8,10 +8,12 @@
 //! - [`convert`]: msgpack ↔ Lua values.
 //! - [`tuple`]: the `box.tuple` userdata.
 //! - [`dispatch`]: the engine operations Lua may call.
+//! - [`native`]: pure functions (hashes, clocks, log output) for the Lua modules.
 
 pub mod convert;
 pub mod dispatch;
 pub mod netbox;
+pub mod native;
 pub mod tuple;
 
 use std::rc::Rc;
@@ -30,6 +32,18 @@ use tuple::LuaTuple;
 const PRELUDE: &str = include_str!("../../lua/box.lua");
 const CONSOLE: &str = include_str!("../../lua/console.lua");
 const NET_BOX: &str = include_str!("../../lua/net_box.lua");
+/// Tarantool's Lua modules, each registered in `package.loaded` by its own file (in load order).
+const MODULES: [(&str, &str); 9] = [
+    ("=digest.lua", include_str!("../../lua/digest.lua")),
+    ("=clock.lua", include_str!("../../lua/clock.lua")),
+    ("=log.lua", include_str!("../../lua/log.lua")),
+    ("=fun.lua", include_str!("../../lua/fun.lua")),
+    ("=yaml.lua", include_str!("../../lua/yaml.lua")),
+    ("=tap.lua", include_str!("../../lua/tap.lua")),
+    ("=tuple.lua", include_str!("../../lua/tuple.lua")),
+    ("=strict.lua", include_str!("../../lua/strict.lua")),
+    ("=errno.lua", include_str!("../../lua/errno.lua")),
+];
 
 /// How CALL results are shaped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -110,6 +124,14 @@ impl LuaRuntime {
         lua.load(CONSOLE).set_name("=console.lua").exec().map_err(|e| lua_err(&e))?;
         netbox::register(&lua).map_err(|e| lua_err(&e))?;
         lua.load(NET_BOX).set_name("=net_box.lua").exec().map_err(|e| lua_err(&e))?;
+        let bind = || -> mlua::Result<()> {
+            let internal: Table = lua.globals().get::<Table>("box")?.get("internal")?;
+            internal.set("native", native::create(&lua)?)
+        };
+        bind().map_err(|e| lua_err(&e))?;
+        for (name, source) in MODULES {
+            lua.load(source).set_name(name).exec().map_err(|e| lua_err(&e))?;
+        }
         Ok(Self { lua })
     }
 

@@ -1,8 +1,10 @@
 //! `box.tuple`: a stored tuple seen from Lua, without copying it into a table.
 //!
 //! `t[n]` is field n (1-based), `t.name` a field by format name, `#t` the field
-//! count; `t:totable()`, `t:unpack()`, `t:tomap()`. Sent back over IPROTO, a
-//! tuple is written as its stored bytes.
+//! count; `t:totable()`, `t:unpack()`, `t:tomap()`, `t:bsize()`. Other methods
+//! (`find`, `update`, `pairs`...) are Lua functions in `lua/tuple.lua`, found
+//! through the [`METHODS`] registry table when no field has the name. Sent back
+//! over IPROTO, a tuple is written as its stored bytes.
 
 use std::rc::Rc;
 
@@ -11,6 +13,9 @@ use mlua::{Lua, MetaMethod, MultiValue, UserData, UserDataMethods, Value};
 use super::convert;
 use crate::engine::tuple::{split, Tuple};
 use crate::protocol::msgpack::Reader;
+
+/// Registry key of the table of tuple methods written in Lua.
+pub const METHODS: &str = "oncebox.tuple_methods";
 
 /// A tuple with the field names of its space's format.
 #[derive(Debug, Clone)]
@@ -29,16 +34,6 @@ impl LuaTuple {
         let fields = split(&self.0).map_err(|e| mlua::Error::runtime(e.message))?;
         fields.iter().map(|raw| convert::decode(lua, &mut Reader::new(raw), 1, true)).collect()
     }
-}
-
-/// A tuple method the prelude defines in Lua, or nil.
-fn lua_method(lua: &Lua, name: &str) -> mlua::Result<Value> {
-    let methods = lua
-        .globals()
-        .get::<mlua::Table>("box")
-        .and_then(|b| b.get::<mlua::Table>("internal"))
-        .and_then(|i| i.get::<mlua::Table>("tuple_methods"));
-    Ok(methods.and_then(|m| m.get::<Value>(name)).unwrap_or(Value::Nil))
 }
 
 impl UserData for LuaTuple {
@@ -64,6 +59,7 @@ impl UserData for LuaTuple {
             Ok(t)
         });
         methods.add_method("len", |_, this, ()| Ok(split(&this.0).map(|f| f.len()).unwrap_or(0)));
+        methods.add_method("bsize", |_, this, ()| Ok(this.0.len()));
         methods.add_meta_method(MetaMethod::Len, |_, this, ()| Ok(split(&this.0).map(|f| f.len()).unwrap_or(0)));
         methods.add_meta_method(MetaMethod::Index, |lua, this, key: Value| match key {
             Value::Integer(i) => this.field(lua, usize::try_from(i).unwrap_or(0)),
@@ -73,8 +69,10 @@ impl UserData for LuaTuple {
                 let name = s.to_str()?.to_owned();
                 match this.1.iter().position(|f| *f == name) {
                     Some(i) => this.field(lua, i + 1),
-                    // Methods written in Lua (box.internal.tuple_methods: update, find, pairs, ...).
-                    None => lua_method(lua, &name),
+                    None => match lua.named_registry_value::<Option<mlua::Table>>(METHODS)? {
+                        Some(t) => t.raw_get(name.as_str()),
+                        None => Ok(Value::Nil),
+                    },
                 }
             }
             _ => Ok(Value::Nil),
@@ -83,6 +81,12 @@ impl UserData for LuaTuple {
             Ok(other.borrow::<LuaTuple>().is_ok_and(|o| o.0[..] == this.0[..]))
         });
         methods.add_meta_method(MetaMethod::ToString, |lua, this, ()| {
+            // Lua's rendering (lua/tuple.lua: YAML flow style, as Tarantool), when loaded.
+            if let Some(methods) = lua.named_registry_value::<Option<mlua::Table>>(METHODS)? {
+                if let Some(f) = methods.raw_get::<Option<mlua::Function>>("__tostring")? {
+                    return f.call::<String>(LuaTuple(this.0.clone(), this.1.clone()));
+                }
+            }
             let parts: Vec<String> = this
                 .all(lua)?
                 .iter()

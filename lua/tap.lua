@@ -1,0 +1,193 @@
+-- tap: Tarantool 2.6's TAP (Test Anything Protocol) module for test scripts.
+-- tap.test(name[, fn, ...]) makes a test; its methods print `ok - name` /
+-- `not ok - name` lines (TAP version 13, subtests indented by four spaces) with a
+-- YAML block of details after a failure. The details are the checked values
+-- (expected, got, path...); the stack trace Tarantool adds needs the debug library
+-- and is left out.
+
+local yaml = require('yaml')
+local tap = {}
+local methods = {}
+local test_mt = {__index = methods}
+
+local DETAIL_ORDER = {'path', 'strict', 'expected', 'got', 'unexpected', 'planned', 'run', 'failed'}
+
+local function indent(t) return string.rep(' ', 4 * t.level) end
+
+local function write(t, line) io.write(indent(t), line, '\n') end
+
+local function details(t, extra)
+    local keys, seen = {}, {}
+    for _, k in ipairs(DETAIL_ORDER) do
+        if extra[k] ~= nil then keys[#keys + 1], seen[k] = k, true end
+    end
+    local rest = {}
+    for k in pairs(extra) do
+        if not seen[k] then rest[#rest + 1] = k end
+    end
+    table.sort(rest, function(a, b) return tostring(a) < tostring(b) end)
+    for _, k in ipairs(rest) do keys[#keys + 1] = k end
+    local pad = indent(t) .. '  '
+    io.write(pad, '---\n')
+    for _, k in ipairs(keys) do
+        local doc = yaml.encode({[k] = extra[k]})
+        local body = string.match(doc, '^%-%-%-\n(.*)\n%.%.%.\n$') or doc
+        for line in string.gmatch(body .. '\n', '([^\n]*)\n') do io.write(pad, line, '\n') end
+    end
+    io.write(pad, '...\n')
+end
+
+function methods:ok(cond, name, extra)
+    self.total = self.total + 1
+    if cond then
+        write(self, 'ok - ' .. tostring(name))
+        return true
+    end
+    self.failed = self.failed + 1
+    write(self, 'not ok - ' .. tostring(name))
+    details(self, type(extra) == 'table' and extra or {})
+    return false
+end
+
+function methods:fail(name, extra) return self:ok(false, name, extra) end
+
+function methods:skip(name, extra) return self:ok(true, tostring(name) .. ' # skip', extra) end
+
+function methods:plan(n)
+    if type(n) ~= 'number' then error('tap: plan expects a number', 2) end
+    self.planned = n
+    write(self, '1..' .. n)
+end
+
+function methods:diag(fmt, ...)
+    local msg = select('#', ...) > 0 and string.format(fmt, ...) or tostring(fmt)
+    write(self, '# ' .. msg)
+end
+
+-- Equality as tap's: box.NULL and nil are equal unless the test is strict.
+local function equal(t, a, b)
+    if not t.strict and (a == nil or a == box.NULL) and (b == nil or b == box.NULL) then return true end
+    return a == b
+end
+
+function methods:is(got, expected, name, extra)
+    extra = extra or {}
+    extra.expected, extra.got = expected, got
+    return self:ok(equal(self, got, expected), name, extra)
+end
+
+function methods:isnt(got, unexpected, name, extra)
+    extra = extra or {}
+    extra.unexpected, extra.got = unexpected, got
+    return self:ok(not equal(self, got, unexpected), name, extra)
+end
+
+-- Finds the first difference, as Tarantool reports it: extra.path is the last path
+-- visited, and a key only `expected` has is reported as "key <k>" against "nil".
+local function deep_equal(t, got, expected, extra, path)
+    if type(got) == 'table' and type(expected) == 'table' then
+        for k, v in pairs(got) do
+            extra.path = path .. '/' .. tostring(k)
+            if not deep_equal(t, v, expected[k], extra, extra.path) then return false end
+        end
+        for k in pairs(expected) do
+            if got[k] == nil then
+                extra.expected, extra.got = 'key ' .. tostring(k), 'nil'
+                return false
+            end
+        end
+        return true
+    end
+    if equal(t, got, expected) then return true end
+    extra.expected, extra.got = expected, got
+    return false
+end
+
+function methods:is_deeply(got, expected, name, extra)
+    extra = extra or {}
+    extra.strict, extra.path = self.strict, '/'
+    local same = deep_equal(self, got, expected, extra, '/')
+    return self:ok(same, name, extra)
+end
+
+function methods:like(got, pattern, name, extra)
+    extra = extra or {}
+    extra.got, extra.expected = got, pattern
+    return self:ok(string.match(tostring(got), pattern) ~= nil, name, extra)
+end
+
+function methods:unlike(got, pattern, name, extra)
+    extra = extra or {}
+    extra.got, extra.expected = got, pattern
+    return self:ok(string.match(tostring(got), pattern) == nil, name, extra)
+end
+
+for _, ty in ipairs({'nil', 'number', 'string', 'table', 'boolean', 'function'}) do
+    methods['is' .. ty] = function(self, v, name, extra)
+        extra = extra or {}
+        extra.expected, extra.got = ty, type(v)
+        return self:ok(type(v) == ty, name, extra)
+    end
+end
+
+function methods:isudata(v, utype, name, extra)
+    extra = extra or {}
+    extra.expected, extra.got = 'userdata<' .. tostring(utype) .. '>', type(v)
+    return self:ok(type(v) == 'userdata', name, extra)
+end
+
+-- Without the ffi module only 64-bit integer ctypes can be told apart.
+function methods:iscdata(v, ctype, name, extra)
+    extra = extra or {}
+    extra.expected, extra.got = 'ctype<' .. tostring(ctype) .. '>', type(v)
+    local ok = type(v) == 'cdata'
+    if ok and (ctype == 'uint64_t' or ctype == 'int64_t') then
+        local text = tostring(v)
+        ok = (ctype == 'uint64_t') == (string.sub(text, -3) == 'ULL')
+    end
+    return self:ok(ok, name, extra)
+end
+
+local function new_test(parent, name, fn, ...)
+    local t = setmetatable({
+        parent = parent, name = name, level = parent and parent.level + 1 or 0,
+        total = 0, failed = 0, planned = 0, strict = parent and parent.strict or false,
+    }, test_mt)
+    if fn == nil then return t end
+    t:diag('%s', tostring(name))
+    fn(t, ...)
+    t:diag('%s: end', tostring(name))
+    return t:check()
+end
+
+function methods:test(name, fn, ...) return new_test(self, name, fn, ...) end
+
+-- Ends a test: reports a bad plan or failures (to the parent for a subtest).
+function methods:check()
+    if self.checked then error('check called twice') end
+    self.checked = true
+    local parent = self.parent
+    if self.planned ~= self.total then
+        if parent then
+            parent:ok(false, 'bad plan', {planned = self.planned, run = self.total})
+        else
+            self:diag('bad plan: planned %d run %d', self.planned, self.total)
+        end
+    elseif self.failed > 0 then
+        if parent then
+            parent:ok(false, 'failed subtests', {failed = self.failed, planned = self.planned})
+        else
+            self:diag('failed subtest: %d', self.failed)
+        end
+    elseif parent then
+        parent:ok(true, self.name)
+    end
+    return self.planned == self.total and self.failed == 0
+end
+
+function tap.test(name, fn, ...)
+    io.write('TAP version 13\n')
+    return new_test(nil, name, fn, ...)
+end
+
+package.loaded.tap = tap

@@ -1,0 +1,584 @@
+-- yaml: Tarantool 2.6's yaml module. encode renders one document with the console's
+-- emitter (lua/console.lua), so both write the same YAML; decode reads the common
+-- subset: block mappings and sequences, flow collections, plain, quoted and block
+-- (| and >) scalars, comments, document markers. Anchors, aliases and tags are
+-- skipped rather than resolved. Scalars resolve as Tarantool's decoder does: only
+-- null/~, true/false/yes/no are special; numbers are decimal, hex, inf or nan.
+
+local emitter = box.internal.yaml
+local yaml = {NULL = box.NULL}
+yaml.map_mt = {__serialize = 'map'}
+yaml.array_mt = {__serialize = 'seq'}
+
+--------------------------------------------------------------------------------
+-- encode
+--------------------------------------------------------------------------------
+
+local function is_block(v)
+    if type(v) ~= 'table' or next(v) == nil then return false end
+    local mt = getmetatable(v)
+    return not (mt and (mt.__serialize == 'seq' or mt.__serialize == 'map'))
+end
+
+function yaml.encode(v)
+    if box.tuple.is(v) then return '--- ' .. emitter.value(v, 2, 4) .. '\n...\n' end
+    if is_block(v) then return '---\n' .. emitter.value(v, 0) .. '\n...\n' end
+    local text = emitter.value(v, 2, 4)
+    if text == '' then return '---\n...\n' end
+    return '--- ' .. text .. '\n...\n'
+end
+
+--------------------------------------------------------------------------------
+-- decode
+--------------------------------------------------------------------------------
+
+local function fail(msg, line) error(string.format('%s at line: %d', msg, line or 0), 0) end
+
+local function is_number_text(s)
+    if string.find(s, '^[-+]?%d+$') or string.find(s, '^[-+]?0[xX]%x+$') then return true end
+    if string.find(s, '^[-+]?%d*%.?%d*[eE][-+]?%d+$') or string.find(s, '^[-+]?%d*%.%d*$') then
+        return string.find(s, '%d') ~= nil
+    end
+    local l = string.lower(s)
+    return string.find(l, '^[-+]?inf$') ~= nil or string.find(l, '^[-+]?infinity$') ~= nil
+        or string.find(l, '^[-+]?nan$') ~= nil
+end
+
+local function resolve_plain(s)
+    if s == '~' or s == 'null' then return box.NULL end
+    if s == 'true' or s == 'yes' then return true end
+    if s == 'false' or s == 'no' then return false end
+    if is_number_text(s) then
+        local n = tonumber(s)
+        if n ~= nil and string.find(s, '^[-+]?%d+$') and math.abs(n) >= 2^53 then
+            -- Beyond a double's exact integers, as Tarantool: a 64-bit integer cdata.
+            local digits = string.gsub(s, '^%+', '')
+            local big = loadstring('return ' .. digits .. (n < 0 and 'LL' or 'ULL'))
+            if big ~= nil then return big() end
+        end
+        -- An integer text is an integer: "-0" is 0.
+        if n ~= nil then return n == 0 and 0 or n end
+    end
+    return s
+end
+
+local function strip_props(s)
+    -- Tags (!!str) and anchors (&a) before a value are dropped.
+    while true do
+        local rest = string.match(s, '^[!&][^%s]*%s+(.*)$')
+        if rest == nil then
+            if string.find(s, '^[!&][^%s]*$') then return '' end
+            return s
+        end
+        s = rest
+    end
+end
+
+local function unescape_double(s, line)
+    local map = {n = '\n', t = '\t', r = '\r', ['"'] = '"', ['\\'] = '\\', ['/'] = '/', ['0'] = '\0', a = '\a',
+                 b = '\b', e = '\27', f = '\f', v = '\v', [' '] = ' ', N = '\194\133', _ = '\194\160'}
+    local function utf8(code)
+        if code < 0x80 then return string.char(code) end
+        if code < 0x800 then return string.char(0xC0 + math.floor(code / 64), 0x80 + code % 64) end
+        if code < 0x10000 then
+            return string.char(0xE0 + math.floor(code / 4096), 0x80 + math.floor(code / 64) % 64, 0x80 + code % 64)
+        end
+        return string.char(0xF0 + math.floor(code / 262144), 0x80 + math.floor(code / 4096) % 64,
+                           0x80 + math.floor(code / 64) % 64, 0x80 + code % 64)
+    end
+    local out, i = {}, 1
+    while i <= #s do
+        local c = string.sub(s, i, i)
+        if c == '\\' then
+            local e = string.sub(s, i + 1, i + 1)
+            local width = ({x = 2, u = 4, U = 8})[e]
+            if width then
+                local code = tonumber(string.sub(s, i + 2, i + 1 + width), 16)
+                if code == nil then fail('found unknown escape character while parsing a quoted scalar', line) end
+                out[#out + 1] = utf8(code)
+                i = i + 2 + width
+            elseif map[e] then
+                out[#out + 1] = map[e]
+                i = i + 2
+            else
+                fail('found unknown escape character while parsing a quoted scalar', line)
+            end
+        else
+            out[#out + 1] = c
+            i = i + 1
+        end
+    end
+    return table.concat(out)
+end
+
+-- Folds the line breaks of a multi-line flow scalar: one break is a space, n+1 are n newlines.
+local function fold(text)
+    local lines = {}
+    for l in string.gmatch(text .. '\n', '([^\n]*)\n') do lines[#lines + 1] = l end
+    if #lines == 1 then return text end
+    local out = {(string.gsub(lines[1], '%s+$', ''))}
+    local blanks = 0
+    for i = 2, #lines do
+        local l = string.gsub(string.gsub(lines[i], '^%s+', ''), '%s+$', '')
+        if l == '' and i < #lines then
+            blanks = blanks + 1
+        else
+            out[#out + 1] = blanks > 0 and string.rep('\n', blanks) or ' '
+            out[#out + 1] = l
+            blanks = 0
+        end
+    end
+    return table.concat(out)
+end
+
+-- A parser over the text of one document.
+local Parser = {}
+Parser.__index = Parser
+
+local function new_parser(lines, first_line)
+    return setmetatable({lines = lines, i = 1, base = first_line - 1}, Parser)
+end
+
+function Parser:lineno() return self.base + self.i end
+
+-- Skips blank and comment lines; returns the current line's indent and text, or nil at the end.
+function Parser:peek()
+    while self.i <= #self.lines do
+        local l = self.lines[self.i]
+        local indent, rest = string.match(l, '^( *)(.*)$')
+        if rest ~= '' and string.sub(rest, 1, 1) ~= '#' then return #indent, rest end
+        self.i = self.i + 1
+    end
+    return nil
+end
+
+-- Where a mapping key ends in `text` (the position of its ':'), or nil.
+local function key_end(text)
+    local c = string.sub(text, 1, 1)
+    local start = 1
+    if c == '"' or c == "'" then
+        local j = 2
+        while j <= #text do
+            local d = string.sub(text, j, j)
+            if c == '"' and d == '\\' then
+                j = j + 2
+            elseif d == c and c == "'" and string.sub(text, j + 1, j + 1) == "'" then
+                j = j + 2
+            elseif d == c then
+                break
+            else
+                j = j + 1
+            end
+        end
+        start = j + 1
+        local colon = string.match(text, '^%s*():', start)
+        if colon and (colon == #text or string.find(string.sub(text, colon + 1, colon + 1), '%s')) then
+            return colon
+        end
+        return nil
+    end
+    if c == '[' or c == '{' then return nil end
+    local j = start
+    while true do
+        local colon = string.find(text, ':', j, true)
+        if colon == nil then return nil end
+        local after = string.sub(text, colon + 1, colon + 1)
+        if after == '' or after == ' ' or after == '\t' then
+            local before = string.sub(text, 1, colon - 1)
+            if string.find(before, '%s#') then return nil end
+            return colon
+        end
+        j = colon + 1
+    end
+end
+
+local function strip_comment(s)
+    local j = string.find(s, '%s#')
+    if j then s = string.sub(s, 1, j - 1) end
+    return (string.gsub(s, '%s+$', ''))
+end
+
+-- Flow collections and quoted scalars on one string.
+local function parse_flow(text, line)
+    local pos = 1
+    local function ws() pos = string.find(text, '[^%s]', pos) or #text + 1 end
+    local value
+    local function quoted()
+        local q = string.sub(text, pos, pos)
+        local j, buf = pos + 1, {}
+        while true do
+            if j > #text then fail('found unexpected end of stream while scanning a quoted scalar', line) end
+            local c = string.sub(text, j, j)
+            if q == "'" and c == "'" then
+                if string.sub(text, j + 1, j + 1) == "'" then
+                    buf[#buf + 1] = "'"
+                    j = j + 2
+                else
+                    break
+                end
+            elseif q == '"' and c == '\\' then
+                buf[#buf + 1] = string.sub(text, j, j + 1)
+                j = j + 2
+            elseif q == '"' and c == '"' then
+                break
+            else
+                buf[#buf + 1] = c
+                j = j + 1
+            end
+        end
+        pos = j + 1
+        local s = fold(table.concat(buf))
+        if q == '"' then s = unescape_double(s, line) end
+        return s
+    end
+    local function plain(in_flow)
+        local stop = in_flow and '[,%[%]{}]' or nil
+        local j = pos
+        while j <= #text do
+            local c = string.sub(text, j, j)
+            if stop and string.find(c, stop) then break end
+            if c == ':' then
+                local after = string.sub(text, j + 1, j + 1)
+                if after == '' or string.find(after, '[%s,%[%]{}]') then break end
+            end
+            if c == '#' and j > pos and string.find(string.sub(text, j - 1, j - 1), '%s') then break end
+            j = j + 1
+        end
+        local s = string.gsub(string.gsub(string.sub(text, pos, j - 1), '^%s+', ''), '%s+$', '')
+        pos = j
+        return resolve_plain(fold(s))
+    end
+    value = function(in_flow)
+        ws()
+        local c = string.sub(text, pos, pos)
+        if c == '!' or c == '&' then
+            local rest = string.match(text, '^[^%s]*%s*()', pos)
+            pos = rest
+            ws()
+            c = string.sub(text, pos, pos)
+        end
+        if c == '[' then
+            pos = pos + 1
+            local t = setmetatable({}, yaml.array_mt)
+            while true do
+                ws()
+                local d = string.sub(text, pos, pos)
+                if d == ']' then pos = pos + 1 return t end
+                if d == '' then fail("did not find expected ',' or ']'", line) end
+                t[#t + 1] = value(true)
+                ws()
+                d = string.sub(text, pos, pos)
+                if d == ',' then
+                    pos = pos + 1
+                elseif d ~= ']' then
+                    fail("did not find expected ',' or ']'", line)
+                end
+            end
+        elseif c == '{' then
+            pos = pos + 1
+            local t = setmetatable({}, yaml.map_mt)
+            while true do
+                ws()
+                local d = string.sub(text, pos, pos)
+                if d == '}' then pos = pos + 1 return t end
+                if d == '' then fail("did not find expected ',' or '}'", line) end
+                local k = value(true)
+                ws()
+                local v = box.NULL
+                if string.sub(text, pos, pos) == ':' then
+                    pos = pos + 1
+                    ws()
+                    local e = string.sub(text, pos, pos)
+                    if e ~= ',' and e ~= '}' then v = value(true) end
+                end
+                if k ~= nil and k ~= box.NULL then t[k] = v end
+                ws()
+                d = string.sub(text, pos, pos)
+                if d == ',' then
+                    pos = pos + 1
+                elseif d ~= '}' then
+                    fail("did not find expected ',' or '}'", line)
+                end
+            end
+        elseif c == '"' or c == "'" then
+            return quoted()
+        end
+        return plain(in_flow)
+    end
+    local v = value(false)
+    ws()
+    local rest = string.sub(text, pos)
+    if rest ~= '' and string.sub(rest, 1, 1) ~= '#' then
+        fail('did not find expected <document end>', line)
+    end
+    return v
+end
+
+-- Whether a flow text is complete (brackets and quotes closed).
+local function flow_complete(text)
+    local depth, q, j = 0, nil, 1
+    while j <= #text do
+        local c = string.sub(text, j, j)
+        if q then
+            if q == '"' and c == '\\' then
+                j = j + 1
+            elseif c == q then
+                if q == "'" and string.sub(text, j + 1, j + 1) == "'" then j = j + 1 else q = nil end
+            end
+        elseif c == '"' or c == "'" then
+            q = c
+        elseif c == '[' or c == '{' then
+            depth = depth + 1
+        elseif c == ']' or c == '}' then
+            depth = depth - 1
+        elseif c == '#' and depth == 0 then
+            break
+        end
+        j = j + 1
+    end
+    return depth <= 0 and q == nil
+end
+
+-- A block scalar (| or >) whose header is `header`, its lines indented deeper than `parent`.
+function Parser:block_scalar(header, parent)
+    local style, chomp = string.sub(header, 1, 1), string.match(header, '^[|>]%d*([+-]?)')
+    local explicit = tonumber(string.match(header, '^[|>][+-]?(%d)') or '')
+    local lines, indent = {}, explicit and parent + explicit or nil
+    while self.i <= #self.lines do
+        local l = self.lines[self.i]
+        local spaces = #string.match(l, '^( *)')
+        if string.find(l, '^%s*$') then
+            lines[#lines + 1] = ''
+        else
+            if indent == nil then indent = spaces end
+            if spaces < indent or spaces <= parent then break end
+            lines[#lines + 1] = string.sub(l, indent + 1)
+        end
+        self.i = self.i + 1
+    end
+    -- Clip chomping keeps the last line break only if the text has one.
+    local at_end = self.i > #self.lines and self.no_final_newline
+    local trailing = 0
+    while #lines > 0 and lines[#lines] == '' do
+        trailing = trailing + 1
+        lines[#lines] = nil
+    end
+    local body
+    if style == '|' then
+        body = table.concat(lines, '\n')
+    else
+        local out = {}
+        for n, l in ipairs(lines) do
+            if n > 1 then
+                local prev = lines[n - 1]
+                if l == '' or prev == '' or string.find(l, '^%s') or string.find(prev, '^%s') then
+                    out[#out + 1] = '\n'
+                else
+                    out[#out + 1] = ' '
+                end
+            end
+            out[#out + 1] = l
+        end
+        body = string.gsub(table.concat(out), '\n\n', '\n')
+    end
+    if #lines == 0 then return '' end
+    if chomp == '-' or (at_end and trailing == 0) then return body end
+    if chomp == '+' then return body .. string.rep('\n', trailing + 1) end
+    return body .. '\n'
+end
+
+-- An inline value starting at line `self.i` (text `text`); may continue on deeper lines.
+function Parser:inline(text, indent)
+    if string.find(text, '^!!str%s') then
+        -- An explicit string tag: the plain text as it stands.
+        local raw = strip_comment(string.gsub(string.sub(text, 6), '^%s+', ''))
+        local v = self:inline(raw, indent)
+        if type(v) == 'table' or type(v) == 'string' then return v end
+        return raw
+    end
+    text = strip_props(text)
+    local c = string.sub(text, 1, 1)
+    if c == '|' or c == '>' then
+        self.i = self.i + 1
+        return self:block_scalar(text, indent)
+    end
+    local line = self:lineno()
+    self.i = self.i + 1
+    if c == '[' or c == '{' or c == '"' or c == "'" then
+        while not flow_complete(text) and self.i <= #self.lines do
+            text = text .. '\n' .. self.lines[self.i]
+            self.i = self.i + 1
+        end
+        return parse_flow(text, line)
+    end
+    -- A plain scalar may go on over deeper lines.
+    local parts = {strip_comment(text)}
+    while self.i <= #self.lines do
+        local l = self.lines[self.i]
+        local spaces, rest = string.match(l, '^( *)(.*)$')
+        if rest == '' then
+            parts[#parts + 1] = ''
+        elseif #spaces > indent and string.sub(rest, 1, 1) ~= '#' and key_end(rest) == nil then
+            parts[#parts + 1] = strip_comment(rest)
+        else
+            break
+        end
+        self.i = self.i + 1
+    end
+    while #parts > 1 and parts[#parts] == '' do parts[#parts] = nil end
+    if #parts == 1 then return parse_flow(parts[1], line) end
+    return resolve_plain(fold(table.concat(parts, '\n')))
+end
+
+-- The node at the current line, which must be indented more than `parent`.
+function Parser:node(parent)
+    local indent, text = self:peek()
+    if indent == nil or indent <= parent then return box.NULL end
+    if text == '-' or string.find(text, '^%-%s') then return self:sequence(indent) end
+    if key_end(text) or string.find(text, '^%?%s') then return self:mapping(indent) end
+    return self:inline(text, parent)
+end
+
+-- The value after "- " or "key: ": `rest` inline, or a nested node.
+function Parser:value_after(rest, indent, col, in_mapping)
+    if string.find(rest, '^!!str%s') then return self:inline(rest, indent) end
+    rest = strip_props(rest)
+    if rest == '' or string.sub(rest, 1, 1) == '#' then
+        self.i = self.i + 1
+        local next_indent, next_text = self:peek()
+        if next_indent ~= nil and in_mapping and next_indent == indent
+                and (next_text == '-' or string.find(next_text, '^%-%s')) then
+            return self:sequence(indent)
+        end
+        if next_indent ~= nil and next_indent > indent then return self:node(indent) end
+        return nil
+    end
+    -- "- a: 1" or "- - x": a nested block starting inside the line (not after "key: ").
+    local nested = string.find(rest, '^%-%s') or rest == '-' or key_end(rest) or string.find(rest, '^%?%s')
+    if nested and in_mapping then fail('mapping values are not allowed in this context', self:lineno()) end
+    if nested then
+        self.lines[self.i] = string.rep(' ', col) .. rest
+        return self:node(indent)
+    end
+    return self:inline(rest, indent)
+end
+
+function Parser:sequence(indent)
+    local t = setmetatable({}, yaml.array_mt)
+    while true do
+        local i, text = self:peek()
+        if i ~= indent or not (text == '-' or string.find(text, '^%-%s')) then break end
+        local rest = string.match(text, '^%-%s*(.*)$')
+        local col = indent + #text - #rest
+        local v = self:value_after(rest, indent, col, false)
+        if v == nil then v = '' end
+        t[#t + 1] = v
+    end
+    local i = self:peek()
+    if i ~= nil and i > indent then fail('did not find expected <document end>', self:lineno()) end
+    return t
+end
+
+function Parser:mapping(indent)
+    local t = setmetatable({}, yaml.map_mt)
+    while true do
+        local i, text = self:peek()
+        if i ~= indent then break end
+        local k, rest
+        if string.find(text, '^%?%s') then
+            -- An explicit key: "? key" then ": value".
+            k = self:value_after(string.sub(text, 3), indent, indent + 2, false)
+            local i2, t2 = self:peek()
+            if i2 == indent and string.find(t2, '^:') then
+                rest = string.gsub(string.sub(t2, 2), '^%s+', '')
+                local v = self:value_after(rest, indent, indent + #t2 - #rest, false)
+                if k ~= nil then t[k] = v == nil and '' or v end
+            elseif k ~= nil then
+                t[k] = ''
+            end
+        else
+            local colon = key_end(text)
+            if colon == nil or text == '-' or string.find(text, '^%-%s') then
+                fail('could not find expected \':\'', self:lineno())
+            end
+            local key_text = string.gsub(string.sub(text, 1, colon - 1), '%s+$', '')
+            if key_text == '' then fail('did not find expected key', self:lineno()) end
+            k = parse_flow(strip_props(key_text), self:lineno())
+            rest = string.gsub(string.sub(text, colon + 1), '^%s+', '')
+            local v = self:value_after(rest, indent, indent + #text - #rest, true)
+            -- As Tarantool: a key without a value maps to an empty string.
+            if k ~= nil and k ~= box.NULL then t[k] = v == nil and '' or v end
+        end
+    end
+    local i = self:peek()
+    if i ~= nil and i > indent then fail('mapping values are not allowed in this context', self:lineno()) end
+    return t
+end
+
+-- Splits a stream into documents: lists of lines and the line number each starts at.
+local function documents(s)
+    local docs, current, ended = {}, nil, false
+    local n = 0
+    for l in string.gmatch(s .. (string.sub(s, -1) == '\n' and '' or '\n'), '([^\n]*)\n') do
+        n = n + 1
+        l = string.gsub(l, '\r$', '')
+        if string.find(l, '^%-%-%-') and (#l == 3 or string.find(string.sub(l, 4, 4), '%s')) then
+            current = {lines = {}, first = n, explicit = true}
+            docs[#docs + 1] = current
+            local rest = string.gsub(string.sub(l, 4), '^%s+', '')
+            if rest ~= '' then
+                current.lines[1] = rest
+            else
+                current.first = n + 1
+            end
+        elseif string.find(l, '^%.%.%.') then
+            -- A document end marker must end a document, and only "---" may follow it.
+            if current == nil then fail('did not find expected node content', n) end
+            current, ended = nil, true
+        elseif string.find(l, '^%%') and current == nil then
+            -- A directive (%YAML, %TAG).
+            current = nil
+        else
+            if current == nil and ended and not string.find(l, '^%s*$') and not string.find(l, '^%s*#') then
+                fail('did not find expected <document start>', n)
+            end
+            if current == nil then
+                current = {lines = {}, first = n}
+                docs[#docs + 1] = current
+            end
+            current.lines[#current.lines + 1] = l
+        end
+    end
+    return docs
+end
+
+function yaml.decode(s)
+    if type(s) == 'number' then s = tostring(s) end
+    if type(s) ~= 'string' then error('yaml.decode: expected a string', 2) end
+    local docs = documents(s)
+    if #docs == 0 then return nil end
+    local out = {}
+    for d, doc in ipairs(docs) do
+        local p = new_parser(doc.lines, doc.first)
+        p.no_final_newline = d == #docs and string.sub(s, -1) ~= '\n'
+        local v
+        if p:peek() == nil then
+            v = doc.explicit and '' or nil
+        else
+            v = p:node(-1)
+            if p:peek() ~= nil then fail('did not find expected <document start>', p:lineno()) end
+        end
+        out[d] = v
+    end
+    return unpack(out, 1, #docs)
+end
+
+-- Tarantool's serializer options and instances: accepted, the defaults stay.
+yaml.cfg = setmetatable({}, {__call = function() end})
+function yaml.new()
+    local copy = {}
+    for k, v in pairs(yaml) do copy[k] = v end
+    return copy
+end
+
+package.loaded.yaml = yaml

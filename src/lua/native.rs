@@ -1,0 +1,351 @@
+//! `box.internal.native`: pure functions the Lua modules (`digest`, `clock`, `log`) call.
+//!
+//! Unlike `box.internal.op`, these touch no engine state, so they are bound once when
+//! the VM is created and work before `box.cfg{}` too (a script may hash a password or
+//! read a clock first). Each takes and returns plain Lua values; argument checking and
+//! Tarantool's error messages live in the Lua modules.
+
+use std::rc::Rc;
+
+use base64::Engine as _;
+use mlua::{Lua, LuaString, Table, Value};
+use sha1::Digest as _;
+
+use super::convert;
+use super::tuple::LuaTuple;
+use crate::engine::space::{EngineKind, Space, SpaceDef};
+use crate::engine::tuple::split;
+use crate::engine::update;
+use crate::error::{code, BoxResult};
+
+/// Builds the `native` table.
+pub fn create(lua: &Lua) -> mlua::Result<Table> {
+    let t = lua.create_table()?;
+    t.set(
+        "hash",
+        lua.create_function(|lua, (algo, data): (LuaString, LuaString)| {
+            let data = data.as_bytes();
+            let out = match &*algo.as_bytes() {
+                b"sha1" => sha1::Sha1::digest(&*data).to_vec(),
+                b"sha224" => sha2::Sha224::digest(&*data).to_vec(),
+                b"sha256" => sha2::Sha256::digest(&*data).to_vec(),
+                b"sha384" => sha2::Sha384::digest(&*data).to_vec(),
+                b"sha512" => sha2::Sha512::digest(&*data).to_vec(),
+                b"md5" => md5::Md5::digest(&*data).to_vec(),
+                other => {
+                    return Err(mlua::Error::runtime(format!("unknown digest {}", String::from_utf8_lossy(other))))
+                }
+            };
+            lua.create_string(out)
+        })?,
+    )?;
+    t.set(
+        "hex",
+        lua.create_function(|lua, data: LuaString| {
+            let hex: String = data.as_bytes().iter().map(|b| format!("{b:02x}")).collect();
+            lua.create_string(hex)
+        })?,
+    )?;
+    t.set(
+        "pbkdf2",
+        lua.create_function(|lua, (pass, salt, iters, len): (LuaString, LuaString, u32, usize)| {
+            let mut out = vec![0u8; len];
+            pbkdf2::pbkdf2_hmac::<sha2::Sha256>(&pass.as_bytes(), &salt.as_bytes(), iters.max(1), &mut out);
+            lua.create_string(out)
+        })?,
+    )?;
+    t.set(
+        "aes256cbc",
+        lua.create_function(|lua, (encrypt, data, key, iv): (bool, LuaString, LuaString, LuaString)| match aes256cbc(
+            encrypt,
+            &data.as_bytes(),
+            &key.as_bytes(),
+            &iv.as_bytes(),
+        ) {
+            Ok(out) => Ok((Value::String(lua.create_string(out)?), Value::Nil)),
+            Err(msg) => Ok((Value::Nil, Value::String(lua.create_string(msg)?))),
+        })?,
+    )?;
+    t.set("crc32c", lua.create_function(|_, (crc, data): (u32, LuaString)| Ok(crc32c_update(crc, &data.as_bytes())))?)?;
+    t.set("murmur", lua.create_function(|_, (data, seed): (LuaString, u32)| Ok(murmur3_32(&data.as_bytes(), seed)))?)?;
+    t.set("guava", lua.create_function(|_, (state, buckets): (i64, i32)| Ok(guava(state, buckets)))?)?;
+    t.set(
+        "urandom",
+        lua.create_function(|lua, n: usize| {
+            let mut buf = vec![0u8; n];
+            getrandom::getrandom(&mut buf).map_err(|e| mlua::Error::runtime(format!("urandom: {e}")))?;
+            lua.create_string(buf)
+        })?,
+    )?;
+    t.set(
+        "base64_encode",
+        lua.create_function(|lua, (data, urlsafe, nopad, nowrap): (LuaString, bool, bool, bool)| {
+            lua.create_string(base64_encode(&data.as_bytes(), urlsafe, nopad, nowrap))
+        })?,
+    )?;
+    t.set(
+        "base64_decode",
+        lua.create_function(|lua, data: LuaString| lua.create_string(base64_decode(&data.as_bytes())))?,
+    )?;
+    t.set(
+        "clock",
+        lua.create_function(|_, kind: LuaString| {
+            use rustix::time::ClockId;
+            let id = match &*kind.as_bytes() {
+                b"realtime" => ClockId::Realtime,
+                b"monotonic" => ClockId::Monotonic,
+                b"process" => ClockId::ProcessCPUTime,
+                b"thread" => ClockId::ThreadCPUTime,
+                _ => return Err(mlua::Error::runtime("unknown clock")),
+            };
+            let ts = rustix::time::clock_gettime(id);
+            #[allow(clippy::cast_precision_loss, reason = "seconds since 1970 fit a double exactly")]
+            Ok((ts.tv_sec as f64, ts.tv_nsec as f64))
+        })?,
+    )?;
+    t.set(
+        "log_write",
+        lua.create_function(|_, line: LuaString| {
+            use std::io::Write as _;
+            let mut err = std::io::stderr().lock();
+            // A log line that cannot be written is dropped, as Tarantool's logger does.
+            let _ = err.write_all(&line.as_bytes()).and_then(|()| err.write_all(b"\n"));
+            Ok(())
+        })?,
+    )?;
+    t.set("is_tuple", lua.create_function(|_, v: mlua::Value| Ok(super::is_tuple(&v)))?)?;
+    t.set(
+        "tuple_methods",
+        lua.create_function(|lua, methods: Table| lua.set_named_registry_value(super::tuple::METHODS, methods))?,
+    )?;
+    t.set("tuple_new", lua.create_function(|lua, v: Value| tuple_new(lua, &v))?)?;
+    t.set(
+        "tuple_update",
+        lua.create_function(|lua, (tuple, ops, upsert): (mlua::AnyUserData, Value, bool)| {
+            let t = tuple.borrow::<LuaTuple>()?;
+            let mut ops_bytes = Vec::new();
+            convert::encode(&mut ops_bytes, &ops, 0)?;
+            let result = update_tuple(&t.0, &ops_bytes, upsert);
+            Ok(match result {
+                Ok(bytes) => {
+                    let names = t.1.clone();
+                    (Value::UserData(lua.create_userdata(LuaTuple(bytes.into(), names))?), Value::Nil, Value::Nil)
+                }
+                Err(e) => {
+                    (Value::Nil, Value::Integer(i64::from(e.code)), Value::String(lua.create_string(&e.message)?))
+                }
+            })
+        })?,
+    )?;
+    t.set(
+        "strerror",
+        lua.create_function(|_, n: i32| {
+            let text = std::io::Error::from_raw_os_error(n).to_string();
+            Ok(text.split(" (os error").next().unwrap_or_default().to_owned())
+        })?,
+    )?;
+    t.set("pid", lua.create_function(|_, ()| Ok(rustix::process::getpid().as_raw_nonzero().get()))?)?;
+    Ok(t)
+}
+
+/// `box.tuple.new(t)`: a tuple from a Lua array (or a scalar, as a one-field tuple).
+fn tuple_new(lua: &Lua, v: &Value) -> mlua::Result<(Value, Value, Value)> {
+    let mut bytes = Vec::new();
+    convert::encode(&mut bytes, v, 0)?;
+    if !matches!(bytes.first(), Some(0x90..=0x9f | 0xdc | 0xdd)) {
+        let msg = lua.create_string("Tuple/Key must be MsgPack array")?;
+        return Ok((Value::Nil, Value::Integer(i64::from(code::TUPLE_NOT_ARRAY)), Value::String(msg)));
+    }
+    let t = LuaTuple(bytes.into(), Rc::new(Vec::new()));
+    Ok((Value::UserData(lua.create_userdata(t)?), Value::Nil, Value::Nil))
+}
+
+/// `tuple:update(ops)` / `tuple:upsert(ops)`: the operations applied to a tuple outside any space.
+fn update_tuple(tuple: &[u8], ops: &[u8], upsert: bool) -> BoxResult<Vec<u8>> {
+    let space = Space::new(SpaceDef {
+        id: 0,
+        owner: 1,
+        name: String::new(),
+        engine: EngineKind::Memtx,
+        field_count: 0,
+        format: Vec::new(),
+        temporary: true,
+    });
+    let ops = update::parse_ops(ops, 1)?;
+    let fields = split(tuple)?;
+    if upsert {
+        Ok(update::apply_skipping_failures(&ops, &fields, &space))
+    } else {
+        update::apply(&ops, &fields, &space)
+    }
+}
+
+/// AES-256 in CBC mode with PKCS#7 padding; the error is Tarantool's message.
+fn aes256cbc(encrypt: bool, data: &[u8], key: &[u8], iv: &[u8]) -> Result<Vec<u8>, String> {
+    use aes::cipher::{block_padding::Pkcs7, BlockDecryptMut, BlockEncryptMut, KeyIvInit};
+    if key.len() != 32 {
+        return Err(format!("key size expected 32, got {}", key.len()));
+    }
+    if iv.len() != 16 {
+        return Err(format!("iv size expected 16, got {}", iv.len()));
+    }
+    if encrypt {
+        let cipher = cbc::Encryptor::<aes::Aes256>::new_from_slices(key, iv).map_err(|e| e.to_string())?;
+        Ok(cipher.encrypt_padded_vec_mut::<Pkcs7>(data))
+    } else {
+        let cipher = cbc::Decryptor::<aes::Aes256>::new_from_slices(key, iv).map_err(|e| e.to_string())?;
+        cipher.decrypt_padded_vec_mut::<Pkcs7>(data).map_err(|_| "OpenSSL error: wrong final block length".to_owned())
+    }
+}
+
+/// CRC-32C (Castagnoli, reflected polynomial 0x82F63B78) table, built at compile time.
+const CRC32C_TABLE: [u32; 256] = {
+    let mut table = [0u32; 256];
+    let mut i = 0;
+    while i < 256 {
+        #[allow(clippy::cast_possible_truncation, reason = "i < 256")]
+        let mut c = i as u32;
+        let mut k = 0;
+        while k < 8 {
+            c = if c & 1 == 1 { (c >> 1) ^ 0x82F6_3B78 } else { c >> 1 };
+            k += 1;
+        }
+        table[i] = c;
+        i += 1;
+    }
+    table
+};
+
+/// Tarantool's `crc32_update`: CRC-32C over `data` from `crc`, without the final inversion.
+#[must_use]
+pub fn crc32c_update(mut crc: u32, data: &[u8]) -> u32 {
+    for b in data {
+        crc = CRC32C_TABLE[((crc ^ u32::from(*b)) & 0xFF) as usize] ^ (crc >> 8);
+    }
+    crc
+}
+
+/// MurmurHash3, x86 32-bit variant (Tarantool's `digest.murmur`).
+#[must_use]
+pub fn murmur3_32(data: &[u8], seed: u32) -> u32 {
+    const C1: u32 = 0xcc9e_2d51;
+    const C2: u32 = 0x1b87_3593;
+    let mix = |k: u32| k.wrapping_mul(C1).rotate_left(15).wrapping_mul(C2);
+    let mut h = seed;
+    let chunks = data.chunks_exact(4);
+    let tail = chunks.remainder();
+    for c in chunks {
+        h ^= mix(u32::from_le_bytes([c[0], c[1], c[2], c[3]]));
+        h = h.rotate_left(13).wrapping_mul(5).wrapping_add(0xe654_6b64);
+    }
+    if !tail.is_empty() {
+        let k = tail.iter().enumerate().fold(0u32, |k, (i, b)| k | (u32::from(*b) << (8 * i)));
+        h ^= mix(k);
+    }
+    #[allow(clippy::cast_possible_truncation, reason = "the algorithm takes the length modulo 2^32")]
+    {
+        h ^= data.len() as u32;
+    }
+    h ^= h >> 16;
+    h = h.wrapping_mul(0x85eb_ca6b);
+    h ^= h >> 13;
+    h = h.wrapping_mul(0xc2b2_ae35);
+    h ^ (h >> 16)
+}
+
+/// Guava's consistent hash: the bucket in `0..buckets` for `state`.
+#[must_use]
+pub fn guava(mut state: i64, buckets: i32) -> i32 {
+    let mut candidate: i32 = 0;
+    loop {
+        state = state.wrapping_mul(2_862_933_555_777_941_757).wrapping_add(1);
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "as Guava's int arithmetic")]
+        let draw = f64::from(((state as u64) >> 33) as i32 + 1) / 2_147_483_648.0;
+        #[allow(clippy::cast_possible_truncation, reason = "saturating, as Java's (int) cast")]
+        let next = (f64::from(candidate + 1) / draw) as i32;
+        if (0..buckets).contains(&next) {
+            candidate = next;
+        } else {
+            return candidate;
+        }
+    }
+}
+
+/// Base64 as Tarantool writes it: a line break after every 72 characters of whole
+/// 3-byte groups unless `nowrap`; `urlsafe` uses `-_` and never pads.
+#[must_use]
+pub fn base64_encode(data: &[u8], urlsafe: bool, nopad: bool, nowrap: bool) -> Vec<u8> {
+    use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE_NO_PAD};
+    let engine = match (urlsafe, nopad) {
+        (true, _) => &URL_SAFE_NO_PAD,
+        (false, true) => &STANDARD_NO_PAD,
+        (false, false) => &STANDARD,
+    };
+    if nowrap || urlsafe {
+        return engine.encode(data).into_bytes();
+    }
+    let mut out = Vec::with_capacity(data.len() * 4 / 3 + data.len() / 54 + 4);
+    let mut chunks = data.chunks_exact(54);
+    for c in chunks.by_ref() {
+        out.extend_from_slice(engine.encode(c).as_bytes());
+        out.push(b'\n');
+    }
+    out.extend_from_slice(engine.encode(chunks.remainder()).as_bytes());
+    out
+}
+
+/// Base64 decoding as Tarantool does it: both alphabets, other characters (`=` too) skipped.
+#[must_use]
+pub fn base64_decode(text: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(text.len() * 3 / 4);
+    let (mut acc, mut bits) = (0u32, 0u32);
+    for c in text {
+        let v = match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'+' | b'-' => 62,
+            b'/' | b'_' => 63,
+            _ => continue,
+        };
+        acc = (acc << 6) | u32::from(v);
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            #[allow(clippy::cast_possible_truncation, reason = "one byte taken")]
+            out.push((acc >> bits) as u8);
+            acc &= (1 << bits) - 1;
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn crc32c_matches_tarantool() {
+        // Values from Tarantool 2.6: digest.crc32('abc'), digest.crc32_update(0, 'abc').
+        assert_eq!(crc32c_update(u32::MAX, b"abc"), 3_384_066_120);
+        assert_eq!(crc32c_update(0, b"abc"), 1_445_960_909);
+    }
+
+    #[test]
+    fn murmur_and_guava_match_tarantool() {
+        assert_eq!(murmur3_32(b"abc", 13), 3_408_160_902);
+        assert_eq!(murmur3_32(b"abc", 5), 3_497_614_365);
+        assert_eq!(guava(1234, 10), 3);
+        assert_eq!(guava(100, 7), 4);
+        assert_eq!(guava(123_456_789, 1000), 294);
+    }
+
+    #[test]
+    fn base64_wraps_whole_lines() {
+        let s = base64_encode(&[b'y'; 54], false, false, false);
+        assert_eq!(s.len(), 73);
+        assert_eq!(s[72], b'\n');
+        assert_eq!(base64_decode(b"YW\nI="), b"ab");
+        assert_eq!(base64_decode(b"_-8"), [0xff, 0xef]);
+    }
+}
