@@ -212,6 +212,35 @@ end
 local index_methods = {}
 index_methods.__index = index_methods
 
+-- space:on_replace(fn [, old]): triggers called as fn(old, new, space_name, request)
+-- after each row a statement changes; an error undoes the statement.
+local replace_triggers = {}
+
+local function run_replace_triggers(space_id, request, mark)
+    local list = replace_triggers[space_id]
+    if list == nil or #list == 0 then return end
+    local name = box.space[space_id] and box.space[space_id].name
+    local ok, err = pcall(function()
+        for _, change in ipairs(op('changes_since', mark, space_id)) do
+            for _, fn in ipairs(list) do fn(change[1], change[2], name, request) end
+        end
+    end)
+    if not ok then
+        op('txn_rollback', mark)
+        error(err, 0)
+    end
+end
+internal.run_replace_triggers = run_replace_triggers
+
+-- Runs a Lua write and then the space's triggers on what it changed.
+local function triggered(space_id, request, fn, ...)
+    if replace_triggers[space_id] == nil then return fn(...) end
+    local mark = op('txn_mark')
+    local r = fn(...)
+    run_replace_triggers(space_id, request, mark)
+    return r
+end
+
 function index_methods:select(key, opts)
     opts = opts or {}
     return op('select', self.space_id, self.id, key, iterator_code(opts, key), opts.offset or 0,
@@ -235,8 +264,12 @@ function index_methods:pairs(key, opts)
     return package.loaded.fun.iter(self:select(key, opts))
 end
 index_methods.__call = index_methods.pairs
-function index_methods:update(key, ops) return maybe(op('update', self.space_id, self.id, key, ops)) end
-function index_methods:delete(key) return maybe(op('delete', self.space_id, self.id, key)) end
+function index_methods:update(key, ops)
+    return maybe(triggered(self.space_id, 'UPDATE', op, 'update', self.space_id, self.id, key, ops))
+end
+function index_methods:delete(key)
+    return maybe(triggered(self.space_id, 'DELETE', op, 'delete', self.space_id, self.id, key))
+end
 function index_methods:drop() box.space._index:delete{self.space_id, self.id} end
 function index_methods:rename(name)
     box.space._index:update({self.space_id, self.id}, {{'=', 3, name}})
@@ -249,12 +282,33 @@ space_methods.__index = function(s, k)
     return nil
 end
 
-function space_methods:insert(t) return op('insert', self.id, t) end
-function space_methods:replace(t) return op('replace', self.id, t) end
+function space_methods:on_replace(new, old)
+    local list = replace_triggers[self.id] or {}
+    if new == nil and old == nil then
+        local copy = {}
+        for i, t in ipairs(list) do copy[i] = t end
+        return copy
+    end
+    if new ~= nil and type(new) ~= 'function' then
+        raise(1, 'Illegal parameters, trigger reset() expects a function')
+    end
+    for i, t in ipairs(list) do
+        if t == old then table.remove(list, i) break end
+    end
+    if new ~= nil then table.insert(list, 1, new) end
+    replace_triggers[self.id] = #list > 0 and list or nil
+    op('set_replace_triggers', self.id, #list > 0)
+    return new
+end
+
+function space_methods:insert(t) return triggered(self.id, 'INSERT', op, 'insert', self.id, t) end
+function space_methods:replace(t) return triggered(self.id, 'REPLACE', op, 'replace', self.id, t) end
 space_methods.put = space_methods.replace
-function space_methods:update(key, ops) return maybe(op('update', self.id, 0, key, ops)) end
-function space_methods:upsert(t, ops) op('upsert', self.id, t, ops) end
-function space_methods:delete(key) return maybe(op('delete', self.id, 0, key)) end
+function space_methods:update(key, ops)
+    return maybe(triggered(self.id, 'UPDATE', op, 'update', self.id, 0, key, ops))
+end
+function space_methods:upsert(t, ops) triggered(self.id, 'UPSERT', op, 'upsert', self.id, t, ops) end
+function space_methods:delete(key) return maybe(triggered(self.id, 'DELETE', op, 'delete', self.id, 0, key)) end
 function space_methods:get(key) return self.index[0]:get(key) end
 function space_methods:select(key, opts)
     if self.index[0] == nil then raise(35, "No index #0 is defined in space '%s'", self.name) end

@@ -741,19 +741,27 @@ impl Executor {
             Request::Insert(w) | Request::Replace(w) => {
                 let mode =
                     if header.request_type == request_type::INSERT { WriteMode::Insert } else { WriteMode::Replace };
+                let mark = self.engine.pending_changes();
                 let tuple = self.engine.write(&creds, w.space_id, w.tuple, mode)?;
+                self.replace_triggers(&creds, session_id, w.space_id, header.request_type, mark)?;
                 self.reply_tuple(out, sync, Some(&tuple));
             }
             Request::Update(u) => {
+                let mark = self.engine.pending_changes();
                 let tuple = self.engine.update(&creds, &u)?;
+                self.replace_triggers(&creds, session_id, u.space_id, header.request_type, mark)?;
                 self.reply_tuple(out, sync, tuple.as_ref());
             }
             Request::Upsert(u) => {
+                let mark = self.engine.pending_changes();
                 self.engine.upsert(&creds, &u)?;
+                self.replace_triggers(&creds, session_id, u.space_id, header.request_type, mark)?;
                 self.reply_tuple(out, sync, None);
             }
             Request::Delete(d) => {
+                let mark = self.engine.pending_changes();
                 let tuple = self.engine.delete(&creds, &d)?;
+                self.replace_triggers(&creds, session_id, d.space_id, header.request_type, mark)?;
                 self.reply_tuple(out, sync, tuple.as_ref());
             }
             Request::Call(c) | Request::Call16(c) => {
@@ -788,6 +796,28 @@ impl Executor {
             }
         }
         Ok(())
+    }
+
+    /// Runs `space:on_replace` triggers after an IPROTO write (nothing to do, and no
+    /// cost beyond a set lookup, for spaces without triggers).
+    fn replace_triggers(
+        &mut self,
+        creds: &Rc<Credentials>,
+        session_id: u64,
+        space_id: u32,
+        request_type: u64,
+        mark: usize,
+    ) -> BoxResult<()> {
+        if !self.lua.has_replace_triggers(space_id) {
+            return Ok(());
+        }
+        let caller = self.caller(creds.clone(), session_id);
+        let mut host = Host {
+            engine: &mut self.engine,
+            window: &mut self.window,
+            ticket: self.wal.as_ref().map(|_| self.next_ticket),
+        };
+        self.lua.run_replace_triggers(&mut host, &caller, space_id, request_type_name(request_type), mark)
     }
 
     fn reply_tuple(&self, out: &mut Vec<u8>, sync: u64, tuple: Option<&crate::engine::tuple::Tuple>) {

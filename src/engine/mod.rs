@@ -252,6 +252,12 @@ impl Engine {
         }
     }
 
+    /// The changes recorded after `mark` (for `on_replace` triggers), oldest first.
+    #[must_use]
+    pub fn changes_since(&self, mark: usize) -> &[Change] {
+        self.changes.get(mark..).unwrap_or(&[])
+    }
+
     /// Takes the changes recorded since the last call.
     pub fn take_changes(&mut self) -> Vec<Change> {
         std::mem::take(&mut self.changes)

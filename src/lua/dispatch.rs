@@ -43,6 +43,10 @@ pub struct Context<'a> {
     pub wait_for: Option<u64>,
 }
 
+/// Spaces with `on_replace` triggers (IPROTO writes to them run the triggers).
+#[derive(Debug, Default)]
+pub struct ReplaceTriggers(pub std::collections::HashSet<u32>);
+
 /// Values `box.session.push` queued for the current request, msgpack-encoded.
 #[derive(Debug, Default)]
 pub struct Pushes(pub Vec<Vec<u8>>);
@@ -361,6 +365,44 @@ fn run(lua: &Lua, cx: &mut Context<'_>, op: &str, args: &[Value]) -> Result<Valu
             Value::Nil
         }
         "txn_mark" => Value::Integer(i64::try_from(engine.pending_changes()).unwrap_or(0)),
+        "changes_since" => {
+            // {{old, new}, ...}: the rows of `space_id` changed after the mark, oldest first.
+            let (mark, space_id) = (arg::<usize>(lua, args, 1)?, u32_arg(2)?);
+            let rows: Vec<(Option<Tuple>, Option<Tuple>)> = engine
+                .changes_since(mark)
+                .iter()
+                .filter_map(|c| match c {
+                    crate::engine::Change::Row { space_id: s, old, new, .. } if *s == space_id => {
+                        Some((old.clone(), new.clone()))
+                    }
+                    _ => None,
+                })
+                .collect();
+            let names = names(engine.space(space_id)?);
+            let out = lua.create_table_with_capacity(rows.len(), 0)?;
+            for (i, (old, new)) in rows.into_iter().enumerate() {
+                let pair = lua.create_table()?;
+                if let Some(t) = old {
+                    pair.raw_set(1, tuple_value(lua, t, &names)?)?;
+                }
+                if let Some(t) = new {
+                    pair.raw_set(2, tuple_value(lua, t, &names)?)?;
+                }
+                out.raw_set(i + 1, pair)?;
+            }
+            Value::Table(out)
+        }
+        "set_replace_triggers" => {
+            let (space_id, on) = (u32_arg(1)?, arg::<bool>(lua, args, 2)?);
+            let mut set = lua.remove_app_data::<ReplaceTriggers>().unwrap_or_default();
+            if on {
+                set.0.insert(space_id);
+            } else {
+                set.0.remove(&space_id);
+            }
+            lua.set_app_data(set);
+            Value::Nil
+        }
         "txn_rollback" => {
             engine.rollback_to(arg::<usize>(lua, args, 1)?);
             Value::Nil

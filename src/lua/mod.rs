@@ -12,8 +12,8 @@
 
 pub mod convert;
 pub mod dispatch;
-pub mod netbox;
 pub mod native;
+pub mod netbox;
 pub mod tuple;
 
 use std::rc::Rc;
@@ -255,6 +255,35 @@ impl LuaRuntime {
         });
         let bytes = outcome.map_err(|e| lua_err(&e))??;
         Ok(String::from_utf8_lossy(&bytes).into_owned())
+    }
+
+    /// Whether `space:on_replace` triggers are set on this space.
+    #[must_use]
+    pub fn has_replace_triggers(&self, space_id: u32) -> bool {
+        self.lua.app_data_ref::<dispatch::ReplaceTriggers>().is_some_and(|t| t.0.contains(&space_id))
+    }
+
+    /// Runs the space's `on_replace` triggers for the rows an IPROTO statement changed
+    /// after `mark`; a trigger error undoes the statement (and what the triggers did).
+    pub fn run_replace_triggers(
+        &self,
+        host: &mut Host<'_>,
+        caller: &Caller,
+        space_id: u32,
+        request: &str,
+        mark: usize,
+    ) -> BoxResult<()> {
+        let (outcome, _) = self.with_engine(host, caller, |lua| {
+            let internal: Table = lua.globals().get::<Table>("box")?.get("internal")?;
+            let run: Value = internal.get("run_replace_triggers")?;
+            let args = vec![
+                Value::Integer(i64::from(space_id)),
+                Value::String(lua.create_string(request)?),
+                Value::Integer(i64::try_from(mark).unwrap_or(0)),
+            ];
+            protected_call(lua, &run, args).map(|r| r.map(|_| Vec::new()))
+        });
+        outcome.map_err(|e| lua_err(&e)).and_then(|r| r).map(|_| ())
     }
 
     /// Takes the values `box.session.push` queued during the last call (msgpack each).
