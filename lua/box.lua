@@ -850,11 +850,66 @@ end
 --------------------------------------------------------------------------------
 
 box.session = {}
-function box.session.uid() return session_uid() end
-box.session.euid = box.session.uid
-function box.session.user() return op('user_name', session_uid()) end
+-- The session's own user while su() runs code as another (box.session.user() keeps
+-- naming it, as in 2.6; box.session.effective_user() names the other).
+local su_session_uid = nil
+function box.session.uid() return su_session_uid or session_uid() end
+function box.session.euid() return session_uid() end
+function box.session.user() return op('user_name', box.session.uid()) end
+function box.session.effective_user() return op('user_name', session_uid()) end
 function box.session.id() return op('session_id') end
 box.session.storage = {}
+
+-- box.session.on_connect / on_disconnect / on_auth(fn [, old]): Tarantool's trigger
+-- convention; an on_connect error closes the new connection.
+local session_triggers = {connect = {}, disconnect = {}, auth = {}}
+local function session_trigger(kind)
+    return function(new, old)
+        local list = session_triggers[kind]
+        if new == nil and old == nil then
+            local copy = {}
+            for i, t in ipairs(list) do copy[i] = t end
+            return copy
+        end
+        if new ~= nil and type(new) ~= 'function' then
+            raise(1, 'Illegal parameters, trigger reset() expects a function')
+        end
+        for i, t in ipairs(list) do
+            if t == old then table.remove(list, i) break end
+        end
+        if new ~= nil then table.insert(list, 1, new) end
+        op('set_session_triggers', kind, #list > 0)
+        return new
+    end
+end
+box.session.on_connect = session_trigger('connect')
+box.session.on_disconnect = session_trigger('disconnect')
+box.session.on_auth = session_trigger('auth')
+function internal.run_session_triggers(kind, ...)
+    for _, fn in ipairs(session_triggers[kind]) do fn(...) end
+end
+
+-- box.session.su(user[, fn, ...]): run fn as `user` (admin only, as 2.6 requires
+-- the right to act as another user), or switch the session's effective user.
+function box.session.su(user, fn, ...)
+    local uid = type(user) == 'number' and user or box.schema.user.get_id(user)
+    if uid == nil then raise(45, "User '%s' is not found", tostring(user)) end
+    local prev = op('su', uid)
+    local outer = su_session_uid
+    su_session_uid = outer or prev
+    if fn == nil then return end
+    local r = {pcall(fn, ...)}
+    op('su', prev)
+    su_session_uid = outer
+    if not r[1] then error(r[2], 0) end
+    return unpack(r, 2, table.maxn(r))
+end
+function internal.reset_su() su_session_uid = nil end
+local reset_txn_only = internal.reset_txn
+function internal.reset_txn()
+    internal.reset_su()
+    reset_txn_only()
+end
 -- box.session.push(value): an IPROTO_CHUNK to the requesting client before the final reply.
 function box.session.push(value, sync)
     if sync ~= nil and type(sync) ~= 'number' then

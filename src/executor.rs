@@ -335,9 +335,20 @@ impl Executor {
         match msg {
             TxMessage::Connect { session_id, salt, out } => {
                 self.sessions.insert(session_id, Session { user_id: user_id::GUEST, salt, out, pending: Vec::new() });
+                if let Err(e) = self.session_triggers(session_id, user_id::GUEST, "connect", &[]) {
+                    // As 2.6: a failing on_connect trigger refuses the connection.
+                    tracing::warn!(session_id, error = %e, "on_connect trigger failed; closing the connection");
+                    if let Some(s) = self.sessions.remove(&session_id) {
+                        let _ = s.out.send(Outgoing::Close);
+                    }
+                }
             }
             TxMessage::Disconnect { session_id } => {
-                self.sessions.remove(&session_id);
+                if let Some(s) = self.sessions.remove(&session_id) {
+                    if let Err(e) = self.session_triggers(session_id, s.user_id, "disconnect", &[]) {
+                        tracing::warn!(session_id, error = %e, "on_disconnect trigger failed");
+                    }
+                }
             }
             TxMessage::BadHeader { session_id, sync } => {
                 let sv = self.engine.schema_version();
@@ -728,7 +739,15 @@ impl Executor {
         match req {
             Request::Ping => response::ok_empty(out, sync, sv),
             Request::Auth(a) => {
-                let new_user = self.engine.authenticate(a.user, a.tuple, salt)?;
+                let authenticated = self.engine.authenticate(a.user, a.tuple, salt);
+                let name = String::from_utf8_lossy(a.user).into_owned();
+                let ok = if authenticated.is_ok() { "true" } else { "false" };
+                let as_user = *authenticated.as_ref().unwrap_or(&user);
+                // 2.6 runs on_auth for known users only.
+                if !matches!(&authenticated, Err(e) if e.code == code::NO_SUCH_USER) {
+                    self.session_triggers(session_id, as_user, "auth", &[&name, ok])?;
+                }
+                let new_user = authenticated?;
                 if let Some(s) = self.sessions.get_mut(&session_id) {
                     s.user_id = new_user;
                 }
@@ -796,6 +815,27 @@ impl Executor {
             }
         }
         Ok(())
+    }
+
+    /// Runs `box.session.on_<kind>` triggers for a session, if any are set.
+    fn session_triggers(&mut self, session_id: u64, user: u32, kind: &str, args: &[&str]) -> BoxResult<()> {
+        if !self.lua.has_session_triggers(kind) {
+            return Ok(());
+        }
+        let caller = self.caller(self.creds(user), session_id);
+        let mut host = Host {
+            engine: &mut self.engine,
+            window: &mut self.window,
+            ticket: self.wal.as_ref().map(|_| self.next_ticket),
+        };
+        let result = self.lua.run_session_triggers(&mut host, &caller, kind, args);
+        // Trigger writes commit like a request's.
+        let changes = self.engine.take_changes();
+        if self.wal.is_some() {
+            self.group_ops.extend(changes.iter().map(row_op));
+            self.group_undo.extend(changes);
+        }
+        result
     }
 
     /// Runs `space:on_replace` triggers after an IPROTO write (nothing to do, and no

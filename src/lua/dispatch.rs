@@ -43,6 +43,10 @@ pub struct Context<'a> {
     pub wait_for: Option<u64>,
 }
 
+/// Which `box.session.on_<kind>` trigger lists are not empty.
+#[derive(Debug, Default)]
+pub struct SessionTriggers(pub std::collections::HashSet<String>);
+
 /// Spaces with `on_replace` triggers (IPROTO writes to them run the triggers).
 #[derive(Debug, Default)]
 pub struct ReplaceTriggers(pub std::collections::HashSet<u32>);
@@ -133,6 +137,13 @@ impl From<mlua::Error> for Failure {
 }
 
 fn run(lua: &Lua, cx: &mut Context<'_>, op: &str, args: &[Value]) -> Result<Value, Failure> {
+    if op == "su" {
+        // box.session.su: the effective user for the rest of this call; returns the previous one.
+        let uid: u32 = arg(lua, args, 1)?;
+        let prev = cx.creds.user_id;
+        cx.creds = cx.engine.credentials(uid);
+        return Ok(Value::Integer(i64::from(prev)));
+    }
     let creds = cx.creds.clone();
     let engine = &mut *cx.engine;
     let u32_arg = |i: usize| -> Result<u32, Failure> { Ok(arg::<Option<u32>>(lua, args, i)?.unwrap_or(0)) };
@@ -391,6 +402,17 @@ fn run(lua: &Lua, cx: &mut Context<'_>, op: &str, args: &[Value]) -> Result<Valu
                 out.raw_set(i + 1, pair)?;
             }
             Value::Table(out)
+        }
+        "set_session_triggers" => {
+            let (kind, on): (String, bool) = (arg(lua, args, 1)?, arg(lua, args, 2)?);
+            let mut set = lua.remove_app_data::<SessionTriggers>().unwrap_or_default();
+            if on {
+                set.0.insert(kind);
+            } else {
+                set.0.remove(&kind);
+            }
+            lua.set_app_data(set);
+            Value::Nil
         }
         "set_replace_triggers" => {
             let (space_id, on) = (u32_arg(1)?, arg::<bool>(lua, args, 2)?);

@@ -303,6 +303,36 @@ impl LuaRuntime {
         self.lua.app_data_ref::<dispatch::IprotoTriggers>().is_some_and(|t| t.0 > 0)
     }
 
+    /// Whether `box.session.on_<kind>` triggers are set (`connect`, `disconnect`, `auth`).
+    #[must_use]
+    pub fn has_session_triggers(&self, kind: &str) -> bool {
+        self.lua.app_data_ref::<dispatch::SessionTriggers>().is_some_and(|t| t.0.contains(kind))
+    }
+
+    /// Runs `box.session.on_<kind>` triggers in the session's context with `args`.
+    pub fn run_session_triggers(
+        &self,
+        host: &mut Host<'_>,
+        caller: &Caller,
+        kind: &str,
+        args: &[&str],
+    ) -> BoxResult<()> {
+        let (outcome, _) = self.with_engine(host, caller, |lua| {
+            let run: Function =
+                lua.globals().get::<Table>("box")?.get::<Table>("internal")?.get("run_session_triggers")?;
+            let mut values = vec![Value::String(lua.create_string(kind)?)];
+            for a in args {
+                values.push(match *a {
+                    "true" => Value::Boolean(true),
+                    "false" => Value::Boolean(false),
+                    other => Value::String(lua.create_string(other)?),
+                });
+            }
+            protected_call(lua, &Value::Function(run), values).map(|r| r.map(|_| Vec::new()))
+        });
+        outcome.map_err(|e| lua_err(&e))?.map(|_| ())
+    }
+
     /// Runs the `on_iproto_request` triggers with a request's header; an error rejects the request.
     pub fn run_iproto_triggers(
         &self,
