@@ -427,7 +427,13 @@ function fiber.self()
 end
 package.loaded.fiber = fiber
 
-local uuid = {}
-function uuid.str() return box.internal.call_op('uuid') end
-uuid.NULL = '00000000-0000-0000-0000-000000000000'
+-- uuid: values are MP_EXT type 2, sent to clients and stored as uuids.
+local uuid_make = box.internal.uuid_make
+local uuid = setmetatable({}, {__call = function() return uuid_make('new') end})
+function uuid.new() return uuid_make('new') end
+function uuid.str() return tostring(uuid_make('new')) end
+function uuid.bin() return uuid_make('new'):bin() end
+function uuid.fromstr(s) return uuid_make('fromstr', s) end
+function uuid.frombin(b) return uuid_make('frombin', b) end
+uuid.NULL = uuid_make('fromstr', '00000000-0000-0000-0000-000000000000')
 package.loaded.uuid = uuid

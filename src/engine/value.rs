@@ -35,6 +35,8 @@ pub enum FieldType {
     Array,
     /// Maps.
     Map,
+    /// UUIDs (MP_EXT type 2, 16 bytes).
+    Uuid,
 }
 
 impl FieldType {
@@ -54,6 +56,7 @@ impl FieldType {
             b"scalar" => Self::Scalar,
             b"array" => Self::Array,
             b"map" => Self::Map,
+            b"uuid" => Self::Uuid,
             _ => return None,
         })
     }
@@ -73,6 +76,7 @@ impl FieldType {
             Self::Scalar => "scalar",
             Self::Array => "array",
             Self::Map => "map",
+            Self::Uuid => "uuid",
         }
     }
 
@@ -91,6 +95,7 @@ impl FieldType {
             Self::Scalar => !matches!(ty, MpType::Array | MpType::Map | MpType::Nil),
             Self::Array => ty == MpType::Array,
             Self::Map => ty == MpType::Map,
+            Self::Uuid => ty == MpType::Ext,
         }
     }
 
@@ -100,6 +105,9 @@ impl FieldType {
         !matches!(self, Self::Any | Self::Array | Self::Map)
     }
 }
+
+/// The MP_EXT type of a UUID.
+pub const UUID_EXT: i8 = 2;
 
 /// How strings of a key part compare.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -235,6 +243,9 @@ impl KeyPart {
             MpType::Bin => Self::Bin(r.read_bin()?.into()),
             MpType::Ext => {
                 let (t, payload) = r.read_ext()?;
+                if ty == FieldType::Uuid && (t != UUID_EXT || payload.len() != 16) {
+                    return Ok(None);
+                }
                 Self::Ext(t, payload.into())
             }
             MpType::Nil | MpType::Array | MpType::Map => {

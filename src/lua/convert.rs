@@ -41,8 +41,52 @@ impl LuaExt {
     }
 }
 
+impl LuaExt {
+    /// A uuid value from its 16 bytes.
+    #[must_use]
+    pub fn uuid(bytes: &[u8; 16]) -> Self {
+        let mut enc = vec![0xd8, 0x02];
+        enc.extend_from_slice(bytes);
+        Self(enc.into())
+    }
+
+    fn uuid_bytes(&self) -> Option<[u8; 16]> {
+        match self.parts() {
+            (2, b) => b.try_into().ok(),
+            _ => None,
+        }
+    }
+}
+
+/// `box.internal.uuid_make(kind[, arg])`: `new` (random, v4), `fromstr`, `frombin`, `is`.
+pub fn register_uuid(lua: &Lua) -> mlua::Result<()> {
+    let make = lua.create_function(|lua, (kind, arg): (String, Value)| -> mlua::Result<Value> {
+        let parsed = match (kind.as_str(), &arg) {
+            ("new", _) => Some(*uuid::Uuid::new_v4().as_bytes()),
+            ("fromstr", Value::String(s)) => uuid::Uuid::parse_str(&s.to_string_lossy()).ok().map(|u| *u.as_bytes()),
+            ("frombin", Value::String(s)) => <[u8; 16]>::try_from(&s.as_bytes()[..]).ok(),
+            ("is", Value::UserData(ud)) => {
+                return Ok(Value::Boolean(ud.borrow::<LuaExt>().is_ok_and(|e| e.uuid_bytes().is_some())))
+            }
+            ("is", _) => return Ok(Value::Boolean(false)),
+            _ => None,
+        };
+        match parsed {
+            Some(b) => Ok(Value::UserData(lua.create_userdata(LuaExt::uuid(&b))?)),
+            None => Ok(Value::Nil),
+        }
+    })?;
+    lua.globals().get::<Table>("box")?.get::<Table>("internal")?.set("uuid_make", make)
+}
+
 impl UserData for LuaExt {
     fn add_methods<M: UserDataMethods<Self>>(methods: &mut M) {
+        methods.add_method("str", |_, this, ()| Ok(this.uuid_bytes().map(|b| uuid::Uuid::from_bytes(b).to_string())));
+        methods.add_method("bin", |lua, this, ()| match this.uuid_bytes() {
+            Some(b) => Ok(Value::String(lua.create_string(b)?)),
+            None => Ok(Value::Nil),
+        });
+        methods.add_method("isnil", |_, this, ()| Ok(this.uuid_bytes().is_some_and(|b| b == [0u8; 16])));
         methods.add_meta_method(MetaMethod::Eq, |_, this, other: mlua::AnyUserData| {
             Ok(other.borrow::<LuaExt>().is_ok_and(|o| o.0 == this.0))
         });

@@ -77,7 +77,9 @@ fn bytes_of(args: &[Value], i: usize) -> mlua::Result<Vec<u8>> {
 fn key_of(args: &[Value], i: usize) -> mlua::Result<Vec<u8>> {
     match args.get(i) {
         None | Some(Value::Nil) => Ok(vec![0x90]),
-        Some(Value::Table(_) | Value::UserData(_)) => bytes_of(args, i),
+        // A tuple is a whole key; an extension value (uuid, decimal) is one key part.
+        Some(Value::UserData(ud)) if ud.borrow::<convert::LuaExt>().is_err() => bytes_of(args, i),
+        Some(Value::Table(_)) => bytes_of(args, i),
         Some(v) => {
             let mut out = vec![0x91];
             convert::encode(&mut out, v, 0)?;

@@ -120,6 +120,7 @@ impl LuaRuntime {
         };
         init().map_err(|e| lua_err(&e))?;
         register_frame(&lua).map_err(|e| lua_err(&e))?;
+        convert::register_uuid(&lua).map_err(|e| lua_err(&e))?;
         lua.load(PRELUDE).set_name("=box.lua").exec().map_err(|e| lua_err(&e))?;
         lua.load(CONSOLE).set_name("=console.lua").exec().map_err(|e| lua_err(&e))?;
         netbox::register(&lua).map_err(|e| lua_err(&e))?;
