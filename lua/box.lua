@@ -414,7 +414,7 @@ function box.schema.space.create(name, opts)
     if type(name) ~= 'string' then raise(1, 'Illegal parameters, name should be a string') end
     local existing = box.space[name]
     if existing ~= nil then
-        if opts.if_not_exists then return existing end
+        if opts.if_not_exists then return existing, 'not created' end
         raise(10, "Space '%s' already exists", name)
     end
     local id = opts.id
@@ -434,7 +434,7 @@ function box.schema.space.create(name, opts)
     if opts.user ~= nil then owner = box.schema.user.get_id(opts.user) end
     box.space._space:insert{id, owner, name, opts.engine or 'memtx', opts.field_count or 0, flags,
                             internal.normalize_format(opts.format)}
-    return box.space[id]
+    return box.space[id], 'created'
 end
 box.schema.create_space = box.schema.space.create
 function box.schema.space.drop(id) local s = box.space[id] if s then s:drop() end end
@@ -508,7 +508,7 @@ function internal.create_index(space, name, opts)
     if type(name) ~= 'string' then raise(1, 'Illegal parameters, name should be a string') end
     local existing = space.index[name]
     if existing ~= nil then
-        if opts.if_not_exists then return existing end
+        if opts.if_not_exists then return existing, 'not created' end
         raise(85, "Index '%s' already exists in space '%s'", name, space.name)
     end
     local iid = opts.id
