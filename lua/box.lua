@@ -98,6 +98,33 @@ local function raise(code, fmt, ...)
     error(make_error(code, string.format(fmt, ...)), 3)
 end
 
+-- Tarantool's trigger convention on `list`: (nil, nil) returns a copy of the list;
+-- (fn) adds fn; (fn, old) puts fn where old was; (nil, old) removes old.
+local function set_trigger(list, new, old)
+    if new == nil and old == nil then
+        local copy = {}
+        for i, t in ipairs(list) do copy[i] = t end
+        return copy
+    end
+    if new ~= nil and type(new) ~= 'function' then
+        raise(1, 'Illegal parameters, trigger reset() expects a function')
+    end
+    if old ~= nil then
+        local found = false
+        for i, t in ipairs(list) do
+            if t == old then
+                if new ~= nil then list[i] = new else table.remove(list, i) end
+                found = true
+                break
+            end
+        end
+        if not found then raise(1, 'Illegal parameters, trigger is not found') end
+    else
+        table.insert(list, new)
+    end
+    return new
+end
+
 local function from_table(t)
     if t.code == nil and t.reason == nil then
         return make_error(0, 'Unknown error')
@@ -284,21 +311,12 @@ end
 
 function space_methods:on_replace(new, old)
     local list = replace_triggers[self.id] or {}
-    if new == nil and old == nil then
-        local copy = {}
-        for i, t in ipairs(list) do copy[i] = t end
-        return copy
+    local r = set_trigger(list, new, old)
+    if new ~= nil or old ~= nil then
+        replace_triggers[self.id] = #list > 0 and list or nil
+        op('set_replace_triggers', self.id, #list > 0)
     end
-    if new ~= nil and type(new) ~= 'function' then
-        raise(1, 'Illegal parameters, trigger reset() expects a function')
-    end
-    for i, t in ipairs(list) do
-        if t == old then table.remove(list, i) break end
-    end
-    if new ~= nil then table.insert(list, 1, new) end
-    replace_triggers[self.id] = #list > 0 and list or nil
-    op('set_replace_triggers', self.id, #list > 0)
-    return new
+    return r
 end
 
 function space_methods:insert(t) return triggered(self.id, 'INSERT', op, 'insert', self.id, t) end
@@ -866,20 +884,9 @@ local session_triggers = {connect = {}, disconnect = {}, auth = {}}
 local function session_trigger(kind)
     return function(new, old)
         local list = session_triggers[kind]
-        if new == nil and old == nil then
-            local copy = {}
-            for i, t in ipairs(list) do copy[i] = t end
-            return copy
-        end
-        if new ~= nil and type(new) ~= 'function' then
-            raise(1, 'Illegal parameters, trigger reset() expects a function')
-        end
-        for i, t in ipairs(list) do
-            if t == old then table.remove(list, i) break end
-        end
-        if new ~= nil then table.insert(list, 1, new) end
-        op('set_session_triggers', kind, #list > 0)
-        return new
+        local r = set_trigger(list, new, old)
+        if new ~= nil or old ~= nil then op('set_session_triggers', kind, #list > 0) end
+        return r
     end
 end
 box.session.on_connect = session_trigger('connect')
@@ -1029,29 +1036,9 @@ function box.stat.idempotency() return op('idem_stat') end
 box.ctl = box.ctl or {}
 local iproto_triggers = {}
 function box.ctl.on_iproto_request(new, old)
-    if new == nil and old == nil then
-        local copy = {}
-        for i, t in ipairs(iproto_triggers) do copy[i] = t end
-        return copy
-    end
-    if new ~= nil and type(new) ~= 'function' then
-        raise(1, 'Illegal parameters, trigger reset() expects a function')
-    end
-    if old ~= nil then
-        local found = false
-        for i, t in ipairs(iproto_triggers) do
-            if t == old then
-                if new ~= nil then iproto_triggers[i] = new else table.remove(iproto_triggers, i) end
-                found = true
-                break
-            end
-        end
-        if not found then raise(1, 'Illegal parameters, trigger is not found') end
-    else
-        table.insert(iproto_triggers, new)
-    end
-    op('iproto_triggers', #iproto_triggers)
-    return new
+    local r = set_trigger(iproto_triggers, new, old)
+    if new ~= nil or old ~= nil then op('iproto_triggers', #iproto_triggers) end
+    return r
 end
 
 function internal.run_iproto_triggers(header)

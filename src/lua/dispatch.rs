@@ -88,6 +88,15 @@ fn key_of(args: &[Value], i: usize) -> mlua::Result<Vec<u8>> {
     }
 }
 
+/// Adds `key` to `set` or removes it.
+fn toggle<K: std::hash::Hash + Eq>(set: &mut std::collections::HashSet<K>, key: K, on: bool) {
+    if on {
+        set.insert(key);
+    } else {
+        set.remove(&key);
+    }
+}
+
 fn names(space: &Space) -> Rc<Vec<String>> {
     Rc::new(space.def.format.iter().map(|f| f.name.clone()).collect())
 }
@@ -408,22 +417,14 @@ fn run(lua: &Lua, cx: &mut Context<'_>, op: &str, args: &[Value]) -> Result<Valu
         "set_session_triggers" => {
             let (kind, on): (String, bool) = (arg(lua, args, 1)?, arg(lua, args, 2)?);
             let mut set = lua.remove_app_data::<SessionTriggers>().unwrap_or_default();
-            if on {
-                set.0.insert(kind);
-            } else {
-                set.0.remove(&kind);
-            }
+            toggle(&mut set.0, kind, on);
             lua.set_app_data(set);
             Value::Nil
         }
         "set_replace_triggers" => {
             let (space_id, on) = (u32_arg(1)?, arg::<bool>(lua, args, 2)?);
             let mut set = lua.remove_app_data::<ReplaceTriggers>().unwrap_or_default();
-            if on {
-                set.0.insert(space_id);
-            } else {
-                set.0.remove(&space_id);
-            }
+            toggle(&mut set.0, space_id, on);
             lua.set_app_data(set);
             Value::Nil
         }
