@@ -43,10 +43,30 @@ async def connect(server, user="admin", password=ADMIN_PASSWORD, **kw):
     return conn
 
 
+async def wait_space(conn, name, indexes=("pk",)):
+    """Waits until asynctnt's schema has the space and its indexes.
+
+    asynctnt refetches the schema by itself when a reply's schema id moves, and on
+    Tarantool a refetch can interleave with a DDL eval (DDL yields there) and see it
+    half done. So: poll, and now and then force a refetch, bounded in time, since a
+    forced refetch beside a running one can hang."""
+    for attempt in range(300):
+        space = conn.schema.spaces.get(name) if name in conn.schema.spaces else None
+        if space is not None and all(ix in space.indexes for ix in indexes):
+            return
+        if attempt % 50 == 49:
+            try:
+                await asyncio.wait_for(conn.refetch_schema(), 2)
+            except (asyncio.TimeoutError, asynctnt.exceptions.TarantoolError):
+                pass
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"space {name} with indexes {indexes} never appeared in asynctnt's schema")
+
+
 async def setup(server):
     conn = await connect(server)
     await conn.eval(SETUP)
-    await conn.refetch_schema()
+    await wait_space(conn, "tester", ("primary", "by_name"))
     return conn
 
 
@@ -334,7 +354,7 @@ def test_decimal_and_uuid_round_trip(server):
     async def main():
         conn = await setup(server)
         await conn.eval("box.schema.space.create('ext'):create_index('pk')")
-        await conn.refetch_schema()
+        await wait_space(conn, "ext")
         row = [1, decimal.Decimal("-12.345"), UUID, [decimal.Decimal("1E+3")], {"u": UUID}]
         assert rows(await conn.insert("ext", row)) == [row]
         assert rows(await conn.select("ext", [1])) == [row]
@@ -352,7 +372,7 @@ def test_decimal_in_a_number_index(request, server):
     async def main():
         conn = await setup(server)
         await conn.eval("box.schema.space.create('num'):create_index('pk', {parts = {{1, 'number'}}})")
-        await conn.refetch_schema()
+        await wait_space(conn, "num")
         for v in [5, decimal.Decimal("1.25"), 3.5, -3, decimal.Decimal("7")]:
             await conn.insert("num", [v])
         assert rows(await conn.select("num")) == [[-3], [decimal.Decimal("1.25")], [3.5], [5], [decimal.Decimal("7")]]
@@ -398,7 +418,7 @@ def test_uuid_is_not_a_scalar(request, server):
     async def main():
         conn = await setup(server)
         await conn.eval("box.schema.space.create('sc'):create_index('pk', {parts = {{1, 'scalar'}}})")
-        await conn.refetch_schema()
+        await wait_space(conn, "sc")
         assert rows(await conn.insert("sc", [decimal.Decimal("2.5")])) == [[decimal.Decimal("2.5")]]
         with pytest.raises(TarantoolDatabaseError) as e:
             await conn.insert("sc", [UUID])
