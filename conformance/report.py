@@ -27,6 +27,7 @@ CONNECTORS = [
     ("test_node_driver", "tarantool-driver 3.1.0 (npm, Node.js)"),
     ("test_netbox", "Tarantool 2.6 net.box (a real tarantool as the client)"),
     ("test_console", "tarantoolctl connect and the text console"),
+    ("test_oncebox_netbox", "oncebox's own net.box, against 2.6 and oncebox"),
 ]
 
 
