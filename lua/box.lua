@@ -931,6 +931,8 @@ box.info = setmetatable({}, {__index = function(_, k)
     if k == 'ro' then return op('is_read_only') end
     if k == 'id' then return 1 end
     if k == 'uuid' then return op('instance_uuid') end
+    -- The address the binary port is bound to (port 0 resolved), as box.info.listen in 2.8+.
+    if k == 'listen' then return internal.listen_bound or box.cfg.listen end
     if k == 'schema_version' then return op('schema_version') end
     return nil
 end, __call = function(self)
@@ -973,7 +975,13 @@ local function cfg_load()
     if cfg_values ~= nil then return end
     cfg_values = {}
     for k, v in pairs(op('cfg_initial')) do
-        cfg_values[k] = tonumber(v) or v
+        if k == 'listen_bound' then
+            internal.listen_bound = internal.listen_bound or v
+        elseif k == 'listen' then
+            cfg_values[k] = v
+        else
+            cfg_values[k] = tonumber(v) or v
+        end
     end
     -- Defaults 2.6 reports before they are set.
     if cfg_values.read_only == nil then cfg_values.read_only = op('is_read_only') end
@@ -1020,9 +1028,9 @@ box.cfg = setmetatable({}, {
             if string.sub(k, 1, 12) == 'idempotency_' then op('idem_cfg', k, v) end
             if k == 'read_only' then op('set_read_only', v) end
             if k == 'memtx_max_tuple_size' then op('max_tuple_size', v) end
-            if k == 'listen' then
-                if v ~= cfg_values.listen then v = op('listen', v) end
-                if v == '' then v = nil end
+            if k == 'listen' and v ~= cfg_values.listen then
+                local bound = op('listen', v)
+                internal.listen_bound = bound ~= '' and bound or nil
             end
             cfg_values[k] = v
         end

@@ -132,8 +132,8 @@ fn drive(
         let listen = Control::Listen { addr: Some(addr.clone()), instance_uuid: uuid, reply: reply_tx };
         control.send(listen).map_err(|_| "the main thread is gone".to_owned())?;
         let bound = reply_rx.recv().map_err(|_| "the main thread is gone".to_owned())??;
-        values.retain(|(k, _)| k != "listen");
-        values.push(("listen".into(), bound));
+        // box.cfg.listen keeps the value given, as in 2.6; box.info.listen has the bound address.
+        values.push(("listen_bound".into(), bound));
     }
     let mut executor = Executor::new(engine, wal, window, lua, &uuid, values).with_control(control);
     let result = executor.resume_script(&co);

@@ -54,7 +54,7 @@ def test_connection_to_itself_is_refused(tmp_path):
     script = tmp_path / "self.lua"
     script.write_text(
         "box.cfg{listen = '127.0.0.1:0', work_dir = os.getenv('WORK')}\n"
-        "local c = require('net.box').connect(box.cfg.listen)\n"
+        "local c = require('net.box').connect(box.info.listen)\n"
         "print(c.state, c.error) os.exit(0)\n")
     out = subprocess.run([ONCEBOX, str(script)], env=dict(os.environ, WORK=str(tmp_path)), capture_output=True,
                          text=True, timeout=60, cwd=tmp_path)
