@@ -88,6 +88,26 @@ fn key_of(args: &[Value], i: usize) -> mlua::Result<Vec<u8>> {
     }
 }
 
+/// Asks the network side to open a listener and waits for the bound address; a
+/// script that opened one keeps serving.
+fn open_listener(
+    lua: &Lua,
+    control: &tokio::sync::mpsc::UnboundedSender<crate::executor::Control>,
+    request: impl FnOnce(std::sync::mpsc::Sender<Result<String, String>>) -> crate::executor::Control,
+) -> Result<Value, Failure> {
+    let gone = || mlua::Error::runtime("the network side is gone");
+    let (reply, result) = std::sync::mpsc::channel();
+    control.send(request(reply)).map_err(|_| gone())?;
+    match result.recv() {
+        Ok(Ok(bound)) => {
+            lua.set_app_data(Serving(true));
+            Ok(Value::String(lua.create_string(bound)?))
+        }
+        Ok(Err(msg)) => Err(BoxError::new(crate::error::code::CFG, msg).into()),
+        Err(_) => Err(gone().into()),
+    }
+}
+
 /// Adds `key` to `set` or removes it.
 fn toggle<K: std::hash::Hash + Eq>(set: &mut std::collections::HashSet<K>, key: K, on: bool) {
     if on {
@@ -310,18 +330,7 @@ fn run(lua: &Lua, cx: &mut Context<'_>, op: &str, args: &[Value]) -> Result<Valu
                     BoxError::new(crate::error::code::UNSUPPORTED, "console does not support listen here").into()
                 );
             };
-            let (reply, result) = std::sync::mpsc::channel();
-            control
-                .send(crate::executor::Control::ConsoleListen { addr, reply })
-                .map_err(|_| mlua::Error::runtime("the network side is gone"))?;
-            match result.recv() {
-                Ok(Ok(bound)) => {
-                    lua.set_app_data(Serving(true));
-                    Value::String(lua.create_string(bound)?)
-                }
-                Ok(Err(msg)) => return Err(BoxError::new(crate::error::code::CFG, msg).into()),
-                Err(_) => return Err(mlua::Error::runtime("the network side is gone").into()),
-            }
+            open_listener(lua, control, |reply| crate::executor::Control::ConsoleListen { addr, reply })?
         }
         "session_push" => {
             let mut item = Vec::new();
@@ -355,18 +364,7 @@ fn run(lua: &Lua, cx: &mut Context<'_>, op: &str, args: &[Value]) -> Result<Valu
                 return Err(BoxError::new(crate::error::code::CFG, "listen cannot change in this mode").into());
             };
             let instance_uuid = uuid::Uuid::parse_str(&cx.instance_uuid).unwrap_or_default();
-            let (reply, result) = std::sync::mpsc::channel();
-            control
-                .send(crate::executor::Control::Listen { addr, instance_uuid, reply })
-                .map_err(|_| mlua::Error::runtime("the network side is gone"))?;
-            match result.recv() {
-                Ok(Ok(bound)) => {
-                    lua.set_app_data(Serving(true));
-                    Value::String(lua.create_string(bound)?)
-                }
-                Ok(Err(msg)) => return Err(BoxError::new(crate::error::code::CFG, msg).into()),
-                Err(_) => return Err(mlua::Error::runtime("the network side is gone").into()),
-            }
+            open_listener(lua, control, |reply| crate::executor::Control::Listen { addr, instance_uuid, reply })?
         }
         "time" => {
             let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
