@@ -9,7 +9,7 @@
 //! durable is undone in memory, answered with ER_WAL_IO, and later writes are
 //! refused until restart; reads keep working.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::rc::Rc;
 
 use bytes::Bytes;
@@ -19,6 +19,7 @@ use crate::engine::access::{user_id, Credentials};
 use crate::engine::space::WriteMode;
 use crate::engine::{Change, Engine};
 use crate::error::{code, BoxError, BoxResult};
+use crate::id_map::IdMap;
 use crate::idempotency::token::Token;
 use crate::idempotency::{self as idem, fingerprint, Mode, Record, Window};
 use crate::lua::{Caller, HeaderValue, Host, LuaRuntime, Shape};
@@ -51,21 +52,12 @@ pub enum TxMessage {
         /// Where replies go.
         out: UnboundedSender<Outgoing>,
     },
-    /// A request with a decoded header.
-    Request {
+    /// Packets read from one connection in one go, in arrival order.
+    Requests {
         /// Connection id.
         session_id: u64,
-        /// The decoded header.
-        header: Header,
-        /// The whole packet (header and body).
-        packet: Bytes,
-    },
-    /// A packet whose header could not be decoded.
-    BadHeader {
-        /// Connection id.
-        session_id: u64,
-        /// The sync read before the failure.
-        sync: u64,
+        /// The packets.
+        packets: Vec<Inbound>,
     },
     /// The stream could not be framed; reply and close.
     BadFrame {
@@ -92,6 +84,23 @@ pub enum TxMessage {
     },
     /// Stop: finish in-flight commits, then exit.
     Shutdown,
+}
+
+/// One packet read from a connection.
+#[derive(Debug)]
+pub enum Inbound {
+    /// A request with a decoded header.
+    Request {
+        /// The decoded header.
+        header: Header,
+        /// The whole packet (header and body).
+        packet: Bytes,
+    },
+    /// A packet whose header could not be decoded.
+    BadHeader {
+        /// The sync read before the failure.
+        sync: u64,
+    },
 }
 
 /// Per-connection state owned by the TX thread.
@@ -143,6 +152,14 @@ fn is_write_type(ty: u64) -> bool {
     )
 }
 
+/// Request types that run Lua (and so may have queued `box.session.push` messages).
+fn is_lua_type(ty: u64) -> bool {
+    matches!(ty, request_type::CALL | request_type::CALL_16 | request_type::EVAL)
+}
+
+/// Largest reply buffer kept for reuse.
+const MAX_SCRATCH: usize = 64 * 1024;
+
 /// Records evicted per tick at most (eviction runs in small steps).
 const EVICTIONS_PER_TICK: usize = 1000;
 /// Ticks between clock-only commits when nothing else is written.
@@ -154,7 +171,7 @@ const MAX_BATCH: usize = 1024;
 /// The TX thread's state.
 pub struct Executor {
     engine: Engine,
-    sessions: HashMap<u64, Session>,
+    sessions: IdMap<u64, Session>,
     /// Sessions with replies waiting to be flushed.
     dirty: Vec<u64>,
     /// Where commit groups go; `None` in `wal_mode = 'none'`.
@@ -180,6 +197,8 @@ pub struct Executor {
     wait_for: Option<u64>,
     /// Requests to the network side (console listeners).
     control: Option<UnboundedSender<Control>>,
+    /// Reused reply buffer, so answering a request does not allocate.
+    scratch: Vec<u8>,
 }
 
 /// Requests from the TX thread to the network side.
@@ -222,8 +241,9 @@ impl Executor {
             cfg: Rc::new(cfg),
             wait_for: None,
             control: None,
+            scratch: Vec::with_capacity(4096),
             engine,
-            sessions: HashMap::new(),
+            sessions: IdMap::default(),
             dirty: Vec::new(),
             wal,
             group_ops: Vec::new(),
@@ -350,10 +370,17 @@ impl Executor {
                     }
                 }
             }
-            TxMessage::BadHeader { session_id, sync } => {
-                let sv = self.engine.schema_version();
-                if let Some(buf) = self.buffer(session_id) {
-                    response::error(buf, sync, sv, &BoxError::invalid_msgpack("packet header"));
+            TxMessage::Requests { session_id, packets } => {
+                for packet in packets {
+                    match packet {
+                        Inbound::Request { header, packet } => self.request(session_id, &header, &packet),
+                        Inbound::BadHeader { sync } => {
+                            let sv = self.engine.schema_version();
+                            if let Some(buf) = self.buffer(session_id) {
+                                response::error(buf, sync, sv, &BoxError::invalid_msgpack("packet header"));
+                            }
+                        }
+                    }
                 }
             }
             TxMessage::BadFrame { session_id, error } => {
@@ -373,7 +400,6 @@ impl Executor {
                     let _ = s.out.send(Outgoing::Close);
                 }
             }
-            TxMessage::Request { session_id, header, packet } => self.request(session_id, &header, &packet),
             TxMessage::WalDone(done) => match done.result {
                 Ok(()) => {
                     self.window.durable_up_to(done.ticket);
@@ -543,7 +569,8 @@ impl Executor {
         let Some(session) = self.sessions.get(&session_id) else { return };
         let (user, salt) = (session.user_id, session.salt);
         let body = packet.get(header.body_offset..).unwrap_or(&[]);
-        let mut reply = Vec::new();
+        let mut reply = std::mem::take(&mut self.scratch);
+        reply.clear();
         let sv = self.engine.schema_version();
         let gate = if header.schema_version != 0 && header.schema_version != sv {
             Err(BoxError::wrong_schema_version(sv, header.schema_version))
@@ -609,7 +636,7 @@ impl Executor {
             response::error(&mut reply, header.sync, sv, &e);
         }
         // box.session.push messages go out before the final reply, with its sync.
-        let pushes = self.lua.take_pushes();
+        let pushes = if is_lua_type(header.request_type) { self.lua.take_pushes() } else { Vec::new() };
         if !pushes.is_empty() {
             let mut framed = Vec::new();
             for item in &pushes {
@@ -623,7 +650,9 @@ impl Executor {
                 self.group_ops.push(row_op(change));
             }
             self.group_undo.extend(changes);
-            self.group_replies.push(HeldReply { session_id, sync: header.sync, bytes: reply });
+            // An exact-size copy: the scratch buffer keeps its capacity for the next request.
+            self.group_replies.push(HeldReply { session_id, sync: header.sync, bytes: reply.as_slice().to_vec() });
+            self.recycle(reply);
             return;
         }
         // A replayed Lua outcome whose first commit is not durable yet waits for it.
@@ -635,6 +664,14 @@ impl Executor {
         }
         if let Some(buf) = self.buffer(session_id) {
             buf.extend_from_slice(&reply);
+        }
+        self.recycle(reply);
+    }
+
+    /// Keeps a reply buffer for the next request, unless a large reply made it large.
+    fn recycle(&mut self, reply: Vec<u8>) {
+        if reply.capacity() <= MAX_SCRATCH {
+            self.scratch = reply;
         }
     }
 

@@ -13,6 +13,7 @@ pub mod config;
 pub mod engine;
 pub mod error;
 pub mod executor;
+pub mod id_map;
 pub mod idempotency;
 pub mod listeners;
 pub mod lua;

@@ -287,6 +287,16 @@ impl Index {
         mut visit: impl FnMut(&Tuple) -> bool,
     ) -> BoxResult<()> {
         match &self.storage {
+            // A full key of a unique index names at most one entry: one descent, no bounds to build.
+            Storage::Tree(m)
+                if self.def.unique
+                    && key.len() == self.cmp_parts.len()
+                    && matches!(it, IteratorType::Eq | IteratorType::Req) =>
+            {
+                if let Some(t) = m.get(key) {
+                    visit(t);
+                }
+            }
             Storage::Tree(m) => {
                 let upper = || {
                     let mut k = key.clone();

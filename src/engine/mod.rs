@@ -12,8 +12,9 @@ pub mod tuple;
 pub mod update;
 pub mod value;
 
+use crate::id_map::IdMap;
 use std::cell::RefCell;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::rc::Rc;
 
 use access::{access_name, privilege, user_id, Credentials, Grant, ObjectType};
@@ -55,7 +56,7 @@ pub enum Change {
 pub struct Engine {
     spaces: BTreeMap<u32, Space>,
     schema_version: u64,
-    creds: RefCell<HashMap<u32, Rc<Credentials>>>,
+    creds: RefCell<IdMap<u32, Rc<Credentials>>>,
     changes: Vec<Change>,
     /// Who the current write runs as, for DDL rights; `None` for the system itself.
     acting: Option<Rc<Credentials>>,
@@ -141,7 +142,7 @@ impl Engine {
         Ok(Self {
             spaces,
             schema_version: 1,
-            creds: RefCell::new(HashMap::new()),
+            creds: RefCell::new(IdMap::default()),
             changes: Vec::new(),
             acting: None,
             read_only: false,

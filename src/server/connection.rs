@@ -1,14 +1,14 @@
 //! One client connection: greeting, then a reader loop and a writer task.
 
-use futures::StreamExt;
-use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
+use bytes::BytesMut;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpStream, UnixStream};
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
-use tokio_util::codec::FramedRead;
+use tokio_util::codec::Decoder;
 use tokio_util::sync::CancellationToken;
 
 use super::ServerConfig;
-use crate::executor::{Outgoing, TxMessage};
+use crate::executor::{Inbound, Outgoing, TxMessage};
 use crate::protocol::codec::{CodecError, PacketCodec};
 use crate::protocol::{greeting, header, REPORTED_VERSION};
 
@@ -63,31 +63,60 @@ async fn run_halves<R, W>(
         return;
     }
     let writer = tokio::spawn(write_replies(wr, out_rx));
-    let mut frames = FramedRead::with_capacity(rd, PacketCodec::new(config.max_packet_size), 16 * 1024);
-    loop {
-        // On shutdown, stop reading; replies already owed are still written.
-        let item = tokio::select! {
-            item = frames.next() => item,
-            () = stop.cancelled() => None,
-        };
-        let Some(item) = item else { break };
-        let msg = match item {
-            Ok(packet) => match header::parse(&packet) {
-                Ok(header) => TxMessage::Request { session_id, header, packet },
-                Err(e) => TxMessage::BadHeader { session_id, sync: e.sync },
-            },
-            Err(CodecError::Frame(error)) => {
-                let _ = tx.send(TxMessage::BadFrame { session_id, error });
-                break;
-            }
-            Err(CodecError::Io(_)) => break,
-        };
-        if tx.send(msg).is_err() {
-            break;
-        }
-    }
+    read_requests(rd, session_id, &tx, config, &stop).await;
     let _ = tx.send(TxMessage::Disconnect { session_id });
     let _ = writer.await;
+}
+
+/// Bytes kept free in the read buffer before each read.
+const READ_CHUNK: usize = 16 * 1024;
+
+/// Reads packets until the peer closes, the stream cannot be framed or `stop`.
+///
+/// Every packet one read completes goes to the TX thread in one message, so a
+/// pipelining client costs one channel send (and one wake-up) per read, not per request.
+async fn read_requests<R: AsyncRead + Unpin>(
+    mut rd: R,
+    session_id: u64,
+    tx: &UnboundedSender<TxMessage>,
+    config: &ServerConfig,
+    stop: &CancellationToken,
+) {
+    let mut codec = PacketCodec::new(config.max_packet_size);
+    let mut buf = BytesMut::with_capacity(READ_CHUNK);
+    loop {
+        let mut packets = Vec::new();
+        let framing = loop {
+            match codec.decode(&mut buf) {
+                Ok(Some(packet)) => packets.push(match header::parse(&packet) {
+                    Ok(header) => Inbound::Request { header, packet },
+                    Err(e) => Inbound::BadHeader { sync: e.sync },
+                }),
+                Ok(None) => break None,
+                Err(CodecError::Frame(error)) => break Some(error),
+                Err(CodecError::Io(_)) => return,
+            }
+        };
+        if !packets.is_empty() && tx.send(TxMessage::Requests { session_id, packets }).is_err() {
+            return;
+        }
+        if let Some(error) = framing {
+            let _ = tx.send(TxMessage::BadFrame { session_id, error });
+            return;
+        }
+        if buf.capacity() - buf.len() < READ_CHUNK / 4 {
+            buf.reserve(READ_CHUNK);
+        }
+        // On shutdown, stop reading; replies already owed are still written.
+        let read = tokio::select! {
+            r = rd.read_buf(&mut buf) => r,
+            () = stop.cancelled() => return,
+        };
+        match read {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {}
+        }
+    }
 }
 
 async fn write_replies<W: AsyncWrite + Unpin>(mut wr: W, mut rx: UnboundedReceiver<Outgoing>) {
