@@ -2,6 +2,10 @@
 
 use oncebox::config::{parse_args, Command, USAGE};
 
+/// mimalloc for every allocation the server makes (see Cargo.toml for why).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() {
     let cmd = match parse_args(std::env::args().skip(1)) {
         Ok(c) => c,
