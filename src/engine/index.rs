@@ -196,6 +196,18 @@ impl Index {
         }
     }
 
+    /// Stores `tuple` under an existing entry's key (a replace that keeps the key).
+    pub fn swap_tuple(&mut self, key: &Key, tuple: Tuple) {
+        let slot = match &mut self.storage {
+            Storage::Tree(m) => m.get_mut(key),
+            Storage::Hash(m) => m.get_mut(key),
+        };
+        match slot {
+            Some(slot) => *slot = tuple,
+            None => self.insert(key.clone(), tuple),
+        }
+    }
+
     /// Removes an entry.
     pub fn remove(&mut self, key: &Key) -> Option<Tuple> {
         match &mut self.storage {

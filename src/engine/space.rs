@@ -228,23 +228,43 @@ impl Space {
         }
         // Every secondary unique index may hold at most the tuple being replaced.
         let mut keys = Vec::with_capacity(self.indexes.len());
+        let mut pk_key = Some(pk_key);
         for ix in self.indexes.values() {
+            if ix.def.id == 0 {
+                if let Some(k) = pk_key.take() {
+                    keys.push(k);
+                    continue;
+                }
+            }
             let key = ix.entry_key(fields)?;
-            if ix.def.id != 0 {
-                if let Some(other) = ix.conflict(&ix.user_key(fields)?) {
-                    let is_old = old.as_ref().is_some_and(|o| std::rc::Rc::ptr_eq(o, other));
-                    if !is_old {
-                        return Err(self.duplicate(ix));
-                    }
+            if let Some(other) = ix.conflict(&ix.user_key(fields)?) {
+                let is_old = old.as_ref().is_some_and(|o| std::rc::Rc::ptr_eq(o, other));
+                if !is_old {
+                    return Err(self.duplicate(ix));
                 }
             }
             keys.push(key);
         }
-        if let Some(old) = &old {
-            self.unlink(old)?;
-        }
-        for (ix, key) in self.indexes.values_mut().zip(keys) {
-            ix.insert(key, tuple.clone());
+        match &old {
+            Some(old) => {
+                // An entry whose key is unchanged keeps its place; only its tuple is swapped.
+                let old_fields = split(old)?;
+                for (ix, key) in self.indexes.values_mut().zip(keys) {
+                    let old_key = if ix.def.id == 0 { None } else { Some(ix.entry_key(&old_fields)?) };
+                    match old_key {
+                        Some(old_key) if old_key != key => {
+                            ix.remove(&old_key);
+                            ix.insert(key, tuple.clone());
+                        }
+                        _ => ix.swap_tuple(&key, tuple.clone()),
+                    }
+                }
+            }
+            None => {
+                for (ix, key) in self.indexes.values_mut().zip(keys) {
+                    ix.insert(key, tuple.clone());
+                }
+            }
         }
         Ok(old)
     }
