@@ -243,7 +243,7 @@ impl Index {
                 format!("Invalid key part count (expected [0..{}], got {n})", self.def.parts.len()),
             ));
         }
-        let mut out = Vec::with_capacity(n);
+        let mut out = Key::with_capacity(n);
         for (i, part) in self.def.parts.iter().take(n).enumerate() {
             // A nil in a search key matches nullable parts only; 2.6 also lets
             // it through for any part of a non-exact select, comparing as nil.
@@ -421,7 +421,7 @@ impl Index {
 
 /// Builds the key of a validated tuple for `parts`.
 pub fn extract_key(parts: &[Part], fields: &TupleFields<'_>) -> BoxResult<Key> {
-    let mut key = Vec::with_capacity(parts.len());
+    let mut key = Key::with_capacity(parts.len());
     for part in parts {
         let Some(raw) = fields.get(part.field_no as usize) else {
             key.push(KeyPart::Nil);

@@ -73,8 +73,8 @@ impl std::fmt::Debug for Engine {
     }
 }
 
-fn str_key(s: &[u8]) -> Vec<KeyPart> {
-    vec![KeyPart::Str(s.into())]
+fn str_key(s: &[u8]) -> value::Key {
+    smallvec::smallvec![KeyPart::Str(s.into())]
 }
 
 impl Engine {
@@ -196,7 +196,7 @@ impl Engine {
         let pk = self.spaces.get(&crate::idempotency::SPACE_ID)?.primary()?;
         let mut r = Reader::new(token);
         let token_key = KeyPart::read(&mut r, value::FieldType::Scalar, value::Collation::Binary, false).ok()??;
-        pk.get(&vec![KeyPart::Uint(u64::from(user)), token_key]).cloned()
+        pk.get(&smallvec::smallvec![KeyPart::Uint(u64::from(user)), token_key]).cloned()
     }
 
     /// Stores an outcome record (as the system, whatever the session's rights).
@@ -333,7 +333,7 @@ impl Engine {
         self.spaces
             .get(&space_id::USER)
             .and_then(Space::primary)
-            .and_then(|pk| pk.get(&vec![KeyPart::Uint(u64::from(id))]))
+            .and_then(|pk| pk.get(&smallvec::smallvec![KeyPart::Uint(u64::from(id))]))
             .and_then(|t| catalog::parse_user(t).ok())
             .map_or_else(|| id.to_string(), |u| u.name)
     }
@@ -833,7 +833,7 @@ impl Engine {
                 if has_grants {
                     return Err(drop_err("grants"));
                 }
-                let key = vec![KeyPart::Uint(u64::from(id))];
+                let key = smallvec::smallvec![KeyPart::Uint(u64::from(id))];
                 let has_row =
                     |sid: u32| self.spaces.get(&sid).and_then(Space::primary).is_some_and(|pk| pk.get(&key).is_some());
                 if has_row(space_id::TRUNCATE) {

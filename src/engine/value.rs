@@ -355,7 +355,7 @@ impl Hash for KeyPart {
 }
 
 /// A full or partial key: one [`KeyPart`] per index part.
-pub type Key = Vec<KeyPart>;
+pub type Key = smallvec::SmallVec<[KeyPart; 2]>;
 
 #[cfg(test)]
 mod tests {

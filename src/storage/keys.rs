@@ -4,7 +4,7 @@
 //! under `unicode_ci`) encode to the same bytes, so a replace always overwrites
 //! the row it replaced in memory.
 
-use crate::engine::value::{Key, KeyPart};
+use crate::engine::value::KeyPart;
 
 /// The key prefix shared by every row of a space.
 #[must_use]
@@ -14,7 +14,7 @@ pub fn space_prefix(space_id: u32) -> [u8; 4] {
 
 /// The storage key of a row.
 #[must_use]
-pub fn row_key(space_id: u32, pk: &Key) -> Vec<u8> {
+pub fn row_key(space_id: u32, pk: &[KeyPart]) -> Vec<u8> {
     let mut out = Vec::with_capacity(4 + pk.len() * 10);
     out.extend_from_slice(&space_prefix(space_id));
     for part in pk {
