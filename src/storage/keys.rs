@@ -73,12 +73,12 @@ mod tests {
 
     #[test]
     fn equal_keys_encode_alike() {
-        assert_eq!(row_key(512, &vec![KeyPart::Uint(1)]), row_key(512, &vec![KeyPart::Double(1.0)]));
-        assert_ne!(row_key(512, &vec![KeyPart::Uint(1)]), row_key(513, &vec![KeyPart::Uint(1)]));
-        assert_ne!(row_key(512, &vec![KeyPart::Uint(1)]), row_key(512, &vec![KeyPart::Double(1.5)]));
+        assert_eq!(row_key(512, &[KeyPart::Uint(1)]), row_key(512, &[KeyPart::Double(1.0)]));
+        assert_ne!(row_key(512, &[KeyPart::Uint(1)]), row_key(513, &[KeyPart::Uint(1)]));
+        assert_ne!(row_key(512, &[KeyPart::Uint(1)]), row_key(512, &[KeyPart::Double(1.5)]));
         // Parts are length-delimited: ["ab", "c"] differs from ["a", "bc"].
-        let a = row_key(1, &vec![KeyPart::Str(b"ab"[..].into()), KeyPart::Str(b"c"[..].into())]);
-        let b = row_key(1, &vec![KeyPart::Str(b"a"[..].into()), KeyPart::Str(b"bc"[..].into())]);
+        let a = row_key(1, &[KeyPart::Str(b"ab"[..].into()), KeyPart::Str(b"c"[..].into())]);
+        let b = row_key(1, &[KeyPart::Str(b"a"[..].into()), KeyPart::Str(b"bc"[..].into())]);
         assert_ne!(a, b);
         assert_eq!(space_of(&a), Some(1));
     }
