@@ -434,6 +434,13 @@ impl Engine {
 
     /// SELECT: the matching tuples, after offset and limit.
     pub fn select(&self, creds: &Credentials, req: &Select<'_>) -> BoxResult<Vec<Tuple>> {
+        let mut out = Vec::new();
+        self.select_each(creds, req, |t| out.push(t.clone()))?;
+        Ok(out)
+    }
+
+    /// SELECT, handing each tuple to `emit` in order instead of collecting them.
+    pub fn select_each(&self, creds: &Credentials, req: &Select<'_>, mut emit: impl FnMut(&Tuple)) -> BoxResult<()> {
         let space = self.space(req.space_id)?;
         self.check_space_access(creds, space, privilege::READ)?;
         let it = IteratorType::from_code(req.iterator)?;
@@ -444,19 +451,19 @@ impl Engine {
             }
             EngineKind::Blackhole => {
                 space.index(req.index_id)?;
-                return Ok(Vec::new());
+                return Ok(());
             }
             EngineKind::Memtx => space,
         };
         let index = space.index(req.index_id)?;
         let source_index = source.index(req.index_id)?;
         let key = index.parse_key(req.key)?;
-        let mut out = Vec::new();
         let mut skip = req.offset;
         let limit = req.limit as usize;
         if limit == 0 {
-            return Ok(out);
+            return Ok(());
         }
+        let mut emitted = 0;
         let view = (space.def.engine == EngineKind::Sysview).then_some((space.def.id, source));
         source_index.scan(it, &key, &space.def.name, |t| {
             if let Some((view_id, src)) = view {
@@ -468,10 +475,10 @@ impl Engine {
                 skip -= 1;
                 return true;
             }
-            out.push(t.clone());
-            out.len() < limit
-        })?;
-        Ok(out)
+            emit(t);
+            emitted += 1;
+            emitted < limit
+        })
     }
 
     /// `index:get(key)`: the one tuple a full unique key names.

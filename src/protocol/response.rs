@@ -60,6 +60,41 @@ pub fn ok_data<'a>(out: &mut Vec<u8>, sync: u64, schema_version: u64, items: imp
     finish(out, start);
 }
 
+/// An OK reply `{0x30: [items...]}` written item by item, when the count is known only at the end.
+#[derive(Debug)]
+pub struct DataReply<'a> {
+    out: &'a mut Vec<u8>,
+    start: usize,
+    count_at: usize,
+    count: u32,
+}
+
+impl<'a> DataReply<'a> {
+    /// Writes the header and an array32 length to be filled in by [`DataReply::finish`].
+    pub fn begin(out: &'a mut Vec<u8>, sync: u64, schema_version: u64) -> Self {
+        let start = begin(out, request_type::OK, sync, schema_version);
+        out.extend_from_slice(&[0x81, key::DATA]);
+        let count_at = out.len();
+        write::array32_len(out, 0);
+        Self { out, start, count_at, count: 0 }
+    }
+
+    /// Appends one already-encoded msgpack value.
+    pub fn push(&mut self, item: &[u8]) {
+        self.out.extend_from_slice(item);
+        self.count = self.count.saturating_add(1);
+    }
+
+    /// Fills in the item count and the packet length.
+    pub fn finish(self) {
+        // array32: 0xdd, then the count big-endian.
+        if let Some(slot) = self.out.get_mut(self.count_at + 1..self.count_at + 5) {
+            slot.copy_from_slice(&self.count.to_be_bytes());
+        }
+        finish(self.out, self.start);
+    }
+}
+
 /// An IPROTO_CHUNK message (`box.session.push`): `{0x30: [item]}` with the request's sync.
 pub fn chunk(out: &mut Vec<u8>, sync: u64, schema_version: u64, item: &[u8]) {
     let start = begin(out, request_type::CHUNK, sync, schema_version);
@@ -140,6 +175,25 @@ pub fn error(out: &mut Vec<u8>, sync: u64, schema_version: u64, err: &BoxError) 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn data_reply_written_item_by_item_equals_ok_data() {
+        let items: [&[u8]; 3] = [&[0x91, 0x01], &[0x92, 0x02, 0xa1, b'x'], &[0x90]];
+        let mut whole = Vec::new();
+        ok_data(&mut whole, 7, 80, items.iter().copied());
+        let mut streamed = vec![0xff];
+        let mut data = DataReply::begin(&mut streamed, 7, 80);
+        for item in items {
+            data.push(item);
+        }
+        data.finish();
+        assert_eq!(&streamed[1..], &whole[..]);
+        let mut empty = Vec::new();
+        DataReply::begin(&mut empty, 7, 80).finish();
+        let mut expected = Vec::new();
+        ok_data(&mut expected, 7, 80, std::iter::empty());
+        assert_eq!(empty, expected);
+    }
 
     /// The PING reply captured from Tarantool 2.6 (sync 1, schema version 0x53).
     #[test]
