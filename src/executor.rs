@@ -791,8 +791,9 @@ impl Executor {
                 response::ok_empty(out, sync, sv);
             }
             Request::Select(s) => {
-                let tuples = self.engine.select(&creds, &s)?;
-                response::ok_data(out, sync, sv, tuples.iter().map(|t| &t[..]));
+                let mut data = response::DataReply::begin(out, sync, sv);
+                self.engine.select_each(&creds, &s, |t| data.push(t))?;
+                data.finish();
             }
             Request::Insert(w) | Request::Replace(w) => {
                 let mode =
