@@ -152,11 +152,6 @@ fn is_write_type(ty: u64) -> bool {
     )
 }
 
-/// Request types that run Lua (and so may have queued `box.session.push` messages).
-fn is_lua_type(ty: u64) -> bool {
-    matches!(ty, request_type::CALL | request_type::CALL_16 | request_type::EVAL)
-}
-
 /// Largest reply buffer kept for reuse.
 const MAX_SCRATCH: usize = 64 * 1024;
 
@@ -635,8 +630,9 @@ impl Executor {
             reply.clear();
             response::error(&mut reply, header.sync, sv, &e);
         }
-        // box.session.push messages go out before the final reply, with its sync.
-        let pushes = if is_lua_type(header.request_type) { self.lua.take_pushes() } else { Vec::new() };
+        // box.session.push messages go out before the final reply, with its sync; DML
+        // pushes too (from on_replace triggers).
+        let pushes = self.lua.take_pushes();
         if !pushes.is_empty() {
             let mut framed = Vec::new();
             for item in &pushes {
