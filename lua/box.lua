@@ -58,7 +58,8 @@ local codes = {
     FUNCTION_EXISTS = 52, CFG = 59, NO_SUCH_ROLE = 82, ROLE_EXISTS = 83, INDEX_EXISTS = 85,
     PRIV_GRANTED = 89, ROLE_GRANTED = 90, PRIV_NOT_GRANTED = 91, ROLE_NOT_GRANTED = 92,
     NO_SUCH_INDEX_NAME = 148, NO_SUCH_FIELD_NAME = 201, TIMEOUT = 78, NO_TRANSACTION = 114,
-    ACTIVE_TRANSACTION = 79, WRONG_SCHEMA_VERSION = 109, UPDATE_FIELD = 29,
+    ACTIVE_TRANSACTION = 79, WRONG_SCHEMA_VERSION = 109, UPDATE_FIELD = 29, TRANSACTION_YIELD = 154,
+    FUNCTION_TX_ACTIVE = 30,
 }
 
 local function make_error(code, message, etype, extra)
@@ -768,7 +769,8 @@ end
 -- Transactions: the request's changes commit together; rollback undoes them.
 --------------------------------------------------------------------------------
 
-local txn = {mark = nil, token = nil}
+-- Each fiber has its own transaction (internal.fiber_locals(), from fiber.lua).
+local function current_txn() return internal.fiber_locals().txn end
 local txn_serial = 0
 
 local function token_opts(opts)
@@ -778,7 +780,12 @@ local function token_opts(opts)
     return nil
 end
 
+local function txn_clear(txn)
+    txn.mark, txn.token, txn.aborted = nil, nil, nil
+end
+
 function box.begin(opts)
+    local txn = current_txn()
     if txn.mark ~= nil then raise(79, 'Operation is not permitted when there is an active transaction ') end
     txn.mark = op('txn_mark')
     txn.token = token_opts(opts)
@@ -787,7 +794,13 @@ function box.begin(opts)
 end
 
 function box.commit()
+    local txn = current_txn()
     if txn.mark == nil then return end
+    if txn.aborted then
+        op('txn_rollback', txn.mark)
+        txn_clear(txn)
+        raise(154, 'Transaction has been aborted by a fiber yield')
+    end
     local token = txn.token
     if token ~= nil then
         if op('idem_lookup', token) ~= nil then
@@ -797,23 +810,56 @@ function box.commit()
             op('idem_store', token, setmetatable({}, {__serialize = 'seq'}))
         end
     end
-    txn.mark, txn.token = nil, nil
+    txn_clear(txn)
 end
 
 function box.rollback()
+    local txn = current_txn()
     if txn.mark ~= nil then op('txn_rollback', txn.mark) end
-    txn.mark, txn.token = nil, nil
+    txn_clear(txn)
 end
 
-function box.is_in_txn() return txn.mark ~= nil end
+-- A fiber switched out inside a transaction: its changes are undone, and it is
+-- marked aborted, so that box.commit fails with 154 (as memtx in 2.6 does).
+function internal.txn_on_yield(locals)
+    local txn = locals.txn
+    if txn.mark ~= nil and not txn.aborted then
+        op('txn_rollback', txn.mark)
+        txn.aborted = true
+    end
+end
+
+-- The fiber runs again: statements of an aborted transaction still apply until
+-- box.commit or box.rollback undoes them, from a mark in this run's change log.
+function internal.txn_on_resume(locals)
+    local txn = locals.txn
+    if txn.aborted and internal.op ~= nil then
+        txn.mark = op('txn_mark')
+        txn_serial = txn_serial + 1
+        txn.serial = txn_serial
+    end
+end
+
+-- A request's fiber ends: a transaction left open is rolled back; returns whether one was.
+function internal.txn_leave(locals)
+    local txn = locals.txn
+    if txn.mark == nil then return false end
+    op('txn_rollback', txn.mark)
+    txn_clear(txn)
+    return true
+end
+
+function box.is_in_txn() return current_txn().mark ~= nil end
 
 -- Savepoints: a mark in the current transaction's undo log.
 local savepoint_mt = {__serialize = function(sp) return {csavepoint = 'savepoint', txn = sp.txn} end}
 function box.savepoint()
+    local txn = current_txn()
     if txn.mark == nil then raise(114, 'No active transaction') end
     return setmetatable({mark = op('txn_mark'), txn = txn.serial}, savepoint_mt)
 end
 function box.rollback_to_savepoint(sp)
+    local txn = current_txn()
     if type(sp) ~= 'table' or getmetatable(sp) ~= savepoint_mt then
         error('Usage: box.rollback_to_savepoint(savepoint)', 2)
     end
@@ -851,16 +897,15 @@ function box.atomic(opts, fn, ...)
         error(r[2], 0)
     end
     local results = setmetatable({unpack(r, 2, table.maxn(r))}, {__serialize = 'seq'})
+    -- A transaction a yield aborted fails here (154), before any outcome is stored.
+    if current_txn().aborted then box.commit() end
     if token ~= nil then op('idem_store', token, results) end
     box.commit()
     return unpack(r, 2, table.maxn(r))
 end
 function internal.reset_txn()
-    if txn.mark ~= nil then
-        -- A request that ends inside a transaction rolls it back, as Tarantool does.
-        op('txn_rollback', txn.mark)
-        txn.mark, txn.token = nil, nil
-    end
+    -- A request that ends inside a transaction rolls it back, as Tarantool does.
+    internal.txn_leave(internal.fiber_locals())
 end
 
 --------------------------------------------------------------------------------
@@ -870,8 +915,8 @@ end
 box.session = {}
 -- The session's own user while su() runs code as another (box.session.user() keeps
 -- naming it, as in 2.6; box.session.effective_user() names the other).
-local su_session_uid = nil
-function box.session.uid() return su_session_uid or session_uid() end
+local function su_uid() return internal.fiber_locals().su_uid end
+function box.session.uid() return su_uid() or session_uid() end
 function box.session.euid() return session_uid() end
 function box.session.user() return op('user_name', box.session.uid()) end
 function box.session.effective_user() return op('user_name', session_uid()) end
@@ -902,16 +947,17 @@ function box.session.su(user, fn, ...)
     local uid = type(user) == 'number' and user or box.schema.user.get_id(user)
     if uid == nil then raise(45, "User '%s' is not found", tostring(user)) end
     local prev = op('su', uid)
-    local outer = su_session_uid
-    su_session_uid = outer or prev
+    local locals = internal.fiber_locals()
+    local outer = locals.su_uid
+    locals.su_uid = outer or prev
     if fn == nil then return end
     local r = {pcall(fn, ...)}
     op('su', prev)
-    su_session_uid = outer
+    locals.su_uid = outer
     if not r[1] then error(r[2], 0) end
     return unpack(r, 2, table.maxn(r))
 end
-function internal.reset_su() su_session_uid = nil end
+function internal.reset_su() internal.fiber_locals().su_uid = nil end
 local reset_txn_only = internal.reset_txn
 function internal.reset_txn()
     internal.reset_su()

@@ -410,22 +410,9 @@ end
 package.loaded.json = json
 
 --------------------------------------------------------------------------------
--- fiber, uuid: the parts that work without a fiber scheduler.
+-- uuid (fiber is lua/fiber.lua).
 --------------------------------------------------------------------------------
 
-local fiber = {}
-function fiber.time() return box.internal.call_op('time') end
-function fiber.time64() return box.internal.call_op('time64') end
-function fiber.clock() return os.clock() end
-fiber.clock64 = function() return math.floor(os.clock() * 1e6) end
--- There is no scheduler yet: sleeping and yielding return at once.
-function fiber.sleep() end
-function fiber.yield() end
-function fiber.id() return 101 end
-function fiber.self()
-    return {id = function() return 101 end, name = function() return 'main' end}
-end
-package.loaded.fiber = fiber
 
 -- uuid: values are MP_EXT type 2, sent to clients and stored as uuids.
 local uuid_make = box.internal.uuid_make

@@ -15,6 +15,7 @@ use std::rc::Rc;
 use bytes::Bytes;
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
 
+use crate::alarm::Alarm;
 use crate::engine::access::{user_id, Credentials};
 use crate::engine::space::WriteMode;
 use crate::engine::{Change, Engine};
@@ -22,11 +23,12 @@ use crate::error::{code, BoxError, BoxResult};
 use crate::id_map::IdMap;
 use crate::idempotency::token::Token;
 use crate::idempotency::{self as idem, fingerprint, Mode, Record, Window};
-use crate::lua::{Caller, HeaderValue, Host, LuaRuntime, Shape};
+use crate::lua::{Caller, DueFiber, FiberKind, HeaderValue, Host, LuaRuntime, Resumed, Shape, Step};
 use crate::protocol::frame::FrameError;
 use crate::protocol::header::Header;
 use crate::protocol::request::{self, Request};
 use crate::protocol::{request_type, response};
+use crate::script::ScriptEvent;
 use crate::storage::keys::row_key;
 use crate::storage::wal::{WalDone, WalRequest, WalSender};
 use crate::storage::RowOp;
@@ -75,6 +77,8 @@ pub enum TxMessage {
     WalDone(WalDone),
     /// A second has passed: evict expired idempotency records, record the service clock.
     Tick,
+    /// A fiber's sleep ended (from the alarm thread): resume the fibers that are due.
+    Wake,
     /// A line typed on the text console.
     Console {
         /// Connection id.
@@ -125,6 +129,21 @@ struct InFlight {
     replies: Vec<HeldReply>,
 }
 
+/// A CALL/EVAL (or the script) whose fiber yielded: what to do when it ends.
+struct PendingFiber {
+    session_id: u64,
+    sync: u64,
+    kind: FiberKind,
+}
+
+/// How a script's end is reported (script mode only).
+struct ScriptEnd {
+    events: UnboundedSender<ScriptEvent>,
+    notify: UnboundedSender<TxMessage>,
+    /// Whether the first `box.cfg` gave `listen`.
+    listening: bool,
+}
+
 /// How a tokened write is answered.
 enum Tokened {
     /// No token, or not a write: run as usual.
@@ -163,6 +182,13 @@ const CLOCK_TICKS: u64 = 10;
 /// Largest number of messages handled before the group is sent and replies flushed.
 const MAX_BATCH: usize = 1024;
 
+/// Most fiber resumes between two looks at the message channel (fibers that keep
+/// yielding never starve the network).
+const MAX_RESUMES: usize = 256;
+
+/// The script's main fiber id (`fiber.self():id()` in the script, as in 2.6).
+const SCRIPT_FIBER: u64 = 103;
+
 /// The TX thread's state.
 pub struct Executor {
     engine: Engine,
@@ -194,6 +220,25 @@ pub struct Executor {
     control: Option<UnboundedSender<Control>>,
     /// Reused reply buffer, so answering a request does not allocate.
     scratch: Vec<u8>,
+    /// CALL/EVAL fibers that yielded, by fiber id.
+    pending: std::collections::HashMap<u64, PendingFiber>,
+    /// Set by `execute` when a CALL/EVAL's fiber yielded instead of ending.
+    parked: Option<u64>,
+    /// Whether the request `execute` runs is a tokened one (one transaction: no yields).
+    atomic: bool,
+    /// Fibers are ready to run now: poll messages instead of blocking.
+    fibers_ready: bool,
+    /// Where the alarm thread sends wake-ups (the TX channel), and the thread once started.
+    wake_notify: Option<UnboundedSender<TxMessage>>,
+    alarm: Option<Alarm>,
+    /// Script mode: how the end of the script is reported.
+    script: Option<ScriptEnd>,
+    /// The process exit status in script mode (1 after a script error).
+    exit_code: i32,
+    /// `os.exit` was called: stop once the commits are durable, then exit the process.
+    exiting: bool,
+    /// Whether this executor runs a script (its end, and os.exit, are reported to the main thread).
+    script_mode: bool,
 }
 
 /// Requests from the TX thread to the network side.
@@ -237,6 +282,16 @@ impl Executor {
             wait_for: None,
             control: None,
             scratch: Vec::with_capacity(4096),
+            pending: std::collections::HashMap::new(),
+            parked: None,
+            atomic: false,
+            fibers_ready: false,
+            wake_notify: None,
+            alarm: None,
+            script: None,
+            exit_code: 0,
+            exiting: false,
+            script_mode: false,
             engine,
             sessions: IdMap::default(),
             dirty: Vec::new(),
@@ -264,34 +319,195 @@ impl Executor {
         self
     }
 
-    /// Runs the rest of a script (after its first `box.cfg`) as admin; its changes form one commit group.
-    pub fn resume_script(&mut self, co: &mlua::Thread) -> BoxResult<()> {
+    /// Lets sleeping fibers wake the TX thread through `notify` (its own channel).
+    #[must_use]
+    pub fn with_wakeups(mut self, notify: UnboundedSender<TxMessage>) -> Self {
+        self.wake_notify = Some(notify);
+        self
+    }
+
+    /// The process exit status in script mode: 1 once the script failed.
+    #[must_use]
+    pub fn exit_code(&self) -> i32 {
+        self.exit_code
+    }
+
+    /// Runs the rest of a script (after its first `box.cfg`) as admin, as the main
+    /// fiber: until it ends, or until it first yields (then the server runs while it
+    /// sleeps). Its end is reported through `events`; with nothing to serve and no
+    /// other fiber alive, the server then stops (`notify` gets `Shutdown`).
+    pub fn start_script(
+        &mut self,
+        co: &mlua::Thread,
+        name: &str,
+        events: UnboundedSender<ScriptEvent>,
+        notify: UnboundedSender<TxMessage>,
+        listening: bool,
+    ) {
+        self.script = Some(ScriptEnd { events, notify, listening });
+        self.script_mode = true;
         let caller = self.caller(self.creds(user_id::ADMIN), 0);
         let mut host = Host {
             engine: &mut self.engine,
             window: &mut self.window,
             ticket: self.wal.as_ref().map(|_| self.next_ticket),
         };
-        let result = self.lua.resume_bound(&mut host, &caller, co);
+        let resumed = self.lua.start_script(&mut host, &caller, co, name);
+        self.commit_changes();
+        match resumed {
+            Resumed::Ended(result) => self.script_ended(result),
+            Resumed::Waiting => {
+                self.pending.insert(SCRIPT_FIBER, PendingFiber { session_id: 0, sync: 0, kind: FiberKind::Script });
+            }
+        }
+        self.end_batch();
+    }
+
+    /// The script's main fiber ended: report it, and stop if nothing is left to serve.
+    fn script_ended(&mut self, result: BoxResult<Vec<u8>>) {
+        let Some(script) = self.script.take() else { return };
+        if let Err(e) = &result {
+            eprintln!("{}", e.message);
+            self.exit_code = 1;
+        }
+        let serving = script.listening || self.is_serving();
+        if result.is_err() || serving || self.lua.fiber_count() > 0 {
+            // As tarantool: a script that listens, or left fibers running, keeps the process up.
+            let _ = script.events.send(ScriptEvent::Done { code: self.exit_code, serving: true });
+        } else {
+            let _ = script.notify.send(TxMessage::Shutdown);
+        }
+    }
+
+    /// Puts the engine's pending changes into the open commit group (committed
+    /// statements: a fiber's work before it yields, a script's, a trigger's).
+    fn commit_changes(&mut self) {
         let changes = self.engine.take_changes();
+        let changes = changes_or_recount(&mut self.window, &self.engine, changes);
         if self.wal.is_some() {
             self.group_ops.extend(changes.iter().map(row_op));
             self.group_undo.extend(changes);
         }
-        self.end_batch();
-        result
     }
 
-    /// Runs until shutdown completes or every sender is gone.
-    pub fn run(mut self, mut rx: UnboundedReceiver<TxMessage>) {
-        while let Some(msg) = rx.blocking_recv() {
-            self.handle(msg);
-            for _ in 1..MAX_BATCH {
-                match rx.try_recv() {
-                    Ok(msg) => self.handle(msg),
-                    Err(_) => break,
+    /// Resumes the fibers that are due, a bounded number, and answers the CALL/EVAL
+    /// requests whose fibers ended. Then asks for a wake-up at the next sleeper's time.
+    fn run_fibers(&mut self) {
+        self.fibers_ready = false;
+        if self.lua.fiber_count() == 0 {
+            return;
+        }
+        for _ in 0..MAX_RESUMES {
+            let Some(due) = self.lua.next_fiber() else { break };
+            self.resume_fiber(due);
+        }
+        match self.lua.fiber_delay() {
+            Some(delay) if delay <= 0.0 => self.fibers_ready = true,
+            Some(delay) => self.set_alarm(delay),
+            None => {}
+        }
+    }
+
+    fn set_alarm(&mut self, delay: f64) {
+        if self.alarm.is_none() {
+            let Some(notify) = self.wake_notify.clone() else { return };
+            match Alarm::spawn(notify) {
+                Ok(alarm) => self.alarm = Some(alarm),
+                Err(e) => {
+                    tracing::error!(error = %e, "cannot start the alarm thread; sleeping fibers wake on the next request");
+                    return;
                 }
             }
+        }
+        let at = std::time::Instant::now() + std::time::Duration::from_secs_f64(delay.min(86_400.0));
+        if let Some(alarm) = self.alarm.as_mut() {
+            alarm.set(at);
+        }
+    }
+
+    fn resume_fiber(&mut self, due: DueFiber) {
+        let kind = self.pending.get(&due.fid).map_or(FiberKind::Plain, |p| p.kind);
+        let user = due.user_id.unwrap_or(user_id::ADMIN);
+        let caller = self.caller(self.creds(user), due.session_id);
+        let mut host = Host {
+            engine: &mut self.engine,
+            window: &mut self.window,
+            ticket: self.wal.as_ref().map(|_| self.next_ticket),
+        };
+        // A joined token's commit group (`_wait`) is older than the open group the reply joins.
+        let (resumed, _wait) = self.lua.resume_fiber(&mut host, &caller, due.fid, kind);
+        self.commit_changes();
+        let sync = self.pending.get(&due.fid).map_or(0, |p| p.sync);
+        self.send_pushes(due.session_id, sync);
+        let Resumed::Ended(result) = resumed else { return };
+        let Some(pending) = self.pending.remove(&due.fid) else { return };
+        match pending.kind {
+            FiberKind::Script => self.script_ended(result),
+            FiberKind::Plain => {}
+            FiberKind::Request(_) => self.answer_fiber(&pending, result),
+        }
+    }
+
+    /// Answers a CALL/EVAL whose fiber ended; the reply waits until everything it
+    /// wrote is durable (the open group is the newest).
+    fn answer_fiber(&mut self, pending: &PendingFiber, result: BoxResult<Vec<u8>>) {
+        let sv = self.engine.schema_version();
+        let mut bytes = Vec::new();
+        match result {
+            Ok(body) => response::ok_raw_body(&mut bytes, pending.sync, sv, &body),
+            Err(e) => response::error(&mut bytes, pending.sync, sv, &e),
+        }
+        let reply = HeldReply { session_id: pending.session_id, sync: pending.sync, bytes };
+        if self.wal.is_some() {
+            self.group_replies.push(reply);
+        } else {
+            self.deliver(reply);
+        }
+    }
+
+    /// Sends what `box.session.push` queued in a fiber's run, at once, with the sync of its request.
+    fn send_pushes(&mut self, session_id: u64, sync: u64) {
+        let pushes = self.lua.take_pushes();
+        if pushes.is_empty() {
+            return;
+        }
+        let sv = self.engine.schema_version();
+        if let Some(buf) = self.buffer(session_id) {
+            for item in &pushes {
+                response::chunk(buf, sync, sv, item);
+            }
+        }
+    }
+
+    /// Runs until shutdown completes or every sender is gone; returns the exit status
+    /// (script mode: 1 if the script failed).
+    pub fn run(mut self, mut rx: UnboundedReceiver<TxMessage>) -> i32 {
+        // Fibers a script left sleeping need their wake-up before the first message.
+        self.run_fibers();
+        self.end_batch();
+        loop {
+            let first = if self.fibers_ready {
+                match rx.try_recv() {
+                    Ok(msg) => Some(msg),
+                    Err(tokio::sync::mpsc::error::TryRecvError::Empty) => None,
+                    Err(tokio::sync::mpsc::error::TryRecvError::Disconnected) => break,
+                }
+            } else {
+                match rx.blocking_recv() {
+                    Some(msg) => Some(msg),
+                    None => break,
+                }
+            };
+            if let Some(msg) = first {
+                self.handle(msg);
+                for _ in 1..MAX_BATCH {
+                    match rx.try_recv() {
+                        Ok(msg) => self.handle(msg),
+                        Err(_) => break,
+                    }
+                }
+            }
+            self.run_fibers();
             self.end_batch();
             if self.shutting_down && self.in_flight.is_empty() {
                 break;
@@ -299,10 +515,28 @@ impl Executor {
         }
         // Dropping the WAL sender lets the WAL thread sync and exit.
         tracing::info!("TX thread stopped");
+        if self.exiting && !self.script_mode {
+            // Server mode: nothing else ends the process for os.exit.
+            let _ = std::io::Write::flush(&mut std::io::stdout());
+            std::process::exit(self.exit_code);
+        }
+        self.exit_code
+    }
+
+    /// Notes an `os.exit` from the Lua just run: writes are refused from now on, and
+    /// the loop ends once what was written is durable.
+    fn check_exit(&mut self) {
+        if let Some(code) = self.lua.take_exit() {
+            tracing::info!(code, "os.exit called: finishing in-flight commits");
+            self.exit_code = code;
+            self.exiting = true;
+            self.shutting_down = true;
+        }
     }
 
     /// Sends the open commit group and flushes replies.
     fn end_batch(&mut self) {
+        self.check_exit();
         self.send_group();
         for id in self.dirty.drain(..) {
             if let Some(s) = self.sessions.get_mut(&id) {
@@ -409,6 +643,11 @@ impl Executor {
                 Err(msg) => self.wal_failure(done.ticket, msg),
             },
             TxMessage::Tick => self.tick(),
+            TxMessage::Wake => {
+                if let Some(alarm) = self.alarm.as_mut() {
+                    alarm.fired();
+                }
+            }
             TxMessage::Console { session_id, line } => self.console_line(session_id, &line),
             TxMessage::Shutdown => {
                 tracing::info!("shutting down: finishing in-flight commits");
@@ -598,7 +837,23 @@ impl Executor {
         };
         let tokened = owner.is_some();
         self.wait_for = None;
+        self.atomic = tokened;
         let mut result = self.execute(session_id, user, &salt, header, body, &mut reply);
+        if let Some(fid) = self.parked.take() {
+            // The CALL/EVAL's fiber yielded: what it did so far is committed, what it
+            // pushed goes out now, and its reply comes when the fiber ends.
+            let kind = FiberKind::Request(if header.request_type == request_type::CALL_16 {
+                Shape::Call16
+            } else {
+                Shape::Call
+            });
+            self.wait_for = None;
+            self.pending.insert(fid, PendingFiber { session_id, sync: header.sync, kind });
+            self.commit_changes();
+            self.send_pushes(session_id, header.sync);
+            self.recycle(reply);
+            return;
+        }
         if let (Ok(()), Some((token, fp))) = (&result, owner) {
             result = self.store_outcome(user, header.sync, token, fp, &mut reply);
         }
@@ -831,9 +1086,9 @@ impl Executor {
                     window: &mut self.window,
                     ticket: self.wal.as_ref().map(|_| self.next_ticket),
                 };
-                let (body, wait) = self.lua.call(&mut host, &caller, c.name, c.args, shape);
+                let (step, wait) = self.lua.call(&mut host, &caller, c.name, c.args, shape, self.atomic);
                 self.wait_for = wait;
-                response::ok_raw_body(out, sync, self.engine.schema_version(), &body?);
+                self.finish_step(out, sync, step)?;
             }
             Request::Eval(e) => {
                 self.engine.check_eval_access(&creds)?;
@@ -843,10 +1098,19 @@ impl Executor {
                     window: &mut self.window,
                     ticket: self.wal.as_ref().map(|_| self.next_ticket),
                 };
-                let (body, wait) = self.lua.eval(&mut host, &caller, e.name, e.args);
+                let (step, wait) = self.lua.eval(&mut host, &caller, e.name, e.args, self.atomic);
                 self.wait_for = wait;
-                response::ok_raw_body(out, sync, self.engine.schema_version(), &body?);
+                self.finish_step(out, sync, step)?;
             }
+        }
+        Ok(())
+    }
+
+    /// Writes a CALL/EVAL's reply if it ended; notes its fiber if it yielded.
+    fn finish_step(&mut self, out: &mut Vec<u8>, sync: u64, step: Step) -> BoxResult<()> {
+        match step {
+            Step::Done(body) => response::ok_raw_body(out, sync, self.engine.schema_version(), &body?),
+            Step::Parked(fid) => self.parked = Some(fid),
         }
         Ok(())
     }

@@ -9,6 +9,7 @@
 //! - [`error`]: Tarantool-style errors.
 //! - [`config`]: command-line settings.
 
+pub mod alarm;
 pub mod config;
 pub mod engine;
 pub mod error;
@@ -60,6 +61,7 @@ pub fn run(config: config::Config) -> Result<(), BoxedError> {
     let (ctl_tx, ctl_rx) = tokio::sync::mpsc::unbounded_channel::<executor::Control>();
     let startup_cfg = config.box_cfg_values();
     let wal_notify = tx.clone();
+    let wake_notify = tx.clone();
     let tx_thread = std::thread::Builder::new().name("tx".into()).spawn(move || {
         // The engine holds `Rc`s: it is built on, and never leaves, this thread.
         let booted = boot(dir.as_ref(), store, admin_password, wal_notify);
@@ -68,7 +70,10 @@ pub fn run(config: config::Config) -> Result<(), BoxedError> {
                 Ok(lua) => {
                     let window = idempotency::Window::new(idempotency, clock_ms, &engine);
                     let _ = ready_tx.send(Ok((uuid, wal_thread)));
-                    Executor::new(engine, wal, window, lua, &uuid, startup_cfg).with_control(ctl_tx).run(rx);
+                    Executor::new(engine, wal, window, lua, &uuid, startup_cfg)
+                        .with_control(ctl_tx)
+                        .with_wakeups(wake_notify)
+                        .run(rx);
                 }
                 Err(e) => {
                     let _ = ready_tx.send(Err(format!("Lua runtime: {e}")));

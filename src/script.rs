@@ -99,6 +99,33 @@ pub fn run(
     let _ = events.send(ScriptEvent::Done { code, serving: false });
 }
 
+/// A script that ended without `box.cfg`: if it left fibers, they run on with no
+/// engine, and (as tarantool stays in its event loop) the process waits for a signal.
+fn run_without_box(
+    lua: &LuaRuntime,
+    mut rx: UnboundedReceiver<TxMessage>,
+    events: &UnboundedSender<ScriptEvent>,
+) -> Result<(), String> {
+    if lua.fiber_count() == 0 {
+        return Ok(());
+    }
+    let _ = events.send(ScriptEvent::Done { code: 0, serving: true });
+    let mut stopped = false;
+    lua.run_unbound_fibers(&mut || {
+        stopped = stopped
+            || matches!(
+                rx.try_recv(),
+                Ok(TxMessage::Shutdown) | Err(tokio::sync::mpsc::error::TryRecvError::Disconnected)
+            );
+        stopped
+    })
+    .map_err(|e| e.message)?;
+    while !stopped {
+        stopped = matches!(rx.blocking_recv(), Some(TxMessage::Shutdown) | None);
+    }
+    Ok(())
+}
+
 fn drive(
     script: &std::path::Path,
     args: &[String],
@@ -110,7 +137,10 @@ fn drive(
     let lua = LuaRuntime::new().map_err(|e| e.message)?;
     let co = lua.load_script(script, args).map_err(|e| e.message)?;
     let opts = match lua.resume_unbound(&co).map_err(|e| e.message)? {
-        None => return Ok(0),
+        None => {
+            run_without_box(&lua, rx, events)?;
+            return Ok(0);
+        }
         Some(opts) => opts,
     };
     let cfg = read_cfg(&opts)?;
@@ -135,22 +165,14 @@ fn drive(
         // box.cfg.listen keeps the value given, as in 2.6; box.info.listen has the bound address.
         values.push(("listen_bound".into(), bound));
     }
-    let mut executor = Executor::new(engine, wal, window, lua, &uuid, values).with_control(control);
-    let result = executor.resume_script(&co);
-    if let Err(e) = &result {
-        eprintln!("{}", e.message);
-    }
-    let serving = cfg.listen.is_some() || executor.is_serving();
-    if serving {
-        let _ = events.send(ScriptEvent::Done { code: i32::from(result.is_err()), serving });
-    } else {
-        // Nothing to serve: finish the script's commits, then stop.
-        let _ = notify.send(TxMessage::Shutdown);
-    }
-    executor.run(rx);
+    let mut executor =
+        Executor::new(engine, wal, window, lua, &uuid, values).with_control(control).with_wakeups(notify.clone());
+    let name = script.file_name().map_or_else(|| "main".to_owned(), |n| n.to_string_lossy().into_owned());
+    executor.start_script(&co, &name, events.clone(), notify.clone(), cfg.listen.is_some());
+    let executor_code = executor.run(rx);
     if let Some(handle) = wal_thread {
         let _ = handle.join();
     }
     drop(dir);
-    Ok(i32::from(result.is_err()))
+    Ok(executor_code)
 }

@@ -55,6 +55,10 @@ pub struct ReplaceTriggers(pub std::collections::HashSet<u32>);
 #[derive(Debug, Default)]
 pub struct Pushes(pub Vec<Vec<u8>>);
 
+/// `os.exit(status)` was called: the server drains its commits, then exits with `status`.
+#[derive(Debug, Clone, Copy)]
+pub struct ExitRequest(pub i32);
+
 /// Whether a listener was opened from Lua (a console or `box.cfg{listen}`): the script keeps serving.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Serving(pub bool);
@@ -331,6 +335,11 @@ fn run(lua: &Lua, cx: &mut Context<'_>, op: &str, args: &[Value]) -> Result<Valu
                 );
             };
             open_listener(lua, control, |reply| crate::executor::Control::ConsoleListen { addr, reply })?
+        }
+        "exit" => {
+            let status: i32 = arg(lua, args, 1)?;
+            lua.set_app_data(ExitRequest(status));
+            Value::Boolean(true)
         }
         "session_push" => {
             let mut item = Vec::new();

@@ -18,7 +18,7 @@ pub mod tuple;
 
 use std::rc::Rc;
 
-use mlua::{Function, Lua, MultiValue, ObjectLike, Table, Value};
+use mlua::{FromLua, Function, Lua, MultiValue, ObjectLike, Table, Value};
 
 use crate::engine::access::Credentials;
 use crate::engine::Engine;
@@ -33,7 +33,8 @@ const PRELUDE: &str = include_str!("../../lua/box.lua");
 const CONSOLE: &str = include_str!("../../lua/console.lua");
 const NET_BOX: &str = include_str!("../../lua/net_box.lua");
 /// Tarantool's Lua modules, each registered in `package.loaded` by its own file (in load order).
-const MODULES: [(&str, &str); 9] = [
+const MODULES: [(&str, &str); 10] = [
+    ("=fiber.lua", include_str!("../../lua/fiber.lua")),
     ("=digest.lua", include_str!("../../lua/digest.lua")),
     ("=clock.lua", include_str!("../../lua/clock.lua")),
     ("=log.lua", include_str!("../../lua/log.lua")),
@@ -79,8 +80,48 @@ pub struct Host<'a> {
     pub ticket: Option<u64>,
 }
 
-/// A call's result, and the commit group its reply must wait for (a joined token).
-pub type Outcome = (BoxResult<Vec<u8>>, Option<u64>);
+/// How far a CALL or EVAL got: its reply body, or the fiber it waits in.
+#[derive(Debug)]
+pub enum Step {
+    /// The call ended with this reply body (or error).
+    Done(BoxResult<Vec<u8>>),
+    /// The call's fiber yielded (it sleeps or waits); it ends in a later resume.
+    Parked(u64),
+}
+
+/// A call's progress, and the commit group its reply must wait for (a joined token).
+pub type Outcome = (Step, Option<u64>);
+
+/// What a fiber the scheduler resumes is for, and so how its end is reported.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FiberKind {
+    /// A CALL or EVAL: its results become a reply body of this shape.
+    Request(Shape),
+    /// The script's main chunk.
+    Script,
+    /// A fiber made by `fiber.create`/`fiber.new`: nothing waits for its end.
+    Plain,
+}
+
+/// What resuming a fiber did.
+#[derive(Debug)]
+pub enum Resumed {
+    /// It yielded again.
+    Waiting,
+    /// It ended: the reply body for a request, nothing for other fibers.
+    Ended(BoxResult<Vec<u8>>),
+}
+
+/// A fiber due to run: its id, session and effective user (`None`: none recorded, as for a script's).
+#[derive(Debug, Clone, Copy)]
+pub struct DueFiber {
+    /// The fiber id.
+    pub fid: u64,
+    /// The session it runs for.
+    pub session_id: u64,
+    /// Its effective user.
+    pub user_id: Option<u32>,
+}
 
 /// The Lua VM with `box` loaded.
 pub struct LuaRuntime {
@@ -140,12 +181,12 @@ impl LuaRuntime {
     ///
     /// A transaction the code leaves open is rolled back, and the call fails
     /// as in Tarantool.
-    fn with_engine(
+    fn with_engine<T>(
         &self,
         host: &mut Host<'_>,
         caller: &Caller,
-        f: impl FnOnce(&Lua) -> mlua::Result<BoxResult<Vec<u8>>>,
-    ) -> (mlua::Result<BoxResult<Vec<u8>>>, Option<u64>) {
+        f: impl FnOnce(&Lua) -> mlua::Result<BoxResult<T>>,
+    ) -> (mlua::Result<BoxResult<T>>, Option<u64>) {
         let wait_for = std::cell::Cell::new(None);
         let mut cx = Context {
             engine: &mut *host.engine,
@@ -195,6 +236,9 @@ impl LuaRuntime {
             g.set("_TARANTOOL", "2.6.0-0-oncebox")?;
             let internal: Table = g.get::<Table>("box")?.get("internal")?;
             internal.set("script_mode", true)?;
+            // The script's main fiber is named after the file, as in tarantool.
+            let name = path.file_name().map_or_else(|| "main".to_owned(), |n| n.to_string_lossy().into_owned());
+            internal.get::<Table>("main_fiber")?.set("name_", name)?;
             let source = std::fs::read(path).map_err(|e| mlua::Error::runtime(format!("{}: {e}", path.display())))?;
             // A shebang line is skipped, as the tarantool executable does.
             let source = if source.starts_with(b"#!") {
@@ -230,20 +274,99 @@ impl LuaRuntime {
         }
     }
 
-    /// Runs the rest of a script with `box` bound to the engine (as admin).
-    pub fn resume_bound(&self, host: &mut Host<'_>, caller: &Caller, co: &mlua::Thread) -> BoxResult<()> {
-        let (outcome, _) = self.with_engine(host, caller, |lua| {
-            let internal: Table = lua.globals().get::<Table>("box")?.get("internal")?;
+    /// Makes the script's coroutine (paused in its first `box.cfg`) the main fiber
+    /// and runs it with `box` bound to the engine (as admin) until it yields or ends.
+    pub fn start_script(&self, host: &mut Host<'_>, caller: &Caller, co: &mlua::Thread, name: &str) -> Resumed {
+        let adopted = (|| -> mlua::Result<u64> {
+            let internal: Table = self.lua.globals().get::<Table>("box")?.get("internal")?;
             internal.set("booted", true)?;
-            // Without fibers there is no one else to run: a yield resumes at once.
-            while co.status() == mlua::thread::ThreadStatus::Resumable {
-                if let Err(e) = co.resume::<MultiValue>(()) {
-                    return Ok(Err(lua_err(&e)));
+            internal.get::<Function>("fiber_adopt")?.call((co.clone(), name))
+        })();
+        match adopted {
+            Ok(fid) => self.resume_fiber(host, caller, fid, FiberKind::Script).0,
+            Err(e) => Resumed::Ended(Err(lua_err(&e))),
+        }
+    }
+
+    /// The status `os.exit` asked to exit with, if it was called.
+    pub fn take_exit(&self) -> Option<i32> {
+        self.lua.remove_app_data::<dispatch::ExitRequest>().map(|e| e.0)
+    }
+
+    /// How many fibers are alive.
+    #[must_use]
+    pub fn fiber_count(&self) -> usize {
+        self.lua.app_data_ref::<native::FiberCount>().map_or(0, |c| c.0)
+    }
+
+    /// The next fiber due to run now, if any (expired sleepers first join the ready queue).
+    #[must_use]
+    pub fn next_fiber(&self) -> Option<DueFiber> {
+        if self.fiber_count() == 0 {
+            return None;
+        }
+        let next = || -> mlua::Result<Option<DueFiber>> {
+            let f: Function = self.lua.globals().get::<Table>("box")?.get::<Table>("internal")?.get("fiber_next")?;
+            let (fid, session_id, user_id): (Option<u64>, Option<u64>, Option<u32>) = f.call(())?;
+            Ok(fid.map(|fid| DueFiber { fid, session_id: session_id.unwrap_or(0), user_id }))
+        };
+        next().unwrap_or_else(|e| {
+            tracing::error!(error = %e, "fiber scheduler");
+            None
+        })
+    }
+
+    /// Seconds until a fiber is due (0: one is ready now; `None`: none waits on a time).
+    #[must_use]
+    pub fn fiber_delay(&self) -> Option<f64> {
+        if self.fiber_count() == 0 {
+            return None;
+        }
+        let delay = || -> mlua::Result<Option<f64>> {
+            let f: Function = self.lua.globals().get::<Table>("box")?.get::<Table>("internal")?.get("fiber_delay")?;
+            f.call(())
+        };
+        delay().ok().flatten()
+    }
+
+    /// Resumes fiber `fid` with `box` bound to the engine as `caller`, until it yields or ends.
+    pub fn resume_fiber(
+        &self,
+        host: &mut Host<'_>,
+        caller: &Caller,
+        fid: u64,
+        kind: FiberKind,
+    ) -> (Resumed, Option<u64>) {
+        let (outcome, wait) = self.with_engine(host, caller, |lua| {
+            let resume: Function = lua.globals().get::<Table>("box")?.get::<Table>("internal")?.get("fiber_resume")?;
+            let out: Vec<Value> = resume.call::<MultiValue>(fid)?.into_iter().collect();
+            Ok(Ok(encode_fiber_end(lua, out, kind)))
+        });
+        let resumed = match outcome {
+            Ok(Ok(r)) => r,
+            Ok(Err(e)) => Resumed::Ended(Err(e)),
+            Err(e) => Resumed::Ended(Err(lua_err(&e))),
+        };
+        (resumed, wait)
+    }
+
+    /// Runs the fibers of a script that never called `box.cfg` (no engine bound) while
+    /// any is alive, until `stop` says to end.
+    pub fn run_unbound_fibers(&self, stop: &mut dyn FnMut() -> bool) -> BoxResult<()> {
+        let mut run = || -> mlua::Result<()> {
+            let f: Function =
+                self.lua.globals().get::<Table>("box")?.get::<Table>("internal")?.get("fiber_run_unbound")?;
+            while self.fiber_count() > 0 && !stop() {
+                let delay: Option<f64> = f.call(())?;
+                // Fibers waiting with no time (on a channel nobody feeds) wait until told to stop.
+                let pause = delay.unwrap_or(0.1).min(0.1);
+                if pause > 0.0 {
+                    std::thread::sleep(std::time::Duration::from_secs_f64(pause));
                 }
             }
-            Ok(Ok(Vec::new()))
-        });
-        outcome.map_err(|e| lua_err(&e))?.map(|_| ())
+            Ok(())
+        };
+        run().map_err(|e| lua_err(&e))
     }
 
     /// Evaluates one console line as `require('console').eval` does and returns the YAML text.
@@ -282,7 +405,7 @@ impl LuaRuntime {
                 Value::String(lua.create_string(request)?),
                 Value::Integer(i64::try_from(mark).unwrap_or(0)),
             ];
-            protected_call(lua, &run, args).map(|r| r.map(|_| Vec::new()))
+            protected_call(lua, &run, args).map(|r| r.map(|_| ()))
         });
         outcome.map_err(|e| lua_err(&e)).and_then(|r| r).map(|_| ())
     }
@@ -329,7 +452,7 @@ impl LuaRuntime {
                     other => Value::String(lua.create_string(other)?),
                 });
             }
-            protected_call(lua, &Value::Function(run), values).map(|r| r.map(|_| Vec::new()))
+            protected_call(lua, &Value::Function(run), values).map(|r| r.map(|_| ()))
         });
         outcome.map_err(|e| lua_err(&e))?.map(|_| ())
     }
@@ -355,14 +478,23 @@ impl LuaRuntime {
             }
             let run: Function =
                 lua.globals().get::<Table>("box")?.get::<Table>("internal")?.get("run_iproto_triggers")?;
-            protected_call(lua, &Value::Function(run), vec![Value::Table(t)]).map(|r| r.map(|_| Vec::new()))
+            protected_call(lua, &Value::Function(run), vec![Value::Table(t)]).map(|r| r.map(|_| ()))
         });
         outcome.map_err(|e| lua_err(&e))?.map(|_| ())
     }
 
     /// CALL: runs the global function `name` (`a.b.c`, or `a.b:c` to pass `a.b` as self)
-    /// and returns the reply body `{0x30: [...]}`.
-    pub fn call(&self, host: &mut Host<'_>, caller: &Caller, name: &[u8], args: &[u8], shape: Shape) -> Outcome {
+    /// in a fiber of its own; its reply body is `{0x30: [...]}`. `atomic` (a tokened
+    /// call, one transaction) makes a yield fail the call with error 154.
+    pub fn call(
+        &self,
+        host: &mut Host<'_>,
+        caller: &Caller,
+        name: &[u8],
+        args: &[u8],
+        shape: Shape,
+        atomic: bool,
+    ) -> Outcome {
         let name = String::from_utf8_lossy(name).into_owned();
         let (outcome, wait) = self.with_engine(host, caller, |lua| {
             let Some((func, receiver)) = resolve(lua, &name)? else {
@@ -370,24 +502,79 @@ impl LuaRuntime {
             };
             let mut values: Vec<Value> = receiver.into_iter().collect();
             values.extend(convert::decode_args(lua, args)?);
-            protected_call(lua, &func, values).map(|r| r.and_then(|vals| encode_results(&vals, shape)))
+            start_request(lua, caller, atomic, func, values, shape).map(Ok)
         });
-        (outcome.map_err(|e| lua_err(&e)).and_then(|r| r), wait)
+        (step_of(outcome), wait)
     }
 
-    /// EVAL: runs `expr` as a chunk named `eval` with `...` bound to the arguments.
-    pub fn eval(&self, host: &mut Host<'_>, caller: &Caller, expr: &[u8], args: &[u8]) -> Outcome {
+    /// EVAL: runs `expr` as a chunk named `eval` with `...` bound to the arguments, in a fiber of its own.
+    pub fn eval(&self, host: &mut Host<'_>, caller: &Caller, expr: &[u8], args: &[u8], atomic: bool) -> Outcome {
         let (outcome, wait) = self.with_engine(host, caller, |lua| {
             let func = match lua.load(expr).set_name("=eval").into_function() {
                 Ok(f) => f,
                 Err(e) => return Ok(Err(lua_err(&e))),
             };
             let values = convert::decode_args(lua, args)?;
-            protected_call(lua, &Value::Function(func), values)
-                .map(|r| r.and_then(|vals| encode_results(&vals, Shape::Call)))
+            start_request(lua, caller, atomic, Value::Function(func), values, Shape::Call).map(Ok)
         });
-        (outcome.map_err(|e| lua_err(&e)).and_then(|r| r), wait)
+        (step_of(outcome), wait)
     }
+}
+
+fn step_of(outcome: mlua::Result<BoxResult<Step>>) -> Step {
+    match outcome {
+        Ok(Ok(step)) => step,
+        Ok(Err(e)) => Step::Done(Err(e)),
+        Err(e) => Step::Done(Err(lua_err(&e))),
+    }
+}
+
+/// Starts a request's fiber (`box.internal.fiber_request`) and runs it until it yields or ends.
+fn start_request(
+    lua: &Lua,
+    caller: &Caller,
+    atomic: bool,
+    func: Value,
+    args: Vec<Value>,
+    shape: Shape,
+) -> mlua::Result<Step> {
+    let start: Function = lua.globals().get::<Table>("box")?.get::<Table>("internal")?.get("fiber_request")?;
+    #[allow(clippy::cast_precision_loss, reason = "session ids stay far below 2^53")]
+    let mut all = vec![
+        Value::Number(caller.session_id as f64),
+        Value::Integer(i64::from(caller.creds.user_id)),
+        Value::Boolean(atomic),
+        func,
+    ];
+    all.extend(args);
+    let out: Vec<Value> = start.call::<MultiValue>(MultiValue::from_vec(all))?.into_iter().collect();
+    match out.first() {
+        Some(Value::Boolean(true)) => Ok(Step::Done(request_end(lua, &out[1..], shape))),
+        _ => Ok(Step::Parked(u64::from_lua(out.get(1).cloned().unwrap_or(Value::Nil), lua)?)),
+    }
+}
+
+/// A request fiber's end, `ok, results...`, as a reply body (or the error it raised).
+fn request_end(lua: &Lua, out: &[Value], shape: Shape) -> BoxResult<Vec<u8>> {
+    match out.first() {
+        Some(Value::Boolean(true)) => encode_results(&out[1..], shape),
+        _ => Err(error_from_value(lua, out.get(1).cloned().unwrap_or(Value::Nil))),
+    }
+}
+
+/// What `box.internal.fiber_resume` returned, for a fiber of `kind`.
+fn encode_fiber_end(lua: &Lua, out: Vec<Value>, kind: FiberKind) -> Resumed {
+    if !matches!(out.first(), Some(Value::Boolean(true))) {
+        return Resumed::Waiting;
+    }
+    Resumed::Ended(match kind {
+        FiberKind::Request(shape) => request_end(lua, &out[1..], shape),
+        FiberKind::Script => match out.get(1) {
+            Some(Value::Boolean(true)) => Ok(Vec::new()),
+            _ => Err(error_from_value(lua, out.get(2).cloned().unwrap_or(Value::Nil))),
+        },
+        FiberKind::Plain => Ok(Vec::new()),
+    })
 }
 
 /// A header field handed to `on_iproto_request` triggers.

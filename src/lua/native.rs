@@ -145,8 +145,29 @@ pub fn create(lua: &Lua) -> mlua::Result<Table> {
         })?,
     )?;
     t.set("pid", lua.create_function(|_, ()| Ok(rustix::process::getpid().as_raw_nonzero().get()))?)?;
+    // Blocks the thread: only a script before box.cfg sleeps this way (nothing else runs then).
+    t.set(
+        "sleep",
+        lua.create_function(|_, seconds: f64| {
+            if seconds.is_finite() && seconds > 0.0 {
+                std::thread::sleep(std::time::Duration::from_secs_f64(seconds.min(3600.0)));
+            }
+            Ok(())
+        })?,
+    )?;
+    t.set(
+        "fiber_count",
+        lua.create_function(|lua, n: usize| {
+            lua.set_app_data(FiberCount(n));
+            Ok(())
+        })?,
+    )?;
     Ok(t)
 }
+
+/// How many Lua fibers are alive (kept by `lua/fiber.lua`): none, and the scheduler costs nothing.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct FiberCount(pub usize);
 
 /// `box.tuple.new(t)`: a tuple from a Lua array (or a scalar, as a one-field tuple).
 fn tuple_new(lua: &Lua, v: &Value) -> mlua::Result<(Value, Value, Value)> {

@@ -411,25 +411,6 @@ def test_session_push(request, server):
     run(main())
 
 
-def test_session_push_from_on_replace_trigger(request, server):
-    """A push made by an on_replace trigger during a plain IPROTO insert reaches the client too."""
-
-    async def main():
-        conn = await setup(server)
-        await conn.eval("""
-            local s = box.schema.space.create('pushed', {if_not_exists = true})
-            s:create_index('pk', {if_not_exists = true})
-            s:on_replace(function(_, new) box.session.push({new[1], 1}) end)
-        """)
-        await wait_space(conn, "pushed")
-        fut = conn.insert("pushed", [100], push_subscribe=True)
-        pushes = [p async for p in asynctnt.PushIterator(fut)]
-        assert pushes == [[[100, 1]]]
-        assert rows(await fut) == [[100]]
-        await conn.disconnect()
-    run(main())
-
-
 def test_uuid_is_not_a_scalar(request, server):
     """In 2.6 a `scalar` field takes decimals but not uuids (error 23)."""
     oncebox_lacks(request, server, "oncebox's scalar field accepts any extension value, uuid included")

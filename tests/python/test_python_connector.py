@@ -134,3 +134,20 @@ def test_reconnect_after_close(server):
     conn.connect()
     assert conn.ping(notime=True) == "Success"
     conn.close()
+
+
+def test_push_from_on_replace_trigger_during_a_plain_insert(server):
+    """A push an on_replace trigger makes during an IPROTO insert reaches the client (on_push)."""
+    setup = admin(server)
+    setup.eval("""
+        local s = box.schema.space.create('pushed', {if_not_exists = true})
+        s:create_index('pk', {if_not_exists = true})
+        s:on_replace(function(_, new) box.session.push({new[1], 1}) end)
+    """)
+    setup.close()
+    conn = admin(server)
+    pushed = []
+    resp = conn.insert("pushed", (100,), on_push=lambda data, ctx: ctx.append(data), on_push_ctx=pushed)
+    assert pushed == [[[100, 1]]]
+    assert resp.data == [[100]]
+    conn.close()

@@ -1,0 +1,544 @@
+-- fiber: Tarantool's fibers as Lua coroutines, scheduled on the TX thread.
+--
+-- Each CALL/EVAL runs in a fiber of its own; `fiber.create` starts another at once
+-- (the creator waits until the new fiber yields or ends), `fiber.new` queues it.
+-- A fiber runs until it sleeps, yields or waits on a channel or a condition; then
+-- control goes back to whoever resumed it: the creator, or the server's scheduler
+-- (src/lua/mod.rs), which resumes ready fibers between requests with each fiber's
+-- own session and user bound to box.internal.op. As in Tarantool 2.6, a yield
+-- inside a transaction aborts it (box.commit then fails with error 154).
+
+local internal = box.internal
+local native = internal.native
+
+local function now()
+    local s, ns = native.clock('monotonic')
+    return s + ns / 1e9
+end
+
+local fiber = {}
+local fiber_mt = {}
+fiber_mt.__index = fiber_mt
+
+local fibers = {}     -- fid -> fiber, while alive
+local ready = {}      -- FIFO of fibers to resume at the next scheduling point
+local sleeping = {}   -- fiber -> true, for fibers with a wake-up time
+local current = nil   -- the running fiber; nil outside fibers (triggers, boot)
+local next_fid = 104
+local alive_count = 0
+
+-- State that Tarantool keeps per fiber and box.lua reads through internal.fiber_locals():
+-- the open transaction and the session user while box.session.su runs.
+local outside = {txn = {}}
+function internal.fiber_locals()
+    return current and current.locals or outside
+end
+
+local function pack(...) return {n = select('#', ...), ...} end
+
+-- The effective user and the session of the running code, when box is bound.
+local function bound(name)
+    if internal.op == nil then return nil end
+    local ok, v = internal.op(name)
+    if ok then return v end
+    return nil
+end
+
+local function cancelled_error()
+    return internal.make_error(nil, 'fiber is cancelled', 'FiberIsCancelled')
+end
+
+local function new_fiber(fn, name)
+    local f = setmetatable({fid = next_fid, name_ = name or 'lua', storage = {}, locals = {txn = {}},
+                            state = 'suspended', wake_at = nil, woken = false, joinable = false,
+                            session_id = current and current.session_id or bound('session_id') or 0,
+                            uid = bound('uid')}, fiber_mt)
+    next_fid = next_fid + 1
+    f.co = coroutine.create(fn)
+    fibers[f.fid] = f
+    alive_count = alive_count + 1
+    native.fiber_count(alive_count)
+    return f
+end
+
+local function make_ready(f)
+    if f.state == 'dead' or f.queued then return end
+    f.queued = true
+    sleeping[f] = nil
+    f.wake_at = nil
+    table.insert(ready, f)
+end
+
+local wake
+
+-- Resumes f until it yields or ends. Returns the coroutine's results when it ended.
+local function resume(f, ...)
+    local prev = current
+    if prev ~= nil then
+        -- The resumer is switched out: for it, this is a yield (Tarantool aborts its transaction).
+        internal.txn_on_yield(prev.locals)
+        prev.state = 'suspended'
+    end
+    current = f
+    f.state = 'running'
+    f.queued = false
+    local r = pack(coroutine.resume(f.co, ...))
+    current = prev
+    if prev ~= nil then
+        prev.state = 'running'
+        internal.txn_on_resume(prev.locals)
+    end
+    if coroutine.status(f.co) == 'dead' then
+        f.state = 'dead'
+        fibers[f.fid] = nil
+        sleeping[f] = nil
+        alive_count = alive_count - 1
+        native.fiber_count(alive_count)
+        local cancelled = type(r[2]) == 'table' and r[2].type == 'FiberIsCancelled'
+        if not r[1] and not f.request and not f.joinable and not cancelled then
+            -- An error that ends a plain fiber is logged, as in Tarantool.
+            local log = package.loaded.log
+            if log then log.error('%s', tostring(r[2])) end
+        end
+        f.result = r
+        if f.joiner then wake(f.joiner) end
+        return true, r
+    end
+    f.state = 'suspended'
+    return false
+end
+
+-- A script's main chunk before box.cfg is not resumed by the server's scheduler:
+-- it waits by running the other fibers itself (there is no engine yet).
+local function inline_main()
+    if current == nil and internal.script_mode and not internal.booted then return internal.main_fiber end
+    return nil
+end
+
+-- The fiber that would wait: the running one, or the script's main chunk before box.cfg.
+local function me() return current or inline_main() end
+
+local function wait_inline(f, deadline)
+    f.woken = false
+    while true do
+        internal.fiber_run_unbound()
+        if f.woken then return true end
+        local t = now()
+        if deadline ~= nil and t >= deadline then return false end
+        local pause = internal.fiber_delay()
+        if deadline ~= nil then pause = math.min(pause or math.huge, deadline - t) end
+        -- Nothing is due and nothing could wake it: the wait cannot end.
+        if pause == nil then return false end
+        if pause > 0 then native.sleep(pause) end
+    end
+end
+
+-- Gives up the processor until woken or until `deadline` (monotonic seconds; nil:
+-- forever). Returns true if woken, false on time-out. Raises if cancelled.
+local function wait(deadline)
+    local f = current
+    if f == nil then
+        local main = inline_main()
+        if main ~= nil then return wait_inline(main, deadline) end
+        -- Outside a fiber (a trigger) there is no one to switch to: the wait ends at
+        -- once, as timed out.
+        return false
+    end
+    if f.cancelled then error(cancelled_error(), 0) end
+    if f.atomic then
+        -- A tokened CALL/EVAL is one transaction, which a yield would abort.
+        f.atomic_aborted = true
+        error(internal.make_error(154, 'Transaction has been aborted by a fiber yield'), 0)
+    end
+    f.woken = false
+    f.wake_at = deadline
+    if deadline ~= nil then sleeping[f] = true end
+    -- The user box.session.su switched to stays for the next resume.
+    f.uid = bound('uid') or f.uid
+    internal.txn_on_yield(f.locals)
+    f.state = 'suspended'
+    coroutine.yield()
+    internal.txn_on_resume(f.locals)
+    if f.cancelled then error(cancelled_error(), 0) end
+    return f.woken
+end
+
+function wake(f)
+    if f.state == 'dead' then return end
+    f.woken = true
+    if f.inline then return end
+    make_ready(f)
+end
+
+--------------------------------------------------------------------------------
+-- The module
+--------------------------------------------------------------------------------
+
+local function check_fn(fn, what)
+    if type(fn) ~= 'function' and not (type(fn) == 'table' and getmetatable(fn) and getmetatable(fn).__call) then
+        error(what .. '(function, ...): bad arguments', 3)
+    end
+end
+
+local function body(fn, ...)
+    local args = {n = select('#', ...), ...}
+    return function() return fn(unpack(args, 1, args.n)) end
+end
+
+function fiber.create(fn, ...)
+    check_fn(fn, 'fiber.create')
+    local f = new_fiber(body(fn, ...))
+    resume(f)
+    return f
+end
+
+function fiber.new(fn, ...)
+    check_fn(fn, 'fiber.new')
+    local f = new_fiber(body(fn, ...))
+    make_ready(f)
+    return f
+end
+
+function fiber.sleep(delay)
+    if type(delay) ~= 'number' then error('fiber.sleep(delay): bad arguments', 2) end
+    if delay < 0 then delay = 0 end
+    if me() == nil then return end
+    -- f:wakeup() ends a sleep early, as in Tarantool.
+    wait(now() + delay)
+end
+
+function fiber.yield()
+    if current == nil then
+        local main = inline_main()
+        if main ~= nil then wait_inline(main, now()) end
+        return
+    end
+    make_ready(current)
+    wait(nil)
+end
+
+function fiber.self()
+    return current or internal.main_fiber
+end
+function fiber.id() return fiber.self():id() end
+function fiber.name(name, opts) return fiber.self():name(name, opts) end
+function fiber.status(f) return (f or fiber.self()):status() end
+function fiber.find(id)
+    if fibers[id] == nil and id == internal.main_fiber.fid then return internal.main_fiber end
+    return fibers[id]
+end
+function fiber.kill(id)
+    local f = fibers[id]
+    if f == nil then error('the fiber is dead', 2) end
+    f:cancel()
+end
+function fiber.testcancel()
+    local f = current
+    if f and f.cancelled then error(cancelled_error(), 0) end
+end
+function fiber.info()
+    local t = {}
+    for fid, f in pairs(fibers) do
+        t[fid] = {name = f.name_, fid = fid, csw = 0, memory = {total = 0, used = 0}}
+    end
+    return t
+end
+function fiber.top() return {cpu = {}} end
+
+function fiber.time()
+    local s, ns = native.clock('realtime')
+    return s + ns / 1e9
+end
+function fiber.time64()
+    local s, ns = native.clock('realtime')
+    return (0LL + s) * 1000000 + math.floor(ns / 1000)
+end
+function fiber.clock()
+    local s, ns = native.clock('monotonic')
+    return s + ns / 1e9
+end
+function fiber.clock64()
+    local s, ns = native.clock('monotonic')
+    return (0LL + s) * 1000000 + math.floor(ns / 1000)
+end
+
+-- The fiber object
+function fiber_mt:id() return self.fid end
+function fiber_mt:name(name, opts)
+    if name ~= nil then
+        if type(name) ~= 'string' then error('fiber.name(): bad arguments', 2) end
+        if #name > 32 and not (type(opts) == 'table' and opts.truncate) then
+            error('Fiber name is too long', 2)
+        end
+        self.name_ = string.sub(name, 1, 32)
+    end
+    return self.name_
+end
+function fiber_mt:status()
+    if self == me() then return 'running' end
+    return self.state == 'dead' and 'dead' or 'suspended'
+end
+function fiber_mt:cancel()
+    if self.state == 'dead' then return end
+    self.cancelled = true
+    if self ~= me() then wake(self) end
+end
+function fiber_mt:wakeup()
+    if self.state ~= 'dead' and self ~= me() then wake(self) end
+end
+function fiber_mt:set_joinable(yes) self.joinable = yes and true or false end
+function fiber_mt:join()
+    if self.state == 'dead' and not self.joinable then error('the fiber is dead', 2) end
+    if not self.joinable then error('the fiber is not joinable', 2) end
+    while self.state ~= 'dead' do
+        self.joiner = me()
+        if self.joiner == nil then error('fiber:join() outside a fiber would block the server', 2) end
+        wait(nil)
+    end
+    self.joinable = false
+    local r = self.result
+    if r[1] then return true, unpack(r, 2, r.n) end
+    return false, r[2]
+end
+fiber_mt.__tostring = function(self) return 'fiber: ' .. self.fid end
+fiber_mt.__serialize = function(self) return {id = self.fid, name = self.name_, status = self:status()} end
+
+--------------------------------------------------------------------------------
+-- Channels and conditions
+--------------------------------------------------------------------------------
+
+local channel_mt = {}
+channel_mt.__index = channel_mt
+
+function fiber.channel(size)
+    size = size or 0
+    if type(size) ~= 'number' or size < 0 then error('fiber.channel(size): bad arguments', 2) end
+    return setmetatable({cap = size, buf = {}, head = 1, tail = 0, readers = {}, writers = {}, closed = false},
+                        channel_mt)
+end
+
+local function deadline_of(timeout)
+    if timeout == nil or timeout == math.huge then return nil end
+    return now() + math.max(timeout, 0)
+end
+
+local function wake_first(list)
+    while #list > 0 do
+        local f = table.remove(list, 1)
+        if f.state ~= 'dead' then
+            wake(f)
+            return
+        end
+    end
+end
+
+local function drop(list, f)
+    for i, x in ipairs(list) do
+        if x == f then
+            table.remove(list, i)
+            return
+        end
+    end
+end
+
+function channel_mt:count() return self.tail - self.head + 1 end
+function channel_mt:size() return self.cap end
+function channel_mt:is_empty() return self:count() == 0 end
+function channel_mt:is_full() return self:count() >= self.cap end
+function channel_mt:has_readers() return #self.readers > 0 end
+function channel_mt:has_writers() return #self.writers > 0 end
+function channel_mt:is_closed() return self.closed end
+
+function channel_mt:put(value, timeout)
+    if getmetatable(self) ~= channel_mt then error('usage: channel:put(var [, timeout])', 2) end
+    local deadline = deadline_of(timeout)
+    while true do
+        if self.closed then return false end
+        -- Room in the buffer, or (an unbuffered channel) a reader waiting for this value.
+        if self:count() < self.cap or #self.readers > self:count() then
+            self.tail = self.tail + 1
+            self.buf[self.tail] = value
+            wake_first(self.readers)
+            return true
+        end
+        local self_fiber = me()
+        if timeout == 0 or self_fiber == nil then return false end
+        table.insert(self.writers, self_fiber)
+        local woken = wait(deadline)
+        drop(self.writers, self_fiber)
+        if not woken and deadline and now() >= deadline then return false end
+    end
+end
+
+function channel_mt:get(timeout)
+    if getmetatable(self) ~= channel_mt then error('usage: channel:get([timeout])', 2) end
+    local deadline = deadline_of(timeout)
+    while true do
+        if self:count() > 0 then
+            local v = self.buf[self.head]
+            self.buf[self.head] = nil
+            self.head = self.head + 1
+            wake_first(self.writers)
+            return v
+        end
+        if self.closed then return nil end
+        local self_fiber = me()
+        if timeout == 0 or self_fiber == nil then return nil end
+        table.insert(self.readers, self_fiber)
+        -- An unbuffered channel's writer waits for a reader: let one in.
+        wake_first(self.writers)
+        local woken = wait(deadline)
+        drop(self.readers, self_fiber)
+        if not woken and deadline and now() >= deadline and self:count() == 0 then return nil end
+    end
+end
+
+function channel_mt:close()
+    -- As in Tarantool, what is still buffered is dropped.
+    self.closed = true
+    self.buf, self.head, self.tail = {}, 1, 0
+    for _, f in ipairs(self.readers) do wake(f) end
+    for _, f in ipairs(self.writers) do wake(f) end
+    self.readers, self.writers = {}, {}
+end
+channel_mt.__tostring = function(self) return 'channel: ' .. self:count() end
+
+local cond_mt = {}
+cond_mt.__index = cond_mt
+
+function fiber.cond() return setmetatable({waiters = {}}, cond_mt) end
+function cond_mt:wait(timeout)
+    local self_fiber = me()
+    if self_fiber == nil then return false end
+    table.insert(self.waiters, self_fiber)
+    local woken = wait(deadline_of(timeout))
+    drop(self.waiters, self_fiber)
+    return woken
+end
+function cond_mt:signal() wake_first(self.waiters) end
+function cond_mt:broadcast()
+    local list = self.waiters
+    self.waiters = {}
+    for _, f in ipairs(list) do wake(f) end
+end
+cond_mt.__tostring = function() return 'cond' end
+
+--------------------------------------------------------------------------------
+-- The scheduler's side (called from Rust)
+--------------------------------------------------------------------------------
+
+-- The main fiber: the script (or, for requests, the fiber each one gets).
+internal.main_fiber = setmetatable({fid = 103, name_ = 'main', storage = {}, locals = outside, state = 'running',
+                                    inline = true}, fiber_mt)
+
+-- Starts a request's fiber: runs fn(...) under pcall until it yields or ends.
+-- Returns true, ok, results... when it ended; false, fid when it waits.
+function internal.fiber_request(session_id, uid, atomic, fn, ...)
+    local f = new_fiber(function(...)
+        return internal.fiber_request_end(pack(pcall(fn, ...)))
+    end, 'main')
+    f.request, f.session_id, f.uid, f.atomic = true, session_id, uid, atomic
+    local done, r = resume(f, ...)
+    if done then return true, unpack(r, 2, r.n) end
+    return false, f.fid
+end
+
+-- The end of a request's fiber: a transaction left open is rolled back and fails the call.
+function internal.fiber_request_end(r)
+    local open = internal.txn_leave(current.locals)
+    if current.atomic_aborted then
+        return false, internal.make_error(154, 'Transaction has been aborted by a fiber yield')
+    end
+    if r[1] and open then
+        return false, internal.make_error(30, 'Transaction is active at return from function')
+    end
+    return unpack(r, 1, r.n)
+end
+
+-- Adopts the script's coroutine as the main fiber, run by the scheduler from now on.
+function internal.fiber_adopt(co, name)
+    local f = setmetatable({fid = 103, name_ = name, storage = internal.main_fiber.storage, locals = {txn = {}},
+                            state = 'suspended', request = true, script = true, session_id = 0, co = co},
+                           fiber_mt)
+    fibers[103] = f
+    alive_count = alive_count + 1
+    native.fiber_count(alive_count)
+    internal.main_fiber = f
+    return f.fid
+end
+
+-- The next fiber to run now: its id, session id and user id (nil when none is due).
+-- Expired sleepers join the ready queue first.
+function internal.fiber_next(limit)
+    local t = now()
+    for f in pairs(sleeping) do
+        if f.wake_at ~= nil and f.wake_at <= t then make_ready(f) end
+    end
+    while #ready > 0 do
+        local f = table.remove(ready, 1)
+        f.queued = false
+        if f.state ~= 'dead' then return f.fid, f.session_id, f.uid end
+    end
+    return nil
+end
+
+-- Resumes fiber `fid` (with the bound engine). Returns true, ok, results... when a
+-- request's fiber ended, true when another fiber ended, false when it waits again.
+function internal.fiber_resume(fid)
+    local f = fibers[fid]
+    if f == nil then return true end
+    local done, r = resume(f)
+    -- The script's own coroutine has no pcall around it: its first result says how it ended.
+    if done and f.script then return true, unpack(r, 1, r.n) end
+    if done and f.request then return true, unpack(r, 2, r.n) end
+    if done then return true end
+    return false
+end
+
+-- Seconds until the scheduler has work: 0 when a fiber is ready, nil when none waits on a time.
+function internal.fiber_delay()
+    if #ready > 0 then return 0 end
+    local t, soonest = now(), nil
+    for f in pairs(sleeping) do
+        if f.wake_at ~= nil and (soonest == nil or f.wake_at < soonest) then soonest = f.wake_at end
+    end
+    if soonest == nil then return nil end
+    return math.max(soonest - t, 0)
+end
+
+-- Runs the fibers that are due with no engine bound (a script without box.cfg).
+-- Returns the seconds until the next is due (nil: none waits on a time).
+function internal.fiber_run_unbound()
+    for _ = 1, 1000 do
+        local fid = internal.fiber_next()
+        if fid == nil then break end
+        if fibers[fid] ~= nil then resume(fibers[fid]) end
+    end
+    return internal.fiber_delay()
+end
+
+-- How many fibers are alive (the script's main fiber included).
+function internal.fiber_count() return alive_count end
+
+-- The effective user a fiber switched to with box.session.su, kept for its next resume.
+function internal.fiber_save_uid(uid)
+    if current ~= nil then current.uid = uid end
+end
+
+-- os.exit: the server first finishes the commits it has (what the script wrote
+-- before exiting is durable, as tarantool's WAL wait makes it), then exits.
+local process_exit = os.exit
+function os.exit(code)
+    io.stdout:flush()
+    io.stderr:flush()
+    local status = code
+    if code == true or code == nil then status = 0 elseif code == false then status = 1 end
+    if internal.op == nil or current == nil then return process_exit(status) end
+    internal.call_op('exit', status)
+    -- This fiber never runs again: the process ends once the commits are durable.
+    current.cancelled = false
+    current.exiting = true
+    coroutine.yield()
+end
+
+package.loaded.fiber = fiber
