@@ -144,7 +144,8 @@ local function wait(deadline)
         -- once, as timed out.
         return false
     end
-    if f.cancelled then error(cancelled_error(), 0) end
+    -- As in Tarantool, cancellation is seen when the fiber wakes (a cancel before
+    -- the wait does not shorten it).
     if f.atomic then
         -- A tokened CALL/EVAL is one transaction, which a yield would abort.
         f.atomic_aborted = true

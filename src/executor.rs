@@ -485,7 +485,8 @@ impl Executor {
         // Fibers a script left sleeping need their wake-up before the first message.
         self.run_fibers();
         self.end_batch();
-        loop {
+        // Stops once shutting down (a signal, the script's end, os.exit) with nothing in flight.
+        while !(self.shutting_down && self.in_flight.is_empty()) {
             let first = if self.fibers_ready {
                 match rx.try_recv() {
                     Ok(msg) => Some(msg),
@@ -509,9 +510,6 @@ impl Executor {
             }
             self.run_fibers();
             self.end_batch();
-            if self.shutting_down && self.in_flight.is_empty() {
-                break;
-            }
         }
         // Dropping the WAL sender lets the WAL thread sync and exit.
         tracing::info!("TX thread stopped");

@@ -114,7 +114,7 @@ def test_cond_join_cancel_wakeup(servers):
              local ok, err = e:join()
              return r, ok, tostring(err), g:status()""")
     ev(p, """local fiber = require('fiber')
-             local j = fiber.new(function() local ok, e = pcall(fiber.sleep, 10) return ok, tostring(e), e.type end)
+             local j = fiber.create(function() local ok, e = pcall(fiber.sleep, 10) return ok, tostring(e), e.type end)
              j:set_joinable(true)
              j:cancel()
              local r = {j:join()}
@@ -129,6 +129,19 @@ def test_cond_join_cancel_wakeup(servers):
              table.insert(r, w:status())
              table.insert(r, fiber.clock() - t0 < 1)
              return r""")
+
+
+def test_a_cancel_before_a_sleep_is_seen_when_it_ends(servers):
+    p = admin_pair(servers)
+    ev(p, """local fiber = require('fiber')
+             local j = fiber.new(function()
+                 local t0 = fiber.clock()
+                 local ok, e = pcall(fiber.sleep, 0.2)
+                 return ok, tostring(e), fiber.clock() - t0 >= 0.15
+             end)
+             j:set_joinable(true)
+             j:cancel()
+             return j:join()""")
 
 
 def test_a_yield_aborts_a_transaction(servers):
