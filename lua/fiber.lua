@@ -518,6 +518,12 @@ function internal.fiber_run_unbound()
     return internal.fiber_delay()
 end
 
+-- Whether the running code may wait for something (a net.box reply) by yielding:
+-- it is a fiber, and not a tokened call (one transaction, which must not yield).
+function internal.fiber_can_yield()
+    return current ~= nil and not current.atomic
+end
+
 -- How many fibers are alive (the script's main fiber included).
 function internal.fiber_count() return alive_count end
 

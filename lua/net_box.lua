@@ -6,8 +6,9 @@
 -- token travels in header key 0x0c, so a retry after a lost reply is answered
 -- from the first outcome by an oncebox server (see protocol-docs/idempotency-guide.md).
 --
--- Requests block the calling script until the reply (oncebox runs Lua without
--- fibers for now), so a connection to the instance itself is refused.
+-- From a fiber a request waits for its reply by yielding (other requests are
+-- served meanwhile, so a connection to this very instance works); where nothing
+-- may yield (a trigger, a tokened call) it blocks until the reply.
 
 local internal = box.internal
 local net_box = {}
@@ -57,11 +58,51 @@ end
 local conn_mt = {}
 conn_mt.__index = conn_mt
 
+-- Fibers waiting for replies, by ticket; the server delivers each reply here.
+local waiting = {}
+function internal.netbox_deliver(ticket, ok, code, body)
+    local w = waiting[ticket]
+    if w == nil then return end
+    waiting[ticket] = nil
+    w.done, w.ok, w.code, w.body = true, ok, code, body
+    w.cond:signal()
+end
+
+-- Sends a request and yields until its reply: code, body (or raises the transport error).
+local function yielding_request(h, ty, body, token, timeout)
+    local fiber = require('fiber')
+    local ticket = h:submit(ty, body, token, timeout)
+    local w = {cond = fiber.cond()}
+    waiting[ticket] = w
+    local deadline = timeout and (fiber.clock() + timeout)
+    while not w.done do
+        local left = deadline and (deadline - fiber.clock())
+        if left ~= nil and left <= 0 then
+            -- The connection stays: the late reply is skipped when it comes.
+            waiting[ticket] = nil
+            return nil
+        end
+        w.cond:wait(left)
+    end
+    if not w.ok then error(w.code, 0) end
+    return w.code, w.body
+end
+
 function conn_mt:_request(ty, body, opts)
     if self.state ~= 'active' then no_connection(self.error) end
     local token = opts and opts.idempotent_token
     local timeout = (opts and opts.timeout) or self.opts.timeout
-    local ok, code, reply = pcall(self._h.request, self._h, ty, body, token, timeout)
+    local ok, code, reply
+    if internal.fiber_can_yield() then
+        ok, code, reply = pcall(yielding_request, self._h, ty, body, token, timeout)
+    elseif self.to_self then
+        -- Blocking here would stop the very server that has to answer.
+        box.error({code = ER_NO_CONNECTION,
+                   reason = 'net.box to the same instance cannot block: call it from a fiber, outside a tokened call'})
+    else
+        ok, code, reply = pcall(self._h.request, self._h, ty, body, token, timeout)
+    end
+    if ok and code == nil then box.error(box.error.TIMEOUT) end
     if not ok then
         self.state, self.error = 'error', tostring(code)
         no_connection(self.error)
@@ -208,12 +249,7 @@ function net_box.connect(uri, opts)
     local peer = string.match(h:greeting(), '(%x+%-%x+%-%x+%-%x+%-%x+)%s*$')
     self.peer_uuid = peer
     local mine_ok, mine = pcall(function() return box.info.uuid end)
-    if mine_ok and peer ~= nil and peer == mine then
-        self:close()
-        self.state = 'error'
-        self.error = 'net.box to the same instance would block it: oncebox runs Lua without fibers for now'
-        return self
-    end
+    self.to_self = mine_ok and peer ~= nil and peer == mine
     if user ~= nil and user ~= 'guest' then
         local body = {[K.USER_NAME] = user, [K.TUPLE] = seq({'chap-sha1', h:scramble(password)})}
         local aok, err = pcall(self._request, self, T.AUTH, body)

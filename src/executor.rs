@@ -79,6 +79,13 @@ pub enum TxMessage {
     Tick,
     /// A fiber's sleep ended (from the alarm thread): resume the fibers that are due.
     Wake,
+    /// A `net.box` reply for the fiber waiting on `ticket`.
+    Netbox {
+        /// The request's ticket.
+        ticket: u64,
+        /// Its reply, or why there is none.
+        reply: crate::lua::netbox::NetReply,
+    },
     /// A line typed on the text console.
     Console {
         /// Connection id.
@@ -322,6 +329,7 @@ impl Executor {
     /// Lets sleeping fibers wake the TX thread through `notify` (its own channel).
     #[must_use]
     pub fn with_wakeups(mut self, notify: UnboundedSender<TxMessage>) -> Self {
+        self.lua.set_tx_notify(notify.clone());
         self.wake_notify = Some(notify);
         self
     }
@@ -641,6 +649,7 @@ impl Executor {
                 Err(msg) => self.wal_failure(done.ticket, msg),
             },
             TxMessage::Tick => self.tick(),
+            TxMessage::Netbox { ticket, reply } => self.lua.netbox_deliver(ticket, reply),
             TxMessage::Wake => {
                 if let Some(alarm) = self.alarm.as_mut() {
                     alarm.fired();

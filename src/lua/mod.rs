@@ -293,6 +293,34 @@ impl LuaRuntime {
         self.lua.remove_app_data::<dispatch::ExitRequest>().map(|e| e.0)
     }
 
+    /// Lets `net.box` requests from fibers wait for their replies on the TX thread's channel.
+    pub fn set_tx_notify(&self, notify: tokio::sync::mpsc::UnboundedSender<crate::executor::TxMessage>) {
+        self.lua.set_app_data(netbox::TxNotify(notify));
+    }
+
+    /// Hands a `net.box` reply to the fiber waiting on `ticket` (it runs at the next scheduling point).
+    pub fn netbox_deliver(&self, ticket: u64, reply: netbox::NetReply) {
+        let deliver = || -> mlua::Result<()> {
+            let f: Function =
+                self.lua.globals().get::<Table>("box")?.get::<Table>("internal")?.get("netbox_deliver")?;
+            let mut args = vec![Value::Number(ticket as f64)];
+            match reply {
+                Ok((code, body)) => {
+                    args.push(Value::Boolean(true));
+                    args.extend(netbox::reply_values(&self.lua, code, &body)?);
+                }
+                Err(message) => {
+                    args.push(Value::Boolean(false));
+                    args.push(Value::String(self.lua.create_string(message)?));
+                }
+            }
+            f.call::<()>(MultiValue::from_vec(args))
+        };
+        if let Err(e) = deliver() {
+            tracing::warn!(error = %e, "net.box reply could not be delivered");
+        }
+    }
+
     /// How many fibers are alive.
     #[must_use]
     pub fn fiber_count(&self) -> usize {

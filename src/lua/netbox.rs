@@ -5,26 +5,61 @@
 //! one request and waits for its reply. The API Tarantool users call (`connect`,
 //! `call`, `eval`, `space.x:select`, ...) is `lua/net_box.lua` on top of this.
 //!
-//! The calls block the thread that makes them (there are no fibers to yield to
-//! yet), so a connection back to the same instance is refused rather than left
-//! to deadlock.
+//! Each connection's socket is driven by an I/O thread of its own. From a fiber a
+//! request is `submit`ted and the fiber waits (the TX thread serves other requests
+//! meanwhile, including ones this connection sends to the same instance); where
+//! nothing may yield (a trigger, a tokened call) `request` blocks until the reply.
 
 use std::io::{Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc;
 use std::time::Duration;
 
 use mlua::{Lua, MultiValue, UserData, UserDataMethods, Value};
+use tokio::sync::mpsc::UnboundedSender;
 
 use super::convert;
+use crate::executor::TxMessage;
 use crate::protocol::msgpack::{write, Reader};
 use crate::protocol::{auth, frame, greeting, key};
 
 /// Largest reply accepted from a peer.
 const MAX_REPLY_SIZE: u64 = frame::DEFAULT_MAX_PACKET_SIZE;
 
-/// An open connection to a Tarantool-protocol server.
+/// A reply's code and body bytes, or why there is none.
+pub type NetReply = Result<(u64, Vec<u8>), String>;
+
+/// Where the TX thread's messages go (set by the executor): lets a fiber wait for a reply.
+#[derive(Debug, Clone)]
+pub struct TxNotify(pub UnboundedSender<TxMessage>);
+
+/// Tickets that match replies delivered to the TX thread with their waiting fibers.
+static NEXT_TICKET: AtomicU64 = AtomicU64::new(1);
+
+/// Where a request's reply goes.
+enum ReplyTo {
+    /// A caller blocked on this channel.
+    Direct(mpsc::Sender<NetReply>),
+    /// The TX thread, as [`TxMessage::Netbox`] with this ticket.
+    Tx(u64, UnboundedSender<TxMessage>),
+}
+
+/// One request for the connection's I/O thread.
+struct Job {
+    packet: Vec<u8>,
+    sync: u64,
+    timeout: Option<Duration>,
+    reply: ReplyTo,
+}
+
+/// An open connection to a Tarantool-protocol server. Its socket is driven by an
+/// I/O thread of its own, one request at a time, so a fiber can wait for a reply
+/// while the TX thread serves others (even requests from this very connection).
 pub struct NetConn {
-    stream: Option<TcpStream>,
+    jobs: Option<mpsc::Sender<Job>>,
+    /// A handle on the socket, to shut it down on close.
+    closer: Option<TcpStream>,
     sync: u64,
     salt: Vec<u8>,
     greeting: String,
@@ -38,7 +73,7 @@ fn timeout_of(secs: Option<f64>) -> Option<Duration> {
     secs.filter(|s| s.is_finite() && *s > 0.0).map(Duration::from_secs_f64)
 }
 
-/// Connects to `host:port` and reads the 128-byte greeting.
+/// Connects to `host:port`, reads the 128-byte greeting and starts the I/O thread.
 fn connect(host: &str, port: u16, timeout: Option<f64>) -> mlua::Result<NetConn> {
     let addr = (host, port)
         .to_socket_addrs()
@@ -56,19 +91,67 @@ fn connect(host: &str, port: u16, timeout: Option<f64>) -> mlua::Result<NetConn>
     (&stream).read_exact(&mut raw).map_err(|e| io_err(&e))?;
     let salt = greeting::decode_salt(&raw).ok_or_else(|| mlua::Error::runtime("invalid greeting"))?;
     let text = String::from_utf8_lossy(&raw[..64]).trim_end().to_owned();
-    Ok(NetConn { stream: Some(stream), sync: 0, salt, greeting: text })
+    let closer = stream.try_clone().map_err(|e| io_err(&e))?;
+    let (jobs, rx) = mpsc::channel::<Job>();
+    std::thread::Builder::new()
+        .name("net.box".into())
+        .spawn(move || serve_jobs(stream, &rx))
+        .map_err(|e| io_err(&e))?;
+    Ok(NetConn { jobs: Some(jobs), closer: Some(closer), sync: 0, salt, greeting: text })
+}
+
+/// The I/O thread: sends each request and reads until its reply; after a transport
+/// error every later request fails with it.
+fn serve_jobs(mut stream: TcpStream, jobs: &mpsc::Receiver<Job>) {
+    let mut broken: Option<String> = None;
+    while let Ok(job) = jobs.recv() {
+        let result = match &broken {
+            Some(e) => Err(e.clone()),
+            None => round_trip(&mut stream, &job),
+        };
+        if let Err(e) = &result {
+            broken.get_or_insert_with(|| e.clone());
+        }
+        match job.reply {
+            ReplyTo::Direct(tx) => {
+                let _ = tx.send(result);
+            }
+            ReplyTo::Tx(ticket, notify) => {
+                let _ = notify.send(TxMessage::Netbox { ticket, reply: result });
+            }
+        }
+    }
+}
+
+/// Writes one request and reads frames until the reply with its sync (pushes and
+/// late replies to timed-out requests are skipped).
+fn round_trip(stream: &mut TcpStream, job: &Job) -> NetReply {
+    let text = |e: mlua::Error| e.to_string();
+    stream.set_read_timeout(job.timeout).map_err(|e| e.to_string())?;
+    stream.write_all(&job.packet).map_err(|e| e.to_string())?;
+    loop {
+        let reply = read_frame(stream).map_err(text)?;
+        let mut r = Reader::new(&reply);
+        let (mut code, mut sync) = (0, 0);
+        let n = r.read_map_len().map_err(|_| "invalid reply header".to_owned())?;
+        for _ in 0..n {
+            match r.read_uint() {
+                Ok(0) => code = r.read_uint().unwrap_or(0),
+                Ok(1) => sync = r.read_uint().unwrap_or(0),
+                _ => {
+                    r.skip().map_err(|_| "invalid reply header".to_owned())?;
+                }
+            }
+        }
+        if sync == job.sync && code != crate::protocol::request_type::CHUNK {
+            return Ok((code, reply.get(r.position()..).unwrap_or(&[]).to_vec()));
+        }
+    }
 }
 
 impl NetConn {
-    /// Sends one request and reads its reply: (code, body bytes).
-    fn round_trip(
-        &mut self,
-        ty: u64,
-        body: &[u8],
-        token: Option<&[u8]>,
-        timeout: Option<f64>,
-    ) -> mlua::Result<(u64, Vec<u8>)> {
-        let stream = self.stream.as_mut().ok_or_else(|| mlua::Error::runtime("Connection closed"))?;
+    /// Frames one request with the next sync.
+    fn packet(&mut self, ty: u64, body: &[u8], token: Option<&[u8]>) -> (Vec<u8>, u64) {
         self.sync += 1;
         let mut packet = Vec::with_capacity(body.len() + 32);
         write::map_len(&mut packet, if token.is_some() { 3 } else { 2 });
@@ -84,29 +167,47 @@ impl NetConn {
         #[allow(clippy::cast_possible_truncation, reason = "requests are far below 4 GiB")]
         let mut out = frame::length_prefix(packet.len() as u32).to_vec();
         out.extend_from_slice(&packet);
-        stream.set_read_timeout(timeout_of(timeout)).map_err(|e| io_err(&e))?;
-        stream.write_all(&out).map_err(|e| io_err(&e))?;
-        loop {
-            let reply = read_frame(stream)?;
-            let mut r = Reader::new(&reply);
-            let (mut code, mut sync) = (0, 0);
-            let n = r.read_map_len().map_err(|_| mlua::Error::runtime("invalid reply header"))?;
-            for _ in 0..n {
-                match r.read_uint() {
-                    Ok(0) => code = r.read_uint().unwrap_or(0),
-                    Ok(1) => sync = r.read_uint().unwrap_or(0),
-                    _ => {
-                        r.skip().map_err(|_| mlua::Error::runtime("invalid reply header"))?;
-                    }
-                }
-            }
-            // Pushes (IPROTO_CHUNK) before the reply are not delivered to the caller.
-            if sync == self.sync && code != crate::protocol::request_type::CHUNK {
-                let body = reply.get(r.position()..).unwrap_or(&[]).to_vec();
-                return Ok((code, body));
-            }
-        }
+        (out, self.sync)
     }
+
+    /// Hands a request to the I/O thread.
+    fn submit(&mut self, args: &RequestArgs, reply: ReplyTo) -> mlua::Result<()> {
+        let (packet, sync) = self.packet(args.ty, &args.body, args.token.as_deref());
+        let jobs = self.jobs.as_ref().ok_or_else(|| mlua::Error::runtime("Connection closed"))?;
+        jobs.send(Job { packet, sync, timeout: timeout_of(args.timeout), reply })
+            .map_err(|_| mlua::Error::runtime("Connection closed"))
+    }
+}
+
+/// A request as Lua gives it: type, encoded body and token, timeout.
+struct RequestArgs {
+    ty: u64,
+    body: Vec<u8>,
+    token: Option<Vec<u8>>,
+    timeout: Option<f64>,
+}
+
+fn request_args(ty: u64, body: &Value, token: &Value, timeout: Option<f64>) -> mlua::Result<RequestArgs> {
+    let mut encoded = Vec::new();
+    if !body.is_nil() {
+        convert::encode(&mut encoded, body, 0)?;
+    }
+    let token = match token {
+        Value::Nil => None,
+        v => {
+            let mut t = Vec::new();
+            convert::encode(&mut t, v, 0)?;
+            Some(t)
+        }
+    };
+    Ok(RequestArgs { ty, body: encoded, token, timeout })
+}
+
+/// A reply as the Lua values `code, body` (the body decoded; nil when empty).
+pub fn reply_values(lua: &Lua, code: u64, reply: &[u8]) -> mlua::Result<MultiValue> {
+    let body = if reply.is_empty() { Value::Nil } else { convert::decode(lua, &mut Reader::new(reply), 0, false)? };
+    #[allow(clippy::cast_precision_loss, reason = "reply codes are small")]
+    Ok(MultiValue::from_vec(vec![Value::Number(code as f64), body]))
 }
 
 fn read_frame(stream: &mut TcpStream) -> mlua::Result<Vec<u8>> {
@@ -133,43 +234,53 @@ fn read_frame(stream: &mut TcpStream) -> mlua::Result<Vec<u8>> {
 
 impl UserData for NetConn {
     fn add_methods<M: UserDataMethods<Self>>(methods: &mut M) {
-        // request(type, body, token, timeout) -> code, body (a Lua table)
+        // request(type, body, token, timeout) -> code, body (a Lua table): blocks until the reply.
         methods.add_method_mut("request", |lua, this, (ty, body, token, timeout): (u64, Value, Value, Option<f64>)| {
-            let mut encoded = Vec::new();
-            if !body.is_nil() {
-                convert::encode(&mut encoded, &body, 0)?;
+            let args = request_args(ty, &body, &token, timeout)?;
+            let (tx, rx) = mpsc::channel();
+            this.submit(&args, ReplyTo::Direct(tx))?;
+            match rx.recv() {
+                Ok(Ok((code, reply))) => reply_values(lua, code, &reply),
+                Ok(Err(e)) => Err(mlua::Error::runtime(e)),
+                Err(_) => Err(mlua::Error::runtime("Connection closed")),
             }
-            let token_bytes = match &token {
-                Value::Nil => None,
-                v => {
-                    let mut t = Vec::new();
-                    convert::encode(&mut t, v, 0)?;
-                    Some(t)
-                }
-            };
-            let (code, reply) = match this.round_trip(ty, &encoded, token_bytes.as_deref(), timeout) {
-                Ok(r) => r,
-                Err(e) => {
-                    // A broken transport closes the connection.
-                    this.stream = None;
-                    return Err(e);
-                }
-            };
-            let body =
-                if reply.is_empty() { Value::Nil } else { convert::decode(lua, &mut Reader::new(&reply), 0, false)? };
-            Ok(MultiValue::from_vec(vec![Value::Number(code as f64), body]))
+        });
+        // submit(type, body, token, timeout) -> ticket: the reply reaches the TX thread
+        // later (box.internal.netbox_deliver), while the calling fiber waits.
+        methods.add_method_mut("submit", |lua, this, (ty, body, token, timeout): (u64, Value, Value, Option<f64>)| {
+            let notify = lua
+                .app_data_ref::<TxNotify>()
+                .map(|n| n.0.clone())
+                .ok_or_else(|| mlua::Error::runtime("net.box cannot wait here"))?;
+            let args = request_args(ty, &body, &token, timeout)?;
+            let ticket = NEXT_TICKET.fetch_add(1, Ordering::Relaxed);
+            // The waiting fiber keeps the time: the socket read has none, so a late
+            // reply is read (and skipped) instead of breaking the connection.
+            let args = RequestArgs { timeout: None, ..args };
+            this.submit(&args, ReplyTo::Tx(ticket, notify))?;
+            Ok(ticket)
         });
         methods.add_method("scramble", |lua, this, password: mlua::LuaString| {
             lua.create_string(auth::scramble(&this.salt, &password.as_bytes()))
         });
         methods.add_method("greeting", |_, this, ()| Ok(this.greeting.clone()));
-        methods.add_method("is_connected", |_, this, ()| Ok(this.stream.is_some()));
+        methods.add_method("is_connected", |_, this, ()| Ok(this.jobs.is_some()));
         methods.add_method_mut("close", |_, this, ()| {
-            if let Some(s) = this.stream.take() {
+            this.jobs = None;
+            if let Some(s) = this.closer.take() {
                 let _ = s.shutdown(std::net::Shutdown::Both);
             }
             Ok(())
         });
+    }
+}
+
+impl Drop for NetConn {
+    fn drop(&mut self) {
+        // The I/O thread ends when its job channel closes; a blocked read ends with the socket.
+        if let Some(s) = self.closer.take() {
+            let _ = s.shutdown(std::net::Shutdown::Both);
+        }
     }
 }
 

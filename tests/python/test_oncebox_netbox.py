@@ -49,13 +49,44 @@ def test_idempotent_token_option(oncebox, tmp_path):
     assert r["final"] == [1, 1116], "each tokened operation was applied exactly once"
 
 
-def test_connection_to_itself_is_refused(tmp_path):
-    """Without fibers a request to the instance itself would block it: refused with a clear error."""
+SELF_SCRIPT = """\
+box.cfg{listen = os.getenv('LISTEN'), work_dir = os.getenv('WORK'), log_level = 1}
+box.schema.user.passwd('admin', 'pw')
+local s = box.schema.space.create('kv', {if_not_exists = true})
+s:create_index('pk', {if_not_exists = true})
+function twice(x) return x * 2 end
+local fiber = require('fiber')
+local c = require('net.box').connect('admin:pw@' .. os.getenv('LISTEN'))
+print('state', c.state, c.error)
+print('ping', c:ping())
+print('call', c:call('twice', {21}))
+print('eval', c:eval('return box.session.id() ~= ...', {box.session.id()}))
+c.space.kv:replace({1, 'one'})
+print('get', c.space.kv:get(1))
+local done = 0
+for i = 1, 5 do fiber.create(function() c:call('twice', {i}) done = done + 1 end) end
+while done < 5 do fiber.sleep(0.01) end
+print('concurrent', done)
+local ok, e = pcall(c.eval, c, 'require("fiber").sleep(0.5)', {}, {timeout = 0.1})
+print('timeout', ok, tostring(e), e.code)
+print('after timeout', c:call('twice', {4}), c.state)
+c:close()
+os.exit(0)
+"""
+
+
+def test_connection_to_itself_works_from_a_fiber(tmp_path):
+    """A request yields its fiber while the same server answers it, as with 2.6's net.box."""
+    from conftest import free_port
     script = tmp_path / "self.lua"
-    script.write_text(
-        "box.cfg{listen = '127.0.0.1:0', work_dir = os.getenv('WORK')}\n"
-        "local c = require('net.box').connect(box.info.listen)\n"
-        "print(c.state, c.error) os.exit(0)\n")
-    out = subprocess.run([ONCEBOX, str(script)], env=dict(os.environ, WORK=str(tmp_path)), capture_output=True,
-                         text=True, timeout=60, cwd=tmp_path)
-    assert "error\tnet.box to the same instance would block it" in out.stdout, out.stdout + out.stderr
+    script.write_text(SELF_SCRIPT)
+    outs = []
+    for binary in ("tarantool", ONCEBOX):
+        work = tmp_path / os.path.basename(binary)
+        work.mkdir()
+        env = dict(os.environ, WORK=str(work), LISTEN=f"127.0.0.1:{free_port()}")
+        out = subprocess.run([binary, str(script)], env=env, capture_output=True, text=True, timeout=60, cwd=work)
+        assert out.returncode == 0, (binary, out.stderr)
+        outs.append([line for line in out.stdout.splitlines() if not line.startswith("oncebox listening")])
+    assert outs[0] == outs[1]
+    assert outs[1][-1] == "after timeout\t8\tactive"
