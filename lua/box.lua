@@ -770,7 +770,15 @@ end
 --------------------------------------------------------------------------------
 
 -- Each fiber has its own transaction (internal.fiber_locals(), from fiber.lua).
-local function current_txn() return internal.fiber_locals().txn end
+local function current_txn()
+    local locals = internal.fiber_locals()
+    local txn = locals.txn
+    if txn == nil then
+        txn = {}
+        locals.txn = txn
+    end
+    return txn
+end
 local txn_serial = 0
 
 local function token_opts(opts)
@@ -823,7 +831,7 @@ end
 -- marked aborted, so that box.commit fails with 154 (as memtx in 2.6 does).
 function internal.txn_on_yield(locals)
     local txn = locals.txn
-    if txn.mark ~= nil and not txn.aborted then
+    if txn ~= nil and txn.mark ~= nil and not txn.aborted then
         op('txn_rollback', txn.mark)
         txn.aborted = true
     end
@@ -833,7 +841,7 @@ end
 -- box.commit or box.rollback undoes them, from a mark in this run's change log.
 function internal.txn_on_resume(locals)
     local txn = locals.txn
-    if txn.aborted and internal.op ~= nil then
+    if txn ~= nil and txn.aborted and internal.op ~= nil then
         txn.mark = op('txn_mark')
         txn_serial = txn_serial + 1
         txn.serial = txn_serial
@@ -843,7 +851,7 @@ end
 -- A request's fiber ends: a transaction left open is rolled back; returns whether one was.
 function internal.txn_leave(locals)
     local txn = locals.txn
-    if txn.mark == nil then return false end
+    if txn == nil or txn.mark == nil then return false end
     op('txn_rollback', txn.mark)
     txn_clear(txn)
     return true

@@ -26,12 +26,23 @@ local sleeping = {}   -- fiber -> true, for fibers with a wake-up time
 local current = nil   -- the running fiber; nil outside fibers (triggers, boot)
 local next_fid = 104
 local alive_count = 0
+local reported_count = 0
+
+-- The server reads the number of live fibers (none: the scheduler costs nothing).
+-- A request's fiber that ends at once changes nothing, so it is not reported.
+local function report_count()
+    if alive_count ~= reported_count then
+        reported_count = alive_count
+        native.fiber_count(alive_count)
+    end
+end
 
 -- State that Tarantool keeps per fiber and box.lua reads through internal.fiber_locals():
--- the open transaction and the session user while box.session.su runs.
+-- the open transaction (`txn`) and the session user while box.session.su runs. It
+-- lives on the fiber object; outside fibers, here.
 local outside = {txn = {}}
 function internal.fiber_locals()
-    return current and current.locals or outside
+    return current or outside
 end
 
 local function pack(...) return {n = select('#', ...), ...} end
@@ -48,16 +59,39 @@ local function cancelled_error()
     return internal.make_error(nil, 'fiber is cancelled', 'FiberIsCancelled')
 end
 
-local function new_fiber(fn, name)
-    local f = setmetatable({fid = next_fid, name_ = name or 'lua', storage = {}, locals = {txn = {}},
-                            state = 'suspended', wake_at = nil, woken = false, joinable = false,
-                            session_id = current and current.session_id or bound('session_id') or 0,
-                            uid = bound('uid')}, fiber_mt)
+-- A request's fiber runs in a pooled coroutine: it runs one request, yields this
+-- marker with the results, and waits to run the next one (no coroutine is made and
+-- collected per CALL, as Tarantool keeps a pool of fibers for requests).
+local WORKER_DONE = {}
+local idle_workers = {}
+local MAX_IDLE_WORKERS = 64
+-- The results of the request a worker just finished: pcall's, packed.
+local worker_result = nil
+
+local function worker(fn, ...)
+    worker_result = internal.fiber_request_end(pack(pcall(fn, ...)))
+    return worker(coroutine.yield(WORKER_DONE))
+end
+
+-- A request's fiber (fn == nil) takes an idle worker coroutine, and is listed in
+-- `fibers` only if it yields (most end at once). Fields a fiber rarely has (a
+-- transaction, a wake-up time, a joiner) are added when needed: a request's fiber
+-- stays small, which matters at one per CALL.
+local function new_fiber(fn, name, session_id, uid)
+    local f = setmetatable({fid = next_fid, name_ = name, state = 'suspended', session_id = session_id,
+                            uid = uid or false, request = fn == nil, storage = {},
+                            co = fn and coroutine.create(fn) or table.remove(idle_workers) or coroutine.create(worker)},
+                           fiber_mt)
     next_fid = next_fid + 1
-    f.co = coroutine.create(fn)
-    fibers[f.fid] = f
+    if fn ~= nil then fibers[f.fid] = f end
     alive_count = alive_count + 1
-    native.fiber_count(alive_count)
+    return f
+end
+
+-- A fiber made by Lua (fiber.create/new) runs for the creator's session and user.
+local function new_lua_fiber(fn)
+    local f = new_fiber(fn, 'lua', current and current.session_id or bound('session_id') or 0, bound('uid'))
+    report_count()
     return f
 end
 
@@ -76,36 +110,53 @@ local function resume(f, ...)
     local prev = current
     if prev ~= nil then
         -- The resumer is switched out: for it, this is a yield (Tarantool aborts its transaction).
-        internal.txn_on_yield(prev.locals)
+        internal.txn_on_yield(prev)
         prev.state = 'suspended'
     end
     current = f
     f.state = 'running'
-    f.queued = false
-    local r = pack(coroutine.resume(f.co, ...))
+    if f.queued then f.queued = false end
+    local co = f.co
+    local r
+    if f.request and not f.script then
+        -- A request's worker: its results are pcall's, as the worker left them.
+        local ok, marker = coroutine.resume(co, ...)
+        if ok and marker == WORKER_DONE then
+            r, worker_result = worker_result, nil
+            f.co = nil
+            if #idle_workers < MAX_IDLE_WORKERS then table.insert(idle_workers, co) end
+        elseif not ok then
+            r = {n = 2, false, marker}
+        end
+    else
+        r = pack(coroutine.resume(co, ...))
+        if coroutine.status(co) ~= 'dead' then r = nil end
+    end
     current = prev
     if prev ~= nil then
         prev.state = 'running'
-        internal.txn_on_resume(prev.locals)
+        internal.txn_on_resume(prev)
     end
-    if coroutine.status(f.co) == 'dead' then
-        f.state = 'dead'
-        fibers[f.fid] = nil
-        sleeping[f] = nil
-        alive_count = alive_count - 1
-        native.fiber_count(alive_count)
+    if r == nil then
+        f.state = 'suspended'
+        return false
+    end
+    f.state = 'dead'
+    fibers[f.fid] = nil
+    sleeping[f] = nil
+    alive_count = alive_count - 1
+    if not f.request then
+        report_count()
         local cancelled = type(r[2]) == 'table' and r[2].type == 'FiberIsCancelled'
-        if not r[1] and not f.request and not f.joinable and not cancelled then
+        if not r[1] and not f.joinable and not cancelled then
             -- An error that ends a plain fiber is logged, as in Tarantool.
             local log = package.loaded.log
             if log then log.error('%s', tostring(r[2])) end
         end
         f.result = r
-        if f.joiner then wake(f.joiner) end
-        return true, r
     end
-    f.state = 'suspended'
-    return false
+    if f.joiner then wake(f.joiner) end
+    return true, r
 end
 
 -- A script's main chunk before box.cfg is not resumed by the server's scheduler:
@@ -156,10 +207,10 @@ local function wait(deadline)
     if deadline ~= nil then sleeping[f] = true end
     -- The user box.session.su switched to stays for the next resume.
     f.uid = bound('uid') or f.uid
-    internal.txn_on_yield(f.locals)
+    internal.txn_on_yield(f)
     f.state = 'suspended'
     coroutine.yield()
-    internal.txn_on_resume(f.locals)
+    internal.txn_on_resume(f)
     if f.cancelled then error(cancelled_error(), 0) end
     return f.woken
 end
@@ -188,14 +239,14 @@ end
 
 function fiber.create(fn, ...)
     check_fn(fn, 'fiber.create')
-    local f = new_fiber(body(fn, ...))
+    local f = new_lua_fiber(body(fn, ...))
     resume(f)
     return f
 end
 
 function fiber.new(fn, ...)
     check_fn(fn, 'fiber.new')
-    local f = new_fiber(body(fn, ...))
+    local f = new_lua_fiber(body(fn, ...))
     make_ready(f)
     return f
 end
@@ -226,6 +277,7 @@ function fiber.name(name, opts) return fiber.self():name(name, opts) end
 function fiber.status(f) return (f or fiber.self()):status() end
 function fiber.find(id)
     if fibers[id] == nil and id == internal.main_fiber.fid then return internal.main_fiber end
+    if fibers[id] == nil and current ~= nil and current.fid == id then return current end
     return fibers[id]
 end
 function fiber.kill(id)
@@ -429,41 +481,46 @@ cond_mt.__tostring = function() return 'cond' end
 --------------------------------------------------------------------------------
 
 -- The main fiber: the script (or, for requests, the fiber each one gets).
-internal.main_fiber = setmetatable({fid = 103, name_ = 'main', storage = {}, locals = outside, state = 'running',
-                                    inline = true}, fiber_mt)
+internal.main_fiber = setmetatable({fid = 103, name_ = 'main', txn = outside.txn, state = 'running', inline = true,
+                                    storage = {}},
+                                   fiber_mt)
 
 -- Starts a request's fiber: runs fn(...) under pcall until it yields or ends.
 -- Returns true, ok, results... when it ended; false, fid when it waits.
 function internal.fiber_request(session_id, uid, atomic, fn, ...)
-    local f = new_fiber(function(...)
-        return internal.fiber_request_end(pack(pcall(fn, ...)))
-    end, 'main')
-    f.request, f.session_id, f.uid, f.atomic = true, session_id, uid, atomic
-    local done, r = resume(f, ...)
-    if done then return true, unpack(r, 2, r.n) end
+    local f = new_fiber(nil, 'main', session_id, uid)
+    if atomic then f.atomic = true end
+    local done, r = resume(f, fn, ...)
+    if done then
+        report_count()
+        return true, unpack(r, 1, r.n)
+    end
+    fibers[f.fid] = f
+    report_count()
     return false, f.fid
 end
 
 -- The end of a request's fiber: a transaction left open is rolled back and fails the call.
+-- Takes and returns pcall's results as a packed table.
 function internal.fiber_request_end(r)
-    local open = internal.txn_leave(current.locals)
+    local open = internal.txn_leave(current)
     if current.atomic_aborted then
-        return false, internal.make_error(154, 'Transaction has been aborted by a fiber yield')
+        return {n = 2, false, internal.make_error(154, 'Transaction has been aborted by a fiber yield')}
     end
     if r[1] and open then
-        return false, internal.make_error(30, 'Transaction is active at return from function')
+        return {n = 2, false, internal.make_error(30, 'Transaction is active at return from function')}
     end
-    return unpack(r, 1, r.n)
+    return r
 end
 
 -- Adopts the script's coroutine as the main fiber, run by the scheduler from now on.
 function internal.fiber_adopt(co, name)
-    local f = setmetatable({fid = 103, name_ = name, storage = internal.main_fiber.storage, locals = {txn = {}},
+    local f = setmetatable({fid = 103, name_ = name, storage = internal.main_fiber.storage, txn = {},
                             state = 'suspended', request = true, script = true, session_id = 0, co = co},
                            fiber_mt)
     fibers[103] = f
     alive_count = alive_count + 1
-    native.fiber_count(alive_count)
+    report_count()
     internal.main_fiber = f
     return f.fid
 end
@@ -473,12 +530,12 @@ end
 function internal.fiber_next(limit)
     local t = now()
     for f in pairs(sleeping) do
-        if f.wake_at ~= nil and f.wake_at <= t then make_ready(f) end
+        if f.wake_at and f.wake_at <= t then make_ready(f) end
     end
     while #ready > 0 do
         local f = table.remove(ready, 1)
         f.queued = false
-        if f.state ~= 'dead' then return f.fid, f.session_id, f.uid end
+        if f.state ~= 'dead' then return f.fid, f.session_id, f.uid or nil end
     end
     return nil
 end
@@ -489,9 +546,9 @@ function internal.fiber_resume(fid)
     local f = fibers[fid]
     if f == nil then return true end
     local done, r = resume(f)
+    report_count()
     -- The script's own coroutine has no pcall around it: its first result says how it ended.
-    if done and f.script then return true, unpack(r, 1, r.n) end
-    if done and f.request then return true, unpack(r, 2, r.n) end
+    if done and f.request then return true, unpack(r, 1, r.n) end
     if done then return true end
     return false
 end
@@ -501,7 +558,7 @@ function internal.fiber_delay()
     if #ready > 0 then return 0 end
     local t, soonest = now(), nil
     for f in pairs(sleeping) do
-        if f.wake_at ~= nil and (soonest == nil or f.wake_at < soonest) then soonest = f.wake_at end
+        if f.wake_at and (soonest == nil or f.wake_at < soonest) then soonest = f.wake_at end
     end
     if soonest == nil then return nil end
     return math.max(soonest - t, 0)
