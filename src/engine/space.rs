@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::index::{Index, IndexDef, Part};
 use super::tuple::{split, Tuple, TupleFields};
-use super::value::{Collation, FieldType};
+use super::value::{Collation, FieldType, Key};
 use crate::error::{code, BoxError, BoxResult};
 use crate::protocol::msgpack::{MpType, Reader};
 
@@ -209,6 +209,17 @@ impl Space {
         mode: WriteMode,
         expected_old: Option<&Tuple>,
     ) -> BoxResult<Option<Tuple>> {
+        self.write_keyed(tuple, fields, mode, expected_old).map(|(old, _)| old)
+    }
+
+    /// [`Self::write`], also returning the tuple's primary key (the key its change is recorded under).
+    pub fn write_keyed(
+        &mut self,
+        tuple: Tuple,
+        fields: &TupleFields<'_>,
+        mode: WriteMode,
+        expected_old: Option<&Tuple>,
+    ) -> BoxResult<(Option<Tuple>, Key)> {
         let pk = self.require_primary()?;
         let pk_key = pk.entry_key(fields)?;
         let old = pk.get(&pk_key).cloned();
@@ -228,6 +239,7 @@ impl Space {
         }
         // Every secondary unique index may hold at most the tuple being replaced.
         let mut keys = Vec::with_capacity(self.indexes.len());
+        let primary_key = pk_key.clone();
         let mut pk_key = Some(pk_key);
         for ix in self.indexes.values() {
             if ix.def.id == 0 {
@@ -266,7 +278,7 @@ impl Space {
                 }
             }
         }
-        Ok(old)
+        Ok((old, primary_key))
     }
 
     /// Adds a tuple read back from storage: keys are computed, nothing is re-checked.
