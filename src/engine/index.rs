@@ -130,6 +130,11 @@ impl HashStore {
         self.table.find(hash, |(h, t)| *h == hash && holds_key(parts, t, key)).map(|(_, t)| t)
     }
 
+    fn get_mut(&mut self, parts: &[Part], key: &[KeyPart]) -> Option<&mut Tuple> {
+        let hash = self.hash(key);
+        self.table.find_mut(hash, |(h, t)| *h == hash && holds_key(parts, t, key)).map(|(_, t)| t)
+    }
+
     /// Stores `tuple` under `key`, replacing the tuple already there.
     fn put(&mut self, parts: &[Part], key: &[KeyPart], tuple: Tuple) {
         let hash = self.hash(key);
@@ -221,6 +226,23 @@ impl Index {
             }
             Storage::Tree(m) => m.get(key),
             Storage::Hash(m) => m.get(&self.cmp_parts, key),
+        }
+    }
+
+    /// The slot holding the tuple under a full key of a unique index, if any.
+    pub fn get_mut(&mut self, key: &Key) -> Option<&mut Tuple> {
+        let partial = key.len() < self.cmp_parts.len();
+        match &mut self.storage {
+            Storage::Tree(m) => {
+                if partial {
+                    let mut upper = key.clone();
+                    upper.push(KeyPart::Max);
+                    m.range_mut(key.clone()..=upper).next().map(|(_, t)| t)
+                } else {
+                    m.get_mut(key)
+                }
+            }
+            Storage::Hash(m) => m.get_mut(&self.cmp_parts, key),
         }
     }
 
