@@ -1205,7 +1205,9 @@ fn changes_or_recount(window: &mut Window, engine: &Engine, changes: Vec<Change>
 /// The storage operation for one engine change.
 fn row_op(change: &Change) -> RowOp {
     match change {
-        Change::Row { space_id, pk, new: Some(t), .. } => RowOp::Put { key: row_key(*space_id, pk), tuple: t.to_vec() },
+        Change::Row { space_id, pk, new: Some(t), .. } => {
+            RowOp::Put { key: row_key(*space_id, pk), tuple: t[..].into() }
+        }
         Change::Row { space_id, pk, new: None, .. } => RowOp::Delete { key: row_key(*space_id, pk) },
         Change::Truncate { space_id, .. } => RowOp::Truncate { space_id: *space_id },
     }

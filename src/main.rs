@@ -7,6 +7,11 @@ use oncebox::config::{parse_args, Command, USAGE};
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() {
+    // No transparent huge pages for this process. The heap grows all the time (a
+    // remembered token, a memtable entry) and mimalloc hands pages back and takes them
+    // again; with THP each first touch zeroes 2 MiB: clear_page was a quarter of the TX
+    // thread's samples under replace-token, and partly used huge pages inflate RSS.
+    let _ = rustix::thread::disable_transparent_huge_pages(true);
     let cmd = match parse_args(std::env::args().skip(1)) {
         Ok(c) => c,
         Err(e) => {

@@ -4,10 +4,11 @@
 //! appends the primary key to make every entry distinct. A HASH index is
 //! unique and answers only full-key lookups and scans.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+use std::hash::BuildHasher;
 use std::ops::Bound;
 
-use super::tuple::{Tuple, TupleFields};
+use super::tuple::{split, Tuple, TupleFields};
 use super::value::{Collation, FieldType, Key, KeyPart};
 use crate::error::{code, BoxError, BoxResult};
 use crate::protocol::msgpack::Reader;
@@ -101,7 +102,60 @@ impl IteratorType {
 
 enum Storage {
     Tree(BTreeMap<Key, Tuple>),
-    Hash(HashMap<Key, Tuple>),
+    Hash(HashStore),
+}
+
+/// A HASH index's entries: each slot holds the key's hash and the tuple, not the key.
+///
+/// A slot is 24 bytes instead of a `HashMap<Key, Tuple>`'s 72, and growing the
+/// table moves slots without hashing anything again (the hash is kept). A key is
+/// compared only when the full 64-bit hashes agree, by reading it from the tuple.
+/// The hasher is std's keyed SipHash, as before: tokens and keys come from clients.
+struct HashStore {
+    table: hashbrown::HashTable<(u64, Tuple)>,
+    hasher: std::collections::hash_map::RandomState,
+}
+
+impl HashStore {
+    fn new() -> Self {
+        Self { table: hashbrown::HashTable::new(), hasher: std::collections::hash_map::RandomState::new() }
+    }
+
+    fn hash(&self, key: &[KeyPart]) -> u64 {
+        self.hasher.hash_one(key)
+    }
+
+    fn get(&self, parts: &[Part], key: &[KeyPart]) -> Option<&Tuple> {
+        let hash = self.hash(key);
+        self.table.find(hash, |(h, t)| *h == hash && holds_key(parts, t, key)).map(|(_, t)| t)
+    }
+
+    fn get_mut(&mut self, parts: &[Part], key: &[KeyPart]) -> Option<&mut Tuple> {
+        let hash = self.hash(key);
+        self.table.find_mut(hash, |(h, t)| *h == hash && holds_key(parts, t, key)).map(|(_, t)| t)
+    }
+
+    /// Stores `tuple` under `key`, replacing the tuple already there.
+    fn put(&mut self, parts: &[Part], key: &[KeyPart], tuple: Tuple) {
+        let hash = self.hash(key);
+        match self.table.find_mut(hash, |(h, t)| *h == hash && holds_key(parts, t, key)) {
+            Some(slot) => slot.1 = tuple,
+            None => {
+                self.table.insert_unique(hash, (hash, tuple), |(h, _)| *h);
+            }
+        }
+    }
+
+    fn remove(&mut self, parts: &[Part], key: &[KeyPart]) -> Option<Tuple> {
+        let hash = self.hash(key);
+        let entry = self.table.find_entry(hash, |(h, t)| *h == hash && holds_key(parts, t, key)).ok()?;
+        Some(entry.remove().0 .1)
+    }
+}
+
+/// Whether `tuple`'s key under `parts` equals `key`.
+fn holds_key(parts: &[Part], tuple: &Tuple, key: &[KeyPart]) -> bool {
+    split(tuple).and_then(|f| extract_key(parts, &f)).is_ok_and(|k| k[..] == *key)
 }
 
 /// A live index: definition plus entries.
@@ -131,7 +185,7 @@ impl Index {
         }
         let storage = match def.kind {
             IndexKind::Tree => Storage::Tree(BTreeMap::new()),
-            IndexKind::Hash => Storage::Hash(HashMap::new()),
+            IndexKind::Hash => Storage::Hash(HashStore::new()),
         };
         Self { def, cmp_parts, storage }
     }
@@ -141,7 +195,7 @@ impl Index {
     pub fn len(&self) -> usize {
         match &self.storage {
             Storage::Tree(m) => m.len(),
-            Storage::Hash(m) => m.len(),
+            Storage::Hash(m) => m.table.len(),
         }
     }
 
@@ -171,7 +225,24 @@ impl Index {
                 m.range(key.clone()..=upper).next().map(|(_, t)| t)
             }
             Storage::Tree(m) => m.get(key),
-            Storage::Hash(m) => m.get(key),
+            Storage::Hash(m) => m.get(&self.cmp_parts, key),
+        }
+    }
+
+    /// The slot holding the tuple under a full key of a unique index, if any.
+    pub fn get_mut(&mut self, key: &Key) -> Option<&mut Tuple> {
+        let partial = key.len() < self.cmp_parts.len();
+        match &mut self.storage {
+            Storage::Tree(m) => {
+                if partial {
+                    let mut upper = key.clone();
+                    upper.push(KeyPart::Max);
+                    m.range_mut(key.clone()..=upper).next().map(|(_, t)| t)
+                } else {
+                    m.get_mut(key)
+                }
+            }
+            Storage::Hash(m) => m.get_mut(&self.cmp_parts, key),
         }
     }
 
@@ -190,21 +261,20 @@ impl Index {
             Storage::Tree(m) => {
                 m.insert(key, tuple);
             }
-            Storage::Hash(m) => {
-                m.insert(key, tuple);
-            }
+            Storage::Hash(m) => m.put(&self.cmp_parts, &key, tuple),
         }
     }
 
     /// Stores `tuple` under an existing entry's key (a replace that keeps the key).
     pub fn swap_tuple(&mut self, key: &Key, tuple: Tuple) {
-        let slot = match &mut self.storage {
-            Storage::Tree(m) => m.get_mut(key),
-            Storage::Hash(m) => m.get_mut(key),
-        };
-        match slot {
-            Some(slot) => *slot = tuple,
-            None => self.insert(key.clone(), tuple),
+        match &mut self.storage {
+            Storage::Tree(m) => match m.get_mut(key) {
+                Some(slot) => *slot = tuple,
+                None => {
+                    m.insert(key.clone(), tuple);
+                }
+            },
+            Storage::Hash(m) => m.put(&self.cmp_parts, key, tuple),
         }
     }
 
@@ -212,7 +282,7 @@ impl Index {
     pub fn remove(&mut self, key: &Key) -> Option<Tuple> {
         match &mut self.storage {
             Storage::Tree(m) => m.remove(key),
-            Storage::Hash(m) => m.remove(key),
+            Storage::Hash(m) => m.remove(&self.cmp_parts, key),
         }
     }
 
@@ -220,7 +290,7 @@ impl Index {
     pub fn clear(&mut self) {
         match &mut self.storage {
             Storage::Tree(m) => m.clear(),
-            Storage::Hash(m) => m.clear(),
+            Storage::Hash(m) => m.table.clear(),
         }
     }
 
@@ -228,7 +298,7 @@ impl Index {
     pub fn iter(&self) -> Box<dyn Iterator<Item = &Tuple> + '_> {
         match &self.storage {
             Storage::Tree(m) => Box::new(m.values()),
-            Storage::Hash(m) => Box::new(m.values()),
+            Storage::Hash(m) => Box::new(m.table.iter().map(|(_, t)| t)),
         }
     }
 
@@ -356,7 +426,7 @@ impl Index {
                 let full = key.len() == self.def.parts.len();
                 match it {
                     IteratorType::All => {
-                        for t in m.values() {
+                        for (_, t) in m.table.iter() {
                             if !visit(t) {
                                 break;
                             }
@@ -373,12 +443,12 @@ impl Index {
                         ))
                     }
                     IteratorType::Eq => {
-                        if let Some(t) = m.get(key) {
+                        if let Some(t) = m.get(&self.cmp_parts, key) {
                             visit(t);
                         }
                     }
                     IteratorType::Gt if key.is_empty() => {
-                        for t in m.values() {
+                        for (_, t) in m.table.iter() {
                             if !visit(t) {
                                 break;
                             }
@@ -386,13 +456,14 @@ impl Index {
                     }
                     IteratorType::Gt => {
                         // Hash order: everything after the key's own position.
+                        let hash = m.hash(key);
                         let mut after = false;
-                        for (k, t) in m {
+                        for (h, t) in m.table.iter() {
                             if after {
                                 if !visit(t) {
                                     break;
                                 }
-                            } else if k == key {
+                            } else if *h == hash && holds_key(&self.cmp_parts, t, key) {
                                 after = true;
                             }
                         }
@@ -434,4 +505,53 @@ pub fn extract_key(parts: &[Part], fields: &TupleFields<'_>) -> BoxResult<Key> {
         key.push(k);
     }
     Ok(key)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::tuple::split;
+
+    fn hash_index() -> Index {
+        let part = Part { field_no: 0, ty: FieldType::Scalar, collation: Collation::Binary, nullable: false };
+        let def = IndexDef { id: 0, name: "pk".into(), kind: IndexKind::Hash, unique: true, parts: vec![part] };
+        let parts = def.parts.clone();
+        Index::new(def, &parts)
+    }
+
+    fn tuple(bytes: &[u8]) -> Tuple {
+        bytes.into()
+    }
+
+    #[test]
+    fn hash_slots_find_replace_and_remove_by_key() {
+        let mut ix = hash_index();
+        // [1, 'a'], [2, 'b'], ['k', 'c']
+        for t in [&[0x92, 0x01, 0xa1, b'a'][..], &[0x92, 0x02, 0xa1, b'b'], &[0x92, 0xa1, b'k', 0xa1, b'c']] {
+            let t = tuple(t);
+            let key = ix.entry_key(&split(&t).unwrap()).unwrap();
+            ix.insert(key, t);
+        }
+        assert_eq!(ix.len(), 3);
+        // 1.0 names the same entry as 1.
+        let one = ix.parse_key(&[0x91, 0xcb, 0x3f, 0xf0, 0, 0, 0, 0, 0, 0]).unwrap();
+        assert_eq!(ix.get(&one).map(|t| t.to_vec()), Some(vec![0x92, 0x01, 0xa1, b'a']));
+        ix.swap_tuple(&one, tuple(&[0x92, 0x01, 0xa1, b'z']));
+        assert_eq!(ix.len(), 3);
+        assert_eq!(ix.get(&one).map(|t| t.to_vec()), Some(vec![0x92, 0x01, 0xa1, b'z']));
+        let k = ix.parse_key(&[0x91, 0xa1, b'k']).unwrap();
+        assert!(ix.get(&k).is_some());
+        let mut after = 0;
+        ix.scan(IteratorType::Gt, &k, "s", |_| {
+            after += 1;
+            true
+        })
+        .unwrap();
+        assert!(after < 3);
+        assert!(ix.remove(&k).is_some());
+        assert!(ix.get(&k).is_none() && ix.remove(&k).is_none());
+        assert_eq!(ix.iter().count(), 2);
+        ix.clear();
+        assert!(ix.is_empty());
+    }
 }

@@ -100,7 +100,7 @@ impl Engine {
         write::str(&mut replica, uuid.as_bytes());
         extra.push((space_id::CLUSTER, replica));
         for (sid, t) in rows.into_iter().chain(extra) {
-            engine.load_row(sid, t)?;
+            engine.load_row(sid, &t)?;
         }
         Ok(engine)
     }
@@ -153,7 +153,7 @@ impl Engine {
     ///
     /// The row was checked when it was first written, so only its keys are
     /// computed here.
-    pub fn load_row(&mut self, space_id: u32, tuple: Vec<u8>) -> BoxResult<()> {
+    pub fn load_row(&mut self, space_id: u32, tuple: &[u8]) -> BoxResult<()> {
         self.space_mut(space_id)?.load(tuple.into())
     }
 
@@ -586,8 +586,8 @@ impl Engine {
         let tuple: Tuple = tuple.into();
         let fields = space.validate(&tuple)?;
         let space = self.space_mut(space_id)?;
-        let old = space.write(tuple.clone(), &fields, mode, None)?;
-        self.after_write(space_id, old, Some(tuple.clone()))?;
+        let (old, key) = space.write_keyed(tuple.clone(), &fields, mode, None)?;
+        self.after_write_keyed(space_id, old, Some(tuple.clone()), key)?;
         Ok(tuple)
     }
 
@@ -605,8 +605,8 @@ impl Engine {
         let new: Tuple = update::apply(&ops, &old_fields, space)?.into();
         let fields = space.validate(&new)?;
         let space = self.space_mut(req.space_id)?;
-        let replaced = space.write(new.clone(), &fields, WriteMode::Replace, Some(&old))?;
-        self.after_write(req.space_id, replaced, Some(new.clone()))?;
+        let (replaced, key) = space.write_keyed(new.clone(), &fields, WriteMode::Replace, Some(&old))?;
+        self.after_write_keyed(req.space_id, replaced, Some(new.clone()), key)?;
         Ok(Some(new))
     }
 
@@ -632,8 +632,8 @@ impl Engine {
         };
         let fields = space.validate(&new)?;
         let space = self.space_mut(req.space_id)?;
-        match space.write(new.clone(), &fields, WriteMode::Replace, expected_old.as_ref()) {
-            Ok(replaced) => self.after_write(req.space_id, replaced, Some(new)),
+        match space.write_keyed(new.clone(), &fields, WriteMode::Replace, expected_old.as_ref()) {
+            Ok((replaced, key)) => self.after_write_keyed(req.space_id, replaced, Some(new), key),
             // An UPSERT that would change the primary key leaves the tuple as it was.
             Err(e) if e.code == code::CANT_UPDATE_PRIMARY_KEY => {
                 tracing::warn!(error = %e, "UPSERT operation failed");
@@ -667,6 +667,24 @@ impl Engine {
             }
         }
         self.record(space_id, old, new);
+        Ok(())
+    }
+
+    /// [`Self::after_write`] for a write that computed the row's primary key already.
+    fn after_write_keyed(
+        &mut self,
+        space_id: u32,
+        old: Option<Tuple>,
+        new: Option<Tuple>,
+        key: value::Key,
+    ) -> BoxResult<()> {
+        // A catalogue change may rebuild a primary key: its row is keyed afresh.
+        if space_id < space_id::USER_MIN && space_id != crate::idempotency::SPACE_ID {
+            return self.after_write(space_id, old, new);
+        }
+        if self.spaces.get(&space_id).is_some_and(|s| !s.def.temporary) {
+            self.changes.push(Change::Row { space_id, pk: key, old, new });
+        }
         Ok(())
     }
 

@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::index::{Index, IndexDef, Part};
 use super::tuple::{split, Tuple, TupleFields};
-use super::value::{Collation, FieldType};
+use super::value::{Collation, FieldType, Key};
 use crate::error::{code, BoxError, BoxResult};
 use crate::protocol::msgpack::{MpType, Reader};
 
@@ -108,9 +108,7 @@ impl Space {
 
     /// The primary index or the error Tarantool gives for a space without one.
     pub fn require_primary(&self) -> BoxResult<&Index> {
-        self.primary().ok_or_else(|| {
-            BoxError::new(code::NO_SUCH_INDEX_ID, format!("No index #0 is defined in space '{}'", self.def.name))
-        })
+        self.primary().ok_or_else(|| no_primary(&self.def))
     }
 
     /// The 0-based number of a format field by name.
@@ -209,11 +207,28 @@ impl Space {
         mode: WriteMode,
         expected_old: Option<&Tuple>,
     ) -> BoxResult<Option<Tuple>> {
-        let pk = self.require_primary()?;
+        self.write_keyed(tuple, fields, mode, expected_old).map(|(old, _)| old)
+    }
+
+    /// [`Self::write`], also returning the tuple's primary key (the key its change is recorded under).
+    pub fn write_keyed(
+        &mut self,
+        tuple: Tuple,
+        fields: &TupleFields<'_>,
+        mode: WriteMode,
+        expected_old: Option<&Tuple>,
+    ) -> BoxResult<(Option<Tuple>, Key)> {
+        let Self { def, indexes } = self;
+        let mut ixs = indexes.values_mut();
+        let Some(pk) = ixs.next().filter(|ix| ix.def.id == 0) else {
+            return Err(no_primary(def));
+        };
         let pk_key = pk.entry_key(fields)?;
-        let old = pk.get(&pk_key).cloned();
+        // One descent of the primary key: the slot found is the one a replace overwrites.
+        let slot = pk.get_mut(&pk_key);
+        let old = slot.as_deref().cloned();
         if let (WriteMode::Insert, Some(_)) = (mode, &old) {
-            return Err(self.duplicate(pk));
+            return Err(duplicate(def, pk));
         }
         if let Some(expected) = expected_old {
             if old.as_ref().map(|o| o.as_ref()) != Some(expected.as_ref()) {
@@ -221,52 +236,51 @@ impl Space {
                     code::CANT_UPDATE_PRIMARY_KEY,
                     format!(
                         "Attempt to modify a tuple field which is part of index '{}' in space '{}'",
-                        pk.def.name, self.def.name
+                        pk.def.name, def.name
                     ),
                 ));
             }
         }
         // Every secondary unique index may hold at most the tuple being replaced.
-        let mut keys = Vec::with_capacity(self.indexes.len());
-        let mut pk_key = Some(pk_key);
-        for ix in self.indexes.values() {
-            if ix.def.id == 0 {
-                if let Some(k) = pk_key.take() {
-                    keys.push(k);
-                    continue;
-                }
-            }
+        let mut secondary: smallvec::SmallVec<[(&mut Index, Key); 4]> = smallvec::SmallVec::new();
+        for ix in ixs {
             let key = ix.entry_key(fields)?;
-            if let Some(other) = ix.conflict(&ix.user_key(fields)?) {
-                let is_old = old.as_ref().is_some_and(|o| std::rc::Rc::ptr_eq(o, other));
-                if !is_old {
-                    return Err(self.duplicate(ix));
-                }
-            }
-            keys.push(key);
-        }
-        match &old {
-            Some(old) => {
-                // An entry whose key is unchanged keeps its place; only its tuple is swapped.
-                let old_fields = split(old)?;
-                for (ix, key) in self.indexes.values_mut().zip(keys) {
-                    let old_key = if ix.def.id == 0 { None } else { Some(ix.entry_key(&old_fields)?) };
-                    match old_key {
-                        Some(old_key) if old_key != key => {
-                            ix.remove(&old_key);
-                            ix.insert(key, tuple.clone());
-                        }
-                        _ => ix.swap_tuple(&key, tuple.clone()),
+            if ix.def.unique {
+                if let Some(other) = ix.conflict(&ix.user_key(fields)?) {
+                    let is_old = old.as_ref().is_some_and(|o| std::rc::Rc::ptr_eq(o, other));
+                    if !is_old {
+                        return Err(duplicate(def, ix));
                     }
                 }
             }
-            None => {
-                for (ix, key) in self.indexes.values_mut().zip(keys) {
+            secondary.push((ix, key));
+        }
+        let primary_key = pk_key.clone();
+        match slot {
+            Some(slot) => *slot = tuple.clone(),
+            None => pk.insert(pk_key, tuple.clone()),
+        }
+        match &old {
+            Some(old) if !secondary.is_empty() => {
+                // An entry whose key is unchanged keeps its place; only its tuple is swapped.
+                let old_fields = split(old)?;
+                for (ix, key) in secondary {
+                    let old_key = ix.entry_key(&old_fields)?;
+                    if old_key == key {
+                        ix.swap_tuple(&key, tuple.clone());
+                    } else {
+                        ix.remove(&old_key);
+                        ix.insert(key, tuple.clone());
+                    }
+                }
+            }
+            _ => {
+                for (ix, key) in secondary {
                     ix.insert(key, tuple.clone());
                 }
             }
         }
-        Ok(old)
+        Ok((old, primary_key))
     }
 
     /// Adds a tuple read back from storage: keys are computed, nothing is re-checked.
@@ -297,10 +311,7 @@ impl Space {
     }
 
     fn duplicate(&self, ix: &Index) -> BoxError {
-        BoxError::new(
-            code::TUPLE_FOUND,
-            format!("Duplicate key exists in unique index '{}' in space '{}'", ix.def.name, self.def.name),
-        )
+        duplicate(&self.def, ix)
     }
 
     /// Adds an index and fills it from the primary key.
@@ -350,4 +361,17 @@ impl Space {
         self.indexes.insert(index.def.id, index);
         Ok(())
     }
+}
+
+/// ER_TUPLE_FOUND for a unique index of a space.
+fn duplicate(def: &SpaceDef, ix: &Index) -> BoxError {
+    BoxError::new(
+        code::TUPLE_FOUND,
+        format!("Duplicate key exists in unique index '{}' in space '{}'", ix.def.name, def.name),
+    )
+}
+
+/// The error Tarantool gives for a write to a space without a primary key.
+fn no_primary(def: &SpaceDef) -> BoxError {
+    BoxError::new(code::NO_SUCH_INDEX_ID, format!("No index #0 is defined in space '{}'", def.name))
 }

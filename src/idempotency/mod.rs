@@ -175,6 +175,21 @@ impl Record {
         t
     }
 
+    /// [`Self::size`] of an `_idempotency` tuple, read without decoding the record.
+    #[must_use]
+    pub fn size_of_tuple(t: &[u8]) -> Option<u64> {
+        let mut r = Reader::new(t);
+        if r.read_array_len().ok()? < 5 {
+            return None;
+        }
+        r.read_uint().ok()?;
+        let token = r.skip().ok()?.len();
+        r.skip().ok()?;
+        r.read_uint().ok()?;
+        let reply = r.read_bin().ok()?.len();
+        Some((token + reply) as u64)
+    }
+
     /// Decodes an `_idempotency` tuple.
     #[must_use]
     pub fn from_tuple(t: &[u8]) -> Option<Self> {
@@ -267,6 +282,7 @@ mod tests {
         let t = r.to_tuple();
         assert_eq!(Record::from_tuple(&t), Some(r.clone()));
         assert_eq!(r.size(), 11);
+        assert_eq!(Record::size_of_tuple(&t), Some(11));
     }
 }
 
@@ -321,7 +337,7 @@ impl Window {
             .space(SPACE_ID)
             .ok()
             .and_then(|s| s.primary())
-            .map_or(0, |pk| pk.iter().filter_map(|t| Record::from_tuple(t)).map(|r| r.size()).sum());
+            .map_or(0, |pk| pk.iter().filter_map(|t| Record::size_of_tuple(t)).sum());
     }
 
     /// Remembered records: (count, bytes).

@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use fjall::{Database, Keyspace, KeyspaceCreateOptions, PersistMode};
+use fjall::{Database, Keyspace, KeyspaceCreateOptions, PersistMode, Slice};
 
 use super::keys::space_prefix;
 use super::{RowOp, WalMode};
@@ -29,6 +29,9 @@ impl From<fjall::Error> for StoreError {
         Self(format!("storage: {e}"))
     }
 }
+
+/// A key and what it holds after a commit (`None`: deleted).
+type Resolved = (Vec<u8>, Option<Slice>);
 
 const META_INSTANCE_UUID: &[u8] = b"instance_uuid";
 const META_SERVICE_CLOCK: &[u8] = b"service_clock_ms";
@@ -150,9 +153,37 @@ impl FjallStore {
         Ok(())
     }
 
-    /// The final state of every key a group touches (later operations win).
-    fn resolve(&self, ops: Vec<RowOp>) -> Result<BTreeMap<Vec<u8>, Option<Vec<u8>>>, StoreError> {
-        let mut out: BTreeMap<Vec<u8>, Option<Vec<u8>>> = BTreeMap::new();
+    /// The final state of every key a group touches (later operations win), in key order.
+    ///
+    /// One fjall batch gives all its writes one sequence number, so a key may appear
+    /// in it once only.
+    fn resolve(&self, ops: Vec<RowOp>) -> Result<Vec<Resolved>, StoreError> {
+        if ops.iter().any(|op| matches!(op, RowOp::Truncate { .. })) {
+            return Ok(self.resolve_truncating(ops)?.into_iter().collect());
+        }
+        let mut rows: Vec<Resolved> = ops
+            .into_iter()
+            .filter_map(|op| match op {
+                RowOp::Put { key, tuple } => Some((key, Some(tuple))),
+                RowOp::Delete { key } => Some((key, None)),
+                RowOp::Clock { .. } | RowOp::Truncate { .. } => None,
+            })
+            .collect();
+        // A stable sort keeps the operations on one key in commit order: the last one wins.
+        rows.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut out: Vec<Resolved> = Vec::with_capacity(rows.len());
+        for row in rows {
+            match out.last_mut() {
+                Some(last) if last.0 == row.0 => *last = row,
+                _ => out.push(row),
+            }
+        }
+        Ok(out)
+    }
+
+    /// [`Self::resolve`] for a group that empties a space: every stored key of it is deleted.
+    fn resolve_truncating(&self, ops: Vec<RowOp>) -> Result<BTreeMap<Vec<u8>, Option<Slice>>, StoreError> {
+        let mut out: BTreeMap<Vec<u8>, Option<Slice>> = BTreeMap::new();
         for op in ops {
             match op {
                 RowOp::Put { key, tuple } => {
@@ -195,18 +226,18 @@ mod tests {
             let store = FjallStore::open(&dir, WalMode::Write).unwrap();
             store
                 .write(vec![
-                    RowOp::Put { key: key(512, 1), tuple: vec![1] },
-                    RowOp::Put { key: key(512, 2), tuple: vec![2] },
-                    RowOp::Put { key: key(513, 1), tuple: vec![3] },
+                    RowOp::Put { key: key(512, 1), tuple: vec![1].into() },
+                    RowOp::Put { key: key(512, 2), tuple: vec![2].into() },
+                    RowOp::Put { key: key(513, 1), tuple: vec![3].into() },
                 ])
                 .unwrap();
             store
                 .write(vec![
                     RowOp::Truncate { space_id: 512 },
-                    RowOp::Put { key: key(512, 3), tuple: vec![4] },
+                    RowOp::Put { key: key(512, 3), tuple: vec![4].into() },
                     RowOp::Delete { key: key(513, 1) },
-                    RowOp::Put { key: key(513, 2), tuple: vec![5] },
-                    RowOp::Put { key: key(513, 2), tuple: vec![6] },
+                    RowOp::Put { key: key(513, 2), tuple: vec![5].into() },
+                    RowOp::Put { key: key(513, 2), tuple: vec![6].into() },
                 ])
                 .unwrap();
         }

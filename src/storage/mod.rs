@@ -56,8 +56,9 @@ pub enum RowOp {
     Put {
         /// Storage key (see [`keys`]).
         key: Vec<u8>,
-        /// The tuple's msgpack bytes.
-        tuple: Vec<u8>,
+        /// The tuple's msgpack bytes, already in the buffer type fjall stores (the
+        /// TX thread copies a tuple once; the WAL thread hands it to the batch as is).
+        tuple: fjall::Slice,
     },
     /// Remove the row under `key`.
     Delete {

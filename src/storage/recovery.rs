@@ -39,7 +39,7 @@ pub fn open_engine(dir: &DataDir, store: &FjallStore) -> Result<(Engine, uuid::U
     let mut rows = 0u64;
     store.for_each_row(|key, tuple| {
         let space = space_of(key).ok_or_else(|| StoreError("damaged row key".into()))?;
-        engine.load_row(space, tuple.to_vec()).map_err(|e| StoreError(format!("damaged row in space {space}: {e}")))?;
+        engine.load_row(space, tuple).map_err(|e| StoreError(format!("damaged row in space {space}: {e}")))?;
         rows += 1;
         Ok(())
     })?;
