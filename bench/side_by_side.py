@@ -387,10 +387,14 @@ the data succeeds.
 - CALL of the same Lua function: {ratio_range(res, ["call"])}.
 - Tokened replaces against Tarantool's Lua dedup: {ratio_range(res, ["replace-token"])}.{mem}
 - The targets (≥ 1.0x; tokened ≥ 0.9x of plain and ≥ 5x Tarantool's Lua dedup) are
-  read against these figures. An earlier profile of `replace` (perf record -g) showed the
-  TX thread saturated by allocation and key comparison (index keys are vectors of decoded
-  parts) and the WAL thread by fjall's memtable insert; memory per tuple is higher for
-  the same reasons (decoded keys per index entry, plus fjall's memtable).
+  read against these figures. Profiles (`perf record -g -t <tid>`, December 2026): under
+  pipelined writes the TX thread is idle or waiting about half the time, as all requests
+  in flight move through network, TX and WAL threads in one wave; a tokened replace costs
+  the TX thread about 3x a plain one (writing the token record and its `created` index
+  entry is about 38% of it); the WAL thread spends half its time in fjall's memtable
+  insert; a CALL's TX time is dominated by Lua garbage collection and the per-call binding
+  of `box` (an mlua scope). Memory per tuple and per token is higher for decoded index
+  keys, the token record's two index entries, and fjall's memtable.
 """)
     with open(args.report, "w") as f:
         f.write("\n".join(out))
