@@ -14,7 +14,7 @@ import pytest
 
 from conftest import ADMIN_PASSWORD, ONCEBOX, start_oncebox, start_tarantool
 from iproto_raw import EVAL, PING, Raw
-from test_differential import Pair
+from test_lua_differential import admin_pair, ev, start_pair
 
 SETUP = """
 box.schema.space.create('f', {if_not_exists = true}):create_index('pk', {if_not_exists = true})
@@ -23,27 +23,10 @@ box.schema.space.create('f', {if_not_exists = true}):create_index('pk', {if_not_
 
 @pytest.fixture(scope="module")
 def servers():
-    real, ours = start_tarantool(), start_oncebox()
-    for inst in (real, ours):
-        c = Raw(inst.host, inst.port)
-        assert c.auth("admin", ADMIN_PASSWORD)[0][0] == 0
-        h, b, _ = c.request(EVAL, {0x27: SETUP, 0x21: []})
-        assert h[0] == 0, (inst.kind, b)
-        c.close()
+    real, ours = start_pair(SETUP)
     yield real, ours
     real.stop()
     ours.stop()
-
-
-def admin_pair(servers):
-    real, ours = servers
-    p = Pair(Raw(real.host, real.port), Raw(ours.host, ours.port))
-    p.auth("admin", ADMIN_PASSWORD)
-    return p
-
-
-def ev(p, code, *args):
-    return p(EVAL, {0x27: code, 0x21: list(args)})
 
 
 def test_create_runs_at_once_and_sleep_yields(servers):

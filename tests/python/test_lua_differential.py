@@ -41,15 +41,21 @@ function echo(...) return ... end
 """
 
 
-@pytest.fixture(scope="module")
-def servers():
+def start_pair(setup):
+    """Real Tarantool 2.6 and oncebox, each after running `setup` as admin."""
     real, ours = start_tarantool(), start_oncebox()
     for inst in (real, ours):
         c = Raw(inst.host, inst.port)
         assert c.auth("admin", ADMIN_PASSWORD)[0][0] == 0
-        h, b, _ = c.request(EVAL, {0x27: SETUP, 0x21: []})
+        h, b, _ = c.request(EVAL, {0x27: setup, 0x21: []})
         assert h[0] == 0, (inst.kind, b)
         c.close()
+    return real, ours
+
+
+@pytest.fixture(scope="module")
+def servers():
+    real, ours = start_pair(SETUP)
     yield real, ours
     real.stop()
     ours.stop()
