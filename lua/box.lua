@@ -1061,6 +1061,9 @@ box.cfg = setmetatable({}, {
             if internal.open_pending_consoles then internal.open_pending_consoles() end
             if opts and opts.read_only ~= nil then op('set_read_only', opts.read_only) end
             if opts and opts.memtx_max_tuple_size ~= nil then op('max_tuple_size', opts.memtx_max_tuple_size) end
+            if opts and opts.checkpoint_wal_threshold ~= nil then
+                op('checkpoint_wal_threshold', opts.checkpoint_wal_threshold)
+            end
             return
         end
         cfg_load()
@@ -1082,6 +1085,7 @@ box.cfg = setmetatable({}, {
             if string.sub(k, 1, 12) == 'idempotency_' then op('idem_cfg', k, v) end
             if k == 'read_only' then op('set_read_only', v) end
             if k == 'memtx_max_tuple_size' then op('max_tuple_size', v) end
+            if k == 'checkpoint_wal_threshold' then op('checkpoint_wal_threshold', v) end
             if k == 'listen' and v ~= cfg_values.listen then
                 local bound = op('listen', v)
                 internal.listen_bound = bound ~= '' and bound or nil

@@ -56,6 +56,7 @@ impl Config {
         [
             ("listen", self.listen.clone()),
             ("wal_mode", self.wal_mode.name().to_owned()),
+            ("checkpoint_wal_threshold", crate::storage::wal::checkpoint_threshold().to_string()),
             ("work_dir", self.data_dir.display().to_string()),
             ("log_level", "5".to_owned()),
             ("idempotency_mode", mode.to_owned()),
@@ -84,6 +85,8 @@ usage: oncebox [options]
   --data-dir DIR           where data is kept (default ./oncebox_data)
   --wal-mode MODE          none (memory only), write (default; survives kill -9),
                            fsync (survives power loss)
+  --checkpoint-wal-threshold BYTES  logged commit bytes after which they are
+                           applied to the rows in the background (default 16777216)
   --idempotency-mode M     persistent (default), manual, off
   --idempotency-lifetime S seconds of service time a token is remembered (default 3600)
   --idempotency-max-count N    most remembered tokens (default 1000000)
@@ -137,6 +140,9 @@ pub fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Command, Str
             "--idempotency-max-size" => cfg.idempotency.max_size = number(&value("--idempotency-max-size")?)?,
             "--idempotency-max-token-size" => {
                 cfg.idempotency.max_token_size = number(&value("--idempotency-max-token-size")?)?;
+            }
+            "--checkpoint-wal-threshold" => {
+                crate::storage::wal::set_checkpoint_threshold(number(&value("--checkpoint-wal-threshold")?)?)
             }
             "--wal-mode" => {
                 let v = value("--wal-mode")?;

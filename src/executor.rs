@@ -29,6 +29,7 @@ use crate::protocol::header::Header;
 use crate::protocol::request::{self, Request};
 use crate::protocol::{request_type, response};
 use crate::script::ScriptEvent;
+use crate::storage::group;
 use crate::storage::keys::row_key;
 use crate::storage::wal::{WalDone, WalRequest, WalSender};
 use crate::storage::RowOp;
@@ -205,7 +206,8 @@ pub struct Executor {
     /// Where commit groups go; `None` in `wal_mode = 'none'`.
     wal: Option<WalSender>,
     /// The group being built: operations, undo log and held replies.
-    group_ops: Vec<RowOp>,
+    /// The open group's storage operations, encoded (see [`crate::storage::group`]).
+    group_log: Vec<u8>,
     group_undo: Vec<Change>,
     group_replies: Vec<HeldReply>,
     in_flight: VecDeque<InFlight>,
@@ -303,7 +305,7 @@ impl Executor {
             sessions: IdMap::default(),
             dirty: Vec::new(),
             wal,
-            group_ops: Vec::new(),
+            group_log: Vec::new(),
             group_undo: Vec::new(),
             group_replies: Vec::new(),
             in_flight: VecDeque::new(),
@@ -393,7 +395,7 @@ impl Executor {
         let changes = self.engine.take_changes();
         let changes = changes_or_recount(&mut self.window, &self.engine, changes);
         if self.wal.is_some() {
-            self.group_ops.extend(changes.iter().map(row_op));
+            log_changes(&mut self.group_log, &changes);
             self.group_undo.extend(changes);
         }
     }
@@ -555,16 +557,16 @@ impl Executor {
     }
 
     fn send_group(&mut self) {
-        if self.group_ops.is_empty() && self.group_replies.is_empty() {
+        if self.group_log.is_empty() && self.group_replies.is_empty() {
             return;
         }
-        let mut ops = std::mem::take(&mut self.group_ops);
-        ops.push(RowOp::Clock { ms: self.window.clock.now_ms() });
+        let mut ops = std::mem::take(&mut self.group_log);
+        group::clock(&mut ops, self.window.clock.now_ms());
         let undo = std::mem::take(&mut self.group_undo);
         let replies = std::mem::take(&mut self.group_replies);
         let ticket = self.next_ticket;
         self.next_ticket += 1;
-        let sent = self.wal.as_ref().is_some_and(|wal| wal.send(WalRequest { ticket, ops }).is_ok());
+        let sent = self.wal.as_ref().is_some_and(|wal| wal.send(WalRequest { ticket, group: ops }).is_ok());
         self.in_flight.push_back(InFlight { ticket, undo, replies });
         if !sent {
             self.wal_failure(ticket, "the WAL thread is gone".into());
@@ -674,7 +676,7 @@ impl Executor {
             undo: std::mem::take(&mut self.group_undo),
             replies: std::mem::take(&mut self.group_replies),
         });
-        self.group_ops.clear();
+        self.group_log.clear();
         for f in failed.iter_mut().rev() {
             for change in f.undo.drain(..).rev() {
                 self.engine.undo(change);
@@ -707,7 +709,7 @@ impl Executor {
         let changes = self.engine.take_changes();
         let reply = HeldReply { session_id, sync: 0, bytes: text.into_bytes() };
         if !changes.is_empty() && self.wal.is_some() {
-            self.group_ops.extend(changes.iter().map(row_op));
+            log_changes(&mut self.group_log, &changes);
             self.group_undo.extend(changes);
             self.group_replies.push(reply);
         } else {
@@ -727,11 +729,11 @@ impl Executor {
             tracing::debug!(evicted, "idempotency records evicted");
         }
         if self.wal.is_some() {
-            self.group_ops.extend(changes.iter().map(row_op));
+            log_changes(&mut self.group_log, &changes);
             self.group_undo.extend(changes);
-            if self.group_ops.is_empty() && self.ticks.is_multiple_of(CLOCK_TICKS) {
+            if self.group_log.is_empty() && self.ticks.is_multiple_of(CLOCK_TICKS) {
                 // A clock-only commit: the service clock survives an idle crash.
-                self.group_ops.push(RowOp::Clock { ms: self.window.clock.now_ms() });
+                group::clock(&mut self.group_log, self.window.clock.now_ms());
             }
         }
     }
@@ -879,7 +881,7 @@ impl Executor {
             Vec::new()
         };
         let changes = if result.is_err() && !changes.is_empty() && self.wal.is_some() {
-            self.group_ops.extend(changes.iter().map(row_op));
+            log_changes(&mut self.group_log, &changes);
             self.group_undo.extend(changes);
             Vec::new()
         } else {
@@ -904,9 +906,7 @@ impl Executor {
             reply = framed;
         }
         if !failed && !changes.is_empty() && self.wal.is_some() {
-            for change in &changes {
-                self.group_ops.push(row_op(change));
-            }
+            log_changes(&mut self.group_log, &changes);
             self.group_undo.extend(changes);
             // An exact-size copy: the scratch buffer keeps its capacity for the next request.
             self.group_replies.push(HeldReply { session_id, sync: header.sync, bytes: reply.as_slice().to_vec() });
@@ -1137,7 +1137,7 @@ impl Executor {
         // Trigger writes commit like a request's.
         let changes = self.engine.take_changes();
         if self.wal.is_some() {
-            self.group_ops.extend(changes.iter().map(row_op));
+            log_changes(&mut self.group_log, &changes);
             self.group_undo.extend(changes);
         }
         result
@@ -1200,6 +1200,17 @@ fn changes_or_recount(window: &mut Window, engine: &Engine, changes: Vec<Change>
         window.recount(engine);
     }
     changes
+}
+
+/// Appends the storage operations of `changes` to an encoded group.
+fn log_changes(out: &mut Vec<u8>, changes: &[Change]) {
+    for change in changes {
+        match change {
+            Change::Row { space_id, pk, new: Some(t), .. } => group::put(out, *space_id, pk, t),
+            Change::Row { space_id, pk, new: None, .. } => group::delete(out, *space_id, pk),
+            Change::Truncate { space_id, .. } => group::truncate(out, *space_id),
+        }
+    }
 }
 
 /// The storage operation for one engine change.

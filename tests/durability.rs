@@ -109,15 +109,20 @@ fn survives_clean_restart() {
     verify(&s);
 }
 
-/// The same after kill -9, in `write` and in `fsync` mode.
+/// Settings each crash test runs under: both durable modes, and a checkpoint after
+/// every commit (so that groups are applied to the rows while writes go on).
+const CRASH_SETTINGS: [&[&str]; 3] =
+    [&["--wal-mode", "write"], &["--wal-mode", "fsync"], &["--wal-mode", "write", "--checkpoint-wal-threshold", "1"]];
+
+/// The same after kill -9.
 #[test]
 fn survives_kill_9() {
-    for mode in ["write", "fsync"] {
+    for settings in CRASH_SETTINGS {
         let dir = TempDir::new("kill9");
-        let mut s = start(&dir, &["--wal-mode", mode]);
+        let mut s = start(&dir, settings);
         populate(&s);
         s.kill9();
-        let s = start(&dir, &["--wal-mode", mode]);
+        let s = start(&dir, settings);
         verify(&s);
     }
 }
@@ -126,9 +131,10 @@ fn survives_kill_9() {
 /// every acknowledged write is there and the server keeps working.
 #[test]
 fn crash_under_load_loses_no_acknowledged_write() {
-    for mode in ["write", "fsync"] {
+    for settings in CRASH_SETTINGS {
+        let mode = settings.join(" ");
         let dir = TempDir::new("crash");
-        let mut s = start(&dir, &["--wal-mode", mode]);
+        let mut s = start(&dir, settings);
         {
             let mut c = admin(&s);
             create_test_space(&mut c, SPACE, "load");
@@ -163,7 +169,7 @@ fn crash_under_load_loses_no_acknowledged_write() {
         }
         let acked = acked.lock().unwrap().clone();
         assert!(acked.len() > 50, "{mode}: the load ran ({} acks)", acked.len());
-        let s = start(&dir, &["--wal-mode", mode]);
+        let s = start(&dir, settings);
         let mut c = admin(&s);
         let present: std::collections::HashSet<u64> = c.select(SPACE, 0, mp::array(&[]), 2).ids().into_iter().collect();
         let lost: Vec<&u64> = acked.iter().filter(|id| !present.contains(id)).collect();

@@ -389,6 +389,12 @@ fn run(lua: &Lua, cx: &mut Context<'_>, op: &str, args: &[Value]) -> Result<Valu
             Value::Nil
         }
         "is_read_only" => Value::Boolean(engine.is_read_only()),
+        "checkpoint_wal_threshold" => {
+            let bytes = arg::<f64>(lua, args, 1)?;
+            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "a byte count, clamped")]
+            crate::storage::wal::set_checkpoint_threshold(bytes.clamp(1.0, usize::MAX as f64) as usize);
+            Value::Nil
+        }
         "iproto_triggers" => {
             lua.set_app_data(IprotoTriggers(arg(lua, args, 1)?));
             Value::Nil

@@ -1,8 +1,14 @@
 //! Rows kept in fjall.
 //!
-//! Keyspace `rows` maps a storage key ([`super::keys`]) to a tuple; keyspace
-//! `meta` holds the instance uuid. A commit group is one fjall write batch, so
-//! either all of it survives a crash or none of it does.
+//! Keyspace `log` holds commit groups, each under its sequence number, in the
+//! byte form of [`super::group`]; a group is one fjall write batch, so either all
+//! of it (data and `_idempotency` together) survives a crash or none of it does.
+//! Keyspace `rows` maps a storage key ([`super::keys`]) to a tuple: the image of
+//! every group applied so far. Applying groups (a checkpoint) happens in the
+//! background and once more at open, so recovery reads `rows` alone. Appending a
+//! group costs one key in the log instead of one per row, and a checkpoint writes
+//! each row once however often it changed. Keyspace `meta` holds the instance
+//! uuid and the service clock as of the last checkpoint.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -36,11 +42,16 @@ type Resolved = (Vec<u8>, Option<Slice>);
 const META_INSTANCE_UUID: &[u8] = b"instance_uuid";
 const META_SERVICE_CLOCK: &[u8] = b"service_clock_ms";
 
-/// The fjall database behind oncebox.
+/// Largest number of row writes in one checkpoint batch.
+const CHECKPOINT_BATCH_ROWS: usize = 50_000;
+
+/// The fjall database behind oncebox (cheap to clone: the handles are shared).
+#[derive(Clone)]
 pub struct FjallStore {
     db: Database,
     rows: Keyspace,
     meta: Keyspace,
+    log: Keyspace,
     durability: Option<PersistMode>,
 }
 
@@ -56,13 +67,74 @@ impl FjallStore {
         let db = Database::builder(path).open()?;
         let rows = db.keyspace("rows", KeyspaceCreateOptions::default)?;
         let meta = db.keyspace("meta", KeyspaceCreateOptions::default)?;
+        let log = db.keyspace("log", KeyspaceCreateOptions::default)?;
         let durability = match mode {
             WalMode::None => None,
             // Out of the process's buffers into the OS: survives kill -9.
             WalMode::Write => Some(PersistMode::Buffer),
             WalMode::Fsync => Some(PersistMode::SyncData),
         };
-        Ok(Self { db, rows, meta, durability })
+        let store = Self { db, rows, meta, log, durability };
+        // Groups a crash left in the log are applied before anything reads `rows`.
+        store.apply_log(u64::MAX)?;
+        Ok(store)
+    }
+
+    /// The sequence number after the newest group in the log (1 for an empty log).
+    pub fn next_group_seq(&self) -> Result<u64, StoreError> {
+        let Some(last) = self.log.last_key_value() else { return Ok(1) };
+        Ok(group_seq(&last.key()?)? + 1)
+    }
+
+    /// Appends an encoded commit group as one atomic batch, durable as the mode promises.
+    pub fn append(&self, seq: u64, group: Vec<u8>) -> Result<(), StoreError> {
+        let mut batch = self.db.batch().durability(self.durability);
+        batch.insert(&self.log, seq.to_be_bytes(), group);
+        batch.commit()?;
+        Ok(())
+    }
+
+    /// Applies every logged group up to `up_to` (in order) to `rows` and removes
+    /// it from the log; returns how many groups were applied.
+    ///
+    /// Rows are written in batches of at most [`CHECKPOINT_BATCH_ROWS`], and the
+    /// groups leave the log only after the last of them. A crash in between leaves
+    /// the groups to be applied again: each operation sets a row's final value (or
+    /// removes it), so applying a group twice, in order, is the same as once.
+    pub fn apply_log(&self, up_to: u64) -> Result<usize, StoreError> {
+        let mut seqs = Vec::new();
+        let mut ops = Vec::new();
+        for item in self.log.range(..=up_to.to_be_bytes()) {
+            let (k, v) = item.into_inner()?;
+            let seq = group_seq(&k)?;
+            let group = super::group::decode(&v).ok_or_else(|| StoreError(format!("damaged commit group {seq}")))?;
+            seqs.push(k);
+            ops.extend(group);
+        }
+        if seqs.is_empty() {
+            return Ok(0);
+        }
+        let clock = last_clock(&ops);
+        let resolved = self.resolve(ops)?;
+        for chunk in resolved.chunks(CHECKPOINT_BATCH_ROWS) {
+            let mut batch = self.db.batch().durability(self.durability);
+            for (key, value) in chunk {
+                match value {
+                    Some(v) => batch.insert(&self.rows, key.as_slice(), v.clone()),
+                    None => batch.remove(&self.rows, key.as_slice()),
+                }
+            }
+            batch.commit()?;
+        }
+        let mut batch = self.db.batch().durability(self.durability);
+        if let Some(ms) = clock {
+            batch.insert(&self.meta, META_SERVICE_CLOCK, ms.to_be_bytes().to_vec());
+        }
+        for k in &seqs {
+            batch.remove(&self.log, k.clone());
+        }
+        batch.commit()?;
+        Ok(seqs.len())
     }
 
     /// The instance uuid recorded at creation.
@@ -116,10 +188,7 @@ impl FjallStore {
 
     /// Writes a commit group as one atomic batch, durable as the mode promises.
     pub fn write(&self, ops: Vec<RowOp>) -> Result<(), StoreError> {
-        let clock = ops.iter().rev().find_map(|op| match op {
-            RowOp::Clock { ms } => Some(*ms),
-            _ => None,
-        });
+        let clock = last_clock(&ops);
         let resolved = self.resolve(ops)?;
         if resolved.is_empty() && clock.is_none() {
             return Ok(());
@@ -144,11 +213,14 @@ impl FjallStore {
         Ok(())
     }
 
-    /// Clean shutdown: flushes memtables to tables so the next start need not replay the journal.
+    /// Clean shutdown: applies the log, then flushes memtables to tables so the
+    /// next start need not replay the journal.
     pub fn checkpoint(&self) -> Result<(), StoreError> {
+        self.apply_log(u64::MAX)?;
         self.db.persist(PersistMode::SyncAll)?;
         self.rows.rotate_memtable_and_wait()?;
         self.meta.rotate_memtable_and_wait()?;
+        self.log.rotate_memtable_and_wait()?;
         self.db.persist(PersistMode::SyncAll)?;
         Ok(())
     }
@@ -209,6 +281,19 @@ impl FjallStore {
     }
 }
 
+/// The newest service clock among `ops`.
+fn last_clock(ops: &[RowOp]) -> Option<u64> {
+    ops.iter().rev().find_map(|op| match op {
+        RowOp::Clock { ms } => Some(*ms),
+        _ => None,
+    })
+}
+
+fn group_seq(key: &[u8]) -> Result<u64, StoreError> {
+    let bytes: [u8; 8] = key.try_into().map_err(|_| StoreError("damaged commit group key".into()))?;
+    Ok(u64::from_be_bytes(bytes))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -251,6 +336,61 @@ mod tests {
             .unwrap();
         assert_eq!(rows, vec![(key(512, 3), vec![4]), (key(513, 2), vec![6])]);
         drop(store);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    fn rows_of(store: &FjallStore) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let mut rows = Vec::new();
+        store
+            .for_each_row(|k, v| {
+                rows.push((k.to_vec(), v.to_vec()));
+                Ok(())
+            })
+            .unwrap();
+        rows
+    }
+
+    fn encoded(ops: &[RowOp]) -> Vec<u8> {
+        let mut buf = Vec::new();
+        for op in ops {
+            crate::storage::group::encode(&mut buf, op);
+        }
+        buf
+    }
+
+    #[test]
+    fn logged_groups_reach_the_rows_by_checkpoint_or_at_open() {
+        let dir = std::env::temp_dir().join(format!("oncebox-fjall-log-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let key = |k: u8| vec![0, 0, 2, 0, k];
+        let put = |k: u8, v: u8| RowOp::Put { key: key(k), tuple: vec![v].into() };
+        {
+            let store = FjallStore::open(&dir, WalMode::Write).unwrap();
+            assert_eq!(store.next_group_seq().unwrap(), 1);
+            store.append(1, encoded(&[put(1, 10), put(2, 20), RowOp::Clock { ms: 5 }])).unwrap();
+            store.append(2, encoded(&[put(1, 11), RowOp::Delete { key: key(2) }])).unwrap();
+            store.append(3, encoded(&[RowOp::Truncate { space_id: 512 }, put(3, 30), RowOp::Clock { ms: 9 }])).unwrap();
+            assert_eq!(store.next_group_seq().unwrap(), 4);
+            // A checkpoint up to group 2: group 3 stays in the log.
+            assert_eq!(store.apply_log(2).unwrap(), 2);
+            assert_eq!(rows_of(&store), vec![(key(1), vec![11])]);
+            assert_eq!(store.service_clock().unwrap(), 5);
+            assert_eq!(store.next_group_seq().unwrap(), 4);
+            // Applying a group a second time (a crash between a checkpoint's batches) changes nothing.
+            store.append(4, encoded(&[put(1, 11)])).unwrap();
+            assert_eq!(store.apply_log(4).unwrap(), 2);
+            assert_eq!(store.apply_log(4).unwrap(), 0);
+            store.append(5, encoded(&[put(4, 40)])).unwrap();
+            // Dropped without a checkpoint, as after kill -9.
+        }
+        let store = FjallStore::open(&dir, WalMode::Write).unwrap();
+        assert_eq!(rows_of(&store), vec![(key(1), vec![11]), (key(3), vec![30]), (key(4), vec![40])]);
+        assert_eq!(store.service_clock().unwrap(), 9);
+        assert_eq!(store.next_group_seq().unwrap(), 1);
+        store.append(1, b"\x09".to_vec()).unwrap();
+        assert!(store.apply_log(1).is_err(), "a damaged group is reported, not skipped");
+        drop(store);
+        assert!(FjallStore::open(&dir, WalMode::Write).is_err());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

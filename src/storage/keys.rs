@@ -16,11 +16,16 @@ pub fn space_prefix(space_id: u32) -> [u8; 4] {
 #[must_use]
 pub fn row_key(space_id: u32, pk: &[KeyPart]) -> Vec<u8> {
     let mut out = Vec::with_capacity(4 + pk.len() * 10);
+    encode_row_key(&mut out, space_id, pk);
+    out
+}
+
+/// Appends the storage key of a row to `out`.
+pub fn encode_row_key(out: &mut Vec<u8>, space_id: u32, pk: &[KeyPart]) {
     out.extend_from_slice(&space_prefix(space_id));
     for part in pk {
-        encode_part(&mut out, part);
+        encode_part(out, part);
     }
-    out
 }
 
 /// The space id of a storage key.

@@ -1,7 +1,9 @@
 //! Persistence: where a commit becomes durable before it is acknowledged.
 //!
 //! - [`datadir`]: the directory layout, format version and lock.
-//! - [`fjall_store`]: rows in fjall, one atomic batch per commit group.
+//! - [`fjall_store`]: rows in fjall; each commit group is one atomic batch into its
+//!   `log` keyspace, applied to the `rows` keyspace in the background (a checkpoint).
+//! - [`group`]: the byte form of a commit group.
 //! - [`wal`]: the WAL thread that groups commits (group commit) and syncs per `wal_mode`.
 //! - [`keys`]: how a row's storage key is derived from its primary key.
 //!
@@ -11,6 +13,7 @@
 
 pub mod datadir;
 pub mod fjall_store;
+pub mod group;
 pub mod keys;
 pub mod recovery;
 pub mod wal;

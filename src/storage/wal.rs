@@ -4,20 +4,42 @@
 //! and made durable together (group commit), so `fsync` mode pays one sync for
 //! many requests. After a failure the thread refuses every later group: a
 //! failed write is never retried behind the client's back.
+//!
+//! Groups go to the store's log; a checkpoint thread applies them to the rows
+//! whenever [`checkpoint_threshold`] more bytes have been logged.
 
-use std::sync::mpsc::{Receiver, Sender};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::{Receiver, Sender, SyncSender, TrySendError};
+use std::sync::{Arc, OnceLock};
 use std::thread::JoinHandle;
 
 use super::fjall_store::FjallStore;
-use super::RowOp;
 
 /// A commit group from the TX thread.
 #[derive(Debug)]
 pub struct WalRequest {
     /// Increasing id of the group.
     pub ticket: u64,
-    /// Everything the group changed.
-    pub ops: Vec<RowOp>,
+    /// Everything the group changed, encoded (see [`super::group`]).
+    pub group: Vec<u8>,
+}
+
+/// Bytes of logged groups after which the checkpoint thread applies them to the
+/// rows, unless `checkpoint_wal_threshold` says otherwise.
+pub const CHECKPOINT_AFTER_BYTES: usize = 16 * 1024 * 1024;
+
+/// The current checkpoint threshold (`box.cfg{checkpoint_wal_threshold}`), in bytes.
+static CHECKPOINT_THRESHOLD: AtomicUsize = AtomicUsize::new(CHECKPOINT_AFTER_BYTES);
+
+/// Sets the bytes of logged groups after which a checkpoint starts (at least 1).
+pub fn set_checkpoint_threshold(bytes: usize) {
+    CHECKPOINT_THRESHOLD.store(bytes.max(1), Ordering::Relaxed);
+}
+
+/// The bytes of logged groups after which a checkpoint starts.
+#[must_use]
+pub fn checkpoint_threshold() -> usize {
+    CHECKPOINT_THRESHOLD.load(Ordering::Relaxed)
 }
 
 /// The outcome of every group up to and including `ticket`.
@@ -60,14 +82,23 @@ fn run(store: &FjallStore, rx: &Receiver<WalRequest>, done: &dyn Fn(WalDone)) {
     let mut failed: Option<String> = None;
     let mut budget = injected_failure_after();
     let delay = injected_delay();
+    let mut seq = match store.next_group_seq() {
+        Ok(seq) => seq,
+        Err(e) => {
+            failed = Some(e.0);
+            1
+        }
+    };
+    let checkpoints = Checkpoints::spawn(store);
+    let mut logged = 0usize;
     while let Ok(first) = rx.recv() {
         let mut ticket = first.ticket;
-        let mut ops = first.ops;
+        let mut group = first.group;
         for _ in 1..MAX_GROUPS_PER_BATCH {
             match rx.try_recv() {
                 Ok(more) => {
                     ticket = more.ticket;
-                    ops.extend(more.ops);
+                    group.extend_from_slice(&more.group);
                 }
                 Err(_) => break,
             }
@@ -76,11 +107,18 @@ fn run(store: &FjallStore, rx: &Receiver<WalRequest>, done: &dyn Fn(WalDone)) {
             std::thread::sleep(d);
         }
         if failed.is_none() {
+            failed = checkpoints.failure();
+        }
+        if failed.is_none() {
+            logged += group.len();
             if budget == Some(0) {
                 failed = Some("injected I/O error".into());
-            } else if let Err(e) = store.write(ops) {
+            } else if let Err(e) = store.append(seq, group) {
                 failed = Some(e.0);
+            } else if logged >= checkpoint_threshold() && checkpoints.request(seq) {
+                logged = 0;
             }
+            seq += 1;
             budget = budget.map(|b| b.saturating_sub(1));
             if let Some(msg) = &failed {
                 tracing::error!(error = %msg, "WAL write failed: refusing writes until restart");
@@ -90,9 +128,68 @@ fn run(store: &FjallStore, rx: &Receiver<WalRequest>, done: &dyn Fn(WalDone)) {
     }
     // The TX thread is gone: make everything written so far durable, and
     // leave the directory quick to open.
+    checkpoints.stop();
     if failed.is_none() {
         if let Err(e) = store.checkpoint() {
             tracing::error!(error = %e, "final checkpoint failed");
+        }
+    }
+}
+
+/// The checkpoint thread: applies logged groups to the rows while the WAL thread goes on.
+struct Checkpoints {
+    requests: Option<SyncSender<u64>>,
+    thread: Option<JoinHandle<()>>,
+    failed: Arc<OnceLock<String>>,
+}
+
+impl Checkpoints {
+    fn spawn(store: &FjallStore) -> Self {
+        let (requests, rx) = std::sync::mpsc::sync_channel::<u64>(1);
+        let failed = Arc::new(OnceLock::new());
+        let (store, report) = (store.clone(), failed.clone());
+        let thread = std::thread::Builder::new().name("checkpoint".into()).spawn(move || {
+            for up_to in rx {
+                let started = std::time::Instant::now();
+                match store.apply_log(up_to) {
+                    Ok(groups) => tracing::debug!(groups, elapsed_ms = started.elapsed().as_millis(), "checkpoint"),
+                    Err(e) => {
+                        // The groups stay in the log (durable); writes stop until restart.
+                        tracing::error!(error = %e, "checkpoint failed");
+                        let _ = report.set(format!("checkpoint failed: {e}"));
+                        return;
+                    }
+                }
+            }
+        });
+        match thread {
+            Ok(thread) => Self { requests: Some(requests), thread: Some(thread), failed },
+            Err(e) => {
+                // Without the thread, groups are applied at shutdown and at the next start.
+                tracing::error!(error = %e, "cannot start the checkpoint thread");
+                Self { requests: None, thread: None, failed }
+            }
+        }
+    }
+
+    /// Asks for the groups up to `seq` to be applied; `false` while one is still running.
+    fn request(&self, seq: u64) -> bool {
+        match self.requests.as_ref().map(|r| r.try_send(seq)) {
+            Some(Ok(())) => true,
+            Some(Err(TrySendError::Full(_))) | None => false,
+            Some(Err(TrySendError::Disconnected(_))) => false,
+        }
+    }
+
+    fn failure(&self) -> Option<String> {
+        self.failed.get().cloned()
+    }
+
+    /// Waits for the running checkpoint, if any, and ends the thread.
+    fn stop(mut self) {
+        self.requests = None;
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
         }
     }
 }
