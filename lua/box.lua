@@ -929,7 +929,22 @@ function box.session.euid() return session_uid() end
 function box.session.user() return op('user_name', box.session.uid()) end
 function box.session.effective_user() return op('user_name', session_uid()) end
 function box.session.id() return op('session_id') end
-box.session.storage = {}
+-- box.session.storage: a table of each session's own, dropped when it disconnects.
+-- (Assigning box.session.storage replaces it for every session, as in 2.6.)
+local session_storage = {}
+setmetatable(box.session, {
+    __index = function(_, k)
+        if k ~= 'storage' then return nil end
+        local id = box.session.id()
+        local t = session_storage[id]
+        if t == nil then
+            t = {}
+            session_storage[id] = t
+        end
+        return t
+    end,
+})
+function internal.forget_session(id) session_storage[id] = nil end
 
 -- box.session.on_connect / on_disconnect / on_auth(fn [, old]): Tarantool's trigger
 -- convention; an on_connect error closes the new connection.

@@ -231,6 +231,9 @@ pub struct Executor {
     scratch: Vec<u8>,
     /// CALL/EVAL fibers that yielded, by fiber id.
     pending: std::collections::HashMap<u64, PendingFiber>,
+    /// Console sessions whose line runs in a fiber that yielded, with the lines typed
+    /// since (run in order, each after the one before it ends).
+    console_waiting: std::collections::HashMap<u64, VecDeque<String>>,
     /// Set by `execute` when a CALL/EVAL's fiber yielded instead of ending.
     parked: Option<u64>,
     /// Whether the request `execute` runs is a tokened one (one transaction: no yields).
@@ -292,6 +295,7 @@ impl Executor {
             control: None,
             scratch: Vec::with_capacity(4096),
             pending: std::collections::HashMap::new(),
+            console_waiting: std::collections::HashMap::new(),
             parked: None,
             atomic: false,
             fibers_ready: false,
@@ -454,6 +458,10 @@ impl Executor {
         match pending.kind {
             FiberKind::Script => self.script_ended(result),
             FiberKind::Plain => {}
+            FiberKind::Request(Shape::Text) => {
+                self.answer_console(pending.session_id, result);
+                self.console_next(pending.session_id);
+            }
             FiberKind::Request(_) => self.answer_fiber(&pending, result),
         }
     }
@@ -601,6 +609,8 @@ impl Executor {
                 }
             }
             TxMessage::Disconnect { session_id } => {
+                self.console_waiting.remove(&session_id);
+                self.lua.forget_session(session_id);
                 if let Some(s) = self.sessions.remove(&session_id) {
                     if let Err(e) = self.session_triggers(session_id, s.user_id, "disconnect", &[]) {
                         tracing::warn!(session_id, error = %e, "on_disconnect trigger failed");
@@ -694,23 +704,58 @@ impl Executor {
         }
     }
 
-    /// Evaluates a console line as admin and answers with its YAML.
+    /// A line typed on the text console: run now, or after the session's running line ends.
     fn console_line(&mut self, session_id: u64, line: &str) {
+        if let Some(queue) = self.console_waiting.get_mut(&session_id) {
+            queue.push_back(line.to_owned());
+        } else if self.run_console_line(session_id, line) {
+            self.console_waiting.insert(session_id, VecDeque::new());
+        }
+    }
+
+    /// Runs a console line as admin in a fiber of its own and answers with its YAML
+    /// when it ends; returns whether it yielded instead (it is answered later).
+    fn run_console_line(&mut self, session_id: u64, line: &str) -> bool {
         let caller = self.caller(self.creds(user_id::ADMIN), session_id);
         let mut host = Host {
             engine: &mut self.engine,
             window: &mut self.window,
             ticket: self.wal.as_ref().map(|_| self.next_ticket),
         };
-        let text = match self.lua.console_eval(&mut host, &caller, line) {
-            Ok(text) => text,
-            Err(e) => format!("---\n- error: {}\n...\n", e.message),
+        let step = self.lua.console_eval(&mut host, &caller, line);
+        self.commit_changes();
+        match step {
+            Step::Done(result) => {
+                self.answer_console(session_id, result);
+                false
+            }
+            Step::Parked(fid) => {
+                let kind = FiberKind::Request(Shape::Text);
+                self.pending.insert(fid, PendingFiber { session_id, sync: 0, kind });
+                true
+            }
+        }
+    }
+
+    /// Runs the lines a console session typed while its last line was running, until one yields.
+    fn console_next(&mut self, session_id: u64) {
+        let Some(mut queue) = self.console_waiting.remove(&session_id) else { return };
+        while let Some(line) = queue.pop_front() {
+            if self.run_console_line(session_id, &line) {
+                self.console_waiting.insert(session_id, queue);
+                return;
+            }
+        }
+    }
+
+    /// Answers a console line with its YAML once everything it wrote is durable.
+    fn answer_console(&mut self, session_id: u64, result: BoxResult<Vec<u8>>) {
+        let text = match result {
+            Ok(bytes) => bytes,
+            Err(e) => format!("---\n- error: {}\n...\n", e.message).into_bytes(),
         };
-        let changes = self.engine.take_changes();
-        let reply = HeldReply { session_id, sync: 0, bytes: text.into_bytes() };
-        if !changes.is_empty() && self.wal.is_some() {
-            log_changes(&mut self.group_log, &changes);
-            self.group_undo.extend(changes);
+        let reply = HeldReply { session_id, sync: 0, bytes: text };
+        if self.wal.is_some() {
             self.group_replies.push(reply);
         } else {
             self.deliver(reply);

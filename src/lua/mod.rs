@@ -53,6 +53,8 @@ pub enum Shape {
     Call,
     /// CALL_16: a list of tuples (Tarantool 1.6's shape).
     Call16,
+    /// A console line: the first result, a string, as its bytes (the YAML reply).
+    Text,
 }
 
 /// Who a Lua call runs for.
@@ -397,16 +399,29 @@ impl LuaRuntime {
         run().map_err(|e| lua_err(&e))
     }
 
-    /// Evaluates one console line as `require('console').eval` does and returns the YAML text.
-    pub fn console_eval(&self, host: &mut Host<'_>, caller: &Caller, line: &str) -> BoxResult<String> {
+    /// Starts one console line (`require('console').eval`) in a fiber of its own:
+    /// its YAML text, or the fiber it waits in ([`Shape::Text`] when it ends).
+    pub fn console_eval(&self, host: &mut Host<'_>, caller: &Caller, line: &str) -> Step {
         let (outcome, _) = self.with_engine(host, caller, |lua| {
             let console: Table = lua.globals().get::<Table>("package")?.get::<Table>("loaded")?.get("console")?;
             let eval: Function = console.get("eval")?;
-            let text: mlua::LuaString = eval.call(line)?;
-            Ok(Ok(text.as_bytes().to_vec()))
+            let args = vec![Value::String(lua.create_string(line)?)];
+            start_request(lua, caller, false, Value::Function(eval), args, Shape::Text).map(Ok)
         });
-        let bytes = outcome.map_err(|e| lua_err(&e))??;
-        Ok(String::from_utf8_lossy(&bytes).into_owned())
+        step_of(outcome)
+    }
+
+    /// Drops what Lua kept for a session that disconnected (its `box.session.storage`).
+    pub fn forget_session(&self, session_id: u64) {
+        let forget = || -> mlua::Result<()> {
+            let f: Function =
+                self.lua.globals().get::<Table>("box")?.get::<Table>("internal")?.get("forget_session")?;
+            #[allow(clippy::cast_precision_loss, reason = "session ids stay far below 2^53")]
+            f.call::<()>(session_id as f64)
+        };
+        if let Err(e) = forget() {
+            tracing::warn!(session_id, error = %e, "cannot drop the session's storage");
+        }
     }
 
     /// Whether `space:on_replace` triggers are set on this space.
@@ -751,6 +766,12 @@ fn encode_results(values: &[Value], shape: Shape) -> BoxResult<Vec<u8>> {
     };
     let mut items: Vec<Vec<u8>> = Vec::new();
     match shape {
+        Shape::Text => {
+            return match values.first() {
+                Some(Value::String(s)) => Ok(s.as_bytes().to_vec()),
+                _ => Err(BoxError::new(code::PROC_LUA, "console.eval returned no text")),
+            };
+        }
         Shape::Call => {
             for v in values {
                 let mut b = Vec::new();

@@ -167,3 +167,21 @@ def test_read_only_mode(servers):
     p = admin_pair(servers)
     ev(p, "box.cfg{read_only = true} local ok, e = pcall(box.space.people.insert, box.space.people, {9, 'x'}) "
           "local ro = box.info.ro box.cfg{read_only = false} return ok, tostring(e), ro, box.info.ro")
+
+
+def test_session_storage_is_per_session(servers):
+    one, two = admin_pair(servers), admin_pair(servers)
+    ev(one, "box.session.storage.seen = (box.session.storage.seen or 0) + 1")
+    ev(one, "box.session.storage.seen = box.session.storage.seen + 1 box.session.storage.name = 'one'")
+    assert ev(one, "return box.session.storage.seen, box.session.storage.name")[1][0x30] == [2, "one"]
+    assert ev(two, "return box.session.storage.seen, next(box.session.storage)")[1][0x30] == [None, None]
+    # As in 2.6, assigning the field replaces every session's storage, until it is cleared.
+    ev(two, "box.session.storage = {mine = true}")
+    assert ev(one, "return box.session.storage.mine")[1][0x30] == [True]
+    ev(two, "box.session.storage = nil")
+    assert ev(one, "return box.session.storage.seen, box.session.storage.mine")[1][0x30] == [2, None]
+    # A session that reconnects is a new session, with a new storage.
+    for c in (one.a, one.b):
+        c.close()
+    again = admin_pair(servers)
+    assert ev(again, "return box.session.storage.seen")[1][0x30] == [None]
