@@ -1,5 +1,5 @@
 -- errno: Tarantool's errno module: the Linux error constants (errno.ENOENT...),
--- errno() for the last error (always 0 here: no Lua call sets it) and
+-- errno() for the last error (set by the socket module; errno(n) sets it) and
 -- errno.strerror(n).
 
 local native = box.internal.native
@@ -19,9 +19,13 @@ local codes = {
     ENOTRECOVERABLE = 131,
 }
 
+local last = 0
 local errno = setmetatable({}, {
     __index = function(_, name) return codes[name] end,
-    __call = function() return 0 end,
+    __call = function(_, n)
+        if n ~= nil then last = n end
+        return last
+    end,
 })
 
 rawset(errno, 'strerror', function(n)

@@ -87,6 +87,15 @@ pub enum TxMessage {
         /// Its reply, or why there is none.
         reply: crate::lua::netbox::NetReply,
     },
+    /// A `socket` read or write finished for the fiber waiting on `ticket`.
+    Socket {
+        /// The job's ticket.
+        ticket: u64,
+        /// What was read (nothing for a write), or errno and its text.
+        reply: crate::lua::socket::SocketReply,
+    },
+    /// A `socket.tcp_server` accepted a connection: its handler's fiber starts.
+    SocketAccepted(crate::lua::socket::Accepted),
     /// A line typed on the text console.
     Console {
         /// Connection id.
@@ -662,6 +671,8 @@ impl Executor {
             },
             TxMessage::Tick => self.tick(),
             TxMessage::Netbox { ticket, reply } => self.lua.netbox_deliver(ticket, reply),
+            TxMessage::Socket { ticket, reply } => self.lua.socket_deliver(ticket, reply),
+            TxMessage::SocketAccepted(conn) => self.lua.socket_accepted(conn),
             TxMessage::Wake => {
                 if let Some(alarm) = self.alarm.as_mut() {
                     alarm.fired();

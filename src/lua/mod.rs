@@ -14,6 +14,7 @@ pub mod convert;
 pub mod dispatch;
 pub mod native;
 pub mod netbox;
+pub mod socket;
 pub mod tuple;
 
 use std::rc::Rc;
@@ -33,7 +34,7 @@ const PRELUDE: &str = include_str!("../../lua/box.lua");
 const CONSOLE: &str = include_str!("../../lua/console.lua");
 const NET_BOX: &str = include_str!("../../lua/net_box.lua");
 /// Tarantool's Lua modules, each registered in `package.loaded` by its own file (in load order).
-const MODULES: [(&str, &str); 10] = [
+const MODULES: [(&str, &str); 11] = [
     ("=fiber.lua", include_str!("../../lua/fiber.lua")),
     ("=digest.lua", include_str!("../../lua/digest.lua")),
     ("=clock.lua", include_str!("../../lua/clock.lua")),
@@ -44,6 +45,7 @@ const MODULES: [(&str, &str); 10] = [
     ("=tuple.lua", include_str!("../../lua/tuple.lua")),
     ("=strict.lua", include_str!("../../lua/strict.lua")),
     ("=errno.lua", include_str!("../../lua/errno.lua")),
+    ("=socket.lua", include_str!("../../lua/socket.lua")),
 ];
 
 /// How CALL results are shaped.
@@ -167,6 +169,7 @@ impl LuaRuntime {
         lua.load(PRELUDE).set_name("=box.lua").exec().map_err(|e| lua_err(&e))?;
         lua.load(CONSOLE).set_name("=console.lua").exec().map_err(|e| lua_err(&e))?;
         netbox::register(&lua).map_err(|e| lua_err(&e))?;
+        socket::register(&lua).map_err(|e| lua_err(&e))?;
         lua.load(NET_BOX).set_name("=net_box.lua").exec().map_err(|e| lua_err(&e))?;
         let bind = || -> mlua::Result<()> {
             let internal: Table = lua.globals().get::<Table>("box")?.get("internal")?;
@@ -320,6 +323,37 @@ impl LuaRuntime {
         };
         if let Err(e) = deliver() {
             tracing::warn!(error = %e, "net.box reply could not be delivered");
+        }
+    }
+
+    /// Hands a socket read or write outcome to the fiber waiting on `ticket`.
+    pub fn socket_deliver(&self, ticket: u64, reply: socket::SocketReply) {
+        let deliver = || -> mlua::Result<()> {
+            let f: Function =
+                self.lua.globals().get::<Table>("box")?.get::<Table>("internal")?.get("socket_deliver")?;
+            #[allow(clippy::cast_precision_loss, reason = "tickets stay far below 2^53")]
+            let ticket = Value::Number(ticket as f64);
+            match reply {
+                Ok(data) => f.call::<()>((ticket, true, self.lua.create_string(&data)?)),
+                Err((errno, text)) => f.call::<()>((ticket, false, errno, text)),
+            }
+        };
+        if let Err(e) = deliver() {
+            tracing::warn!(error = %e, "socket outcome could not be delivered");
+        }
+    }
+
+    /// Starts the handler fiber of the `socket.tcp_server` that accepted `conn`.
+    pub fn socket_accepted(&self, conn: socket::Accepted) {
+        let start = || -> mlua::Result<()> {
+            let listener = conn.listener;
+            let (sock, from) = socket::accepted(&self.lua, conn)?;
+            let f: Function =
+                self.lua.globals().get::<Table>("box")?.get::<Table>("internal")?.get("socket_accepted")?;
+            f.call::<()>((listener, sock, from))
+        };
+        if let Err(e) = start() {
+            tracing::warn!(error = %e, "an accepted socket could not be handed to its handler");
         }
     }
 

@@ -1,0 +1,208 @@
+-- socket: Tarantool's TCP socket module over box.internal.socket_* (src/lua/socket.rs).
+--
+-- socket.tcp_connect(host, port[, timeout]), socket.tcp_server(host, port, handler
+-- or {handler = fn, prepare = fn, name = ...}[, timeout]), socket.getaddrinfo(host,
+-- port). A socket reads and writes from a fiber without stopping the server: the
+-- fiber waits on a fiber.cond while an I/O thread does the work; where nothing may
+-- yield (a trigger, a tokened call) the same work is waited for in place. Failures
+-- return nil (sock:error() and sock:errno() tell; a failed connect sets errno), as in 2.6.
+-- Connecting waits in place (loopback and LAN peers answer at once).
+
+local internal = box.internal
+local errno = require('errno')
+
+local socket = {}
+local sock_mt = {}
+sock_mt.__index = sock_mt
+local server_mt = {}
+server_mt.__index = server_mt
+
+-- I/O in flight, by ticket; the TX thread delivers each outcome here.
+local waiting = {}
+function internal.socket_deliver(ticket, ok, a, b)
+    local w = waiting[ticket]
+    if w == nil then return end
+    waiting[ticket] = nil
+    w.done, w.ok, w.a, w.b = true, ok, a, b
+    w.cond:signal()
+end
+
+local function wrap(h)
+    return setmetatable({_h = h}, sock_mt)
+end
+
+-- Runs one read or write job: from a fiber it waits for the I/O thread; elsewhere in place.
+local function io(self, kind, ...)
+    local h = self._h
+    if not h:is_open() then
+        errno(errno.EBADF)
+        h:set_error(errno.EBADF, 'Bad file descriptor')
+        return nil
+    end
+    local ok, a, b
+    if internal.fiber_can_yield() then
+        local fiber = require('fiber')
+        local ticket = kind == 'write' and h:submit_write(...) or h:submit_read(kind, ...)
+        local w = {cond = fiber.cond()}
+        waiting[ticket] = w
+        -- The I/O thread keeps the time (a read that times out leaves what it read buffered).
+        while not w.done do w.cond:wait() end
+        ok, a, b = w.ok, w.a, w.b
+    elseif kind == 'write' then
+        ok, a, b = h:write_now(...)
+    else
+        ok, a, b = h:read_now(kind, ...)
+    end
+    if ok then return a end
+    -- As in 2.6, the socket keeps the error (sock:errno()); the global errno is left alone.
+    h:set_error(a, b)
+    return nil
+end
+
+local function check(self, method)
+    if getmetatable(self) ~= sock_mt then
+        error(string.format('Usage: socket:%s()', method), 3)
+    end
+end
+
+-- sock:read(limit | delimiter | {chunk = n, delimiter = d}[, timeout]): exactly `limit`
+-- bytes, or up to and including the delimiter; what is left at end of stream ('' when
+-- nothing); nil on timeout or error.
+function sock_mt:read(opts, timeout)
+    check(self, 'read')
+    if type(opts) == 'number' then
+        return io(self, 'size', opts, nil, timeout)
+    elseif type(opts) == 'string' then
+        return io(self, 'delimiter', opts, nil, timeout)
+    elseif type(opts) == 'table' then
+        local chunk = opts.chunk or opts.size
+        if opts.delimiter ~= nil then
+            return io(self, 'delimiter', opts.delimiter, chunk, timeout)
+        elseif chunk ~= nil then
+            return io(self, 'size', chunk, nil, timeout)
+        end
+    end
+    error('Usage: socket:read(delimiter|chunk|{delimiter = x, chunk = x}, timeout)', 2)
+end
+
+-- sock:recv(size): whatever has arrived, at most `size` bytes ('' at end of stream).
+function sock_mt:recv(size)
+    check(self, 'recv')
+    return io(self, 'any', size or 512, nil, nil)
+end
+sock_mt.sysread = sock_mt.recv
+
+-- sock:write(data[, timeout]): the number of bytes written, or nil.
+function sock_mt:write(data, timeout)
+    check(self, 'write')
+    data = tostring(data)
+    if io(self, 'write', data, timeout) == nil then return nil end
+    return #data
+end
+sock_mt.send = sock_mt.write
+sock_mt.syswrite = sock_mt.write
+
+function sock_mt:close()
+    check(self, 'close')
+    return self._h:close()
+end
+function sock_mt:shutdown(how) return self._h:shutdown(how) end
+function sock_mt:peer() return self._h:peer() end
+function sock_mt:name() return self._h:name() end
+sock_mt.getpeername = sock_mt.peer
+sock_mt.getsockname = sock_mt.name
+function sock_mt:fd() return self._h:fd() end
+function sock_mt:error() return self._h:error() end
+function sock_mt:errno() return self._h:errno() end
+-- The I/O threads do the waiting: a socket is as good as non-blocking to its fiber.
+function sock_mt:nonblock(flag)
+    if flag == nil then return true end
+    return flag
+end
+function sock_mt:setsockopt() return true end
+function sock_mt:detach() end
+function sock_mt:readable() return self._h:is_open() end
+function sock_mt:writable() return self._h:is_open() end
+sock_mt.__tostring = function(self)
+    local name, peer = self:name(), self:peer()
+    if name == nil then return 'fd -1' end
+    return string.format('fd %d, aka %s:%d, peer %s:%d', self:fd(), name.host, name.port,
+                         peer and peer.host or '', peer and peer.port or 0)
+end
+
+function socket.tcp_connect(host, port, timeout)
+    if port == nil then error('Usage: socket.tcp_connect(host, port[, timeout])', 2) end
+    local h, code = internal.socket_connect(tostring(host), tonumber(port), timeout)
+    if h == nil then
+        -- 2.6 returns nil alone and sets errno.
+        errno(code)
+        return nil
+    end
+    return wrap(h)
+end
+
+-- Listeners, by id: an accepted connection's handler runs in a fiber of its own.
+local listeners = {}
+function internal.socket_accepted(id, h, from)
+    local l = listeners[id]
+    if l == nil then
+        h:close()
+        return
+    end
+    local fiber = require('fiber')
+    fiber.new(function()
+        local s = wrap(h)
+        local ok, err = pcall(l.handler, s, from)
+        if not ok then require('log').error('socket.tcp_server handler: %s', tostring(err)) end
+        s:close()
+    end)
+end
+
+function socket.tcp_server(host, port, opts, timeout)
+    local handler, prepare = opts, nil
+    if type(opts) == 'table' then
+        handler, prepare = opts.handler, opts.prepare
+    end
+    if type(handler) ~= 'function' then
+        error('Usage: socket.tcp_server(host, port, handler | opts)', 2)
+    end
+    local l, code, text = internal.socket_listen(tostring(host), tonumber(port) or 0)
+    if l == nil then
+        errno(code)
+        return nil, text
+    end
+    local server = setmetatable({_l = l}, server_mt)
+    listeners[l:id()] = {handler = handler}
+    if prepare ~= nil then prepare(server) end
+    return server, l:name()
+end
+
+function server_mt:name() return self._l:name() end
+server_mt.getsockname = server_mt.name
+function server_mt:close()
+    listeners[self._l:id()] = nil
+    return self._l:close()
+end
+function server_mt:setsockopt() return true end
+function server_mt:nonblock(flag) return flag == nil or flag end
+server_mt.__tostring = function(self)
+    local n = self:name()
+    return string.format('server %s:%d', n.host, n.port)
+end
+
+function socket.getaddrinfo(host, port)
+    local list, code, text = internal.socket_getaddrinfo(tostring(host), tonumber(port) or 0)
+    if list == nil then
+        errno(code)
+        return nil, text
+    end
+    return list
+end
+
+setmetatable(socket, {
+    __call = function()
+        error('socket(domain, type, protocol) is not supported: use socket.tcp_connect or socket.tcp_server', 2)
+    end,
+})
+
+package.loaded.socket = socket

@@ -1,0 +1,507 @@
+//! The `socket` module's transport: TCP connections and listeners driven from Lua.
+//!
+//! `box.internal.socket_connect(host, port, timeout)` and
+//! `box.internal.socket_listen(host, port)` return handles; `lua/socket.lua` is the
+//! API Tarantool users call (`tcp_connect`, `tcp_server`, `sock:read`, ...).
+//!
+//! A connection's reads and writes are each done by an I/O thread of its own, so
+//! a fiber waits for them (`submit_*`) while the TX thread serves other requests;
+//! where nothing may yield the same jobs are waited for in place (`*_now`). The
+//! reader keeps what it read past a request (after a delimiter, or before a
+//! timeout) for the next one, as Tarantool's read buffer does. A listener's thread
+//! hands each accepted connection to the TX thread, which starts the handler's fiber.
+
+use std::io::{Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant};
+
+use mlua::{Lua, UserData, UserDataMethods, Value};
+use tokio::sync::mpsc::UnboundedSender;
+
+use super::netbox::TxNotify;
+use crate::executor::TxMessage;
+
+/// An I/O outcome as Lua sees it: the bytes read (or, for a write, none), or errno and its text.
+pub type SocketReply = Result<Vec<u8>, (i32, String)>;
+
+/// Most bytes one read job keeps buffered while looking for a delimiter.
+const MAX_READ_BUFFER: usize = 64 * 1024 * 1024;
+/// How often a listener's thread looks for a close while no connection arrives.
+const ACCEPT_POLL: Duration = Duration::from_millis(10);
+
+const ETIMEDOUT: i32 = 110;
+const ENOTCONN: i32 = 107;
+const EINVAL: i32 = 22;
+
+static NEXT_TICKET: AtomicU64 = AtomicU64::new(1);
+static NEXT_LISTENER: AtomicU64 = AtomicU64::new(1);
+
+/// Where a job's outcome goes.
+enum ReplyTo {
+    /// A caller blocked on this channel.
+    Direct(mpsc::Sender<SocketReply>),
+    /// The TX thread, as [`TxMessage::Socket`] with this ticket.
+    Tx(u64, UnboundedSender<TxMessage>),
+}
+
+impl ReplyTo {
+    fn send(self, reply: SocketReply) {
+        match self {
+            Self::Direct(tx) => {
+                let _ = tx.send(reply);
+            }
+            Self::Tx(ticket, notify) => {
+                let _ = notify.send(TxMessage::Socket { ticket, reply });
+            }
+        }
+    }
+}
+
+/// What a read waits for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum ReadUntil {
+    /// Exactly this many bytes (fewer only at end of stream).
+    Size(usize),
+    /// Up to and including the delimiter, or `limit` bytes, whichever comes first.
+    Delimiter(Vec<u8>, Option<usize>),
+    /// Whatever is there, at least one byte, at most this many (`recv`).
+    Any(usize),
+}
+
+impl ReadUntil {
+    /// How many buffered bytes answer the read, if it is answered.
+    fn ready(&self, buf: &[u8]) -> Option<usize> {
+        match self {
+            Self::Size(n) => (buf.len() >= *n).then_some(*n),
+            Self::Any(n) => (!buf.is_empty()).then(|| buf.len().min(*n)),
+            Self::Delimiter(d, limit) => {
+                let found = if d.is_empty() {
+                    None
+                } else {
+                    buf.windows(d.len()).position(|w| w == d.as_slice()).map(|at| at + d.len())
+                };
+                match (found, limit) {
+                    (Some(end), Some(l)) => Some(end.min(*l)),
+                    (Some(end), None) => Some(end),
+                    (None, Some(l)) if buf.len() >= *l => Some(*l),
+                    (None, _) if buf.len() >= MAX_READ_BUFFER => Some(buf.len()),
+                    _ => None,
+                }
+            }
+        }
+    }
+}
+
+enum Job {
+    Read(ReadUntil, Option<Duration>, ReplyTo),
+    Write(Vec<u8>, Option<Duration>, ReplyTo),
+}
+
+/// An open TCP connection (`socket.tcp_connect`, or one `tcp_server` accepted).
+pub struct Sock {
+    reads: Option<mpsc::Sender<Job>>,
+    writes: Option<mpsc::Sender<Job>>,
+    stream: Option<TcpStream>,
+    last_error: Option<(i32, String)>,
+}
+
+/// The text Tarantool shows for an OS error (strerror), and its errno.
+fn os_error(e: &std::io::Error) -> (i32, String) {
+    if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) {
+        return (ETIMEDOUT, "Connection timed out".into());
+    }
+    let errno = e.raw_os_error().unwrap_or(EINVAL);
+    let text = e.to_string();
+    let text = text.split(" (os error").next().unwrap_or(&text).to_owned();
+    (errno, text)
+}
+
+fn timeout_of(secs: Option<f64>) -> Option<Duration> {
+    secs.filter(|s| s.is_finite() && *s >= 0.0).map(|s| Duration::from_secs_f64(s.max(0.000_001)))
+}
+
+impl Sock {
+    fn start(stream: TcpStream) -> std::io::Result<Self> {
+        let _ = stream.set_nodelay(true);
+        let reader = stream.try_clone()?;
+        let writer = stream.try_clone()?;
+        let (reads, read_jobs) = mpsc::channel::<Job>();
+        let (writes, write_jobs) = mpsc::channel::<Job>();
+        std::thread::Builder::new().name("socket.read".into()).spawn(move || serve_reads(reader, &read_jobs))?;
+        std::thread::Builder::new().name("socket.write".into()).spawn(move || serve_writes(writer, &write_jobs))?;
+        Ok(Self { reads: Some(reads), writes: Some(writes), stream: Some(stream), last_error: None })
+    }
+
+    fn queue(&self, job: Job) -> Result<(), (i32, String)> {
+        let lane = match job {
+            Job::Read(..) => &self.reads,
+            Job::Write(..) => &self.writes,
+        };
+        let closed = || (ENOTCONN, "Socket is closed".to_owned());
+        lane.as_ref().ok_or_else(closed)?.send(job).map_err(|_| closed())
+    }
+
+    fn close(&mut self) {
+        self.reads = None;
+        self.writes = None;
+        if let Some(s) = self.stream.take() {
+            let _ = s.shutdown(Shutdown::Both);
+        }
+    }
+}
+
+impl Drop for Sock {
+    fn drop(&mut self) {
+        // The I/O threads end when their job channels close; a blocked read ends with the socket.
+        self.close();
+    }
+}
+
+fn serve_reads(mut stream: TcpStream, jobs: &mpsc::Receiver<Job>) {
+    let mut buf = Vec::new();
+    let mut eof = false;
+    while let Ok(Job::Read(until, timeout, reply)) = jobs.recv() {
+        reply.send(read_once(&mut stream, &mut buf, &mut eof, &until, timeout));
+    }
+}
+
+/// Reads until `until` is met, the stream ends or `timeout` passes (what was read stays in `buf`).
+fn read_once(
+    stream: &mut TcpStream,
+    buf: &mut Vec<u8>,
+    eof: &mut bool,
+    until: &ReadUntil,
+    timeout: Option<Duration>,
+) -> SocketReply {
+    let deadline = timeout.map(|t| Instant::now() + t);
+    let mut chunk = vec![0u8; 16 * 1024];
+    loop {
+        if let Some(n) = until.ready(buf) {
+            return Ok(buf.drain(..n).collect());
+        }
+        if *eof {
+            return Ok(std::mem::take(buf));
+        }
+        let left = match deadline {
+            Some(d) => match d.checked_duration_since(Instant::now()) {
+                Some(left) if !left.is_zero() => Some(left),
+                _ => return Err((ETIMEDOUT, "Connection timed out".into())),
+            },
+            None => None,
+        };
+        stream.set_read_timeout(left).map_err(|e| os_error(&e))?;
+        match stream.read(&mut chunk) {
+            Ok(0) => *eof = true,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(os_error(&e)),
+        }
+    }
+}
+
+fn serve_writes(mut stream: TcpStream, jobs: &mpsc::Receiver<Job>) {
+    while let Ok(Job::Write(data, timeout, reply)) = jobs.recv() {
+        let written = stream
+            .set_write_timeout(timeout)
+            .and_then(|()| stream.write_all(&data))
+            .map(|()| Vec::new())
+            .map_err(|e| os_error(&e));
+        reply.send(written);
+    }
+}
+
+/// The first address `host:port` resolves to.
+fn resolve(host: &str, port: u16) -> Result<SocketAddr, (i32, String)> {
+    let mut addrs = (host, port).to_socket_addrs().map_err(|e| os_error(&e))?;
+    addrs.next().ok_or_else(|| (EINVAL, format!("cannot resolve {host}")))
+}
+
+/// `box.internal.socket_connect(host, port, timeout)`: a handle, or `nil, errno, message`.
+fn connect(host: &str, port: u16, timeout: Option<f64>) -> Result<Sock, (i32, String)> {
+    let addr = resolve(host, port)?;
+    let stream = match timeout_of(timeout) {
+        Some(t) => TcpStream::connect_timeout(&addr, t),
+        None => TcpStream::connect(addr),
+    }
+    .map_err(|e| os_error(&e))?;
+    Sock::start(stream).map_err(|e| os_error(&e))
+}
+
+/// An address as the Lua table Tarantool returns from `sock:peer()` / `sock:name()`.
+fn address_table(lua: &Lua, addr: &SocketAddr) -> mlua::Result<mlua::Table> {
+    let t = lua.create_table()?;
+    t.set("host", addr.ip().to_string())?;
+    t.set("port", addr.port())?;
+    t.set("family", if addr.is_ipv4() { "AF_INET" } else { "AF_INET6" })?;
+    t.set("type", "SOCK_STREAM")?;
+    t.set("protocol", "tcp")?;
+    Ok(t)
+}
+
+/// A read request from Lua: `("size", n)`, `("delimiter", d, limit)` or `("any", n)`.
+fn read_until(kind: &str, arg: &Value, limit: Option<usize>) -> mlua::Result<ReadUntil> {
+    let size = |v: &Value| match v {
+        Value::Integer(i) => usize::try_from(*i).map_err(|_| mlua::Error::runtime("bad read size")),
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "checked non-negative")]
+        Value::Number(n) if *n >= 0.0 => Ok(*n as usize),
+        _ => Err(mlua::Error::runtime("bad read size")),
+    };
+    match kind {
+        "size" => Ok(ReadUntil::Size(size(arg)?)),
+        "any" => Ok(ReadUntil::Any(size(arg)?.max(1))),
+        "delimiter" => match arg {
+            Value::String(d) => Ok(ReadUntil::Delimiter(d.as_bytes().to_vec(), limit)),
+            _ => Err(mlua::Error::runtime("bad delimiter")),
+        },
+        _ => Err(mlua::Error::runtime("bad read kind")),
+    }
+}
+
+/// `ok, data` or `nil, errno, message` for Lua.
+fn reply_values(lua: &Lua, reply: SocketReply) -> mlua::Result<mlua::MultiValue> {
+    Ok(match reply {
+        Ok(data) => mlua::MultiValue::from_vec(vec![Value::Boolean(true), Value::String(lua.create_string(&data)?)]),
+        Err((errno, text)) => mlua::MultiValue::from_vec(vec![
+            Value::Nil,
+            Value::Integer(i64::from(errno)),
+            Value::String(lua.create_string(&text)?),
+        ]),
+    })
+}
+
+fn tx_notify(lua: &Lua) -> mlua::Result<UnboundedSender<TxMessage>> {
+    lua.app_data_ref::<TxNotify>()
+        .map(|n| n.0.clone())
+        .ok_or_else(|| mlua::Error::runtime("socket: a fiber cannot wait here (call box.cfg first)"))
+}
+
+impl UserData for Sock {
+    fn add_methods<M: UserDataMethods<Self>>(methods: &mut M) {
+        // submit_read(kind, arg, limit, timeout) -> ticket: the outcome reaches the TX
+        // thread later (box.internal.socket_deliver) while the calling fiber waits.
+        methods.add_method(
+            "submit_read",
+            |lua, this, (kind, arg, limit, timeout): (String, Value, Option<usize>, Option<f64>)| {
+                let ticket = NEXT_TICKET.fetch_add(1, Ordering::Relaxed);
+                let job = Job::Read(
+                    read_until(&kind, &arg, limit)?,
+                    timeout_of(timeout),
+                    ReplyTo::Tx(ticket, tx_notify(lua)?),
+                );
+                this.queue(job).map_err(|(_, text)| mlua::Error::runtime(text))?;
+                Ok(ticket)
+            },
+        );
+        methods.add_method("submit_write", |lua, this, (data, timeout): (mlua::LuaString, Option<f64>)| {
+            let ticket = NEXT_TICKET.fetch_add(1, Ordering::Relaxed);
+            let job = Job::Write(data.as_bytes().to_vec(), timeout_of(timeout), ReplyTo::Tx(ticket, tx_notify(lua)?));
+            this.queue(job).map_err(|(_, text)| mlua::Error::runtime(text))?;
+            Ok(ticket)
+        });
+        // read_now / write_now: the same jobs, waited for in place (where nothing may yield).
+        methods.add_method(
+            "read_now",
+            |lua, this, (kind, arg, limit, timeout): (String, Value, Option<usize>, Option<f64>)| {
+                let (tx, rx) = mpsc::channel();
+                let job = Job::Read(read_until(&kind, &arg, limit)?, timeout_of(timeout), ReplyTo::Direct(tx));
+                let reply = this.queue(job).and_then(|()| rx.recv().map_err(|_| (ENOTCONN, "Socket is closed".into())));
+                reply_values(lua, reply.and_then(|r| r))
+            },
+        );
+        methods.add_method("write_now", |lua, this, (data, timeout): (mlua::LuaString, Option<f64>)| {
+            let (tx, rx) = mpsc::channel();
+            let job = Job::Write(data.as_bytes().to_vec(), timeout_of(timeout), ReplyTo::Direct(tx));
+            let reply = this.queue(job).and_then(|()| rx.recv().map_err(|_| (ENOTCONN, "Socket is closed".into())));
+            reply_values(lua, reply.and_then(|r| r))
+        });
+        methods.add_method("peer", |lua, this, ()| match this.stream.as_ref().map(TcpStream::peer_addr) {
+            Some(Ok(addr)) => Ok(Value::Table(address_table(lua, &addr)?)),
+            _ => Ok(Value::Nil),
+        });
+        methods.add_method("name", |lua, this, ()| match this.stream.as_ref().map(TcpStream::local_addr) {
+            Some(Ok(addr)) => Ok(Value::Table(address_table(lua, &addr)?)),
+            _ => Ok(Value::Nil),
+        });
+        methods.add_method("fd", |_, this, ()| {
+            use std::os::fd::AsRawFd;
+            Ok(this.stream.as_ref().map_or(-1, AsRawFd::as_raw_fd))
+        });
+        methods.add_method("shutdown", |_, this, how: Option<String>| {
+            let how = match how.as_deref() {
+                Some("R" | "SHUT_RD" | "r") => Shutdown::Read,
+                Some("W" | "SHUT_WR" | "w") => Shutdown::Write,
+                _ => Shutdown::Both,
+            };
+            Ok(this.stream.as_ref().is_some_and(|s| s.shutdown(how).is_ok()))
+        });
+        methods.add_method_mut("set_error", |_, this, (errno, text): (i32, String)| {
+            this.last_error = Some((errno, text));
+            Ok(())
+        });
+        methods.add_method("error", |_, this, ()| Ok(this.last_error.as_ref().map(|(_, t)| t.clone())));
+        methods.add_method("errno", |_, this, ()| Ok(this.last_error.as_ref().map(|(e, _)| *e)));
+        methods.add_method("is_open", |_, this, ()| Ok(this.stream.is_some()));
+        methods.add_method_mut("close", |_, this, ()| {
+            let was_open = this.stream.is_some();
+            this.close();
+            Ok(was_open)
+        });
+    }
+}
+
+/// A listening socket (`socket.tcp_server`): its thread hands connections to the TX thread.
+pub struct Listener {
+    id: u64,
+    addr: SocketAddr,
+    stop: Arc<AtomicBool>,
+}
+
+/// A connection a listener accepted, on its way to the handler's fiber.
+#[derive(Debug)]
+pub struct Accepted {
+    /// The listener's id.
+    pub listener: u64,
+    /// The connection.
+    pub stream: TcpStream,
+}
+
+fn listen(lua: &Lua, host: &str, port: u16) -> Result<Listener, (i32, String)> {
+    let notify = tx_notify(lua).map_err(|e| (EINVAL, e.to_string()))?;
+    let listener = TcpListener::bind(resolve(host, port)?).map_err(|e| os_error(&e))?;
+    let addr = listener.local_addr().map_err(|e| os_error(&e))?;
+    listener.set_nonblocking(true).map_err(|e| os_error(&e))?;
+    let id = NEXT_LISTENER.fetch_add(1, Ordering::Relaxed);
+    let stop = Arc::new(AtomicBool::new(false));
+    let stopped = stop.clone();
+    std::thread::Builder::new()
+        .name("socket.accept".into())
+        .spawn(move || {
+            while !stopped.load(Ordering::Relaxed) {
+                match listener.accept() {
+                    Ok((stream, _)) => {
+                        if stream.set_nonblocking(false).is_err() {
+                            continue;
+                        }
+                        if notify.send(TxMessage::SocketAccepted(Accepted { listener: id, stream })).is_err() {
+                            return;
+                        }
+                    }
+                    Err(_) => std::thread::sleep(ACCEPT_POLL),
+                }
+            }
+        })
+        .map_err(|e| os_error(&e))?;
+    Ok(Listener { id, addr, stop })
+}
+
+impl UserData for Listener {
+    fn add_methods<M: UserDataMethods<Self>>(methods: &mut M) {
+        methods.add_method("id", |_, this, ()| Ok(this.id));
+        methods.add_method("name", |lua, this, ()| address_table(lua, &this.addr));
+        methods.add_method("close", |_, this, ()| Ok(!this.stop.swap(true, Ordering::Relaxed)));
+    }
+}
+
+impl Drop for Listener {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+/// Wraps an accepted connection for Lua, with its peer's address.
+pub fn accepted(lua: &Lua, conn: Accepted) -> mlua::Result<(mlua::AnyUserData, Value)> {
+    let peer = conn.stream.peer_addr().ok();
+    let sock = Sock::start(conn.stream).map_err(|e| mlua::Error::runtime(e.to_string()))?;
+    let from = match peer {
+        Some(addr) => Value::Table(address_table(lua, &addr)?),
+        None => Value::Nil,
+    };
+    Ok((lua.create_userdata(sock)?, from))
+}
+
+/// `box.internal.socket_getaddrinfo(host, port)`: every address, as tables.
+fn getaddrinfo(lua: &Lua, host: &str, port: u16) -> mlua::Result<mlua::MultiValue> {
+    match (host, port).to_socket_addrs() {
+        Ok(addrs) => {
+            let list = lua.create_table()?;
+            for (i, addr) in addrs.enumerate() {
+                list.set(i + 1, address_table(lua, &addr)?)?;
+            }
+            Ok(mlua::MultiValue::from_vec(vec![Value::Table(list)]))
+        }
+        Err(e) => {
+            let (errno, text) = os_error(&e);
+            Ok(mlua::MultiValue::from_vec(vec![
+                Value::Nil,
+                Value::Integer(i64::from(errno)),
+                Value::String(lua.create_string(&text)?),
+            ]))
+        }
+    }
+}
+
+/// `value` or `nil, errno, message`.
+fn or_failure<T: mlua::IntoLua>(lua: &Lua, r: Result<T, (i32, String)>) -> mlua::Result<mlua::MultiValue> {
+    Ok(match r {
+        Ok(v) => mlua::MultiValue::from_vec(vec![v.into_lua(lua)?]),
+        Err((errno, text)) => mlua::MultiValue::from_vec(vec![
+            Value::Nil,
+            Value::Integer(i64::from(errno)),
+            Value::String(lua.create_string(&text)?),
+        ]),
+    })
+}
+
+/// Registers `box.internal.socket_connect`, `socket_listen` and `socket_getaddrinfo`.
+pub fn register(lua: &Lua) -> mlua::Result<()> {
+    let internal: mlua::Table = lua.globals().get::<mlua::Table>("box")?.get("internal")?;
+    internal.set(
+        "socket_connect",
+        lua.create_function(|lua, (host, port, timeout): (String, u16, Option<f64>)| {
+            or_failure(lua, connect(&host, port, timeout))
+        })?,
+    )?;
+    internal.set(
+        "socket_listen",
+        lua.create_function(|lua, (host, port): (String, u16)| {
+            let listener = listen(lua, &host, port);
+            or_failure(lua, listener)
+        })?,
+    )?;
+    internal.set(
+        "socket_getaddrinfo",
+        lua.create_function(|lua, (host, port): (String, u16)| getaddrinfo(lua, &host, port))?,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_are_answered_from_the_buffer() {
+        assert_eq!(ReadUntil::Size(3).ready(b"ab"), None);
+        assert_eq!(ReadUntil::Size(3).ready(b"abcd"), Some(3));
+        assert_eq!(ReadUntil::Any(10).ready(b"abc"), Some(3));
+        assert_eq!(ReadUntil::Any(2).ready(b"abc"), Some(2));
+        assert_eq!(ReadUntil::Any(2).ready(b""), None);
+        let line = ReadUntil::Delimiter(b"\n".to_vec(), None);
+        assert_eq!(line.ready(b"ab\ncd\n"), Some(3));
+        assert_eq!(line.ready(b"abc"), None);
+        let limited = ReadUntil::Delimiter(b"\r\n".to_vec(), Some(4));
+        assert_eq!(limited.ready(b"ab\r\n"), Some(4));
+        assert_eq!(limited.ready(b"a\r\nb"), Some(3));
+        assert_eq!(limited.ready(b"abcdef"), Some(4));
+        assert_eq!(limited.ready(b"abc"), None);
+    }
+
+    #[test]
+    fn os_errors_read_as_strerror() {
+        let refused = std::io::Error::from_raw_os_error(111);
+        assert_eq!(os_error(&refused), (111, "Connection refused".to_owned()));
+        let timeout = std::io::Error::from(std::io::ErrorKind::WouldBlock);
+        assert_eq!(os_error(&timeout).0, ETIMEDOUT);
+    }
+}

@@ -1,0 +1,132 @@
+"""The `socket` module against Tarantool 2.6: the same script (an echo tcp_server, a
+tcp_connect client, every read form, timeouts, errors, fibers running while one waits
+on a socket, the server's close) prints the same on both."""
+import os
+import subprocess
+import textwrap
+
+import pytest
+
+from conftest import ONCEBOX, free_port
+
+SCRIPT = textwrap.dedent(r"""
+local socket = require('socket')
+local fiber = require('fiber')
+local errno = require('errno')
+box.cfg{listen = os.getenv('LISTEN'), work_dir = os.getenv('WORK'), log_level = 1}
+local out = {}
+local function say(...) local t = {} for i = 1, select('#', ...) do t[#t+1] = tostring((select(i, ...))) end print(table.concat(t, ' ')) end
+local server, name = socket.tcp_server('127.0.0.1', 0, function(s, from)
+    say('handler from', from.host, type(from.port), from.family)
+    while true do
+        local line = s:read('\n', 5)
+        if line == nil or line == '' then say('handler eof', line) break end
+        if line == 'quit\n' then s:write('bye\n') break end
+        s:write('echo:' .. line)
+    end
+end)
+say('server', type(server), server ~= nil)
+local port = server:name().port
+say('name', server:name().host, server:name().family, type(port))
+local c = socket.tcp_connect('127.0.0.1', port)
+say('connected', c ~= nil, c:peer().host, c:peer().port == port)
+say('write', c:write('hello\nwor'))
+say('read1', c:read('\n'))
+c:write('ld\n')
+say('read2', c:read({delimiter = '\n'}))
+c:write('abcdef\n')
+say('read3', c:read(3), c:read(2), c:read('\n'))
+say('timeout', c:read('\n', 0.1), c:errno() == errno.ETIMEDOUT, errno() == errno.ETIMEDOUT)
+c:write('quit\n')
+say('bye', c:read('\n'))
+say('eof', c:read(10))
+say('close', c:close())
+local bad, err = socket.tcp_connect('127.0.0.1', 1)
+say('refused', bad, errno() == errno.ECONNREFUSED)
+-- other fibers run while one waits on a socket
+local c2 = socket.tcp_connect('127.0.0.1', port)
+local got = {}
+fiber.create(function() got[#got+1] = 'reader waits' local l = c2:read('\n') got[#got+1] = 'reader got ' .. l end)
+got[#got+1] = 'main goes on'
+c2:write('x\n')
+fiber.sleep(0.2)
+say(table.concat(got, '; '))
+c2:close()
+say('server close', server:close())
+fiber.sleep(0.1)
+say('after close', socket.tcp_connect('127.0.0.1', port))
+local ai = socket.getaddrinfo('127.0.0.1', 80)
+say('addrinfo', #ai > 0, ai[1].host, ai[1].port)
+os.exit(0)
+""")
+
+
+def run_both(tmp_path, script):
+    path = tmp_path / "socket.lua"
+    path.write_text(script)
+    outs = []
+    for binary in ("tarantool", ONCEBOX):
+        work = tmp_path / os.path.basename(binary)
+        work.mkdir()
+        env = dict(os.environ, WORK=str(work), LISTEN=f"127.0.0.1:{free_port()}")
+        r = subprocess.run([binary, str(path)], env=env, capture_output=True, text=True, timeout=60, cwd=work)
+        assert r.returncode == 0, (binary, r.stdout, r.stderr)
+        outs.append([line for line in r.stdout.splitlines() if not line.startswith("oncebox listening")])
+    return outs
+
+
+def test_socket_script_matches_tarantool(tmp_path):
+    real, ours = run_both(tmp_path, SCRIPT)
+    assert ours == real
+    assert "reader waits; main goes on; reader got echo:x" in ours
+
+
+def test_a_call_reads_a_socket_while_the_server_answers_others(tmp_path):
+    """A CALL whose fiber waits on a socket does not hold up other requests."""
+    import tarantool
+    script = textwrap.dedent(r"""
+        local socket = require('socket')
+        local fiber = require('fiber')
+        box.cfg{listen = os.getenv('LISTEN'), work_dir = os.getenv('WORK'), log_level = 1}
+        box.schema.user.grant('guest', 'super', nil, nil, {if_not_exists = true})
+        local server = socket.tcp_server('127.0.0.1', 0, function(s)
+            fiber.sleep(0.5)
+            s:write('late answer\n')
+        end)
+        function ask()
+            local c = socket.tcp_connect('127.0.0.1', server:name().port)
+            local line = c:read('\n', 10)
+            c:close()
+            return line
+        end
+    """)
+    for binary in ("tarantool", ONCEBOX):
+        work = tmp_path / os.path.basename(binary)
+        work.mkdir()
+        port = free_port()
+        env = dict(os.environ, WORK=str(work), LISTEN=f"127.0.0.1:{port}")
+        (work / "serve.lua").write_text(script)
+        proc = subprocess.Popen([binary, "serve.lua"], cwd=work, env=env,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            from conftest import wait_port
+            import threading
+            import time
+            wait_port(port, proc)
+            slow = tarantool.connect("127.0.0.1", port)
+            fast = tarantool.connect("127.0.0.1", port)
+            result = {}
+            t = threading.Thread(target=lambda: result.setdefault("ask", slow.call("ask").data))
+            t0 = time.monotonic()
+            t.start()
+            time.sleep(0.1)
+            assert fast.ping(notime=True) == "Success"
+            assert fast.eval("return 1 + 1").data == [2]
+            assert time.monotonic() - t0 < 0.45, (binary, "others were answered while ask() waited")
+            t.join(timeout=10)
+            assert result["ask"] == ["late answer\n"], binary
+            slow.close()
+            fast.close()
+        finally:
+            proc.kill()
+            proc.wait()
