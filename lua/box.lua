@@ -248,11 +248,17 @@ local function run_replace_triggers(space_id, request, mark)
     local list = replace_triggers[space_id]
     if list == nil or #list == 0 then return end
     local name = box.space[space_id] and box.space[space_id].name
+    local yields = internal.fiber_yields()
     local ok, err = pcall(function()
         for _, change in ipairs(op('changes_since', mark, space_id)) do
             for _, fn in ipairs(list) do fn(change[1], change[2], name, request) end
         end
     end)
+    if ok and internal.fiber_yields() ~= yields and not box.is_in_txn() then
+        -- As in 2.6, a trigger that yields aborts its statement's transaction (inside
+        -- box.begin the yield has aborted the whole transaction already).
+        ok, err = false, internal.make_error(154, 'Transaction has been aborted by a fiber yield')
+    end
     if not ok then
         op('txn_rollback', mark)
         error(err, 0)
@@ -261,11 +267,23 @@ end
 internal.run_replace_triggers = run_replace_triggers
 
 -- Runs a Lua write and then the space's triggers on what it changed.
+-- Outside box.begin the statement and its triggers are one transaction, so that a
+-- trigger that yields aborts the statement (the yield would otherwise commit it).
 local function triggered(space_id, request, fn, ...)
     if replace_triggers[space_id] == nil then return fn(...) end
+    local implicit = not box.is_in_txn()
+    if implicit then box.begin() end
     local mark = op('txn_mark')
-    local r = fn(...)
-    run_replace_triggers(space_id, request, mark)
+    local ok, r = pcall(fn, ...)
+    if ok then
+        local fired, err = pcall(run_replace_triggers, space_id, request, mark)
+        if not fired then ok, r = false, err end
+    end
+    if not ok then
+        if implicit then box.rollback() end
+        error(r, 0)
+    end
+    if implicit then box.commit() end
     return r
 end
 

@@ -186,7 +186,13 @@ end
 
 -- Gives up the processor until woken or until `deadline` (monotonic seconds; nil:
 -- forever). Returns true if woken, false on time-out. Raises if cancelled.
+-- Times code asked to yield (sleep, yield, any wait), wherever it ran: a statement
+-- whose triggers yielded is aborted, as in 2.6 (see box.lua's run_replace_triggers).
+local yields = 0
+function internal.fiber_yields() return yields end
+
 local function wait(deadline)
+    yields = yields + 1
     local f = current
     if f == nil then
         local main = inline_main()
@@ -254,12 +260,14 @@ end
 function fiber.sleep(delay)
     if type(delay) ~= 'number' then error('fiber.sleep(delay): bad arguments', 2) end
     if delay < 0 then delay = 0 end
+    yields = yields + 1
     if me() == nil then return end
     -- f:wakeup() ends a sleep early, as in Tarantool.
     wait(now() + delay)
 end
 
 function fiber.yield()
+    yields = yields + 1
     if current == nil then
         local main = inline_main()
         if main ~= nil then wait_inline(main, now()) end

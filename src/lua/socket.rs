@@ -13,7 +13,7 @@
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
@@ -28,8 +28,8 @@ pub type SocketReply = Result<Vec<u8>, (i32, String)>;
 
 /// Most bytes one read job keeps buffered while looking for a delimiter.
 const MAX_READ_BUFFER: usize = 64 * 1024 * 1024;
-/// How often a listener's thread looks for a close while no connection arrives.
-const ACCEPT_POLL: Duration = Duration::from_millis(10);
+/// A pause after a failed accept (out of descriptors, say) before the next.
+const ACCEPT_RETRY: Duration = Duration::from_millis(10);
 
 const ETIMEDOUT: i32 = 110;
 const ENOTCONN: i32 = 107;
@@ -103,6 +103,8 @@ enum Job {
 pub struct Sock {
     reads: Option<mpsc::Sender<Job>>,
     writes: Option<mpsc::Sender<Job>>,
+    /// Writes queued to the writer thread and not yet done (a direct write would overtake them).
+    queued_writes: Arc<AtomicUsize>,
     stream: Option<TcpStream>,
     last_error: Option<(i32, String)>,
 }
@@ -129,15 +131,43 @@ impl Sock {
         let writer = stream.try_clone()?;
         let (reads, read_jobs) = mpsc::channel::<Job>();
         let (writes, write_jobs) = mpsc::channel::<Job>();
+        let queued_writes = Arc::new(AtomicUsize::new(0));
+        let done = queued_writes.clone();
         std::thread::Builder::new().name("socket.read".into()).spawn(move || serve_reads(reader, &read_jobs))?;
-        std::thread::Builder::new().name("socket.write".into()).spawn(move || serve_writes(writer, &write_jobs))?;
-        Ok(Self { reads: Some(reads), writes: Some(writes), stream: Some(stream), last_error: None })
+        std::thread::Builder::new()
+            .name("socket.write".into())
+            .spawn(move || serve_writes(writer, &write_jobs, &done))?;
+        Ok(Self { reads: Some(reads), writes: Some(writes), queued_writes, stream: Some(stream), last_error: None })
+    }
+
+    /// Writes what the socket takes now without waiting (as a writable socket's write
+    /// in 2.6 does not yield): the bytes written, 0 when it would wait or earlier
+    /// writes are still queued.
+    fn write_direct(&self, data: &[u8]) -> Result<usize, (i32, String)> {
+        let Some(stream) = self.stream.as_ref() else { return Err((ENOTCONN, "Socket is closed".into())) };
+        if self.queued_writes.load(Ordering::Acquire) > 0 {
+            return Ok(0);
+        }
+        let flags = rustix::net::SendFlags::DONTWAIT | rustix::net::SendFlags::NOSIGNAL;
+        let mut sent = 0;
+        while sent < data.len() {
+            match rustix::net::send(stream, &data[sent..], flags) {
+                Ok(n) => sent += n,
+                Err(rustix::io::Errno::AGAIN) => break,
+                Err(rustix::io::Errno::INTR) => {}
+                Err(e) => return Err(os_error(&e.into())),
+            }
+        }
+        Ok(sent)
     }
 
     fn queue(&self, job: Job) -> Result<(), (i32, String)> {
         let lane = match job {
             Job::Read(..) => &self.reads,
-            Job::Write(..) => &self.writes,
+            Job::Write(..) => {
+                self.queued_writes.fetch_add(1, Ordering::AcqRel);
+                &self.writes
+            }
         };
         let closed = || (ENOTCONN, "Socket is closed".to_owned());
         lane.as_ref().ok_or_else(closed)?.send(job).map_err(|_| closed())
@@ -201,13 +231,14 @@ fn read_once(
     }
 }
 
-fn serve_writes(mut stream: TcpStream, jobs: &mpsc::Receiver<Job>) {
+fn serve_writes(mut stream: TcpStream, jobs: &mpsc::Receiver<Job>, queued: &AtomicUsize) {
     while let Ok(Job::Write(data, timeout, reply)) = jobs.recv() {
         let written = stream
             .set_write_timeout(timeout)
             .and_then(|()| stream.write_all(&data))
             .map(|()| Vec::new())
             .map_err(|e| os_error(&e));
+        queued.fetch_sub(1, Ordering::AcqRel);
         reply.send(written);
     }
 }
@@ -316,6 +347,10 @@ impl UserData for Sock {
             let reply = this.queue(job).and_then(|()| rx.recv().map_err(|_| (ENOTCONN, "Socket is closed".into())));
             reply_values(lua, reply.and_then(|r| r))
         });
+        // write_direct(data) -> bytes written at once (the rest goes through submit_write).
+        methods.add_method("write_direct", |lua, this, data: mlua::LuaString| {
+            or_failure(lua, this.write_direct(&data.as_bytes()))
+        });
         methods.add_method("peer", |lua, this, ()| match this.stream.as_ref().map(TcpStream::peer_addr) {
             Some(Ok(addr)) => Ok(Value::Table(address_table(lua, &addr)?)),
             _ => Ok(Value::Nil),
@@ -356,6 +391,19 @@ pub struct Listener {
     id: u64,
     addr: SocketAddr,
     stop: Arc<AtomicBool>,
+    /// The listening socket, shut down on close to wake the accepting thread.
+    socket: TcpListener,
+}
+
+impl Listener {
+    fn close(&self) -> bool {
+        let was_open = !self.stop.swap(true, Ordering::AcqRel);
+        if was_open {
+            // Linux ends a blocked accept() on a listening socket that is shut down.
+            let _ = rustix::net::shutdown(&self.socket, rustix::net::Shutdown::Read);
+        }
+        was_open
+    }
 }
 
 /// A connection a listener accepted, on its way to the handler's fiber.
@@ -371,42 +419,41 @@ fn listen(lua: &Lua, host: &str, port: u16) -> Result<Listener, (i32, String)> {
     let notify = tx_notify(lua).map_err(|e| (EINVAL, e.to_string()))?;
     let listener = TcpListener::bind(resolve(host, port)?).map_err(|e| os_error(&e))?;
     let addr = listener.local_addr().map_err(|e| os_error(&e))?;
-    listener.set_nonblocking(true).map_err(|e| os_error(&e))?;
+    let socket = listener.try_clone().map_err(|e| os_error(&e))?;
     let id = NEXT_LISTENER.fetch_add(1, Ordering::Relaxed);
     let stop = Arc::new(AtomicBool::new(false));
     let stopped = stop.clone();
     std::thread::Builder::new()
         .name("socket.accept".into())
-        .spawn(move || {
-            while !stopped.load(Ordering::Relaxed) {
-                match listener.accept() {
-                    Ok((stream, _)) => {
-                        if stream.set_nonblocking(false).is_err() {
-                            continue;
-                        }
-                        if notify.send(TxMessage::SocketAccepted(Accepted { listener: id, stream })).is_err() {
-                            return;
-                        }
+        .spawn(move || loop {
+            let accepted = listener.accept();
+            if stopped.load(Ordering::Acquire) {
+                return;
+            }
+            match accepted {
+                Ok((stream, _)) => {
+                    if notify.send(TxMessage::SocketAccepted(Accepted { listener: id, stream })).is_err() {
+                        return;
                     }
-                    Err(_) => std::thread::sleep(ACCEPT_POLL),
                 }
+                Err(_) => std::thread::sleep(ACCEPT_RETRY),
             }
         })
         .map_err(|e| os_error(&e))?;
-    Ok(Listener { id, addr, stop })
+    Ok(Listener { id, addr, stop, socket })
 }
 
 impl UserData for Listener {
     fn add_methods<M: UserDataMethods<Self>>(methods: &mut M) {
         methods.add_method("id", |_, this, ()| Ok(this.id));
         methods.add_method("name", |lua, this, ()| address_table(lua, &this.addr));
-        methods.add_method("close", |_, this, ()| Ok(!this.stop.swap(true, Ordering::Relaxed)));
+        methods.add_method("close", |_, this, ()| Ok(this.close()));
     }
 }
 
 impl Drop for Listener {
     fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
+        self.close();
     }
 }
 

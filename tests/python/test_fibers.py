@@ -301,3 +301,55 @@ def test_script_main_fiber_sleeps_while_the_server_answers(tmp_path):
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+TRIGGER_YIELD_SCRIPT = textwrap.dedent(r"""
+local fiber = require('fiber')
+box.cfg{work_dir = os.getenv('WORK'), log_level = 1}
+local s = box.schema.space.create('t')
+s:create_index('pk')
+local log = {}
+s:on_replace(function(old, new) table.insert(log, 'trigger before sleep') fiber.sleep(0.01) table.insert(log, 'trigger after sleep') end)
+print(pcall(s.insert, s, {1}))
+print(table.concat(log, ', '))
+print(s:get{1})
+log = {}
+print(pcall(function() box.begin() s:insert{2} box.commit() end))
+print(table.concat(log, ', '))
+print(s:get{2})
+fiber.create(function() print('in fiber', pcall(s.insert, s, {3})) end)
+fiber.sleep(0.1)
+print(s:get{3})
+box.session.on_connect(function() fiber.sleep(0.01) end)
+os.exit(0)
+""")
+
+
+def test_a_yield_in_an_on_replace_trigger_aborts_the_statement_in_scripts(tmp_path):
+    script = tmp_path / "trigger_yield.lua"
+    script.write_text(TRIGGER_YIELD_SCRIPT)
+    outs = []
+    for binary in ("tarantool", ONCEBOX):
+        work = tmp_path / os.path.basename(binary)
+        work.mkdir()
+        r = subprocess.run([binary, str(script)], env=dict(os.environ, WORK=str(work)), capture_output=True,
+                           text=True, timeout=60, cwd=work)
+        assert r.returncode == 0, (binary, r.stderr)
+        outs.append([line for line in r.stdout.splitlines() if not line.startswith("oncebox listening")])
+    assert outs[1] == outs[0]
+    assert outs[1][0] == "false\tTransaction has been aborted by a fiber yield"
+
+
+def test_a_yield_in_an_on_replace_trigger_aborts_iproto_and_lua_writes():
+    real, ours = start_pair("fiber = require('fiber') s = box.schema.space.create('ty') s:create_index('pk') "
+                            "s:on_replace(function() fiber.sleep(0.01) end)")
+    try:
+        p = admin_pair((real, ours))
+        p(0x02, {0x10: 512, 0x21: [1]})  # IPROTO insert: 154, nothing stays
+        ev(p, "box.space.ty:insert{2}")
+        ev(p, "return box.space.ty:select{}")
+        ev(p, "box.begin() box.space.ty:insert{3} return box.commit()")
+        assert ev(p, "return box.space.ty:count()")[1][0x30] == [0]
+    finally:
+        real.stop()
+        ours.stop()
