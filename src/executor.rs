@@ -53,7 +53,7 @@ pub enum TxMessage {
         /// The salt sent in the greeting.
         salt: [u8; 32],
         /// Where replies go.
-        out: UnboundedSender<Outgoing>,
+        out: crate::server::sink::ReplySink,
     },
     /// Packets read from one connection in one go, in arrival order.
     Requests {
@@ -128,7 +128,7 @@ pub enum Inbound {
 struct Session {
     user_id: u32,
     salt: [u8; 32],
-    out: UnboundedSender<Outgoing>,
+    out: crate::server::sink::ReplySink,
     pending: Vec<u8>,
 }
 
@@ -567,7 +567,12 @@ impl Executor {
             if let Some(s) = self.sessions.get_mut(&id) {
                 if !s.pending.is_empty() {
                     let data = std::mem::take(&mut s.pending);
-                    let _ = s.out.send(Outgoing::Data(data));
+                    if let Some(buf) = s.out.send(data) {
+                        // Sent at once: the buffer serves the next batch (kept if not too big).
+                        if buf.capacity() <= MAX_SCRATCH {
+                            s.pending = buf;
+                        }
+                    }
                 }
             }
         }
@@ -613,7 +618,7 @@ impl Executor {
                     // As 2.6: a failing on_connect trigger refuses the connection.
                     tracing::warn!(session_id, error = %e, "on_connect trigger failed; closing the connection");
                     if let Some(s) = self.sessions.remove(&session_id) {
-                        let _ = s.out.send(Outgoing::Close);
+                        s.out.close();
                     }
                 }
             }
@@ -653,7 +658,7 @@ impl Executor {
                 }
                 self.end_batch();
                 if let Some(s) = self.sessions.get(&session_id) {
-                    let _ = s.out.send(Outgoing::Close);
+                    s.out.close();
                 }
             }
             TxMessage::WalDone(done) => match done.result {

@@ -217,3 +217,63 @@ fn auth_errors_and_guest_rights() {
     assert_eq!(r.code, 0);
     assert_eq!(r.schema_version, before + 1, "DDL bumps the schema version");
 }
+
+/// Replies stay whole and in order when the client reads slowly: the TX thread sends
+/// directly while the socket takes replies and queues the rest of a batch to the
+/// writer task when it is full (a partial direct send followed by the queued rest).
+#[test]
+fn pipelined_replies_stay_in_order_when_the_socket_fills() {
+    use std::io::{Read, Write};
+    let server = Server::start(&["--admin-password", "pw"]);
+    let mut c = server.connect();
+    assert_eq!(c.auth("admin", "pw").code, 0);
+    common::create_test_space(&mut c, 600, "big");
+    let big = "x".repeat(200_000);
+    assert_eq!(c.insert(600, mp::array(&[mp::uint(1), mp::str(&big)])).code, 0);
+    let select = mp::map(&[(0x10, mp::uint(600)), (0x12, mp::uint(1)), (0x20, mp::array(&[mp::uint(1)]))]);
+    const N: u64 = 600;
+    // Requests trickle in (many small batches on the server) while replies, ~80 MB
+    // with small pings between, are read slowly: the socket fills and drains again
+    // and again, so direct sends and queued ones alternate.
+    let mut tx = c.stream.try_clone().unwrap();
+    let sender = std::thread::spawn(move || {
+        for sync in 1..=N {
+            let (ty, body) = if sync % 3 == 0 { (0x40, vec![0x80]) } else { (1, select.clone()) };
+            let header = mp::header(ty, sync);
+            let len = u32::try_from(header.len() + body.len()).unwrap();
+            let mut p = vec![0xce];
+            p.extend_from_slice(&len.to_be_bytes());
+            p.extend_from_slice(&header);
+            p.extend_from_slice(&body);
+            tx.write_all(&p).unwrap();
+            if sync % 8 == 0 {
+                std::thread::sleep(std::time::Duration::from_micros(300));
+            }
+        }
+    });
+    let mut buf = Vec::new();
+    let mut chunk = vec![0u8; 128 * 1024];
+    let mut next = 1u64;
+    while next <= N {
+        let n = c.stream.read(&mut chunk).unwrap();
+        assert!(n > 0, "the server closed the connection");
+        buf.extend_from_slice(&chunk[..n]);
+        std::thread::sleep(std::time::Duration::from_millis(1));
+        while buf.len() >= 5 {
+            let len = u32::from_be_bytes(buf[1..5].try_into().unwrap()) as usize;
+            if buf.len() < 5 + len {
+                break;
+            }
+            let reply: Vec<u8> = buf.drain(..5 + len).collect();
+            // 83 00 ce <code> 01 cf <sync>: the header layout of every reply.
+            let code = u32::from_be_bytes(reply[8..12].try_into().unwrap());
+            let sync = u64::from_be_bytes(reply[14..22].try_into().unwrap());
+            assert_eq!((code, sync), (0, next), "replies in request order");
+            if next % 3 != 0 {
+                assert!(reply.len() > 200_000 && reply.ends_with(b"xxxx"), "sync {next}: the whole tuple");
+            }
+            next += 1;
+        }
+    }
+    sender.join().unwrap();
+}

@@ -1,5 +1,7 @@
 //! One client connection: greeting, then a reader loop and a writer task.
 
+use std::os::fd::AsFd;
+
 use bytes::BytesMut;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpStream, UnixStream};
@@ -7,6 +9,7 @@ use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 use tokio_util::codec::Decoder;
 use tokio_util::sync::CancellationToken;
 
+use super::sink::{QueuedCount, ReplySink};
 use super::ServerConfig;
 use crate::executor::{Inbound, Outgoing, TxMessage};
 use crate::protocol::codec::{CodecError, PacketCodec};
@@ -21,8 +24,9 @@ pub(super) async fn run(
     stop: CancellationToken,
 ) {
     let _ = socket.set_nodelay(true);
+    let direct = socket.as_fd().try_clone_to_owned().ok();
     let (rd, wr) = socket.into_split();
-    run_halves(rd, wr, session_id, tx, config, stop).await;
+    run_halves(rd, wr, direct, session_id, tx, config, stop).await;
 }
 
 /// Serves one unix-socket connection until either side closes it.
@@ -33,13 +37,17 @@ pub(super) async fn run_unix(
     config: &ServerConfig,
     stop: CancellationToken,
 ) {
+    let direct = socket.as_fd().try_clone_to_owned().ok();
     let (rd, wr) = socket.into_split();
-    run_halves(rd, wr, session_id, tx, config, stop).await;
+    run_halves(rd, wr, direct, session_id, tx, config, stop).await;
 }
 
+/// Serves a connection's halves; `direct` is a duplicate of its descriptor, for
+/// replies the TX thread can send at once (see [`ReplySink`]).
 async fn run_halves<R, W>(
     rd: R,
     mut wr: W,
+    direct: Option<std::os::fd::OwnedFd>,
     session_id: u64,
     tx: UnboundedSender<TxMessage>,
     config: &ServerConfig,
@@ -59,10 +67,15 @@ async fn run_halves<R, W>(
         return;
     }
     let (out_tx, out_rx) = unbounded_channel();
-    if tx.send(TxMessage::Connect { session_id, salt, out: out_tx }).is_err() {
+    let count = QueuedCount::default();
+    let out = match direct {
+        Some(fd) => ReplySink::direct(out_tx, fd, &count),
+        None => ReplySink::queued_only(out_tx),
+    };
+    if tx.send(TxMessage::Connect { session_id, salt, out }).is_err() {
         return;
     }
-    let writer = tokio::spawn(write_replies(wr, out_rx));
+    let writer = tokio::spawn(write_replies(wr, out_rx, count));
     read_requests(rd, session_id, &tx, config, &stop).await;
     let _ = tx.send(TxMessage::Disconnect { session_id });
     let _ = writer.await;
@@ -119,15 +132,17 @@ async fn read_requests<R: AsyncRead + Unpin>(
     }
 }
 
-async fn write_replies<W: AsyncWrite + Unpin>(mut wr: W, mut rx: UnboundedReceiver<Outgoing>) {
+async fn write_replies<W: AsyncWrite + Unpin>(mut wr: W, mut rx: UnboundedReceiver<Outgoing>, count: QueuedCount) {
     let mut buf = Vec::new();
     while let Some(first) = rx.recv().await {
         let mut close = false;
         let mut next = Some(first);
+        let mut items = 0;
         // Coalesce whatever is queued into one write.
         while let Some(item) = next {
             match item {
                 Outgoing::Data(d) => {
+                    items += 1;
                     if buf.is_empty() {
                         buf = d;
                     } else {
@@ -144,6 +159,8 @@ async fn write_replies<W: AsyncWrite + Unpin>(mut wr: W, mut rx: UnboundedReceiv
         if !buf.is_empty() && wr.write_all(&buf).await.is_err() {
             return;
         }
+        // Only now may the TX thread send directly again: nothing of it is unwritten.
+        count.written(items);
         buf.clear();
         if close {
             let _ = wr.shutdown().await;

@@ -61,7 +61,8 @@ async fn run(socket: TcpStream, session_id: u64, tx: UnboundedSender<TxMessage>,
         return;
     }
     let (out_tx, mut out_rx) = unbounded_channel();
-    if tx.send(TxMessage::Connect { session_id, salt: [0; 32], out: out_tx }).is_err() {
+    let out = super::sink::ReplySink::queued_only(out_tx);
+    if tx.send(TxMessage::Connect { session_id, salt: [0; 32], out }).is_err() {
         return;
     }
     let writer = tokio::spawn(async move {

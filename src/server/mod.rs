@@ -6,6 +6,7 @@
 
 mod connection;
 pub mod console;
+pub mod sink;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
