@@ -238,7 +238,7 @@ fn pipelined_replies_stay_in_order_when_the_socket_fills() {
     let mut tx = c.stream.try_clone().unwrap();
     let sender = std::thread::spawn(move || {
         for sync in 1..=N {
-            let (ty, body) = if sync % 3 == 0 { (0x40, vec![0x80]) } else { (1, select.clone()) };
+            let (ty, body) = if sync.is_multiple_of(3) { (0x40, vec![0x80]) } else { (1, select.clone()) };
             let header = mp::header(ty, sync);
             let len = u32::try_from(header.len() + body.len()).unwrap();
             let mut p = vec![0xce];
@@ -246,7 +246,7 @@ fn pipelined_replies_stay_in_order_when_the_socket_fills() {
             p.extend_from_slice(&header);
             p.extend_from_slice(&body);
             tx.write_all(&p).unwrap();
-            if sync % 8 == 0 {
+            if sync.is_multiple_of(8) {
                 std::thread::sleep(std::time::Duration::from_micros(300));
             }
         }
@@ -269,7 +269,7 @@ fn pipelined_replies_stay_in_order_when_the_socket_fills() {
             let code = u32::from_be_bytes(reply[8..12].try_into().unwrap());
             let sync = u64::from_be_bytes(reply[14..22].try_into().unwrap());
             assert_eq!((code, sync), (0, next), "replies in request order");
-            if next % 3 != 0 {
+            if !next.is_multiple_of(3) {
                 assert!(reply.len() > 200_000 && reply.ends_with(b"xxxx"), "sync {next}: the whole tuple");
             }
             next += 1;
