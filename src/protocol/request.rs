@@ -18,7 +18,7 @@
 //! ```
 
 use super::key;
-use super::msgpack::{check_value, check_value_as_msgpuck, MpType, Reader};
+use super::msgpack::{check_value_as_msgpuck, MpType, Reader};
 use super::request_type as rt;
 use crate::error::{BoxError, BoxResult};
 
@@ -153,13 +153,27 @@ fn bad_body() -> BoxError {
     BoxError::invalid_msgpack("packet body")
 }
 
-/// Reads the body keys in `wanted`, type-checking only those.
-fn read_fields<'a>(body: &'a [u8], wanted: &[u8]) -> BoxResult<Fields<'a>> {
+/// The set of body keys (all below 64) a request reads, as a bit mask.
+const fn wanted(keys: &[u8]) -> u64 {
+    let mut mask = 0u64;
+    let mut i = 0;
+    while i < keys.len() {
+        mask |= 1 << keys[i];
+        i += 1;
+    }
+    mask
+}
+
+/// Reads the body keys in the `wanted` mask, type-checking only those.
+///
+/// One pass over the body: every value, read or skipped, is validated on the way
+/// (skipping checks a value's whole structure), and bytes after the map are an
+/// error, so the body is checked as a whole as it is read.
+fn read_fields<'a>(body: &'a [u8], wanted: u64) -> BoxResult<Fields<'a>> {
     let mut f = Fields::default();
     if body.is_empty() {
         return Ok(f);
     }
-    check_value(body).map_err(|_| bad_body())?;
     let mut r = Reader::new(body);
     let n = r.read_map_len().map_err(|_| bad_body())?;
     for _ in 0..n {
@@ -169,7 +183,7 @@ fn read_fields<'a>(body: &'a [u8], wanted: &[u8]) -> BoxResult<Fields<'a>> {
             r.skip().map_err(|_| bad_body())?;
             continue;
         };
-        let Some(k) = u8::try_from(k).ok().filter(|k| wanted.contains(k)) else {
+        let Some(k) = u8::try_from(k).ok().filter(|k| *k < 64 && wanted & (1 << k) != 0) else {
             r.skip().map_err(|_| bad_body())?;
             continue;
         };
@@ -199,6 +213,9 @@ fn read_fields<'a>(body: &'a [u8], wanted: &[u8]) -> BoxResult<Fields<'a>> {
                 r.skip().map_err(|_| bad_body())?;
             }
         }
+    }
+    if r.position() != body.len() {
+        return Err(bad_body());
     }
     Ok(f)
 }
@@ -232,7 +249,7 @@ pub fn parse(request_type: u64, body: &[u8]) -> BoxResult<Option<Request<'_>>> {
         // 2.6 decodes a NOP's body as DML and fails; without a body NOP is unknown.
         rt::NOP if !body.is_empty() => return Err(bad_body()),
         rt::SELECT => {
-            let f = read_fields(body, &[SPACE_ID, INDEX_ID, LIMIT, OFFSET, ITERATOR, KEY])?;
+            let f = read_fields(body, const { wanted(&[SPACE_ID, INDEX_ID, LIMIT, OFFSET, ITERATOR, KEY]) })?;
             Request::Select(Select {
                 space_id: id32(need(f.space_id, "space id")?),
                 index_id: id32(f.index_id.unwrap_or(0)),
@@ -243,7 +260,7 @@ pub fn parse(request_type: u64, body: &[u8]) -> BoxResult<Option<Request<'_>>> {
             })
         }
         rt::INSERT | rt::REPLACE => {
-            let f = read_fields(body, &[SPACE_ID, TUPLE])?;
+            let f = read_fields(body, const { wanted(&[SPACE_ID, TUPLE]) })?;
             let w = Write { space_id: id32(need(f.space_id, "space id")?), tuple: need(f.tuple, "tuple")? };
             if request_type == rt::INSERT {
                 Request::Insert(w)
@@ -252,7 +269,7 @@ pub fn parse(request_type: u64, body: &[u8]) -> BoxResult<Option<Request<'_>>> {
             }
         }
         rt::UPDATE => {
-            let f = read_fields(body, &[SPACE_ID, INDEX_ID, KEY, TUPLE, INDEX_BASE])?;
+            let f = read_fields(body, const { wanted(&[SPACE_ID, INDEX_ID, KEY, TUPLE, INDEX_BASE]) })?;
             Request::Update(Update {
                 space_id: id32(need(f.space_id, "space id")?),
                 index_id: id32(f.index_id.unwrap_or(0)),
@@ -262,7 +279,7 @@ pub fn parse(request_type: u64, body: &[u8]) -> BoxResult<Option<Request<'_>>> {
             })
         }
         rt::UPSERT => {
-            let f = read_fields(body, &[SPACE_ID, TUPLE, OPS, INDEX_BASE])?;
+            let f = read_fields(body, const { wanted(&[SPACE_ID, TUPLE, OPS, INDEX_BASE]) })?;
             Request::Upsert(Upsert {
                 space_id: id32(need(f.space_id, "space id")?),
                 tuple: need(f.tuple, "tuple")?,
@@ -271,7 +288,7 @@ pub fn parse(request_type: u64, body: &[u8]) -> BoxResult<Option<Request<'_>>> {
             })
         }
         rt::DELETE => {
-            let f = read_fields(body, &[SPACE_ID, INDEX_ID, KEY])?;
+            let f = read_fields(body, const { wanted(&[SPACE_ID, INDEX_ID, KEY]) })?;
             Request::Delete(Delete {
                 space_id: id32(need(f.space_id, "space id")?),
                 index_id: id32(f.index_id.unwrap_or(0)),
@@ -279,7 +296,7 @@ pub fn parse(request_type: u64, body: &[u8]) -> BoxResult<Option<Request<'_>>> {
             })
         }
         rt::CALL | rt::CALL_16 => {
-            let f = read_fields(body, &[FUNCTION_NAME, TUPLE])?;
+            let f = read_fields(body, const { wanted(&[FUNCTION_NAME, TUPLE]) })?;
             let c = Call { name: need(f.function_name, "function name")?, args: f.tuple.unwrap_or(EMPTY_ARRAY) };
             if request_type == rt::CALL {
                 Request::Call(c)
@@ -288,11 +305,11 @@ pub fn parse(request_type: u64, body: &[u8]) -> BoxResult<Option<Request<'_>>> {
             }
         }
         rt::EVAL => {
-            let f = read_fields(body, &[EXPR, TUPLE])?;
+            let f = read_fields(body, const { wanted(&[EXPR, TUPLE]) })?;
             Request::Eval(Call { name: need(f.expr, "expression")?, args: f.tuple.unwrap_or(EMPTY_ARRAY) })
         }
         rt::AUTH => {
-            let f = read_fields(body, &[USER_NAME, TUPLE])?;
+            let f = read_fields(body, const { wanted(&[USER_NAME, TUPLE]) })?;
             Request::Auth(Auth { user: need(f.user_name, "user name")?, tuple: need(f.tuple, "tuple")? })
         }
         _ => return Ok(None),
