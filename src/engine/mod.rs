@@ -587,6 +587,7 @@ impl Engine {
         let fields = space.validate(&tuple)?;
         let space = self.space_mut(space_id)?;
         let (old, key) = space.write_keyed(tuple.clone(), &fields, mode, None)?;
+        drop(fields);
         self.after_write_keyed(space_id, old, Some(tuple.clone()), key)?;
         Ok(tuple)
     }
@@ -606,6 +607,7 @@ impl Engine {
         let fields = space.validate(&new)?;
         let space = self.space_mut(req.space_id)?;
         let (replaced, key) = space.write_keyed(new.clone(), &fields, WriteMode::Replace, Some(&old))?;
+        drop(fields);
         self.after_write_keyed(req.space_id, replaced, Some(new.clone()), key)?;
         Ok(Some(new))
     }
@@ -622,17 +624,21 @@ impl Engine {
         let fields = space.validate(&tuple)?;
         let pk = space.require_primary()?;
         let existing = pk.get(&pk.entry_key(&fields)?).cloned();
+        drop(fields);
         let (new, expected_old) = match existing {
             None => (tuple, None),
             Some(old) => {
                 let old_fields = split(&old)?;
                 let new: Tuple = update::apply_skipping_failures(&ops, &old_fields, space).into();
+                drop(old_fields);
                 (new, Some(old))
             }
         };
         let fields = space.validate(&new)?;
         let space = self.space_mut(req.space_id)?;
-        match space.write_keyed(new.clone(), &fields, WriteMode::Replace, expected_old.as_ref()) {
+        let written = space.write_keyed(new.clone(), &fields, WriteMode::Replace, expected_old.as_ref());
+        drop(fields);
+        match written {
             Ok((replaced, key)) => self.after_write_keyed(req.space_id, replaced, Some(new), key),
             // An UPSERT that would change the primary key leaves the tuple as it was.
             Err(e) if e.code == code::CANT_UPDATE_PRIMARY_KEY => {

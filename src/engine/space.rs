@@ -356,6 +356,7 @@ impl Space {
                 return Err(self.duplicate(&index));
             }
             let key = index.entry_key(&fields)?;
+            drop(fields);
             index.insert(key, t);
         }
         self.indexes.insert(index.def.id, index);

@@ -8,14 +8,14 @@ use crate::protocol::msgpack::Reader;
 /// A stored tuple: the raw msgpack array, shared by every index that holds it.
 pub type Tuple = Rc<[u8]>;
 
-/// The raw bytes of each top-level field of a tuple.
-pub type TupleFields<'a> = Vec<&'a [u8]>;
+/// The raw bytes of each top-level field of a tuple (up to 8 fields without a heap allocation).
+pub type TupleFields<'a> = smallvec::SmallVec<[&'a [u8]; 8]>;
 
 /// Splits a tuple (a complete, valid msgpack value) into its fields.
 pub fn split(tuple: &[u8]) -> BoxResult<TupleFields<'_>> {
     let mut r = Reader::new(tuple);
     let n = r.read_array_len().map_err(|_| BoxError::new(code::TUPLE_NOT_ARRAY, "Tuple/Key must be MsgPack array"))?;
-    let mut fields = Vec::with_capacity(n.min(1024) as usize);
+    let mut fields = TupleFields::with_capacity(n.min(1024) as usize);
     for _ in 0..n {
         fields.push(r.skip().map_err(|_| BoxError::invalid_msgpack("tuple"))?);
     }
