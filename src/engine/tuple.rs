@@ -42,7 +42,7 @@ mod tests {
     fn split_and_join_round_trip() {
         let t = [0x93, 0x01, 0xa1, b'a', 0x91, 0xc0];
         let f = split(&t).unwrap();
-        assert_eq!(f, vec![&[0x01][..], &[0xa1, b'a'][..], &[0x91, 0xc0][..]]);
+        assert_eq!(f.as_slice(), [&[0x01][..], &[0xa1, b'a'][..], &[0x91, 0xc0][..]]);
         assert_eq!(join(&f), t.to_vec());
         assert_eq!(split(&[0x01]).unwrap_err().code, code::TUPLE_NOT_ARRAY);
     }
