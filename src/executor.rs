@@ -193,6 +193,8 @@ const MAX_SCRATCH: usize = 64 * 1024;
 
 /// Records evicted per tick at most (eviction runs in small steps).
 const EVICTIONS_PER_TICK: usize = 1000;
+/// Records evicted with a batch at most while the window is over its count or size limit.
+const EVICTIONS_PER_BATCH: usize = 256;
 /// Ticks between clock-only commits when nothing else is written.
 const CLOCK_TICKS: u64 = 10;
 
@@ -562,6 +564,7 @@ impl Executor {
     /// Sends the open commit group and flushes replies.
     fn end_batch(&mut self) {
         self.check_exit();
+        self.evict_over_limits();
         self.send_group();
         for id in self.dirty.drain(..) {
             if let Some(s) = self.sessions.get_mut(&id) {
@@ -775,6 +778,21 @@ impl Executor {
             self.group_replies.push(reply);
         } else {
             self.deliver(reply);
+        }
+    }
+
+    /// Past `idempotency_max_count` or `_max_size`, evicts a small step of the oldest
+    /// durable records with every batch, so the window keeps to its limits however
+    /// fast tokens come (the per-second tick alone evicts at most
+    /// [`EVICTIONS_PER_TICK`] a second). The evictions join the open commit group.
+    fn evict_over_limits(&mut self) {
+        if self.wal_failed.is_some() || self.shutting_down || !self.window.over_limits(&self.engine) {
+            return;
+        }
+        let evicted = self.window.evict_step(&mut self.engine, EVICTIONS_PER_BATCH);
+        if evicted > 0 {
+            tracing::debug!(evicted, "idempotency records evicted over the limits");
+            self.commit_changes();
         }
     }
 

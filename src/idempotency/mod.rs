@@ -346,6 +346,13 @@ impl Window {
         (engine.space(SPACE_ID).map_or(0, |s| s.len() as u64), self.total_size)
     }
 
+    /// Whether more records, or more bytes, are remembered than the limits allow.
+    #[must_use]
+    pub fn over_limits(&self, engine: &crate::engine::Engine) -> bool {
+        let (count, size) = self.usage(engine);
+        count > self.settings.max_count || size > self.settings.max_size
+    }
+
     /// Age of the oldest remembered record, in seconds of service time.
     #[must_use]
     pub fn oldest_age_s(&self, engine: &crate::engine::Engine) -> f64 {

@@ -243,6 +243,22 @@ def test_count_eviction_removes_oldest(ob):
     assert sorted(t[1] for t in records(c)) == ["t-3", "t-4", "t-5"]
 
 
+@pytest.mark.parametrize("ob", [("--idempotency-max-count", "100")], indirect=True)
+def test_count_limit_holds_while_tokens_come_faster_than_the_tick_evicts(ob):
+    """The once-a-second tick evicts at most 1000 records; past the limit every batch evicts too."""
+    c = admin(ob)
+    for i in range(3000):
+        assert incr(c, 1, f"fast-{i}")[0][STATUS] == EXECUTED
+    deadline = time.time() + 0.8
+    while len(records(c)) > 100 and time.time() < deadline:
+        time.sleep(0.05)
+    left = records(c)
+    assert len(left) <= 100, f"{len(left)} records remembered, limit 100"
+    # The newest stay, and the counter counts every increment once.
+    assert "fast-2999" in [t[1] for t in left]
+    assert counter(c, 1) == 3000
+
+
 @pytest.mark.parametrize("ob", [("--idempotency-max-size", "40")], indirect=True)
 def test_size_eviction(ob):
     c = admin(ob)
