@@ -613,4 +613,34 @@ function os.exit(code)
     coroutine.yield()
 end
 
+-- Outcomes another thread delivers (net.box replies, socket I/O), by ticket:
+-- `await(ticket, timeout)` parks the calling fiber until `deliver(ticket, ...)`
+-- and returns true and what was delivered, or false on time-out. Each user makes
+-- its own pair, so tickets of different counters never meet.
+function internal.ticket_waiters()
+    local waiting = {}
+    local function await(ticket, timeout)
+        local w = {cond = fiber.cond()}
+        waiting[ticket] = w
+        local deadline = timeout and (fiber.clock() + timeout)
+        while w.outcome == nil do
+            local left = deadline and (deadline - fiber.clock())
+            if left ~= nil and left <= 0 then
+                waiting[ticket] = nil
+                return false
+            end
+            w.cond:wait(left)
+        end
+        return true, unpack(w.outcome, 1, w.outcome.n)
+    end
+    local function deliver(ticket, ...)
+        local w = waiting[ticket]
+        if w == nil then return end
+        waiting[ticket] = nil
+        w.outcome = {n = select('#', ...), ...}
+        w.cond:signal()
+    end
+    return await, deliver
+end
+
 package.loaded.fiber = fiber

@@ -59,33 +59,20 @@ local conn_mt = {}
 conn_mt.__index = conn_mt
 
 -- Fibers waiting for replies, by ticket; the server delivers each reply here.
-local waiting = {}
+local await_reply, deliver_reply
 function internal.netbox_deliver(ticket, ok, code, body)
-    local w = waiting[ticket]
-    if w == nil then return end
-    waiting[ticket] = nil
-    w.done, w.ok, w.code, w.body = true, ok, code, body
-    w.cond:signal()
+    if deliver_reply ~= nil then deliver_reply(ticket, ok, code, body) end
 end
 
 -- Sends a request and yields until its reply: code, body (or raises the transport error).
 local function yielding_request(h, ty, body, token, timeout)
-    local fiber = require('fiber')
+    if await_reply == nil then await_reply, deliver_reply = internal.ticket_waiters() end
     local ticket = h:submit(ty, body, token, timeout)
-    local w = {cond = fiber.cond()}
-    waiting[ticket] = w
-    local deadline = timeout and (fiber.clock() + timeout)
-    while not w.done do
-        local left = deadline and (deadline - fiber.clock())
-        if left ~= nil and left <= 0 then
-            -- The connection stays: the late reply is skipped when it comes.
-            waiting[ticket] = nil
-            return nil
-        end
-        w.cond:wait(left)
-    end
-    if not w.ok then error(w.code, 0) end
-    return w.code, w.body
+    -- On time-out the connection stays: the late reply is skipped when it comes.
+    local done, ok, code, reply = await_reply(ticket, timeout)
+    if not done then return nil end
+    if not ok then error(code, 0) end
+    return code, reply
 end
 
 function conn_mt:_request(ty, body, opts)

@@ -18,13 +18,9 @@ local server_mt = {}
 server_mt.__index = server_mt
 
 -- I/O in flight, by ticket; the TX thread delivers each outcome here.
-local waiting = {}
+local await_io, deliver_io = internal.ticket_waiters()
 function internal.socket_deliver(ticket, ok, a, b)
-    local w = waiting[ticket]
-    if w == nil then return end
-    waiting[ticket] = nil
-    w.done, w.ok, w.a, w.b = true, ok, a, b
-    w.cond:signal()
+    deliver_io(ticket, ok, a, b)
 end
 
 local function wrap(h)
@@ -41,13 +37,10 @@ local function io(self, kind, ...)
     end
     local ok, a, b
     if internal.fiber_can_yield() then
-        local fiber = require('fiber')
         local ticket = kind == 'write' and h:submit_write(...) or h:submit_read(kind, ...)
-        local w = {cond = fiber.cond()}
-        waiting[ticket] = w
         -- The I/O thread keeps the time (a read that times out leaves what it read buffered).
-        while not w.done do w.cond:wait() end
-        ok, a, b = w.ok, w.a, w.b
+        local _
+        _, ok, a, b = await_io(ticket, nil)
     elseif kind == 'write' then
         ok, a, b = h:write_now(...)
     else

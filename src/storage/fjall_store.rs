@@ -327,14 +327,7 @@ mod tests {
                 .unwrap();
         }
         let store = FjallStore::open(&dir, WalMode::Write).unwrap();
-        let mut rows = Vec::new();
-        store
-            .for_each_row(|k, v| {
-                rows.push((k.to_vec(), v.to_vec()));
-                Ok(())
-            })
-            .unwrap();
-        assert_eq!(rows, vec![(key(512, 3), vec![4]), (key(513, 2), vec![6])]);
+        assert_eq!(rows_of(&store), vec![(key(512, 3), vec![4]), (key(513, 2), vec![6])]);
         drop(store);
         std::fs::remove_dir_all(&dir).unwrap();
     }

@@ -134,3 +134,20 @@ def server(request):
     inst = start_oncebox() if request.param == "oncebox" else start_tarantool()
     yield inst
     inst.stop()
+
+
+def run_script_on_both(tmp_path, name, source):
+    """Runs a Lua script with `tarantool` and with oncebox, each in a work directory of
+    its own (`WORK`) with a free `LISTEN` address; returns both stdouts as lines
+    (tarantool's first), without oncebox's `oncebox listening on` line."""
+    script = tmp_path / name
+    script.write_text(source)
+    outs = []
+    for binary in ("tarantool", ONCEBOX):
+        work = tmp_path / os.path.basename(binary)
+        work.mkdir(exist_ok=True)
+        env = dict(os.environ, WORK=str(work), LISTEN=f"127.0.0.1:{free_port()}")
+        r = subprocess.run([binary, str(script)], env=env, capture_output=True, text=True, timeout=60, cwd=work)
+        assert r.returncode == 0, (binary, r.stdout, r.stderr)
+        outs.append([line for line in r.stdout.splitlines() if not line.startswith("oncebox listening")])
+    return outs

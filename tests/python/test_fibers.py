@@ -12,7 +12,7 @@ import time
 import msgpack
 import pytest
 
-from conftest import ADMIN_PASSWORD, ONCEBOX, start_oncebox, start_tarantool
+from conftest import ADMIN_PASSWORD, ONCEBOX, run_script_on_both, start_oncebox, start_tarantool
 from iproto_raw import EVAL, PING, Raw
 from test_lua_differential import admin_pair, ev, start_pair
 
@@ -263,16 +263,9 @@ SCRIPT = textwrap.dedent("""\
 
 @pytest.mark.parametrize("with_box", [False, True])
 def test_script_fibers_match_tarantool(tmp_path, with_box):
-    script = tmp_path / "fibers.lua"
     prelude = "box.cfg{work_dir = os.getenv('WORK'), log_level = 1}\n" if with_box else ""
     # After box.cfg tarantool stays in its event loop: the script ends with os.exit.
-    script.write_text(prelude + SCRIPT + ("os.exit(0)\n" if with_box else ""))
-    env = dict(os.environ, WORK=str(tmp_path))
-    outs = []
-    for binary in ("tarantool", ONCEBOX):
-        r = subprocess.run([binary, str(script)], env=env, capture_output=True, text=True, timeout=60, cwd=tmp_path)
-        assert r.returncode == 0, (binary, r.stderr)
-        outs.append([line for line in r.stdout.splitlines() if not line.startswith("oncebox listening")])
+    outs = run_script_on_both(tmp_path, "fibers.lua", prelude + SCRIPT + ("os.exit(0)\n" if with_box else ""))
     assert outs[0] == outs[1] == ["background, main fibers.lua, through a channel"]
 
 
@@ -326,16 +319,7 @@ os.exit(0)
 
 
 def test_a_yield_in_an_on_replace_trigger_aborts_the_statement_in_scripts(tmp_path):
-    script = tmp_path / "trigger_yield.lua"
-    script.write_text(TRIGGER_YIELD_SCRIPT)
-    outs = []
-    for binary in ("tarantool", ONCEBOX):
-        work = tmp_path / os.path.basename(binary)
-        work.mkdir()
-        r = subprocess.run([binary, str(script)], env=dict(os.environ, WORK=str(work)), capture_output=True,
-                           text=True, timeout=60, cwd=work)
-        assert r.returncode == 0, (binary, r.stderr)
-        outs.append([line for line in r.stdout.splitlines() if not line.startswith("oncebox listening")])
+    outs = run_script_on_both(tmp_path, "trigger_yield.lua", TRIGGER_YIELD_SCRIPT)
     assert outs[1] == outs[0]
     assert outs[1][0] == "false\tTransaction has been aborted by a fiber yield"
 

@@ -77,16 +77,7 @@ os.exit(0)
 
 def test_connection_to_itself_works_from_a_fiber(tmp_path):
     """A request yields its fiber while the same server answers it, as with 2.6's net.box."""
-    from conftest import free_port
-    script = tmp_path / "self.lua"
-    script.write_text(SELF_SCRIPT)
-    outs = []
-    for binary in ("tarantool", ONCEBOX):
-        work = tmp_path / os.path.basename(binary)
-        work.mkdir()
-        env = dict(os.environ, WORK=str(work), LISTEN=f"127.0.0.1:{free_port()}")
-        out = subprocess.run([binary, str(script)], env=env, capture_output=True, text=True, timeout=60, cwd=work)
-        assert out.returncode == 0, (binary, out.stderr)
-        outs.append([line for line in out.stdout.splitlines() if not line.startswith("oncebox listening")])
+    from conftest import run_script_on_both
+    outs = run_script_on_both(tmp_path, "self.lua", SELF_SCRIPT)
     assert outs[0] == outs[1]
     assert outs[1][-1] == "after timeout\t8\tactive"

@@ -7,7 +7,7 @@ import textwrap
 
 import pytest
 
-from conftest import ONCEBOX, free_port
+from conftest import ONCEBOX, free_port, run_script_on_both
 
 SCRIPT = textwrap.dedent(r"""
 local socket = require('socket')
@@ -61,22 +61,8 @@ os.exit(0)
 """)
 
 
-def run_both(tmp_path, script):
-    path = tmp_path / "socket.lua"
-    path.write_text(script)
-    outs = []
-    for binary in ("tarantool", ONCEBOX):
-        work = tmp_path / os.path.basename(binary)
-        work.mkdir()
-        env = dict(os.environ, WORK=str(work), LISTEN=f"127.0.0.1:{free_port()}")
-        r = subprocess.run([binary, str(path)], env=env, capture_output=True, text=True, timeout=60, cwd=work)
-        assert r.returncode == 0, (binary, r.stdout, r.stderr)
-        outs.append([line for line in r.stdout.splitlines() if not line.startswith("oncebox listening")])
-    return outs
-
-
 def test_socket_script_matches_tarantool(tmp_path):
-    real, ours = run_both(tmp_path, SCRIPT)
+    real, ours = run_script_on_both(tmp_path, "socket.lua", SCRIPT)
     assert ours == real
     assert "reader waits; main goes on; reader got echo:x" in ours
 
@@ -113,6 +99,19 @@ def test_a_call_reads_a_socket_while_the_server_answers_others(tmp_path):
             import threading
             import time
             wait_port(port, proc)
+            # The script goes on after box.cfg opens the port: wait until ask() exists.
+            deadline = time.time() + 10
+            while True:
+                try:
+                    probe = tarantool.connect("127.0.0.1", port)
+                    if probe.eval("return ask ~= nil").data == [True]:
+                        probe.close()
+                        break
+                    probe.close()
+                except tarantool.error.Error:
+                    pass
+                assert time.time() < deadline, (binary, "the script did not define ask()")
+                time.sleep(0.05)
             slow = tarantool.connect("127.0.0.1", port)
             fast = tarantool.connect("127.0.0.1", port)
             result = {}
