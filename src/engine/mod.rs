@@ -22,7 +22,7 @@ use catalog::space_id;
 use index::{Index, IteratorType};
 use space::{EngineKind, Space, WriteMode};
 use tuple::{split, Tuple};
-use value::KeyPart;
+use value::{Key, KeyPart};
 
 use crate::error::{code, BoxError, BoxResult};
 use crate::protocol::auth;
@@ -74,7 +74,7 @@ impl std::fmt::Debug for Engine {
 }
 
 fn str_key(s: &[u8]) -> value::Key {
-    smallvec::smallvec![KeyPart::Str(s.into())]
+    Key(smallvec::smallvec![KeyPart::Str(s.into())])
 }
 
 impl Engine {
@@ -196,7 +196,7 @@ impl Engine {
         let pk = self.spaces.get(&crate::idempotency::SPACE_ID)?.primary()?;
         let mut r = Reader::new(token);
         let token_key = KeyPart::read(&mut r, value::FieldType::Scalar, value::Collation::Binary, false).ok()??;
-        pk.get(&smallvec::smallvec![KeyPart::Uint(u64::from(user)), token_key]).cloned()
+        pk.get(&Key(smallvec::smallvec![KeyPart::Uint(u64::from(user)), token_key])).cloned()
     }
 
     /// Stores an outcome record (as the system, whatever the session's rights).
@@ -333,7 +333,7 @@ impl Engine {
         self.spaces
             .get(&space_id::USER)
             .and_then(Space::primary)
-            .and_then(|pk| pk.get(&smallvec::smallvec![KeyPart::Uint(u64::from(id))]))
+            .and_then(|pk| pk.get(&Key(smallvec::smallvec![KeyPart::Uint(u64::from(id))])))
             .and_then(|t| catalog::parse_user(t).ok())
             .map_or_else(|| id.to_string(), |u| u.name)
     }
@@ -864,7 +864,7 @@ impl Engine {
                 if has_grants {
                     return Err(drop_err("grants"));
                 }
-                let key = smallvec::smallvec![KeyPart::Uint(u64::from(id))];
+                let key = Key(smallvec::smallvec![KeyPart::Uint(u64::from(id))]);
                 let has_row =
                     |sid: u32| self.spaces.get(&sid).and_then(Space::primary).is_some_and(|pk| pk.get(&key).is_some());
                 if has_row(space_id::TRUNCATE) {

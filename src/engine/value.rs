@@ -354,8 +354,61 @@ impl Hash for KeyPart {
     }
 }
 
-/// A full or partial key: one [`KeyPart`] per index part.
-pub type Key = smallvec::SmallVec<[KeyPart; 2]>;
+/// A full or partial key: one [`KeyPart`] per index part (one or two parts inline).
+///
+/// Ordered part by part, a prefix before the longer key, as a slice of parts is;
+/// a one-part integer key (the commonest primary key) is compared without going
+/// through the parts' general comparison, which index lookups do a few dozen times.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct Key(pub smallvec::SmallVec<[KeyPart; 2]>);
+
+impl Key {
+    /// An empty key with room for `n` parts.
+    #[must_use]
+    pub fn with_capacity(n: usize) -> Self {
+        Self(smallvec::SmallVec::with_capacity(n))
+    }
+}
+
+impl From<smallvec::SmallVec<[KeyPart; 2]>> for Key {
+    fn from(parts: smallvec::SmallVec<[KeyPart; 2]>) -> Self {
+        Self(parts)
+    }
+}
+
+impl FromIterator<KeyPart> for Key {
+    fn from_iter<I: IntoIterator<Item = KeyPart>>(iter: I) -> Self {
+        Self(iter.into_iter().collect())
+    }
+}
+
+impl std::ops::Deref for Key {
+    type Target = smallvec::SmallVec<[KeyPart; 2]>;
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Key {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.0
+    }
+}
+
+impl Ord for Key {
+    fn cmp(&self, other: &Self) -> Ordering {
+        if let ([KeyPart::Uint(a)], [KeyPart::Uint(b)]) = (self.0.as_slice(), other.0.as_slice()) {
+            return a.cmp(b);
+        }
+        self.0.as_slice().cmp(other.0.as_slice())
+    }
+}
+
+impl PartialOrd for Key {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
 
 #[cfg(test)]
 mod tests {
@@ -393,5 +446,26 @@ mod tests {
         let upper = Collation::Unicode.sort_key(b"A");
         let next = Collation::Unicode.sort_key(b"b");
         assert!(lower < upper && upper < next);
+    }
+
+    #[test]
+    fn keys_order_as_their_parts_do() {
+        let key = |parts: &[KeyPart]| parts.iter().cloned().collect::<Key>();
+        let (one, two, ten) = (key(&[KeyPart::Uint(1)]), key(&[KeyPart::Uint(2)]), key(&[KeyPart::Uint(10)]));
+        assert!(one < two && two < ten && ten > one);
+        assert_eq!(one.cmp(&key(&[KeyPart::Double(1.0)])), Ordering::Equal);
+        assert!(key(&[KeyPart::Double(1.5)]) > one && key(&[KeyPart::Double(1.5)]) < two);
+        assert!(key(&[KeyPart::Neg(-1)]) < one);
+        // A prefix sorts before the longer key; a partial key with Max after every full one.
+        let long = key(&[KeyPart::Uint(1), KeyPart::Str(b"a"[..].into())]);
+        assert!(one < long && long < two);
+        assert!(key(&[KeyPart::Uint(1), KeyPart::Max]) > long);
+        // Every pair compares as the slices of parts do.
+        let all = [one, two, ten, long, key(&[KeyPart::Str(b"x"[..].into())]), key(&[])];
+        for a in &all {
+            for b in &all {
+                assert_eq!(a.cmp(b), a.as_slice().cmp(b.as_slice()), "{a:?} vs {b:?}");
+            }
+        }
     }
 }
