@@ -306,8 +306,7 @@ impl LuaRuntime {
     /// Hands a `net.box` reply to the fiber waiting on `ticket` (it runs at the next scheduling point).
     pub fn netbox_deliver(&self, ticket: u64, reply: netbox::NetReply) {
         let deliver = || -> mlua::Result<()> {
-            let f: Function =
-                self.lua.globals().get::<Table>("box")?.get::<Table>("internal")?.get("netbox_deliver")?;
+            let f: Function = internal_fn(&self.lua, "netbox_deliver")?;
             let mut args = vec![Value::Number(ticket as f64)];
             match reply {
                 Ok((code, body)) => {
@@ -329,8 +328,7 @@ impl LuaRuntime {
     /// Hands a socket read or write outcome to the fiber waiting on `ticket`.
     pub fn socket_deliver(&self, ticket: u64, reply: socket::SocketReply) {
         let deliver = || -> mlua::Result<()> {
-            let f: Function =
-                self.lua.globals().get::<Table>("box")?.get::<Table>("internal")?.get("socket_deliver")?;
+            let f: Function = internal_fn(&self.lua, "socket_deliver")?;
             #[allow(clippy::cast_precision_loss, reason = "tickets stay far below 2^53")]
             let ticket = Value::Number(ticket as f64);
             match reply {
@@ -348,8 +346,7 @@ impl LuaRuntime {
         let start = || -> mlua::Result<()> {
             let listener = conn.listener;
             let (sock, from) = socket::accepted(&self.lua, conn)?;
-            let f: Function =
-                self.lua.globals().get::<Table>("box")?.get::<Table>("internal")?.get("socket_accepted")?;
+            let f: Function = internal_fn(&self.lua, "socket_accepted")?;
             f.call::<()>((listener, sock, from))
         };
         if let Err(e) = start() {
@@ -370,7 +367,7 @@ impl LuaRuntime {
             return None;
         }
         let next = || -> mlua::Result<Option<DueFiber>> {
-            let f: Function = self.lua.globals().get::<Table>("box")?.get::<Table>("internal")?.get("fiber_next")?;
+            let f: Function = internal_fn(&self.lua, "fiber_next")?;
             let (fid, session_id, user_id): (Option<u64>, Option<u64>, Option<u32>) = f.call(())?;
             Ok(fid.map(|fid| DueFiber { fid, session_id: session_id.unwrap_or(0), user_id }))
         };
@@ -387,7 +384,7 @@ impl LuaRuntime {
             return None;
         }
         let delay = || -> mlua::Result<Option<f64>> {
-            let f: Function = self.lua.globals().get::<Table>("box")?.get::<Table>("internal")?.get("fiber_delay")?;
+            let f: Function = internal_fn(&self.lua, "fiber_delay")?;
             f.call(())
         };
         delay().ok().flatten()
@@ -402,7 +399,7 @@ impl LuaRuntime {
         kind: FiberKind,
     ) -> (Resumed, Option<u64>) {
         let (outcome, wait) = self.with_engine(host, caller, |lua| {
-            let resume: Function = lua.globals().get::<Table>("box")?.get::<Table>("internal")?.get("fiber_resume")?;
+            let resume: Function = internal_fn(lua, "fiber_resume")?;
             let out: Vec<Value> = resume.call::<MultiValue>(fid)?.into_iter().collect();
             Ok(Ok(encode_fiber_end(lua, out, kind)))
         });
@@ -418,8 +415,7 @@ impl LuaRuntime {
     /// any is alive, until `stop` says to end.
     pub fn run_unbound_fibers(&self, stop: &mut dyn FnMut() -> bool) -> BoxResult<()> {
         let mut run = || -> mlua::Result<()> {
-            let f: Function =
-                self.lua.globals().get::<Table>("box")?.get::<Table>("internal")?.get("fiber_run_unbound")?;
+            let f: Function = internal_fn(&self.lua, "fiber_run_unbound")?;
             while self.fiber_count() > 0 && !stop() {
                 let delay: Option<f64> = f.call(())?;
                 // Fibers waiting with no time (on a channel nobody feeds) wait until told to stop.
@@ -448,8 +444,7 @@ impl LuaRuntime {
     /// Drops what Lua kept for a session that disconnected (its `box.session.storage`).
     pub fn forget_session(&self, session_id: u64) {
         let forget = || -> mlua::Result<()> {
-            let f: Function =
-                self.lua.globals().get::<Table>("box")?.get::<Table>("internal")?.get("forget_session")?;
+            let f: Function = internal_fn(&self.lua, "forget_session")?;
             #[allow(clippy::cast_precision_loss, reason = "session ids stay far below 2^53")]
             f.call::<()>(session_id as f64)
         };
@@ -519,8 +514,7 @@ impl LuaRuntime {
         args: &[&str],
     ) -> BoxResult<()> {
         let (outcome, _) = self.with_engine(host, caller, |lua| {
-            let run: Function =
-                lua.globals().get::<Table>("box")?.get::<Table>("internal")?.get("run_session_triggers")?;
+            let run: Function = internal_fn(lua, "run_session_triggers")?;
             let mut values = vec![Value::String(lua.create_string(kind)?)];
             for a in args {
                 values.push(match *a {
@@ -553,8 +547,7 @@ impl LuaRuntime {
                     }
                 }
             }
-            let run: Function =
-                lua.globals().get::<Table>("box")?.get::<Table>("internal")?.get("run_iproto_triggers")?;
+            let run: Function = internal_fn(lua, "run_iproto_triggers")?;
             protected_call(lua, &Value::Function(run), vec![Value::Table(t)]).map(|r| r.map(|_| ()))
         });
         outcome.map_err(|e| lua_err(&e))?.map(|_| ())
@@ -598,6 +591,11 @@ impl LuaRuntime {
     }
 }
 
+/// The Lua function `box.internal.<name>` (defined by the built-in Lua files).
+fn internal_fn(lua: &Lua, name: &str) -> mlua::Result<Function> {
+    lua.globals().get::<Table>("box")?.get::<Table>("internal")?.get(name)
+}
+
 fn step_of(outcome: mlua::Result<BoxResult<Step>>) -> Step {
     match outcome {
         Ok(Ok(step)) => step,
@@ -615,7 +613,7 @@ fn start_request(
     args: Vec<Value>,
     shape: Shape,
 ) -> mlua::Result<Step> {
-    let start: Function = lua.globals().get::<Table>("box")?.get::<Table>("internal")?.get("fiber_request")?;
+    let start: Function = internal_fn(lua, "fiber_request")?;
     #[allow(clippy::cast_precision_loss, reason = "session ids stay far below 2^53")]
     let mut all = vec![
         Value::Number(caller.session_id as f64),

@@ -14,19 +14,14 @@ import pytest
 
 from conftest import ADMIN_PASSWORD, ONCEBOX, run_script_on_both, start_oncebox, start_tarantool
 from iproto_raw import EVAL, PING, Raw
-from test_lua_differential import admin_pair, ev, start_pair
+from test_lua_differential import admin_pair, ev, pair_fixture, start_pair
 
 SETUP = """
 box.schema.space.create('f', {if_not_exists = true}):create_index('pk', {if_not_exists = true})
 """
 
 
-@pytest.fixture(scope="module")
-def servers():
-    real, ours = start_pair(SETUP)
-    yield real, ours
-    real.stop()
-    ours.stop()
+servers = pair_fixture(SETUP)
 
 
 def test_create_runs_at_once_and_sleep_yields(servers):

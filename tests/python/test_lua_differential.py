@@ -53,12 +53,18 @@ def start_pair(setup):
     return real, ours
 
 
-@pytest.fixture(scope="module")
-def servers():
-    real, ours = start_pair(SETUP)
-    yield real, ours
-    real.stop()
-    ours.stop()
+def pair_fixture(setup):
+    """A module-scoped fixture: the server pair of `start_pair(setup)`, stopped after the module."""
+    @pytest.fixture(scope="module")
+    def servers():
+        real, ours = start_pair(setup)
+        yield real, ours
+        real.stop()
+        ours.stop()
+    return servers
+
+
+servers = pair_fixture(SETUP)
 
 
 def admin_pair(servers):
