@@ -409,6 +409,11 @@ impl Executor {
     fn commit_changes(&mut self) {
         let changes = self.engine.take_changes();
         let changes = changes_or_recount(&mut self.window, &self.engine, changes);
+        self.join_group(changes);
+    }
+
+    /// Puts committed changes into the open commit group.
+    fn join_group(&mut self, changes: Vec<Change>) {
         if self.wal.is_some() {
             log_changes(&mut self.group_log, &changes);
             self.group_undo.extend(changes);
@@ -792,7 +797,9 @@ impl Executor {
         let evicted = self.window.evict_step(&mut self.engine, EVICTIONS_PER_BATCH);
         if evicted > 0 {
             tracing::debug!(evicted, "idempotency records evicted over the limits");
-            self.commit_changes();
+            // The window counted these itself: no recount (a scan of every record).
+            let changes = self.engine.take_changes();
+            self.join_group(changes);
         }
     }
 
@@ -807,13 +814,10 @@ impl Executor {
         if evicted > 0 {
             tracing::debug!(evicted, "idempotency records evicted");
         }
-        if self.wal.is_some() {
-            log_changes(&mut self.group_log, &changes);
-            self.group_undo.extend(changes);
-            if self.group_log.is_empty() && self.ticks.is_multiple_of(CLOCK_TICKS) {
-                // A clock-only commit: the service clock survives an idle crash.
-                group::clock(&mut self.group_log, self.window.clock.now_ms());
-            }
+        self.join_group(changes);
+        if self.wal.is_some() && self.group_log.is_empty() && self.ticks.is_multiple_of(CLOCK_TICKS) {
+            // A clock-only commit: the service clock survives an idle crash.
+            group::clock(&mut self.group_log, self.window.clock.now_ms());
         }
     }
 
@@ -868,7 +872,7 @@ impl Executor {
                 "Idempotency token was already used for a different request",
             ));
         }
-        if let Some(ticket) = self.window.in_flight(user, &token.encoded) {
+        if let Some(ticket) = self.window.in_flight(&stored) {
             self.window.stats.joins += 1;
             return Ok(Tokened::Join(ticket, record.reply));
         }
@@ -1029,9 +1033,8 @@ impl Executor {
             created_ms: self.window.clock.now_ms(),
             reply: body,
         };
-        self.engine.put_idempotency_record(&record.to_tuple())?;
         let ticket = self.wal.is_some().then_some(self.next_ticket);
-        self.window.added(&record, ticket);
+        self.window.store(&mut self.engine, &record, ticket)?;
         reply.clear();
         response::ok_with_status(reply, sync, self.engine.schema_version(), idem::STATUS_EXECUTED, &record.reply);
         Ok(())
@@ -1268,11 +1271,13 @@ fn request_type_name(ty: u64) -> &'static str {
     }
 }
 
-/// Writes to `_idempotency` made outside the window (an admin deleting a record)
-/// change its size total: recount then.
+/// Writes to `_idempotency` made outside the window (an admin deleting or adding a
+/// record) change its size total and age queue: recount then.
 fn changes_or_recount(window: &mut Window, engine: &Engine, changes: Vec<Change>) -> Vec<Change> {
     let external = changes.iter().any(|c| match c {
-        Change::Row { space_id, old, .. } => *space_id == idem::SPACE_ID && old.is_some(),
+        Change::Row { space_id, old, new, .. } => {
+            *space_id == idem::SPACE_ID && (old.is_some() || new.as_ref().is_some_and(|t| !window.knows(t)))
+        }
         Change::Truncate { space_id, .. } => *space_id == idem::SPACE_ID,
     });
     if external {

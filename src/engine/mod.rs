@@ -177,12 +177,22 @@ impl Engine {
         Ok(())
     }
 
-    /// Creates `_idempotency` in a directory made before it existed; true if it was created.
+    /// Creates `_idempotency` in a directory made before it existed, and drops the
+    /// `created` index (id 1) that directories made before the window kept creation
+    /// order itself still have; true if anything changed.
     pub fn ensure_idempotency_space(&mut self) -> BoxResult<bool> {
-        if self.spaces.contains_key(&crate::idempotency::SPACE_ID) {
-            return Ok(false);
-        }
         let admin = self.credentials(user_id::ADMIN);
+        if let Some(space) = self.spaces.get(&crate::idempotency::SPACE_ID) {
+            let legacy = space.indexes.get(&1).is_some_and(|ix| ix.def.name == "created");
+            if legacy {
+                let mut key = Vec::new();
+                write::array_len(&mut key, 2);
+                write::uint(&mut key, u64::from(crate::idempotency::SPACE_ID));
+                write::uint(&mut key, 1);
+                self.delete(&admin, &Delete { space_id: space_id::INDEX, index_id: 0, key: &key })?;
+            }
+            return Ok(legacy);
+        }
         self.write(&admin, space_id::SPACE, &crate::idempotency::space_row(), WriteMode::Insert)?;
         for row in crate::idempotency::index_rows() {
             self.write(&admin, space_id::INDEX, &row, WriteMode::Insert)?;
@@ -194,15 +204,33 @@ impl Engine {
     #[must_use]
     pub fn idempotency_record(&self, user: u32, token: &[u8]) -> Option<Tuple> {
         let pk = self.spaces.get(&crate::idempotency::SPACE_ID)?.primary()?;
-        let mut r = Reader::new(token);
-        let token_key = KeyPart::read(&mut r, value::FieldType::Scalar, value::Collation::Binary, false).ok()??;
-        pk.get(&Key(smallvec::smallvec![KeyPart::Uint(u64::from(user)), token_key])).cloned()
+        pk.get(&idempotency_key(user, token)?).cloned()
     }
 
-    /// Stores an outcome record (as the system, whatever the session's rights).
-    pub fn put_idempotency_record(&mut self, tuple: &[u8]) -> BoxResult<()> {
-        let admin = self.credentials(user_id::ADMIN);
-        self.write(&admin, crate::idempotency::SPACE_ID, tuple, WriteMode::Replace).map(|_| ())
+    /// Stores an outcome record (as the system, whatever the session's rights) and
+    /// returns it. The window built the tuple, so it goes straight into the primary
+    /// key without a client write's checks; if an admin gave `_idempotency` more
+    /// indexes, the general write path keeps them all in step.
+    pub fn put_idempotency_record(&mut self, user: u32, token: &[u8], tuple: Vec<u8>) -> BoxResult<Tuple> {
+        let space_id = crate::idempotency::SPACE_ID;
+        let key = idempotency_key(user, token).ok_or_else(|| BoxError::invalid_msgpack("idempotency token"))?;
+        let space = self.space_mut(space_id)?;
+        if space.indexes.len() != 1 || space.def.temporary {
+            let admin = self.credentials(user_id::ADMIN);
+            return self.write(&admin, space_id, &tuple, WriteMode::Replace);
+        }
+        let pk = space.indexes.get_mut(&0).ok_or_else(|| BoxError::no_such_index_id(0, "_idempotency"))?;
+        let tuple: Tuple = tuple.into();
+        let old = match pk.get_mut(&key) {
+            Some(slot) => Some(std::mem::replace(slot, tuple.clone())),
+            None => {
+                pk.insert(key.clone(), tuple.clone());
+                None
+            }
+        };
+        self.acting = None;
+        self.changes.push(Change::Row { space_id, pk: key, old, new: Some(tuple.clone()) });
+        Ok(tuple)
     }
 
     /// Removes a stored tuple (eviction); recorded like any delete.
@@ -969,6 +997,13 @@ fn rebuilt_fields(t: &Tuple) -> BoxResult<tuple::TupleFields<'_>> {
     split(t)
 }
 
+/// `_idempotency`'s primary key of (user, token); `token` is the token's msgpack encoding.
+fn idempotency_key(user: u32, token: &[u8]) -> Option<Key> {
+    let mut r = Reader::new(token);
+    let token_key = KeyPart::read(&mut r, value::FieldType::Scalar, value::Collation::Binary, false).ok()??;
+    Some(Key(smallvec::smallvec![KeyPart::Uint(u64::from(user)), token_key]))
+}
+
 /// Whether a msgpack value is of the given type (helper for callers decoding args).
 #[must_use]
 pub fn is_type(value: &[u8], ty: MpType) -> bool {
@@ -986,5 +1021,35 @@ mod tests {
         assert_eq!(guest.universe, privilege::SESSION | privilege::USAGE);
         assert!(guest.has(ObjectType::Space, space_id::VSPACE, None, privilege::READ));
         assert!(!guest.has(ObjectType::Space, space_id::SPACE, None, privilege::READ));
+    }
+
+    #[test]
+    fn the_legacy_created_index_of_idempotency_is_dropped() {
+        let mut engine = Engine::bootstrap(&uuid::Uuid::nil()).unwrap();
+        assert!(!engine.ensure_idempotency_space().unwrap(), "a new directory needs nothing");
+        // What directories made before the window kept creation order have.
+        let mut row = Vec::new();
+        write::array_len(&mut row, 6);
+        write::uint(&mut row, u64::from(crate::idempotency::SPACE_ID));
+        write::uint(&mut row, 1);
+        write::str(&mut row, b"created");
+        write::str(&mut row, b"tree");
+        write::map_len(&mut row, 1);
+        write::str(&mut row, b"unique");
+        write::bool(&mut row, false);
+        write::array_len(&mut row, 1);
+        write::array_len(&mut row, 2);
+        write::uint(&mut row, 3);
+        write::str(&mut row, b"unsigned");
+        let admin = engine.credentials(user_id::ADMIN);
+        engine.write(&admin, space_id::INDEX, &row, WriteMode::Insert).unwrap();
+        engine.take_changes();
+        assert!(engine.ensure_idempotency_space().unwrap());
+        let space = engine.space(crate::idempotency::SPACE_ID).unwrap();
+        assert_eq!(space.indexes.len(), 1);
+        assert!(engine
+            .take_changes()
+            .iter()
+            .any(|c| matches!(c, Change::Row { space_id: s, new: None, .. } if *s == space_id::INDEX)));
     }
 }

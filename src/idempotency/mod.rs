@@ -22,14 +22,18 @@
 pub mod fingerprint;
 pub mod token;
 
+use std::collections::VecDeque;
+use std::rc::Rc;
 use std::time::Instant;
+
+use crate::engine::tuple::Tuple;
+use crate::engine::Engine;
+use crate::error::BoxResult;
 
 use crate::protocol::msgpack::{write, Reader};
 
 /// `_idempotency`'s space id.
 pub const SPACE_ID: u32 = 500;
-/// Index of `_idempotency` ordered by creation time.
-pub const CREATED_INDEX: u32 = 1;
 
 /// Reply status (header key 0x0d): executed now.
 pub const STATUS_EXECUTED: u64 = 1;
@@ -178,16 +182,7 @@ impl Record {
     /// [`Self::size`] of an `_idempotency` tuple, read without decoding the record.
     #[must_use]
     pub fn size_of_tuple(t: &[u8]) -> Option<u64> {
-        let mut r = Reader::new(t);
-        if r.read_array_len().ok()? < 5 {
-            return None;
-        }
-        r.read_uint().ok()?;
-        let token = r.skip().ok()?.len();
-        r.skip().ok()?;
-        r.read_uint().ok()?;
-        let reply = r.read_bin().ok()?.len();
-        Some((token + reply) as u64)
+        Head::of(t).map(|h| h.size)
     }
 
     /// Decodes an `_idempotency` tuple.
@@ -236,7 +231,8 @@ pub fn space_row() -> Vec<u8> {
     t
 }
 
-/// The `_index` rows of `_idempotency`: primary HASH (user_id, token), and TREE by creation time.
+/// The `_index` rows of `_idempotency`: primary HASH (user_id, token). Creation
+/// order needs no index: the window keeps its records in that order.
 #[must_use]
 pub fn index_rows() -> Vec<Vec<u8>> {
     let index = |iid: u64, name: &[u8], kind: &[u8], unique: bool, parts: &[(u64, &[u8])]| {
@@ -262,7 +258,6 @@ pub fn index_rows() -> Vec<Vec<u8>> {
         // HASH: a lookup or insert among a million random tokens is one probe, where a
         // tree walk misses the cache at every level; nothing needs tokens in order.
         index(0, b"primary", b"hash", true, &[(0, b"unsigned"), (1, b"scalar")]),
-        index(u64::from(CREATED_INDEX), b"created", b"tree", false, &[(3, b"unsigned")]),
     ]
 }
 
@@ -286,7 +281,12 @@ mod tests {
     }
 }
 
-/// The live window: settings, counters, clock, and which tokens are not yet durable.
+/// The live window: settings, counters, clock, and the records oldest first.
+///
+/// Records are created in service-time order, so a queue in creation order is
+/// their age order: eviction pops its front, the records not yet durable are its
+/// tail. An entry whose record was deleted or replaced meanwhile is stale (the
+/// primary key holds another tuple, or none) and is skipped.
 #[derive(Debug)]
 pub struct Window {
     /// The `idempotency_*` settings in force.
@@ -295,10 +295,20 @@ pub struct Window {
     pub stats: Stats,
     /// Service time.
     pub clock: ServiceClock,
-    /// (user, token) of records whose commit group is not yet durable, with that group's ticket.
-    in_flight: std::collections::HashMap<(u32, Vec<u8>), u64>,
+    /// Records oldest first, each with the commit group it was written in.
+    ages: VecDeque<Aged>,
+    /// Every commit group up to this ticket is durable.
+    durable: u64,
     /// Sum of [`Record::size`] over `_idempotency`.
     total_size: u64,
+}
+
+/// A record in the age queue.
+#[derive(Debug)]
+struct Aged {
+    tuple: Tuple,
+    /// The commit group the record was written in (None: durable when written).
+    ticket: Option<u64>,
 }
 
 /// Why a record was evicted.
@@ -312,125 +322,142 @@ enum Cause {
 impl Window {
     /// A window with `settings`, its clock resuming at `clock_ms`, sized from `engine`.
     #[must_use]
-    pub fn new(settings: Settings, clock_ms: u64, engine: &crate::engine::Engine) -> Self {
-        let newest = engine
-            .space(SPACE_ID)
-            .ok()
-            .and_then(|s| s.indexes.get(&CREATED_INDEX))
-            .and_then(|ix| ix.iter().last().cloned())
-            .and_then(|t| Record::from_tuple(&t))
-            .map_or(0, |r| r.created_ms);
+    pub fn new(settings: Settings, clock_ms: u64, engine: &Engine) -> Self {
         let mut w = Self {
             settings,
             stats: Stats::default(),
-            clock: ServiceClock::resume(clock_ms.max(newest)),
-            in_flight: std::collections::HashMap::new(),
+            clock: ServiceClock::resume(clock_ms),
+            ages: VecDeque::new(),
+            durable: 0,
             total_size: 0,
         };
         w.recount(engine);
+        let newest = w.ages.back().and_then(|a| Head::of(&a.tuple)).map_or(0, |h| h.created_ms);
+        w.clock = ServiceClock::resume(clock_ms.max(newest));
         w
     }
 
-    /// Recomputes the size total from `_idempotency` (after changes made outside the window).
-    pub fn recount(&mut self, engine: &crate::engine::Engine) {
-        self.total_size = engine
-            .space(SPACE_ID)
-            .ok()
-            .and_then(|s| s.primary())
-            .map_or(0, |pk| pk.iter().filter_map(|t| Record::size_of_tuple(t)).sum());
+    /// Rebuilds the size total and the age queue from `_idempotency` (at start, and
+    /// after changes made outside the window).
+    pub fn recount(&mut self, engine: &Engine) {
+        let mut records: Vec<(u64, Tuple)> =
+            records(engine).filter_map(|t| Head::of(t).map(|h| (h.created_ms, t.clone()))).collect();
+        records.sort_by_key(|(created, _)| *created);
+        let in_flight: Vec<(Tuple, u64)> = self
+            .ages
+            .iter()
+            .filter_map(|a| a.ticket.filter(|t| *t > self.durable).map(|t| (a.tuple.clone(), t)))
+            .collect();
+        self.total_size = records.iter().filter_map(|(_, t)| Head::of(t)).map(|h| h.size).sum();
+        self.ages = records
+            .into_iter()
+            .map(|(_, tuple)| {
+                let ticket = in_flight.iter().find(|(t, _)| Rc::ptr_eq(t, &tuple)).map(|(_, ticket)| *ticket);
+                Aged { tuple, ticket }
+            })
+            .collect();
     }
 
     /// Remembered records: (count, bytes).
     #[must_use]
-    pub fn usage(&self, engine: &crate::engine::Engine) -> (u64, u64) {
+    pub fn usage(&self, engine: &Engine) -> (u64, u64) {
         (engine.space(SPACE_ID).map_or(0, |s| s.len() as u64), self.total_size)
     }
 
     /// Whether more records, or more bytes, are remembered than the limits allow.
     #[must_use]
-    pub fn over_limits(&self, engine: &crate::engine::Engine) -> bool {
+    pub fn over_limits(&self, engine: &Engine) -> bool {
         let (count, size) = self.usage(engine);
         count > self.settings.max_count || size > self.settings.max_size
     }
 
     /// Age of the oldest remembered record, in seconds of service time.
     #[must_use]
-    pub fn oldest_age_s(&self, engine: &crate::engine::Engine) -> f64 {
-        let oldest = engine
-            .space(SPACE_ID)
-            .ok()
-            .and_then(|s| s.indexes.get(&CREATED_INDEX))
-            .and_then(|ix| ix.iter().next().cloned())
-            .and_then(|t| Record::from_tuple(&t));
+    pub fn oldest_age_s(&self, engine: &Engine) -> f64 {
+        let oldest = self.ages.iter().find(|a| is_current(engine, &a.tuple)).and_then(|a| Head::of(&a.tuple));
         #[allow(clippy::cast_precision_loss, reason = "ages in ms fit f64")]
-        oldest.map_or(0.0, |r| self.clock.now_ms().saturating_sub(r.created_ms) as f64 / 1000.0)
+        oldest.map_or(0.0, |h| self.clock.now_ms().saturating_sub(h.created_ms) as f64 / 1000.0)
     }
 
-    /// The commit group a token's record waits in, if it is not yet durable.
+    /// The commit group `record` (a tuple of `_idempotency`) waits in, if it is not yet durable.
     #[must_use]
-    pub fn in_flight(&self, user: u32, token: &[u8]) -> Option<u64> {
-        self.in_flight.get(&(user, token.to_vec())).copied()
+    pub fn in_flight(&self, record: &Tuple) -> Option<u64> {
+        self.ages
+            .iter()
+            .rev()
+            .map_while(|a| a.ticket.filter(|t| *t > self.durable).map(|t| (a, t)))
+            .find(|(a, _)| Rc::ptr_eq(&a.tuple, record))
+            .map(|(_, t)| t)
     }
 
-    /// Notes a new record and the group it will be committed in.
-    pub fn added(&mut self, record: &Record, ticket: Option<u64>) {
+    /// Whether `tuple` is a record the window stored (newest first: the records of
+    /// the request being committed are found at once).
+    #[must_use]
+    pub fn knows(&self, tuple: &Tuple) -> bool {
+        self.ages.iter().rev().any(|a| Rc::ptr_eq(&a.tuple, tuple))
+    }
+
+    /// Stores `record` in `engine` and notes it, with the commit group it will be durable in.
+    pub fn store(&mut self, engine: &mut Engine, record: &Record, ticket: Option<u64>) -> BoxResult<()> {
+        let tuple = engine.put_idempotency_record(record.user_id, &record.token, record.to_tuple())?;
         self.total_size += record.size();
         self.stats.executed += 1;
-        if let Some(ticket) = ticket {
-            self.in_flight.insert((record.user_id, record.token.clone()), ticket);
-        }
+        self.ages.push_back(Aged { tuple, ticket });
+        Ok(())
     }
 
     /// Every group up to `ticket` is durable.
     pub fn durable_up_to(&mut self, ticket: u64) {
-        self.in_flight.retain(|_, t| *t > ticket);
+        self.durable = self.durable.max(ticket);
     }
 
-    /// The WAL failed: nothing is in flight any more (the records were undone).
-    pub fn forget_in_flight(&mut self, engine: &crate::engine::Engine) {
-        self.in_flight.clear();
+    /// The WAL failed: the records not yet durable were undone.
+    pub fn forget_in_flight(&mut self, engine: &Engine) {
+        while self.ages.back().is_some_and(|a| a.ticket.is_some_and(|t| t > self.durable)) {
+            self.ages.pop_back();
+        }
         self.recount(engine);
     }
 
     /// Evicts up to `max` records, oldest first: outlived, then over count, then over size.
     ///
     /// Records whose commit is not yet durable are never evicted.
-    pub fn evict_step(&mut self, engine: &mut crate::engine::Engine, max: usize) -> usize {
+    pub fn evict_step(&mut self, engine: &mut Engine, max: usize) -> usize {
         let now = self.clock.now_ms();
         #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "lifetime in ms fits u64")]
         let lifetime_ms = (self.settings.lifetime_s.max(0.0) * 1000.0) as u64;
-        let (mut count, mut size) = self.usage(engine);
-        let mut victims = Vec::new();
-        if let Some(ix) = engine.space(SPACE_ID).ok().and_then(|s| s.indexes.get(&CREATED_INDEX)) {
-            for t in ix.iter() {
-                if victims.len() >= max {
-                    break;
-                }
-                let Some(rec) = Record::from_tuple(t) else { continue };
-                let cause = if rec.created_ms.saturating_add(lifetime_ms) <= now {
-                    Cause::Lifetime
-                } else if count > self.settings.max_count {
-                    Cause::Count
-                } else if size > self.settings.max_size {
-                    Cause::Size
-                } else {
-                    break;
-                };
-                if self.in_flight.contains_key(&(rec.user_id, rec.token.clone())) {
-                    break;
-                }
-                count = count.saturating_sub(1);
-                size = size.saturating_sub(rec.size());
-                victims.push((t.clone(), rec.size(), cause));
-            }
-        }
-        let evicted = victims.len();
-        for (t, bytes, cause) in victims {
-            if let Err(e) = engine.remove_tuple(SPACE_ID, &t) {
-                tracing::error!(error = %e, "idempotency eviction failed");
+        let (mut count, _) = self.usage(engine);
+        let mut evicted = 0;
+        while evicted < max {
+            let Some((tuple, ticket)) = self.ages.front().map(|a| (a.tuple.clone(), a.ticket)) else { break };
+            if !is_current(engine, &tuple) {
+                self.ages.pop_front();
                 continue;
             }
-            self.total_size = self.total_size.saturating_sub(bytes);
+            let Some(head) = Head::of(&tuple) else {
+                self.ages.pop_front();
+                continue;
+            };
+            let cause = if head.created_ms.saturating_add(lifetime_ms) <= now {
+                Cause::Lifetime
+            } else if count > self.settings.max_count {
+                Cause::Count
+            } else if self.total_size > self.settings.max_size {
+                Cause::Size
+            } else {
+                break;
+            };
+            if ticket.is_some_and(|t| t > self.durable) {
+                break;
+            }
+            if let Err(e) = engine.remove_tuple(SPACE_ID, &tuple) {
+                tracing::error!(error = %e, "idempotency eviction failed");
+                break;
+            }
+            self.ages.pop_front();
+            count = count.saturating_sub(1);
+            self.total_size = self.total_size.saturating_sub(head.size);
+            evicted += 1;
             match cause {
                 Cause::Lifetime => self.stats.evicted_lifetime += 1,
                 Cause::Count => self.stats.evicted_count += 1,
@@ -439,4 +466,37 @@ impl Window {
         }
         evicted
     }
+}
+
+/// The fields of a stored record eviction needs, read without copying.
+struct Head<'a> {
+    user_id: u32,
+    token: &'a [u8],
+    created_ms: u64,
+    size: u64,
+}
+
+impl<'a> Head<'a> {
+    fn of(t: &'a [u8]) -> Option<Self> {
+        let mut r = Reader::new(t);
+        if r.read_array_len().ok()? < 5 {
+            return None;
+        }
+        let user_id = u32::try_from(r.read_uint().ok()?).ok()?;
+        let token = r.skip().ok()?;
+        r.skip().ok()?;
+        let created_ms = r.read_uint().ok()?;
+        let reply = r.read_bin().ok()?.len();
+        Some(Self { user_id, token, created_ms, size: (token.len() + reply) as u64 })
+    }
+}
+
+/// Every tuple of `_idempotency`.
+fn records(engine: &Engine) -> impl Iterator<Item = &Tuple> {
+    engine.space(SPACE_ID).ok().and_then(|s| s.primary()).into_iter().flat_map(|pk| pk.iter())
+}
+
+/// Whether `tuple` is still the record its (user, token) maps to.
+fn is_current(engine: &Engine, tuple: &Tuple) -> bool {
+    Head::of(tuple).and_then(|h| engine.idempotency_record(h.user_id, h.token)).is_some_and(|t| Rc::ptr_eq(&t, tuple))
 }

@@ -309,8 +309,7 @@ fn run(lua: &Lua, cx: &mut Context<'_>, op: &str, args: &[Value]) -> Result<Valu
                 created_ms: cx.window.clock.now_ms(),
                 reply,
             };
-            cx.engine.put_idempotency_record(&record.to_tuple())?;
-            cx.window.added(&record, cx.ticket);
+            cx.window.store(cx.engine, &record, cx.ticket)?;
             Value::Nil
         }
         "idem_stat" => idem_stat(lua, cx)?,
@@ -530,7 +529,7 @@ fn idem_lookup(lua: &Lua, cx: &mut Context<'_>, args: &[Value]) -> Result<Value,
         )
         .into());
     }
-    if let Some(ticket) = cx.window.in_flight(user, &token.encoded) {
+    if let Some(ticket) = cx.window.in_flight(&stored) {
         // The first attempt is not durable yet: this reply waits for it.
         cx.window.stats.joins += 1;
         cx.wait_for = Some(cx.wait_for.map_or(ticket, |t| t.max(ticket)));

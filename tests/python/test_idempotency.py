@@ -274,6 +274,41 @@ def test_size_eviction(ob):
     assert "s-5" in [t[1] for t in left], "the newest stays"
 
 
+def restart(ob, *extra):
+    """Kills the server with SIGKILL and starts it again on the same data and port."""
+    ob.proc.send_signal(signal.SIGKILL)
+    ob.proc.wait()
+    data = os.path.join(ob.workdir, "data")
+    ob.proc = subprocess.Popen([ONCEBOX, "--listen", f"127.0.0.1:{ob.port}", "--data-dir", data,
+                                "--log-level", "warn", *extra],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wait_port(ob.port, ob.proc)
+
+
+@pytest.mark.parametrize("ob", [("--idempotency-max-count", "3")], indirect=True)
+def test_eviction_keeps_age_order_across_restart_and_for_records_an_admin_added(ob):
+    c = admin(ob)
+    for i in range(2):
+        assert incr(c, 1, f"r-{i}")[0][STATUS] == EXECUTED
+        time.sleep(0.01)
+    restart(ob, "--idempotency-max-count", "3")
+    c = admin(ob)
+    # A record put in by hand, created at service time 0: older than any other.
+    by_hand = [1, "by-hand", b"\0" * 32, 0, b"\x80", 7]
+    assert c.request(INSERT, {0x10: 500, 0x21: by_hand})[0][0] == 0
+    assert len(records(c)) == 3
+    for i in range(2, 4):
+        assert incr(c, 1, f"r-{i}")[0][STATUS] == EXECUTED
+        time.sleep(0.01)
+    deadline = time.time() + 10
+    while len(records(c)) > 3 and time.time() < deadline:
+        time.sleep(0.1)
+    assert sorted(t[1] for t in records(c)) == ["r-1", "r-2", "r-3"]
+    # What is left is still replayed, what went runs again.
+    assert incr(c, 1, "r-3")[0][STATUS] == REPLAYED
+    assert incr(c, 1, "r-0")[0][STATUS] == EXECUTED
+
+
 def test_kill9_then_retry_is_replayed(ob):
     c = admin(ob)
     assert incr(c, 1, "t-crash")[0][STATUS] == EXECUTED
