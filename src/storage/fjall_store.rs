@@ -13,7 +13,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use fjall::{Database, Keyspace, KeyspaceCreateOptions, PersistMode, Slice};
+use fjall::{CompressionType, Database, Keyspace, KeyspaceCreateOptions, PersistMode, Slice};
 
 use super::keys::space_prefix;
 use super::{RowOp, WalMode};
@@ -43,7 +43,7 @@ const META_INSTANCE_UUID: &[u8] = b"instance_uuid";
 const META_SERVICE_CLOCK: &[u8] = b"service_clock_ms";
 
 /// Largest number of row writes in one checkpoint batch.
-const CHECKPOINT_BATCH_ROWS: usize = 50_000;
+const CHECKPOINT_BATCH_ROWS: usize = 2_000;
 
 /// The fjall database behind oncebox (cheap to clone: the handles are shared).
 #[derive(Clone)]
@@ -64,7 +64,9 @@ impl std::fmt::Debug for FjallStore {
 impl FjallStore {
     /// Opens (or creates) the database at `path`.
     pub fn open(path: &Path, mode: WalMode) -> Result<Self, StoreError> {
-        let db = Database::builder(path).open()?;
+        // The journal is written uncompressed: commit groups are mostly fresh tuples,
+        // and compressing them cost the WAL thread a third of its time.
+        let db = Database::builder(path).journal_compression(CompressionType::None).open()?;
         let rows = db.keyspace("rows", KeyspaceCreateOptions::default)?;
         let meta = db.keyspace("meta", KeyspaceCreateOptions::default)?;
         let log = db.keyspace("log", KeyspaceCreateOptions::default)?;
