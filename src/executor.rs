@@ -162,11 +162,11 @@ struct ScriptEnd {
 }
 
 /// How a tokened write is answered.
-enum Tokened {
+enum Tokened<'a> {
     /// No token, or not a write: run as usual.
     Plain,
-    /// The first attempt: run, then store the outcome under this token.
-    Own(Token, [u8; 32]),
+    /// The first attempt: run the request (parsed already), then store the outcome under this token.
+    Own(Token, [u8; 32], Request<'a>),
     /// Answer now with this stored reply body (status 2).
     Replay(Vec<u8>),
     /// Answer with this reply body (status 3) once the group `ticket` is durable.
@@ -590,10 +590,12 @@ impl Executor {
         if self.group_log.is_empty() && self.group_replies.is_empty() {
             return;
         }
-        let mut ops = std::mem::take(&mut self.group_log);
+        // The next group starts at this one's size: one allocation, not a run of regrowths.
+        let sizes = ((self.group_log.len() + 64).min(1 << 20), self.group_undo.len(), self.group_replies.len());
+        let mut ops = std::mem::replace(&mut self.group_log, Vec::with_capacity(sizes.0));
         group::clock(&mut ops, self.window.clock.now_ms());
-        let undo = std::mem::take(&mut self.group_undo);
-        let replies = std::mem::take(&mut self.group_replies);
+        let undo = std::mem::replace(&mut self.group_undo, Vec::with_capacity(sizes.1));
+        let replies = std::mem::replace(&mut self.group_replies, Vec::with_capacity(sizes.2));
         let ticket = self.next_ticket;
         self.next_ticket += 1;
         let sent = self.wal.as_ref().is_some_and(|wal| wal.send(WalRequest { ticket, group: ops }).is_ok());
@@ -822,7 +824,7 @@ impl Executor {
     }
 
     /// Decides how a request with an idempotency token is served (DESIGN §3.2).
-    fn tokened(&mut self, user: u32, header: &Header, packet: &[u8], body: &[u8]) -> BoxResult<Tokened> {
+    fn tokened<'a>(&mut self, user: u32, header: &Header, packet: &[u8], body: &'a [u8]) -> BoxResult<Tokened<'a>> {
         let Some(range) = header.idempotent_token.clone() else { return Ok(Tokened::Plain) };
         // On SELECT, PING and AUTH the token is accepted and ignored.
         if !is_write_type(header.request_type) {
@@ -862,7 +864,7 @@ impl Executor {
         }
         let fp = fingerprint::of(&req);
         let Some(stored) = self.engine.idempotency_record(user, &token.encoded) else {
-            return Ok(Tokened::Own(token, fp));
+            return Ok(Tokened::Own(token, fp, req));
         };
         let record = Record::from_tuple(&stored).ok_or_else(|| BoxError::invalid_msgpack("_idempotency record"))?;
         if record.fingerprint != fp {
@@ -904,9 +906,9 @@ impl Executor {
             self.iproto_triggers(session_id, user, header, packet)
                 .and_then(|()| self.tokened(user, header, packet, body))
         };
-        let owner = match gate {
-            Ok(Tokened::Plain) => None,
-            Ok(Tokened::Own(token, fp)) => Some((token, fp)),
+        let (owner, parsed) = match gate {
+            Ok(Tokened::Plain) => (None, None),
+            Ok(Tokened::Own(token, fp, req)) => (Some((token, fp)), Some(req)),
             Ok(Tokened::Replay(stored)) => {
                 response::ok_with_status(&mut reply, header.sync, sv, idem::STATUS_REPLAYED, &stored);
                 if let Some(buf) = self.buffer(session_id) {
@@ -930,7 +932,7 @@ impl Executor {
         let tokened = owner.is_some();
         self.wait_for = None;
         self.atomic = tokened;
-        let mut result = self.execute(session_id, user, &salt, header, body, &mut reply);
+        let mut result = self.execute(session_id, user, &salt, header, body, parsed, &mut reply);
         if let Some(fid) = self.parked.take() {
             // The CALL/EVAL's fiber yielded: what it did so far is committed, what it
             // pushed goes out now, and its reply comes when the fiber ends.
@@ -1099,11 +1101,14 @@ impl Executor {
         salt: &[u8],
         header: &Header,
         body: &[u8],
+        parsed: Option<Request<'_>>,
         out: &mut Vec<u8>,
     ) -> BoxResult<()> {
         let sv = self.engine.schema_version();
-        let Some(req) = request::parse(header.request_type, body)? else {
-            return Err(BoxError::unknown_request_type(header.request_type));
+        let req = match parsed {
+            Some(req) => req,
+            None => request::parse(header.request_type, body)?
+                .ok_or_else(|| BoxError::unknown_request_type(header.request_type))?,
         };
         let creds = self.creds(user);
         let sync = header.sync;
