@@ -42,8 +42,6 @@ type Resolved = (Vec<u8>, Option<Slice>);
 const META_INSTANCE_UUID: &[u8] = b"instance_uuid";
 const META_SERVICE_CLOCK: &[u8] = b"service_clock_ms";
 
-/// Largest number of row writes in one checkpoint batch.
-const CHECKPOINT_BATCH_ROWS: usize = 2_000;
 
 /// The fjall database behind oncebox (cheap to clone: the handles are shared).
 #[derive(Clone)]
@@ -99,8 +97,9 @@ impl FjallStore {
     /// Applies every logged group up to `up_to` (in order) to `rows` and removes
     /// it from the log; returns how many groups were applied.
     ///
-    /// Rows are written in batches of at most [`CHECKPOINT_BATCH_ROWS`], and the
-    /// groups leave the log only after the last of them. A crash in between leaves
+    /// The rows' final values are ingested as one new table (fjall bulk ingestion:
+    /// no journal, no memtable), and the groups leave the log only after it is
+    /// registered. A crash in between leaves
     /// the groups to be applied again: each operation sets a row's final value (or
     /// removes it), so applying a group twice, in order, is the same as once.
     pub fn apply_log(&self, up_to: u64) -> Result<usize, StoreError> {
@@ -118,15 +117,17 @@ impl FjallStore {
         }
         let clock = last_clock(&ops);
         let resolved = self.resolve(ops)?;
-        for chunk in resolved.chunks(CHECKPOINT_BATCH_ROWS) {
-            let mut batch = self.db.batch().durability(self.durability);
-            for (key, value) in chunk {
+        if !resolved.is_empty() {
+            // Resolved rows are sorted and unique: they go straight into a new table,
+            // not through the journal (the log holds them durably) and a memtable.
+            let mut ingestion = self.rows.start_ingestion()?;
+            for (key, value) in resolved {
                 match value {
-                    Some(v) => batch.insert(&self.rows, key.as_slice(), v.clone()),
-                    None => batch.remove(&self.rows, key.as_slice()),
+                    Some(v) => ingestion.write(key, v)?,
+                    None => ingestion.write_tombstone(key)?,
                 }
             }
-            batch.commit()?;
+            ingestion.finish()?;
         }
         let mut batch = self.db.batch().durability(self.durability);
         if let Some(ms) = clock {
