@@ -932,7 +932,13 @@ impl Executor {
         let tokened = owner.is_some();
         self.wait_for = None;
         self.atomic = tokened;
-        let mut result = self.execute(session_id, user, &salt, header, body, parsed, &mut reply);
+        // A tokened request was parsed already, to fingerprint it.
+        let req = match parsed {
+            Some(req) => Ok(req),
+            None => request::parse(header.request_type, body)
+                .and_then(|req| req.ok_or_else(|| BoxError::unknown_request_type(header.request_type))),
+        };
+        let mut result = req.and_then(|req| self.execute(session_id, user, &salt, header, req, &mut reply));
         if let Some(fid) = self.parked.take() {
             // The CALL/EVAL's fiber yielded: what it did so far is committed, what it
             // pushed goes out now, and its reply comes when the fiber ends.
@@ -1100,16 +1106,10 @@ impl Executor {
         user: u32,
         salt: &[u8],
         header: &Header,
-        body: &[u8],
-        parsed: Option<Request<'_>>,
+        req: Request<'_>,
         out: &mut Vec<u8>,
     ) -> BoxResult<()> {
         let sv = self.engine.schema_version();
-        let req = match parsed {
-            Some(req) => req,
-            None => request::parse(header.request_type, body)?
-                .ok_or_else(|| BoxError::unknown_request_type(header.request_type))?,
-        };
         let creds = self.creds(user);
         let sync = header.sync;
         if matches!(
