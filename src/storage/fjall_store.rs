@@ -10,7 +10,7 @@
 //! each row once however often it changed. Keyspace `meta` holds the instance
 //! uuid and the service clock as of the last checkpoint.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
 use fjall::{CompressionType, Database, Keyspace, KeyspaceCreateOptions, PersistMode, Slice};
@@ -236,23 +236,18 @@ impl FjallStore {
         if ops.iter().any(|op| matches!(op, RowOp::Truncate { .. })) {
             return Ok(self.resolve_truncating(ops)?.into_iter().collect());
         }
-        let mut rows: Vec<Resolved> = ops
-            .into_iter()
-            .filter_map(|op| match op {
-                RowOp::Put { key, tuple } => Some((key, Some(tuple))),
-                RowOp::Delete { key } => Some((key, None)),
+        // The last operation on a key wins; only the keys left are sorted (a key
+        // rewritten a thousand times between checkpoints is sorted once).
+        let mut last: HashMap<Vec<u8>, Option<Slice>> = HashMap::with_capacity(ops.len());
+        for op in ops {
+            match op {
+                RowOp::Put { key, tuple } => last.insert(key, Some(tuple)),
+                RowOp::Delete { key } => last.insert(key, None),
                 RowOp::Clock { .. } | RowOp::Truncate { .. } => None,
-            })
-            .collect();
-        // A stable sort keeps the operations on one key in commit order: the last one wins.
-        rows.sort_by(|a, b| a.0.cmp(&b.0));
-        let mut out: Vec<Resolved> = Vec::with_capacity(rows.len());
-        for row in rows {
-            match out.last_mut() {
-                Some(last) if last.0 == row.0 => *last = row,
-                _ => out.push(row),
-            }
+            };
         }
+        let mut out: Vec<Resolved> = last.into_iter().collect();
+        out.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         Ok(out)
     }
 
