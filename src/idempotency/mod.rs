@@ -340,22 +340,22 @@ impl Window {
     /// Rebuilds the size total and the age queue from `_idempotency` (at start, and
     /// after changes made outside the window).
     pub fn recount(&mut self, engine: &Engine) {
-        let mut records: Vec<(u64, Tuple)> =
-            records(engine).filter_map(|t| Head::of(t).map(|h| (h.created_ms, t.clone()))).collect();
-        records.sort_by_key(|(created, _)| *created);
-        let in_flight: Vec<(Tuple, u64)> = self
-            .ages
-            .iter()
-            .filter_map(|a| a.ticket.filter(|t| *t > self.durable).map(|t| (a.tuple.clone(), t)))
-            .collect();
-        self.total_size = records.iter().filter_map(|(_, t)| Head::of(t)).map(|h| h.size).sum();
-        self.ages = records
+        // Records not yet durable keep their place at the tail, in commit order (a
+        // join looks for them there); the others are ordered by creation time.
+        let durable = self.durable;
+        let pending: Vec<Aged> = std::mem::take(&mut self.ages)
             .into_iter()
-            .map(|(_, tuple)| {
-                let ticket = in_flight.iter().find(|(t, _)| Rc::ptr_eq(t, &tuple)).map(|(_, ticket)| *ticket);
-                Aged { tuple, ticket }
-            })
+            .filter(|a| a.ticket.is_some_and(|t| t > durable) && is_current(engine, &a.tuple))
             .collect();
+        let pending_at: std::collections::HashSet<*const u8> =
+            pending.iter().map(|a| Rc::as_ptr(&a.tuple).cast::<u8>()).collect();
+        let mut settled: Vec<(u64, Tuple)> = records(engine)
+            .filter(|t| !pending_at.contains(&Rc::as_ptr(t).cast::<u8>()))
+            .filter_map(|t| Head::of(t).map(|h| (h.created_ms, t.clone())))
+            .collect();
+        settled.sort_by_key(|(created, _)| *created);
+        self.total_size = records(engine).filter_map(|t| Head::of(t)).map(|h| h.size).sum();
+        self.ages = settled.into_iter().map(|(_, tuple)| Aged { tuple, ticket: None }).chain(pending).collect();
     }
 
     /// Remembered records: (count, bytes).
