@@ -220,27 +220,34 @@ def records(c):
     return b[0x30]
 
 
+def increments(c, tokens):
+    """One increment of counter 1 per token, each a new one (executed), apart in time."""
+    for token in tokens:
+        assert incr(c, 1, token)[0][STATUS] == EXECUTED
+        time.sleep(0.01)
+
+
+def records_once_at_most(c, n, timeout=10):
+    """The records, once eviction has brought them down to `n` (or the timeout passed)."""
+    deadline = time.time() + timeout
+    while len(records(c)) > n and time.time() < deadline:
+        time.sleep(0.1)
+    return records(c)
+
+
 @pytest.mark.parametrize("ob", [("--idempotency-lifetime", "1")], indirect=True)
 def test_lifetime_eviction(ob):
     c = admin(ob)
-    assert incr(c, 1, "t-life")[0][STATUS] == EXECUTED
-    deadline = time.time() + 10
-    while records(c) and time.time() < deadline:
-        time.sleep(0.2)
-    assert records(c) == []
+    increments(c, ["t-life"])
+    assert records_once_at_most(c, 0) == []
     assert incr(c, 1, "t-life")[0][STATUS] == EXECUTED, "forgotten: runs again"
 
 
 @pytest.mark.parametrize("ob", [("--idempotency-max-count", "3")], indirect=True)
 def test_count_eviction_removes_oldest(ob):
     c = admin(ob)
-    for i in range(6):
-        assert incr(c, 1, f"t-{i}")[0][STATUS] == EXECUTED
-        time.sleep(0.01)
-    deadline = time.time() + 10
-    while len(records(c)) > 3 and time.time() < deadline:
-        time.sleep(0.2)
-    assert sorted(t[1] for t in records(c)) == ["t-3", "t-4", "t-5"]
+    increments(c, [f"t-{i}" for i in range(6)])
+    assert sorted(t[1] for t in records_once_at_most(c, 3)) == ["t-3", "t-4", "t-5"]
 
 
 @pytest.mark.parametrize("ob", [("--idempotency-max-count", "100")], indirect=True)
@@ -262,13 +269,8 @@ def test_count_limit_holds_while_tokens_come_faster_than_the_tick_evicts(ob):
 @pytest.mark.parametrize("ob", [("--idempotency-max-size", "40")], indirect=True)
 def test_size_eviction(ob):
     c = admin(ob)
-    for i in range(6):
-        assert incr(c, 1, f"s-{i}")[0][STATUS] == EXECUTED
-        time.sleep(0.01)
-    deadline = time.time() + 10
-    while len(records(c)) > 4 and time.time() < deadline:
-        time.sleep(0.2)
-    left = records(c)
+    increments(c, [f"s-{i}" for i in range(6)])
+    left = records_once_at_most(c, 4)
     assert 0 < len(left) < 6
     assert sum(len(t[4]) + len(t[1]) for t in left) <= 40
     assert "s-5" in [t[1] for t in left], "the newest stays"
@@ -288,22 +290,15 @@ def restart(ob, *extra):
 @pytest.mark.parametrize("ob", [("--idempotency-max-count", "3")], indirect=True)
 def test_eviction_keeps_age_order_across_restart_and_for_records_an_admin_added(ob):
     c = admin(ob)
-    for i in range(2):
-        assert incr(c, 1, f"r-{i}")[0][STATUS] == EXECUTED
-        time.sleep(0.01)
+    increments(c, ["r-0", "r-1"])
     restart(ob, "--idempotency-max-count", "3")
     c = admin(ob)
     # A record put in by hand, created at service time 0: older than any other.
     by_hand = [1, "by-hand", b"\0" * 32, 0, b"\x80", 7]
     assert c.request(INSERT, {0x10: 500, 0x21: by_hand})[0][0] == 0
     assert len(records(c)) == 3
-    for i in range(2, 4):
-        assert incr(c, 1, f"r-{i}")[0][STATUS] == EXECUTED
-        time.sleep(0.01)
-    deadline = time.time() + 10
-    while len(records(c)) > 3 and time.time() < deadline:
-        time.sleep(0.1)
-    assert sorted(t[1] for t in records(c)) == ["r-1", "r-2", "r-3"]
+    increments(c, ["r-2", "r-3"])
+    assert sorted(t[1] for t in records_once_at_most(c, 3)) == ["r-1", "r-2", "r-3"]
     # What is left is still replayed, what went runs again.
     assert incr(c, 1, "r-3")[0][STATUS] == REPLAYED
     assert incr(c, 1, "r-0")[0][STATUS] == EXECUTED
@@ -312,13 +307,7 @@ def test_eviction_keeps_age_order_across_restart_and_for_records_an_admin_added(
 def test_kill9_then_retry_is_replayed(ob):
     c = admin(ob)
     assert incr(c, 1, "t-crash")[0][STATUS] == EXECUTED
-    data = os.path.join(ob.workdir, "data")
-    ob.proc.send_signal(signal.SIGKILL)
-    ob.proc.wait()
-    proc = subprocess.Popen([ONCEBOX, "--listen", f"127.0.0.1:{ob.port}", "--data-dir", data,
-                             "--log-level", "warn"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    ob.proc = proc
-    wait_port(ob.port, proc)
+    restart(ob)
     c = admin(ob)
     h, _, _ = incr(c, 1, "t-crash")
     assert h[STATUS] == REPLAYED
