@@ -42,7 +42,6 @@ type Resolved = (Vec<u8>, Option<Slice>);
 const META_INSTANCE_UUID: &[u8] = b"instance_uuid";
 const META_SERVICE_CLOCK: &[u8] = b"service_clock_ms";
 
-
 /// The fjall database behind oncebox (cheap to clone: the handles are shared).
 #[derive(Clone)]
 pub struct FjallStore {
