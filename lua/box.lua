@@ -1004,6 +1004,14 @@ function internal.reset_txn()
     internal.reset_su()
     reset_txn_only()
 end
+
+-- After every Lua entry of a request: whether it left a transaction open, then the
+-- fiber's transaction and su() state are reset (one call from the runtime for both).
+function internal.end_call()
+    local open = box.is_in_txn()
+    internal.reset_txn()
+    return open
+end
 -- box.session.push(value): an IPROTO_CHUNK to the requesting client before the final reply.
 function box.session.push(value, sync)
     if sync ~= nil and type(sync) ~= 'number' then

@@ -130,6 +130,16 @@ pub struct DueFiber {
 /// The Lua VM with `box` loaded.
 pub struct LuaRuntime {
     lua: Lua,
+    /// Handles on what every request's Lua entry uses, looked up at the first one.
+    hot: std::cell::OnceCell<Hot>,
+}
+
+/// `box.internal` and the functions of it every CALL/EVAL goes through: found once,
+/// not by three string-keyed lookups per request.
+struct Hot {
+    internal: Table,
+    fiber_request: Function,
+    end_call: Function,
 }
 
 impl std::fmt::Debug for LuaRuntime {
@@ -179,13 +189,23 @@ impl LuaRuntime {
         for (name, source) in MODULES {
             lua.load(source).set_name(name).exec().map_err(|e| lua_err(&e))?;
         }
-        Ok(Self { lua })
+        Ok(Self { lua, hot: std::cell::OnceCell::new() })
     }
 
     /// Runs `f` with `box.internal.op` bound to `engine` as `creds`.
     ///
     /// A transaction the code leaves open is rolled back, and the call fails
     /// as in Tarantool.
+    /// The handles of [`Hot`], looked up the first time.
+    fn hot(&self) -> mlua::Result<&Hot> {
+        if let Some(hot) = self.hot.get() {
+            return Ok(hot);
+        }
+        let internal: Table = self.lua.globals().get::<Table>("box")?.get("internal")?;
+        let hot = Hot { fiber_request: internal.get("fiber_request")?, end_call: internal.get("end_call")?, internal };
+        Ok(self.hot.get_or_init(|| hot))
+    }
+
     fn with_engine<T>(
         &self,
         host: &mut Host<'_>,
@@ -210,13 +230,11 @@ impl LuaRuntime {
                 wait_for.set(cx.wait_for);
                 r
             })?;
-            let internal: Table = self.lua.globals().get::<Table>("box")?.get("internal")?;
-            internal.set("op", op)?;
+            let hot = self.hot()?;
+            hot.internal.raw_set("op", op)?;
             let r = f(&self.lua);
-            let in_txn: bool = self.lua.globals().get::<Table>("box")?.get::<Function>("is_in_txn")?.call(())?;
-            let reset: Function = internal.get("reset_txn")?;
-            reset.call::<()>(())?;
-            internal.set("op", Value::Nil)?;
+            let in_txn: bool = hot.end_call.call(())?;
+            hot.internal.raw_set("op", Value::Nil)?;
             match r {
                 Ok(Ok(_)) if in_txn => {
                     Ok(Err(BoxError::new(code::FUNCTION_TX_ACTIVE, "Transaction is active at return from function")))
@@ -436,7 +454,8 @@ impl LuaRuntime {
             let console: Table = lua.globals().get::<Table>("package")?.get::<Table>("loaded")?.get("console")?;
             let eval: Function = console.get("eval")?;
             let args = vec![Value::String(lua.create_string(line)?)];
-            start_request(lua, caller, false, Value::Function(eval), args, Shape::Text).map(Ok)
+            start_request(lua, &self.hot()?.fiber_request, caller, false, Value::Function(eval), args, Shape::Text)
+                .map(Ok)
         });
         step_of(outcome)
     }
@@ -572,7 +591,7 @@ impl LuaRuntime {
             };
             let mut values: Vec<Value> = receiver.into_iter().collect();
             values.extend(convert::decode_args(lua, args)?);
-            start_request(lua, caller, atomic, func, values, shape).map(Ok)
+            start_request(lua, &self.hot()?.fiber_request, caller, atomic, func, values, shape).map(Ok)
         });
         (step_of(outcome), wait)
     }
@@ -585,7 +604,8 @@ impl LuaRuntime {
                 Err(e) => return Ok(Err(lua_err(&e))),
             };
             let values = convert::decode_args(lua, args)?;
-            start_request(lua, caller, atomic, Value::Function(func), values, Shape::Call).map(Ok)
+            start_request(lua, &self.hot()?.fiber_request, caller, atomic, Value::Function(func), values, Shape::Call)
+                .map(Ok)
         });
         (step_of(outcome), wait)
     }
@@ -607,13 +627,13 @@ fn step_of(outcome: mlua::Result<BoxResult<Step>>) -> Step {
 /// Starts a request's fiber (`box.internal.fiber_request`) and runs it until it yields or ends.
 fn start_request(
     lua: &Lua,
+    start: &Function,
     caller: &Caller,
     atomic: bool,
     func: Value,
     args: Vec<Value>,
     shape: Shape,
 ) -> mlua::Result<Step> {
-    let start: Function = internal_fn(lua, "fiber_request")?;
     #[allow(clippy::cast_precision_loss, reason = "session ids stay far below 2^53")]
     let mut all = vec![
         Value::Number(caller.session_id as f64),
