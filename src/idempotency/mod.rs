@@ -279,6 +279,61 @@ mod tests {
         assert_eq!(r.size(), 11);
         assert_eq!(Record::size_of_tuple(&t), Some(11));
     }
+
+    fn record(token: &str, created_ms: u64) -> Record {
+        let mut encoded = Vec::new();
+        write::str(&mut encoded, token.as_bytes());
+        Record { user_id: 1, token: encoded, fingerprint: [0; 32], created_ms, reply: vec![0x80] }
+    }
+
+    fn stored(engine: &Engine, token: &str) -> Option<Tuple> {
+        engine.idempotency_record(1, &record(token, 0).token)
+    }
+
+    #[test]
+    fn eviction_takes_the_oldest_durable_records_and_never_one_in_flight() {
+        let mut engine = Engine::bootstrap(&uuid::Uuid::nil()).unwrap();
+        let settings = Settings { max_count: 1, ..Settings::default() };
+        let mut w = Window::new(settings, 0, &engine);
+        w.store(&mut engine, &record("a", 1), Some(1)).unwrap();
+        w.store(&mut engine, &record("b", 2), Some(2)).unwrap();
+        w.store(&mut engine, &record("c", 3), Some(3)).unwrap();
+        // Nothing is durable: nothing goes, and every record is in flight in its group.
+        assert_eq!(w.evict_step(&mut engine, 10), 0);
+        assert_eq!(w.in_flight(&stored(&engine, "b").unwrap()), Some(2));
+        w.durable_up_to(2);
+        assert_eq!(w.in_flight(&stored(&engine, "b").unwrap()), None);
+        assert_eq!(w.in_flight(&stored(&engine, "c").unwrap()), Some(3));
+        // Over the count limit: the oldest durable ones go, the one in flight stays.
+        assert_eq!(w.evict_step(&mut engine, 10), 2);
+        assert!(stored(&engine, "a").is_none() && stored(&engine, "b").is_none());
+        assert!(stored(&engine, "c").is_some());
+        assert_eq!(w.stats.evicted_count, 2);
+        assert_eq!(w.usage(&engine), (1, record("c", 3).size()));
+    }
+
+    #[test]
+    fn a_recount_orders_by_creation_and_keeps_records_in_flight_last() {
+        let mut engine = Engine::bootstrap(&uuid::Uuid::nil()).unwrap();
+        let settings = Settings { max_count: 0, ..Settings::default() };
+        let mut w = Window::new(settings, 0, &engine);
+        w.store(&mut engine, &record("new", 50), Some(1)).unwrap();
+        // Written outside the window: one dated later than the in-flight record, one earlier.
+        let admin = engine.credentials(crate::engine::access::user_id::ADMIN);
+        for r in [record("late", 90), record("early", 10)] {
+            engine.write(&admin, SPACE_ID, &r.to_tuple(), crate::engine::space::WriteMode::Insert).unwrap();
+        }
+        w.recount(&engine);
+        assert_eq!(w.in_flight(&stored(&engine, "new").unwrap()), Some(1), "still found behind 'late'");
+        w.durable_up_to(1);
+        // Everything is over the limit now: creation order, except the in-flight one went last.
+        assert_eq!(w.evict_step(&mut engine, 1), 1);
+        assert!(stored(&engine, "early").is_none());
+        assert_eq!(w.evict_step(&mut engine, 1), 1);
+        assert!(stored(&engine, "late").is_none());
+        assert_eq!(w.evict_step(&mut engine, 1), 1);
+        assert!(stored(&engine, "new").is_none());
+    }
 }
 
 /// The live window: settings, counters, clock, and the records oldest first.
