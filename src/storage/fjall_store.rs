@@ -10,11 +10,12 @@
 //! each row once however often it changed. Keyspace `meta` holds the instance
 //! uuid and the service clock as of the last checkpoint.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use fjall::{CompressionType, Database, Keyspace, KeyspaceCreateOptions, PersistMode, Slice};
 
+use super::group::Op;
 use super::keys::space_prefix;
 use super::{RowOp, WalMode};
 
@@ -102,20 +103,31 @@ impl FjallStore {
     /// the groups to be applied again: each operation sets a row's final value (or
     /// removes it), so applying a group twice, in order, is the same as once.
     pub fn apply_log(&self, up_to: u64) -> Result<usize, StoreError> {
-        let mut seqs = Vec::new();
-        let mut ops = Vec::new();
+        let mut logged: Vec<(Slice, Slice)> = Vec::new();
         for item in self.log.range(..=up_to.to_be_bytes()) {
-            let (k, v) = item.into_inner()?;
-            let seq = group_seq(&k)?;
-            let group = super::group::decode(&v).ok_or_else(|| StoreError(format!("damaged commit group {seq}")))?;
-            seqs.push(k);
-            ops.extend(group);
+            logged.push(item.into_inner()?);
         }
-        if seqs.is_empty() {
+        if logged.is_empty() {
             return Ok(0);
         }
-        let clock = last_clock(&ops);
-        let resolved = self.resolve(ops)?;
+        // The operations borrow the logged groups: nothing is copied until ingestion.
+        let mut ops = Vec::new();
+        for (k, v) in &logged {
+            let seq = group_seq(k)?;
+            ops.extend(super::group::ops(v).ok_or_else(|| StoreError(format!("damaged commit group {seq}")))?);
+        }
+        let clock = ops.iter().rev().find_map(|op| match op {
+            Op::Clock { ms } => Some(*ms),
+            _ => None,
+        });
+        let truncated;
+        let resolved: Vec<(&[u8], Option<&[u8]>)> = if ops.iter().any(|op| matches!(op, Op::Truncate { .. })) {
+            // Rare (a space emptied since the last checkpoint): the owned path.
+            truncated = self.resolve_truncating(ops.into_iter().map(Op::to_row_op).collect())?;
+            truncated.iter().map(|(k, v)| (k.as_slice(), v.as_deref())).collect()
+        } else {
+            last_writes(ops)
+        };
         if !resolved.is_empty() {
             // Resolved rows are sorted and unique: they go straight into a new table,
             // not through the journal (the log holds them durably) and a memtable.
@@ -132,11 +144,12 @@ impl FjallStore {
         if let Some(ms) = clock {
             batch.insert(&self.meta, META_SERVICE_CLOCK, ms.to_be_bytes().to_vec());
         }
-        for k in &seqs {
-            batch.remove(&self.log, k.clone());
+        let applied = logged.len();
+        for (k, _) in logged {
+            batch.remove(&self.log, k);
         }
         batch.commit()?;
-        Ok(seqs.len())
+        Ok(applied)
     }
 
     /// The instance uuid recorded at creation.
@@ -235,19 +248,8 @@ impl FjallStore {
         if ops.iter().any(|op| matches!(op, RowOp::Truncate { .. })) {
             return Ok(self.resolve_truncating(ops)?.into_iter().collect());
         }
-        // The last operation on a key wins; only the keys left are sorted (a key
-        // rewritten a thousand times between checkpoints is sorted once).
-        let mut last: HashMap<Vec<u8>, Option<Slice>> = HashMap::with_capacity(ops.len());
-        for op in ops {
-            match op {
-                RowOp::Put { key, tuple } => last.insert(key, Some(tuple)),
-                RowOp::Delete { key } => last.insert(key, None),
-                RowOp::Clock { .. } | RowOp::Truncate { .. } => None,
-            };
-        }
-        let mut out: Vec<Resolved> = last.into_iter().collect();
-        out.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        Ok(out)
+        let borrowed = ops.iter().map(RowOp::as_op).collect();
+        Ok(last_writes(borrowed).into_iter().map(|(k, v)| (k.to_vec(), v.map(Slice::from))).collect())
     }
 
     /// [`Self::resolve`] for a group that empties a space: every stored key of it is deleted.
@@ -276,6 +278,31 @@ impl FjallStore {
         }
         Ok(out)
     }
+}
+
+/// The last write of each key (`None`: deleted), in key order; other operations are skipped.
+///
+/// One fjall batch or table holds a key once only. A stable sort keeps a key's
+/// writes in commit order, so the last of each run of equal keys wins. (Sorting,
+/// not hashing: the keys are the clients' own, so no hash can be flooded.)
+fn last_writes(ops: Vec<Op<'_>>) -> Vec<(&[u8], Option<&[u8]>)> {
+    let mut writes: Vec<(&[u8], Option<&[u8]>)> = ops
+        .into_iter()
+        .filter_map(|op| match op {
+            Op::Put { key, tuple } => Some((key, Some(tuple))),
+            Op::Delete { key } => Some((key, None)),
+            Op::Truncate { .. } | Op::Clock { .. } => None,
+        })
+        .collect();
+    writes.sort_by(|a, b| a.0.cmp(b.0));
+    writes.dedup_by(|later, kept| {
+        let same = later.0 == kept.0;
+        if same {
+            kept.1 = later.1;
+        }
+        same
+    });
+    writes
 }
 
 /// The newest service clock among `ops`.

@@ -64,26 +64,86 @@ pub fn encode(out: &mut Vec<u8>, op: &RowOp) {
     }
 }
 
-/// The operations of an encoded group, in order; `None` if the bytes are damaged.
+/// One operation of an encoded group, borrowing its bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Op<'a> {
+    /// Store `tuple` under `key`.
+    Put {
+        /// Storage key.
+        key: &'a [u8],
+        /// The tuple's msgpack bytes.
+        tuple: &'a [u8],
+    },
+    /// Remove the row under `key`.
+    Delete {
+        /// Storage key.
+        key: &'a [u8],
+    },
+    /// Remove every row of a space.
+    Truncate {
+        /// The space emptied.
+        space_id: u32,
+    },
+    /// The service clock, milliseconds.
+    Clock {
+        /// Milliseconds.
+        ms: u64,
+    },
+}
+
+/// The operations of an encoded group, in order, without copying; `None` if the
+/// bytes are damaged.
 #[must_use]
-pub fn decode(mut data: &[u8]) -> Option<Vec<RowOp>> {
+pub fn ops(mut data: &[u8]) -> Option<Vec<Op<'_>>> {
     let mut ops = Vec::new();
     while let Some((&tag, rest)) = data.split_first() {
         data = rest;
         let op = match tag {
             PUT => {
-                let key = take_bytes(&mut data)?.to_vec();
-                let tuple = take_bytes(&mut data)?.into();
-                RowOp::Put { key, tuple }
+                let key = take_bytes(&mut data)?;
+                Op::Put { key, tuple: take_bytes(&mut data)? }
             }
-            DELETE => RowOp::Delete { key: take_bytes(&mut data)?.to_vec() },
-            TRUNCATE => RowOp::Truncate { space_id: u32::from_le_bytes(take(&mut data, 4)?.try_into().ok()?) },
-            CLOCK => RowOp::Clock { ms: u64::from_le_bytes(take(&mut data, 8)?.try_into().ok()?) },
+            DELETE => Op::Delete { key: take_bytes(&mut data)? },
+            TRUNCATE => Op::Truncate { space_id: u32::from_le_bytes(take(&mut data, 4)?.try_into().ok()?) },
+            CLOCK => Op::Clock { ms: u64::from_le_bytes(take(&mut data, 8)?.try_into().ok()?) },
             _ => return None,
         };
         ops.push(op);
     }
     Some(ops)
+}
+
+/// The operations of an encoded group, in order, as owned values; `None` if the
+/// bytes are damaged.
+#[must_use]
+pub fn decode(data: &[u8]) -> Option<Vec<RowOp>> {
+    Some(ops(data)?.into_iter().map(Op::to_row_op).collect())
+}
+
+impl Op<'_> {
+    /// The operation with its bytes copied.
+    #[must_use]
+    pub fn to_row_op(self) -> RowOp {
+        match self {
+            Op::Put { key, tuple } => RowOp::Put { key: key.to_vec(), tuple: tuple.into() },
+            Op::Delete { key } => RowOp::Delete { key: key.to_vec() },
+            Op::Truncate { space_id } => RowOp::Truncate { space_id },
+            Op::Clock { ms } => RowOp::Clock { ms },
+        }
+    }
+}
+
+impl RowOp {
+    /// The operation borrowing its bytes.
+    #[must_use]
+    pub fn as_op(&self) -> Op<'_> {
+        match self {
+            RowOp::Put { key, tuple } => Op::Put { key, tuple },
+            RowOp::Delete { key } => Op::Delete { key },
+            RowOp::Truncate { space_id } => Op::Truncate { space_id: *space_id },
+            RowOp::Clock { ms } => Op::Clock { ms: *ms },
+        }
+    }
 }
 
 /// Writes a storage key with its length in front, without building it apart first.
