@@ -48,7 +48,7 @@ pub fn run(config: config::Config) -> Result<(), BoxedError> {
         WalMode::None => (None, None),
         mode => {
             let dir = DataDir::open(&config.data_dir)?;
-            let store = FjallStore::open(&dir.fjall_path(), mode).map_err(|e| {
+            let store = FjallStore::open(&dir.fjall_path(), &dir.rows_path(), mode).map_err(|e| {
                 format!("data directory {}: its storage cannot be opened (damaged?): {e}", config.data_dir.display())
             })?;
             (Some(dir), Some(store))

@@ -149,7 +149,7 @@ fn drive(
         WalMode::None => (None, None),
         mode => {
             let dir = DataDir::open(&cfg.dir.join("oncebox_data")).map_err(|e| e.to_string())?;
-            let store = FjallStore::open(&dir.fjall_path(), mode).map_err(|e| e.to_string())?;
+            let store = FjallStore::open(&dir.fjall_path(), &dir.rows_path(), mode).map_err(|e| e.to_string())?;
             (Some(dir), Some(store))
         }
     };

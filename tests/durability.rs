@@ -216,16 +216,17 @@ fn unknown_version_foreign_and_damaged_directories() {
     let err = run_expecting_failure(&["--data-dir", foreign.path_str()]);
     assert!(err.contains("not an oncebox data directory"), "{err}");
 
-    // Damage every fjall file of a real directory.
-    let dir = TempDir::new("damaged");
-    let mut s = start(&dir, &[]);
-    populate(&s);
-    assert!(s.terminate().success());
-    let fjall = dir.0.join("data").join("fjall");
-    damage(&fjall);
-    let data = format!("{}/data", dir.path_str());
-    let err = run_expecting_failure(&["--data-dir", &data]);
-    assert!(err.contains("its storage cannot be opened (damaged?)"), "a clear message: {err}");
+    // Damage every file of either fjall database (the log, then the rows) of a real directory.
+    for database in ["fjall", "fjall-rows"] {
+        let dir = TempDir::new("damaged");
+        let mut s = start(&dir, &[]);
+        populate(&s);
+        assert!(s.terminate().success());
+        damage(&dir.0.join("data").join(database));
+        let data = format!("{}/data", dir.path_str());
+        let err = run_expecting_failure(&["--data-dir", &data]);
+        assert!(err.contains("its storage cannot be opened (damaged?)"), "{database}: a clear message: {err}");
+    }
 }
 
 fn damage(path: &std::path::Path) {

@@ -4,20 +4,27 @@
 //! <data-dir>/
 //!   FORMAT          "oncebox-data <version>\n"; written once, checked at every start
 //!   oncebox.lock    held (flock) while a server uses the directory
-//!   fjall/          the fjall database: keyspaces `rows` and `meta`
+//!   fjall/          the log database: keyspaces `log` and `meta`
+//!   fjall-rows/     the rows database: keyspace `rows`
 //! ```
 //! A directory with other files but no FORMAT, or with an unknown version, is
 //! refused: oncebox never starts empty on top of data it does not understand.
+//! Format 1 kept `rows` in the log database; such a directory is opened, its rows
+//! moved (see [`super::fjall_store::FjallStore::open`]) and its FORMAT rewritten.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-/// The on-disk format this build writes and reads.
-pub const FORMAT_VERSION: u32 = 1;
+/// The on-disk format this build writes.
+pub const FORMAT_VERSION: u32 = 2;
+/// The oldest format this build reads (and upgrades).
+pub const OLDEST_FORMAT_VERSION: u32 = 1;
 const FORMAT_FILE: &str = "FORMAT";
 const LOCK_FILE: &str = "oncebox.lock";
 const FORMAT_MAGIC: &str = "oncebox-data";
+const LOG_DIR: &str = "fjall";
+const ROWS_DIR: &str = "fjall-rows";
 
 /// Why a data directory cannot be used.
 #[derive(Debug)]
@@ -56,6 +63,8 @@ pub struct DataDir {
     root: PathBuf,
     /// Whether the directory was created by this open.
     pub is_new: bool,
+    /// The format the directory was in when opened.
+    pub version: u32,
     _lock: File,
 }
 
@@ -72,17 +81,20 @@ impl DataDir {
             Err(std::fs::TryLockError::Error(e)) => return Err(io(e)),
         }
         let format_path = root.join(FORMAT_FILE);
-        let is_new = if format_path.exists() {
+        let (is_new, version) = if format_path.exists() {
             let text = fs::read_to_string(&format_path).map_err(io)?;
             let text = text.trim();
-            if text != format!("{FORMAT_MAGIC} {FORMAT_VERSION}") {
-                return Err(DataDirError::UnknownVersion(text.to_owned()));
-            }
-            false
+            let version = text
+                .strip_prefix(FORMAT_MAGIC)
+                .and_then(|v| v.strip_prefix(' '))
+                .and_then(|v| v.parse::<u32>().ok())
+                .filter(|v| (OLDEST_FORMAT_VERSION..=FORMAT_VERSION).contains(v))
+                .ok_or_else(|| DataDirError::UnknownVersion(text.to_owned()))?;
+            (false, version)
         } else {
             // Only our own files from a first start that never finished (nothing
             // was served before FORMAT is written) may be here; they are redone.
-            let ours = [LOCK_FILE, "fjall", "FORMAT.tmp"];
+            let ours = [LOCK_FILE, LOG_DIR, ROWS_DIR, "FORMAT.tmp"];
             let others = fs::read_dir(root)
                 .map_err(io)?
                 .filter_map(Result::ok)
@@ -90,19 +102,33 @@ impl DataDir {
             if others {
                 return Err(DataDirError::NotOncebox(root.to_path_buf()));
             }
-            let unfinished = root.join("fjall");
-            if unfinished.exists() {
-                fs::remove_dir_all(&unfinished).map_err(io)?;
+            for unfinished in [LOG_DIR, ROWS_DIR].map(|d| root.join(d)) {
+                if unfinished.exists() {
+                    fs::remove_dir_all(&unfinished).map_err(io)?;
+                }
             }
-            true
+            (true, FORMAT_VERSION)
         };
-        Ok(Self { root: root.to_path_buf(), is_new, _lock: lock })
+        Ok(Self { root: root.to_path_buf(), is_new, version, _lock: lock })
     }
 
-    /// Where fjall keeps its files.
+    /// Where the log database keeps its files.
     #[must_use]
     pub fn fjall_path(&self) -> PathBuf {
-        self.root.join("fjall")
+        self.root.join(LOG_DIR)
+    }
+
+    /// Where the rows database keeps its files.
+    #[must_use]
+    pub fn rows_path(&self) -> PathBuf {
+        self.root.join(ROWS_DIR)
+    }
+
+    /// Whether FORMAT names an older format than this build writes (rewritten once
+    /// the storage is open, and so upgraded).
+    #[must_use]
+    pub fn is_older_format(&self) -> bool {
+        self.version < FORMAT_VERSION
     }
 
     /// Records the format version; called once the first commit is durable.
@@ -135,7 +161,22 @@ mod tests {
         drop(d);
         let d = DataDir::open(&p).unwrap();
         assert!(!d.is_new);
+        assert!(!d.is_older_format());
         drop(d);
+        fs::remove_dir_all(&p).unwrap();
+    }
+
+    #[test]
+    fn format_1_is_read_and_rewritten() {
+        let p = tmp("format1");
+        fs::create_dir_all(&p).unwrap();
+        fs::write(p.join("FORMAT"), "oncebox-data 1\n").unwrap();
+        let d = DataDir::open(&p).unwrap();
+        assert!(!d.is_new && d.is_older_format());
+        d.write_format().unwrap();
+        drop(d);
+        assert_eq!(fs::read_to_string(p.join("FORMAT")).unwrap(), format!("oncebox-data {FORMAT_VERSION}\n"));
+        assert!(!DataDir::open(&p).unwrap().is_older_format());
         fs::remove_dir_all(&p).unwrap();
     }
 
@@ -151,8 +192,10 @@ mod tests {
     fn unknown_version_and_foreign_directory_are_refused() {
         let p = tmp("version");
         fs::create_dir_all(&p).unwrap();
-        fs::write(p.join("FORMAT"), "oncebox-data 99\n").unwrap();
-        assert!(matches!(DataDir::open(&p), Err(DataDirError::UnknownVersion(_))));
+        for text in ["oncebox-data 99\n", "oncebox-data 0\n", "oncebox-data 2x\n", "oncebox-data2\n"] {
+            fs::write(p.join("FORMAT"), text).unwrap();
+            assert!(matches!(DataDir::open(&p), Err(DataDirError::UnknownVersion(_))), "{text}");
+        }
         fs::remove_dir_all(&p).unwrap();
         let p = tmp("foreign");
         fs::create_dir_all(&p).unwrap();

@@ -1,14 +1,24 @@
-//! Rows kept in fjall.
+//! Rows kept in fjall, in two databases.
 //!
-//! Keyspace `log` holds commit groups, each under its sequence number, in the
-//! byte form of [`super::group`]; a group is one fjall write batch, so either all
-//! of it (data and `_idempotency` together) survives a crash or none of it does.
-//! Keyspace `rows` maps a storage key ([`super::keys`]) to a tuple: the image of
-//! every group applied so far. Applying groups (a checkpoint) happens in the
-//! background and once more at open, so recovery reads `rows` alone. Appending a
-//! group costs one key in the log instead of one per row, and a checkpoint writes
-//! each row once however often it changed. Keyspace `meta` holds the instance
-//! uuid and the service clock as of the last checkpoint.
+//! The log database (`fjall/`) is the write-ahead log. Its keyspace `log` holds
+//! commit groups, each under its sequence number, in the byte form of
+//! [`super::group`]; a group is one fjall write batch, so either all of it (data
+//! and `_idempotency` together) survives a crash or none of it does. Its keyspace
+//! `meta` holds the instance uuid and the service clock as of the last checkpoint.
+//!
+//! The rows database (`fjall-rows/`) has one keyspace, `rows`, mapping a storage
+//! key ([`super::keys`]) to a tuple: the image of every group applied so far.
+//! Applying groups (a checkpoint) happens in the background and once more at
+//! open, so recovery reads `rows` alone. Appending a group costs one key in the
+//! log instead of one per row, and a checkpoint writes each row once however
+//! often it changed.
+//!
+//! Two databases, because fjall serializes a database's writes behind one journal
+//! lock: a checkpoint's table ingestion holds it while its table is synced, and
+//! deleting compacted tables (slow where the file system discards on unlink)
+//! held up commits behind it. The log database never waits for the rows'
+//! upkeep. Directories of format 1 kept `rows` in the log database; opening one
+//! moves it over ([`FjallStore::open`]).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -37,16 +47,16 @@ impl From<fjall::Error> for StoreError {
     }
 }
 
-/// A key and what it holds after a commit (`None`: deleted).
-type Resolved = (Vec<u8>, Option<Slice>);
-
 const META_INSTANCE_UUID: &[u8] = b"instance_uuid";
 const META_SERVICE_CLOCK: &[u8] = b"service_clock_ms";
 
-/// The fjall database behind oncebox (cheap to clone: the handles are shared).
+/// The fjall databases behind oncebox (cheap to clone: the handles are shared).
 #[derive(Clone)]
 pub struct FjallStore {
+    /// The log database: keyspaces `log` and `meta`.
     db: Database,
+    /// The rows database: keyspace `rows`.
+    rows_db: Database,
     rows: Keyspace,
     meta: Keyspace,
     log: Keyspace,
@@ -60,12 +70,17 @@ impl std::fmt::Debug for FjallStore {
 }
 
 impl FjallStore {
-    /// Opens (or creates) the database at `path`.
-    pub fn open(path: &Path, mode: WalMode) -> Result<Self, StoreError> {
+    /// Opens (or creates) the log database at `log_path` and the rows database at
+    /// `rows_path`, moving the rows of a format-1 directory over first.
+    pub fn open(log_path: &Path, rows_path: &Path, mode: WalMode) -> Result<Self, StoreError> {
         // The journal is written uncompressed: commit groups are mostly fresh tuples,
         // and compressing them cost the WAL thread a third of its time.
-        let db = Database::builder(path).journal_compression(CompressionType::None).open()?;
-        let rows = db.keyspace("rows", KeyspaceCreateOptions::default)?;
+        let db = Database::builder(log_path).journal_compression(CompressionType::None).open()?;
+        let rows_db = Database::builder(rows_path).open()?;
+        let rows = rows_db.keyspace("rows", KeyspaceCreateOptions::default)?;
+        if db.keyspace_exists("rows") {
+            move_rows(&db, &rows_db, &rows)?;
+        }
         let meta = db.keyspace("meta", KeyspaceCreateOptions::default)?;
         let log = db.keyspace("log", KeyspaceCreateOptions::default)?;
         let durability = match mode {
@@ -74,7 +89,7 @@ impl FjallStore {
             WalMode::Write => Some(PersistMode::Buffer),
             WalMode::Fsync => Some(PersistMode::SyncData),
         };
-        let store = Self { db, rows, meta, log, durability };
+        let store = Self { db, rows_db, rows, meta, log, durability };
         // Groups a crash left in the log are applied before anything reads `rows`.
         store.apply_log(u64::MAX)?;
         Ok(store)
@@ -187,44 +202,29 @@ impl FjallStore {
         Ok(())
     }
 
-    /// Writes the first commit of a new directory: every bootstrap row and the uuid.
+    /// Writes the first commit of a new directory: every bootstrap row and the uuid,
+    /// as one synced batch of the log, then applies it to the rows.
     pub fn initialize(&self, instance_uuid: &uuid::Uuid, ops: Vec<RowOp>) -> Result<(), StoreError> {
         let mut batch = self.db.batch().durability(Some(PersistMode::SyncAll));
         batch.insert(&self.meta, META_INSTANCE_UUID, instance_uuid.as_bytes().to_vec());
-        for (key, value) in self.resolve(ops)? {
-            match value {
-                Some(v) => batch.insert(&self.rows, key, v),
-                None => batch.remove(&self.rows, key),
-            }
-        }
+        batch.insert(&self.log, self.next_group_seq()?.to_be_bytes(), encode_group(&ops));
         batch.commit()?;
+        self.apply_log(u64::MAX)?;
         Ok(())
     }
 
-    /// Writes a commit group as one atomic batch, durable as the mode promises.
+    /// Logs a commit group (outside the WAL thread: before it starts), durable as the mode promises.
     pub fn write(&self, ops: Vec<RowOp>) -> Result<(), StoreError> {
-        let clock = last_clock(&ops);
-        let resolved = self.resolve(ops)?;
-        if resolved.is_empty() && clock.is_none() {
+        if ops.is_empty() {
             return Ok(());
         }
-        let mut batch = self.db.batch().durability(self.durability);
-        if let Some(ms) = clock {
-            batch.insert(&self.meta, META_SERVICE_CLOCK, ms.to_be_bytes().to_vec());
-        }
-        for (key, value) in resolved {
-            match value {
-                Some(v) => batch.insert(&self.rows, key, v),
-                None => batch.remove(&self.rows, key),
-            }
-        }
-        batch.commit()?;
-        Ok(())
+        self.append(self.next_group_seq()?, encode_group(&ops))
     }
 
     /// Syncs everything written so far to the device.
     pub fn sync(&self) -> Result<(), StoreError> {
         self.db.persist(PersistMode::SyncAll)?;
+        self.rows_db.persist(PersistMode::SyncAll)?;
         Ok(())
     }
 
@@ -232,27 +232,15 @@ impl FjallStore {
     /// next start need not replay the journal.
     pub fn checkpoint(&self) -> Result<(), StoreError> {
         self.apply_log(u64::MAX)?;
-        self.db.persist(PersistMode::SyncAll)?;
+        self.sync()?;
         self.rows.rotate_memtable_and_wait()?;
         self.meta.rotate_memtable_and_wait()?;
         self.log.rotate_memtable_and_wait()?;
-        self.db.persist(PersistMode::SyncAll)?;
-        Ok(())
+        self.sync()
     }
 
-    /// The final state of every key a group touches (later operations win), in key order.
-    ///
-    /// One fjall batch gives all its writes one sequence number, so a key may appear
-    /// in it once only.
-    fn resolve(&self, ops: Vec<RowOp>) -> Result<Vec<Resolved>, StoreError> {
-        if ops.iter().any(|op| matches!(op, RowOp::Truncate { .. })) {
-            return Ok(self.resolve_truncating(ops)?.into_iter().collect());
-        }
-        let borrowed = ops.iter().map(RowOp::as_op).collect();
-        Ok(last_writes(borrowed).into_iter().map(|(k, v)| (k.to_vec(), v.map(Slice::from))).collect())
-    }
-
-    /// [`Self::resolve`] for a group that empties a space: every stored key of it is deleted.
+    /// The final state of every key touched by operations that empty a space (every
+    /// stored key of it is deleted), in key order.
     fn resolve_truncating(&self, ops: Vec<RowOp>) -> Result<BTreeMap<Vec<u8>, Option<Slice>>, StoreError> {
         let mut out: BTreeMap<Vec<u8>, Option<Slice>> = BTreeMap::new();
         for op in ops {
@@ -305,12 +293,35 @@ fn last_writes(ops: Vec<Op<'_>>) -> Vec<(&[u8], Option<&[u8]>)> {
     writes
 }
 
-/// The newest service clock among `ops`.
-fn last_clock(ops: &[RowOp]) -> Option<u64> {
-    ops.iter().rev().find_map(|op| match op {
-        RowOp::Clock { ms } => Some(*ms),
-        _ => None,
-    })
+/// The byte form of a group given as operations.
+fn encode_group(ops: &[RowOp]) -> Vec<u8> {
+    let mut group = Vec::new();
+    for op in ops {
+        super::group::encode(&mut group, op);
+    }
+    group
+}
+
+/// Moves the `rows` keyspace of a format-1 log database into the rows database.
+///
+/// The copy is synced before the old keyspace is dropped: a crash in between
+/// copies it again (the same rows, so the same result), never loses it.
+fn move_rows(db: &Database, rows_db: &Database, rows: &Keyspace) -> Result<(), StoreError> {
+    let started = std::time::Instant::now();
+    let old = db.keyspace("rows", KeyspaceCreateOptions::default)?;
+    let mut copied = 0u64;
+    let mut ingestion = rows.start_ingestion()?;
+    for item in old.iter() {
+        let (k, v) = item.into_inner()?;
+        ingestion.write(k, v)?;
+        copied += 1;
+    }
+    ingestion.finish()?;
+    rows_db.persist(PersistMode::SyncAll)?;
+    db.delete_keyspace(old)?;
+    db.persist(PersistMode::SyncAll)?;
+    tracing::info!(rows = copied, elapsed_ms = started.elapsed().as_millis(), "moved rows to their own database");
+    Ok(())
 }
 
 fn group_seq(key: &[u8]) -> Result<u64, StoreError> {
@@ -332,7 +343,7 @@ mod tests {
             v
         };
         {
-            let store = FjallStore::open(&dir, WalMode::Write).unwrap();
+            let store = FjallStore::open(&dir.join("log"), &dir.join("rows"), WalMode::Write).unwrap();
             store
                 .write(vec![
                     RowOp::Put { key: key(512, 1), tuple: vec![1].into() },
@@ -350,8 +361,38 @@ mod tests {
                 ])
                 .unwrap();
         }
-        let store = FjallStore::open(&dir, WalMode::Write).unwrap();
+        let store = FjallStore::open(&dir.join("log"), &dir.join("rows"), WalMode::Write).unwrap();
         assert_eq!(rows_of(&store), vec![(key(512, 3), vec![4]), (key(513, 2), vec![6])]);
+        drop(store);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn the_rows_of_a_format_1_directory_move_to_their_own_database() {
+        let dir = std::env::temp_dir().join(format!("oncebox-fjall-move-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let (log, rows) = (dir.join("log"), dir.join("rows"));
+        let row = |k: u8| (vec![0, 0, 2, 0, k], vec![0x91, k]);
+        {
+            // Format 1: `rows` beside `log` and `meta`, with a group left in the log.
+            let db = Database::builder(&log).open().unwrap();
+            let old = db.keyspace("rows", KeyspaceCreateOptions::default).unwrap();
+            for k in 1..=3 {
+                let (key, tuple) = row(k);
+                old.insert(key, tuple).unwrap();
+            }
+            let log_ks = db.keyspace("log", KeyspaceCreateOptions::default).unwrap();
+            let (key, _) = row(2);
+            log_ks.insert(1u64.to_be_bytes(), encoded(&[RowOp::Delete { key }])).unwrap();
+            db.persist(PersistMode::SyncAll).unwrap();
+        }
+        let store = FjallStore::open(&log, &rows, WalMode::Write).unwrap();
+        let moved: Vec<_> = [1, 3].map(row).to_vec();
+        assert_eq!(rows_of(&store), moved, "moved, then the logged delete applied");
+        assert!(!store.db.keyspace_exists("rows"));
+        drop(store);
+        let store = FjallStore::open(&log, &rows, WalMode::Write).unwrap();
+        assert_eq!(rows_of(&store), moved, "and still there after a reopen");
         drop(store);
         std::fs::remove_dir_all(&dir).unwrap();
     }
@@ -382,7 +423,7 @@ mod tests {
         let key = |k: u8| vec![0, 0, 2, 0, k];
         let put = |k: u8, v: u8| RowOp::Put { key: key(k), tuple: vec![v].into() };
         {
-            let store = FjallStore::open(&dir, WalMode::Write).unwrap();
+            let store = FjallStore::open(&dir.join("log"), &dir.join("rows"), WalMode::Write).unwrap();
             assert_eq!(store.next_group_seq().unwrap(), 1);
             store.append(1, encoded(&[put(1, 10), put(2, 20), RowOp::Clock { ms: 5 }])).unwrap();
             store.append(2, encoded(&[put(1, 11), RowOp::Delete { key: key(2) }])).unwrap();
@@ -400,14 +441,14 @@ mod tests {
             store.append(5, encoded(&[put(4, 40)])).unwrap();
             // Dropped without a checkpoint, as after kill -9.
         }
-        let store = FjallStore::open(&dir, WalMode::Write).unwrap();
+        let store = FjallStore::open(&dir.join("log"), &dir.join("rows"), WalMode::Write).unwrap();
         assert_eq!(rows_of(&store), vec![(key(1), vec![11]), (key(3), vec![30]), (key(4), vec![40])]);
         assert_eq!(store.service_clock().unwrap(), 9);
         assert_eq!(store.next_group_seq().unwrap(), 1);
         store.append(1, b"\x09".to_vec()).unwrap();
         assert!(store.apply_log(1).is_err(), "a damaged group is reported, not skipped");
         drop(store);
-        assert!(FjallStore::open(&dir, WalMode::Write).is_err());
+        assert!(FjallStore::open(&dir.join("log"), &dir.join("rows"), WalMode::Write).is_err());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -23,6 +23,11 @@ pub fn open_engine(dir: &DataDir, store: &FjallStore) -> Result<(Engine, uuid::U
         tracing::info!(elapsed_ms = started.elapsed().as_millis(), "initialized a new data directory");
         return Ok((engine, uuid));
     }
+    if dir.is_older_format() {
+        // The store has upgraded the directory as it opened it.
+        dir.write_format().map_err(|e| StoreError(format!("writing the FORMAT file: {e}")))?;
+        tracing::info!(from = dir.version, "data directory upgraded");
+    }
     let uuid = store.instance_uuid()?.ok_or_else(|| StoreError("damaged data directory: no instance uuid".into()))?;
     let mut space_rows = Vec::new();
     store.for_each_in_space(space_id::SPACE, |t| {
