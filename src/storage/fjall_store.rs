@@ -61,6 +61,7 @@ pub struct FjallStore {
     meta: Keyspace,
     log: Keyspace,
     durability: Option<PersistMode>,
+    path: std::path::PathBuf,
 }
 
 impl std::fmt::Debug for FjallStore {
@@ -89,10 +90,17 @@ impl FjallStore {
             WalMode::Write => Some(PersistMode::Buffer),
             WalMode::Fsync => Some(PersistMode::SyncData),
         };
-        let store = Self { db, rows_db, rows, meta, log, durability };
+        let store = Self { db, rows_db, rows, meta, log, durability, path: log_path.to_path_buf() };
         // Groups a crash left in the log are applied before anything reads `rows`.
         store.apply_log(u64::MAX)?;
         Ok(store)
+    }
+
+    /// A writeback pacer for the journal, where commits are not synced one by one
+    /// (`write` mode; see [`super::writeback`]).
+    #[must_use]
+    pub fn writeback_pacer(&self) -> Option<super::writeback::Pacer> {
+        matches!(self.durability, Some(PersistMode::Buffer)).then(|| super::writeback::Pacer::new(&self.path))
     }
 
     /// The sequence number after the newest group in the log (1 for an empty log).

@@ -17,6 +17,7 @@ pub mod group;
 pub mod keys;
 pub mod recovery;
 pub mod wal;
+pub mod writeback;
 
 /// How durable a commit must be before its reply is sent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

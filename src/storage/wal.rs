@@ -90,6 +90,7 @@ fn run(store: &FjallStore, rx: &Receiver<WalRequest>, done: &dyn Fn(WalDone)) {
         }
     };
     let checkpoints = Checkpoints::spawn(store);
+    let mut pacer = store.writeback_pacer();
     let mut logged = 0usize;
     while let Ok(first) = rx.recv() {
         let mut ticket = first.ticket;
@@ -111,12 +112,18 @@ fn run(store: &FjallStore, rx: &Receiver<WalRequest>, done: &dyn Fn(WalDone)) {
         }
         if failed.is_none() {
             logged += group.len();
+            let appended = group.len();
             if budget == Some(0) {
                 failed = Some("injected I/O error".into());
             } else if let Err(e) = store.append(seq, group) {
                 failed = Some(e.0);
-            } else if logged >= checkpoint_threshold() && checkpoints.request(seq) {
-                logged = 0;
+            } else {
+                if let Some(p) = pacer.as_mut() {
+                    p.appended(appended);
+                }
+                if logged >= checkpoint_threshold() && checkpoints.request(seq) {
+                    logged = 0;
+                }
             }
             seq += 1;
             budget = budget.map(|b| b.saturating_sub(1));
