@@ -135,13 +135,14 @@ impl HashStore {
         self.table.find_mut(hash, |(h, t)| *h == hash && holds_key(parts, t, key)).map(|(_, t)| t)
     }
 
-    /// Stores `tuple` under `key`, replacing the tuple already there.
-    fn put(&mut self, parts: &[Part], key: &[KeyPart], tuple: Tuple) {
+    /// Stores `tuple` under `key` and returns the tuple it replaced, in one probe.
+    fn put(&mut self, parts: &[Part], key: &[KeyPart], tuple: Tuple) -> Option<Tuple> {
         let hash = self.hash(key);
-        match self.table.find_mut(hash, |(h, t)| *h == hash && holds_key(parts, t, key)) {
-            Some(slot) => slot.1 = tuple,
-            None => {
-                self.table.insert_unique(hash, (hash, tuple), |(h, _)| *h);
+        match self.table.entry(hash, |(h, t)| *h == hash && holds_key(parts, t, key), |(h, _)| *h) {
+            hashbrown::hash_table::Entry::Occupied(mut slot) => Some(std::mem::replace(&mut slot.get_mut().1, tuple)),
+            hashbrown::hash_table::Entry::Vacant(slot) => {
+                slot.insert((hash, tuple));
+                None
             }
         }
     }
@@ -257,10 +258,13 @@ impl Index {
 
     /// Adds an entry (the caller has checked uniqueness).
     pub fn insert(&mut self, key: Key, tuple: Tuple) {
+        self.put(key, tuple);
+    }
+
+    /// Stores `tuple` under `key` and returns the tuple it replaced.
+    pub fn put(&mut self, key: Key, tuple: Tuple) -> Option<Tuple> {
         match &mut self.storage {
-            Storage::Tree(m) => {
-                m.insert(key, tuple);
-            }
+            Storage::Tree(m) => m.insert(key, tuple),
             Storage::Hash(m) => m.put(&self.cmp_parts, &key, tuple),
         }
     }
@@ -274,7 +278,9 @@ impl Index {
                     m.insert(key.clone(), tuple);
                 }
             },
-            Storage::Hash(m) => m.put(&self.cmp_parts, key, tuple),
+            Storage::Hash(m) => {
+                m.put(&self.cmp_parts, key, tuple);
+            }
         }
     }
 

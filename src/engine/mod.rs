@@ -221,13 +221,7 @@ impl Engine {
         }
         let pk = space.indexes.get_mut(&0).ok_or_else(|| BoxError::no_such_index_id(0, "_idempotency"))?;
         let tuple: Tuple = tuple.into();
-        let old = match pk.get_mut(&key) {
-            Some(slot) => Some(std::mem::replace(slot, tuple.clone())),
-            None => {
-                pk.insert(key.clone(), tuple.clone());
-                None
-            }
-        };
+        let old = pk.put(key.clone(), tuple.clone());
         self.acting = None;
         self.changes.push(Change::Row { space_id, pk: key, old, new: Some(tuple.clone()) });
         Ok(tuple)
