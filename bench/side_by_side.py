@@ -387,26 +387,28 @@ the data succeeds.
 - CALL of the same Lua function: {ratio_range(res, ["call"])}.
 - Tokened replaces against Tarantool's Lua dedup: {ratio_range(res, ["replace-token"])}.{mem}
 - The targets (≥ 1.0x; tokened ≥ 0.9x of plain and ≥ 5x Tarantool's Lua dedup) are
-  read against these figures. Profiles (`perf record --call-graph dwarf -t <tid>` and
+  read against these figures. Profiles (`perf record`, `perf sched timehist` and
   callgrind on the TX thread, 2 December 2026): commit groups go to fjall's `log`
-  keyspace as one key each (the WAL thread used to spend two thirds of its time in one
-  memtable insert per row), and replies go straight to the socket from the TX thread.
-  A checkpoint now ingests the resolved rows as one new table (no second journaling, no
-  memtable; a key rewritten many times is sorted once): checkpoint CPU per tokened
-  replace 1.9 -> 1.1 us, per plain replace 0.36 -> 0.25 us, fjall's journal after loading
-  1,000,000 tuples 56 -> 12 MB. The journal is written uncompressed (lz4 took 30% of the
-  WAL thread). A tokened replace's record goes straight into `_idempotency`'s HASH key
-  and the window keeps creation order itself (no second index): TX instructions per
-  tokened replace 24.1k -> 15.9k (3.5k of them SHA-256 in software: valgrind hides
-  SHA-NI), against about 6,100 for a plain replace (a B-tree descent with decoded keys,
-  the format check, the change log) and 3,800 for a select. What keeps a tokened replace
-  at a third of a plain one is that it is two writes: server CPU per tokened op is
-  about 5.4 us against 1.9 (TX 2.5 us, with two probes of a million-slot hash table that
-  miss the cache; checkpoint 1.1 us for a fresh random key per token; WAL 0.45 us for
-  three times the bytes). Pipelined writes are not CPU-bound either: about a third of
-  the 2 cores' time is idle, in the round trip network -> TX -> WAL -> TX. A CALL's TX
-  time is dominated by Lua garbage collection and the per-call binding of `box` (an mlua
-  scope). Memory per tuple and per token is higher for decoded index keys and fjall's
+  keyspace as one key each, and a checkpoint applies them to the rows as one new table.
+  The WAL thread used to stall: fjall serializes a database's writes behind one
+  journal lock, which a checkpoint's table ingestion held while its table was synced
+  (and while a worker deleting compacted tables held the version lock: slow where the
+  file system discards on unlink), and which journal rotation held while syncing tens
+  of megabytes; 0.3-0.8 s of stalls in 5 s of writes, up to 250 ms each. The rows now
+  live in a fjall database of their own (data format 2) and, under `write`, the journal's
+  writeback is started every megabyte: p999 of pipelined replace 16 -> 6-9 ms, of
+  tokened replace 41-154 -> 20-24 ms. A checkpoint reads the logged groups in place and
+  sorts on integers (space id and the 16 bytes after the prefix a space's keys share):
+  checkpoint CPU per tokened replace 3.0 -> 1.8 us, per plain replace 1.2 -> 0.7 us. TX
+  instructions per tokened replace 14.9k (3.5k of them SHA-256 in software: valgrind
+  hides SHA-NI) -> 14.4k with one probe for the record's insert, against 5.8k for a
+  plain replace. What keeps a tokened replace well below a plain one is that it is two
+  writes, one of them a new key in a table of up to a million tokens (cache misses on
+  each probe, a record built, logged and checkpointed). Pipelined requests are not
+  CPU-bound either: a third of the 2 cores' time is idle, in the hand-offs between
+  the client, the network thread, TX and the WAL. A CALL's TX time is dominated by Lua
+  garbage collection and the per-call binding of `box` (an mlua scope). Memory per
+  tuple and per token is higher for decoded index keys and fjall's
   memtables and caches.
 """)
     with open(args.report, "w") as f:
