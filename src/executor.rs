@@ -965,10 +965,15 @@ impl Executor {
             changes_or_recount(&mut self.window, &self.engine, changes)
         } else {
             // A tokened request is one transaction: nothing of it survives a failure.
+            let records_undone = changes.iter().any(|c| c.space_id() == idem::SPACE_ID);
             for change in changes.into_iter().rev() {
                 self.engine.undo(change);
             }
             self.engine.take_changes();
+            if records_undone {
+                // An outcome a box.atomic inside the call stored is gone with it.
+                self.window.recount(&self.engine);
+            }
             Vec::new()
         };
         let changes = if result.is_err() && !changes.is_empty() && self.wal.is_some() {

@@ -52,6 +52,16 @@ pub enum Change {
     },
 }
 
+impl Change {
+    /// The space the change is in.
+    #[must_use]
+    pub fn space_id(&self) -> u32 {
+        match self {
+            Self::Row { space_id, .. } | Self::Truncate { space_id, .. } => *space_id,
+        }
+    }
+}
+
 /// The engine: every space, plus caches derived from the catalogue.
 pub struct Engine {
     spaces: BTreeMap<u32, Space>,

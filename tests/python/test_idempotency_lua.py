@@ -113,6 +113,33 @@ def test_box_begin_with_token_discards_a_repeat(ob):
     assert ev(c, code)[1][0x30] == [7], "the second transaction was discarded"
 
 
+def window_usage(c):
+    """box.stat.idempotency()'s count and bytes, and what _idempotency holds (field 6: size)."""
+    st = ev(c, "return box.stat.idempotency()")[1][0x30][0]
+    held = ev(c, "local n = 0 for _, t in box.space._idempotency:pairs() do n = n + t[6] end"
+                 " return box.space._idempotency:count(), n")[1][0x30]
+    return [st["remembered"], st["bytes"]], held
+
+
+def test_an_outcome_undone_with_its_failed_call_leaves_the_window_counts_true(ob):
+    c = admin(ob)
+    ev(c, "return 1", _12="warm-1")
+    # A box.atomic outcome inside a tokened EVAL that then fails: both go.
+    inner_then_fail = ("box.atomic({idempotent_token = 'inner-1'}, function() box.space.acc:update(1, {{'+', 2, 1}}) end)"
+                       " error('after the inner outcome')")
+    h, _ = ev(c, inner_then_fail, _12="outer-1")
+    assert h[0] != 0
+    stat, held = window_usage(c)
+    assert stat == held and held[0] == 1, (stat, held)
+    assert balances(c)[0] == 0
+    # Neither outcome is remembered: both tokens run again.
+    code = "return box.atomic({idempotent_token = 'inner-1'}, function() return box.space.acc:update(1, {{'+', 2, 1}})[2] end)"
+    assert ev(c, code)[1][0x30] == [1]
+    assert ev(c, "return box.space.acc:update(1, {{'+', 2, 1}})[2]", _12="outer-1")[1][0x30] == [2]
+    stat, held = window_usage(c)
+    assert stat == held and held[0] == 3, (stat, held)
+
+
 def test_lua_token_survives_kill9(ob):
     c = admin(ob)
     code = "return box.atomic({idempotent_token = 'crash-1'}, function() return box.space.acc:update(1, {{'+', 2, 5}})[2] end)"
