@@ -116,6 +116,26 @@ class Server:
                     return int(line.split()[1])
         return 0
 
+    def cpu_ticks(self):
+        """User + system CPU ticks of every thread of the server so far."""
+        with open(f"/proc/{self.proc.pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return int(fields[11]) + int(fields[12])
+
+    def settle(self, quiet_share=0.05, window_s=0.5, timeout_s=60):
+        """Waits until the server is idle (below `quiet_share` of one core over
+        `window_s`), so that background work a workload left behind (oncebox's
+        checkpoints and compactions) is not billed to the next workload. Returns
+        the seconds waited."""
+        started = time.time()
+        hz = os.sysconf("SC_CLK_TCK")
+        while time.time() - started < timeout_s:
+            before = self.cpu_ticks()
+            time.sleep(window_s)
+            if (self.cpu_ticks() - before) / hz < quiet_share * window_s:
+                break
+        return time.time() - started
+
     def cleanup(self):
         self.stop()
         shutil.rmtree(self.dir, ignore_errors=True)
@@ -141,12 +161,16 @@ def throughput(args):
                 for wl in args.workloads.split(","):
                     if kind == "tarantool" and wl == "retry-storm":
                         continue  # Tarantool 2.6 ignores the token header: nothing comparable.
+                    waited = s.settle()
                     r = bench(s, "--workload", SAME_AS.get((kind, wl), wl), "--connections", "4", "--depth", "64",
                               "--seconds", str(args.seconds), "--keys", str(args.keys), "--json")
+                    r["settled_s"] = round(waited, 1)
                     results[(mode, wl, kind)] = r
-                    print(f"{mode:5} {wl:13} {kind:9} {r['ops_per_sec']:>10} ops/s errors={r['errors']}",
+                    print(f"{mode:5} {wl:13} {kind:9} {r['ops_per_sec']:>10} ops/s errors={r['errors']} "
+                          f"(idle after {waited:.1f} s)",
                           file=sys.stderr)
                 for wl in ("select", "replace"):
+                    s.settle()
                     r = bench(s, "--workload", wl, "--connections", "1", "--depth", "1",
                               "--seconds", str(args.seconds), "--keys", str(args.keys), "--json")
                     results[(mode, f"{wl}-depth1", kind)] = r
@@ -327,7 +351,10 @@ cargo build --release
 `oncebox-bench` keeps 4 connections × 64 requests in flight (closed loop) against a
 space `bench` (id 600, TREE primary key, {args.keys:,} keys loaded first), each workload
 for {args.seconds:g} s; the `-depth1` rows use 1 connection × 1 request and show
-round-trip latency. Both servers run with the same `wal_mode`. `call` is an IPROTO CALL
+round-trip latency. Both servers run with the same `wal_mode`. Before each workload
+the runner waits until the server is idle (under 5% of a core for 0.5 s), so work a
+write workload left behind (oncebox's checkpoints and compactions) is not billed to the
+next one; each write workload still pays for what it does while it runs. `call` is an IPROTO CALL
 of the same Lua function on both servers, defined by IPROTO EVAL before the run:
 `{BENCH_FN}`.
 
