@@ -116,6 +116,9 @@ pub enum Inbound {
         header: Header,
         /// The whole packet (header and body).
         packet: Bytes,
+        /// The request's fingerprint, worked out by the network thread when the
+        /// packet carries a token (see [`fingerprint::of_packet`]).
+        fingerprint: Option<[u8; 32]>,
     },
     /// A packet whose header could not be decoded.
     BadHeader {
@@ -171,21 +174,6 @@ enum Tokened<'a> {
     Replay(Vec<u8>),
     /// Answer with this reply body (status 3) once the group `ticket` is durable.
     Join(u64, Vec<u8>),
-}
-
-/// Request types that may carry an idempotency token.
-fn is_write_type(ty: u64) -> bool {
-    matches!(
-        ty,
-        request_type::INSERT
-            | request_type::REPLACE
-            | request_type::UPDATE
-            | request_type::DELETE
-            | request_type::UPSERT
-            | request_type::CALL
-            | request_type::CALL_16
-            | request_type::EVAL
-    )
 }
 
 /// Largest reply buffer kept for reuse.
@@ -644,7 +632,9 @@ impl Executor {
             TxMessage::Requests { session_id, packets } => {
                 for packet in packets {
                     match packet {
-                        Inbound::Request { header, packet } => self.request(session_id, &header, &packet),
+                        Inbound::Request { header, packet, fingerprint } => {
+                            self.request(session_id, &header, &packet, fingerprint);
+                        }
                         Inbound::BadHeader { sync } => {
                             let sv = self.engine.schema_version();
                             if let Some(buf) = self.buffer(session_id) {
@@ -824,10 +814,17 @@ impl Executor {
     }
 
     /// Decides how a request with an idempotency token is served (DESIGN §3.2).
-    fn tokened<'a>(&mut self, user: u32, header: &Header, packet: &[u8], body: &'a [u8]) -> BoxResult<Tokened<'a>> {
+    fn tokened<'a>(
+        &mut self,
+        user: u32,
+        header: &Header,
+        packet: &[u8],
+        body: &'a [u8],
+        fingerprint: Option<[u8; 32]>,
+    ) -> BoxResult<Tokened<'a>> {
         let Some(range) = header.idempotent_token.clone() else { return Ok(Tokened::Plain) };
         // On SELECT, PING and AUTH the token is accepted and ignored.
-        if !is_write_type(header.request_type) {
+        if !idem::is_write_type(header.request_type) {
             return Ok(Tokened::Plain);
         }
         match self.window.settings.mode {
@@ -862,7 +859,7 @@ impl Executor {
         if !matches!(req, Request::Call(_) | Request::Call16(_) | Request::Eval(_)) {
             self.check_writable()?;
         }
-        let fp = fingerprint::of(&req);
+        let fp = fingerprint.unwrap_or_else(|| fingerprint::of(&req));
         let Some(stored) = self.engine.idempotency_record(user, &token.encoded) else {
             return Ok(Tokened::Own(token, fp, req));
         };
@@ -893,7 +890,7 @@ impl Executor {
         }
     }
 
-    fn request(&mut self, session_id: u64, header: &Header, packet: &Bytes) {
+    fn request(&mut self, session_id: u64, header: &Header, packet: &Bytes, fingerprint: Option<[u8; 32]>) {
         let Some(session) = self.sessions.get(&session_id) else { return };
         let (user, salt) = (session.user_id, session.salt);
         let body = packet.get(header.body_offset..).unwrap_or(&[]);
@@ -904,7 +901,7 @@ impl Executor {
             Err(BoxError::wrong_schema_version(sv, header.schema_version))
         } else {
             self.iproto_triggers(session_id, user, header, packet)
-                .and_then(|()| self.tokened(user, header, packet, body))
+                .and_then(|()| self.tokened(user, header, packet, body, fingerprint))
         };
         let (owner, parsed) = match gate {
             Ok(Tokened::Plain) => (None, None),

@@ -7,6 +7,7 @@
 
 use sha2::{Digest, Sha256};
 
+use crate::protocol::header::Header;
 use crate::protocol::msgpack::{write, Integer, MpType, Reader};
 use crate::protocol::request::Request;
 
@@ -31,6 +32,20 @@ pub fn of(req: &Request<'_>) -> [u8; 32] {
         Request::Select(_) | Request::Ping | Request::Auth(_) => write::str(&mut c, b"read"),
     }
     Sha256::digest(&c).into()
+}
+
+/// The fingerprint of a tokened write packet, or `None` when the packet has no
+/// token, is not a write, or its body does not parse (the TX thread then reports
+/// the error). Pure: the network thread works it out, off the TX thread.
+#[must_use]
+pub fn of_packet(header: &Header, packet: &[u8]) -> Option<[u8; 32]> {
+    header.idempotent_token.as_ref()?;
+    if !super::is_write_type(header.request_type) {
+        return None;
+    }
+    let body = packet.get(header.body_offset..)?;
+    let req = crate::protocol::request::parse(header.request_type, body).ok()??;
+    Some(of(&req))
 }
 
 /// The fingerprint of records stored by the Lua API (`box.atomic`, `box.begin`
@@ -147,5 +162,31 @@ mod tests {
         assert_ne!(insert(&[0x91, 0x01]), r);
         let other_space = of(&Request::Insert(Write { space_id: 513, tuple: &[0x91, 0x01] }));
         assert_ne!(insert(&[0x91, 0x01]), other_space);
+    }
+
+    /// A packet: header {0x00: type, 0x01: sync 7, [0x0c: "t1"]}, body {0x10: 512, 0x21: tuple}.
+    fn packet(request_type: u8, token: bool, tuple: &[u8]) -> (Header, Vec<u8>) {
+        let mut p = vec![if token { 0x83 } else { 0x82 }, 0x00, request_type, 0x01, 0x07];
+        if token {
+            p.extend_from_slice(&[0x0c, 0xa2, b't', b'1']);
+        }
+        p.extend_from_slice(&[0x82, 0x10, 0xcd, 0x02, 0x00, 0x21]);
+        p.extend_from_slice(tuple);
+        let header = crate::protocol::header::parse(&p).expect("a valid header");
+        (header, p)
+    }
+
+    #[test]
+    fn a_packet_fingerprint_is_the_parsed_requests_and_only_for_tokened_writes() {
+        let tuple = [0x91, 0x01];
+        let (header, p) = packet(0x03, true, &tuple);
+        let replace = of(&Request::Replace(Write { space_id: 512, tuple: &tuple }));
+        assert_eq!(of_packet(&header, &p), Some(replace));
+        let (plain, p) = packet(0x03, false, &tuple);
+        assert_eq!(of_packet(&plain, &p), None, "no token: nothing to work out");
+        let (select, p) = packet(0x01, true, &tuple);
+        assert_eq!(of_packet(&select, &p), None, "a read ignores its token");
+        let (broken, p) = packet(0x03, true, &[0x92, 0x01]);
+        assert_eq!(of_packet(&broken, &p[..p.len() - 1]), None, "a body that does not parse is left to the TX thread");
     }
 }

@@ -35,6 +35,13 @@ use crate::protocol::msgpack::{write, Reader};
 /// `_idempotency`'s space id.
 pub const SPACE_ID: u32 = 500;
 
+/// Request types that may carry an idempotency token (others accept and ignore it).
+#[must_use]
+pub fn is_write_type(ty: u64) -> bool {
+    use crate::protocol::request_type as t;
+    matches!(ty, t::INSERT | t::REPLACE | t::UPDATE | t::DELETE | t::UPSERT | t::CALL | t::CALL_16 | t::EVAL)
+}
+
 /// Reply status (header key 0x0d): executed now.
 pub const STATUS_EXECUTED: u64 = 1;
 /// Reply status: the stored reply of an earlier execution.

@@ -12,6 +12,7 @@ use tokio_util::sync::CancellationToken;
 use super::sink::{QueuedCount, ReplySink};
 use super::ServerConfig;
 use crate::executor::{Inbound, Outgoing, TxMessage};
+use crate::idempotency::fingerprint;
 use crate::protocol::codec::{CodecError, PacketCodec};
 use crate::protocol::{greeting, header, REPORTED_VERSION};
 
@@ -102,7 +103,10 @@ async fn read_requests<R: AsyncRead + Unpin>(
         let framing = loop {
             match codec.decode(&mut buf) {
                 Ok(Some(packet)) => packets.push(match header::parse(&packet) {
-                    Ok(header) => Inbound::Request { header, packet },
+                    Ok(header) => {
+                        let fingerprint = fingerprint::of_packet(&header, &packet);
+                        Inbound::Request { header, packet, fingerprint }
+                    }
                     Err(e) => Inbound::BadHeader { sync: e.sync },
                 }),
                 Ok(None) => break None,
