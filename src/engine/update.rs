@@ -117,7 +117,8 @@ pub fn parse_ops(ops: &[u8], index_base: u32) -> BoxResult<Vec<Op<'_>>> {
             MpType::Str => FieldRef::Name(r.read_str().map_err(bad)?),
             _ => return Err(BoxError::illegal_params("field id must be a number or a string")),
         };
-        let label = field_label(&field);
+        // Named only in errors: formatted when one is raised.
+        let label = || field_label(&field);
         let kind = match op {
             b'=' => OpKind::Set(r.skip().map_err(bad)?),
             b'!' => OpKind::Insert(r.skip().map_err(bad)?),
@@ -125,26 +126,26 @@ pub fn parse_ops(ops: &[u8], index_base: u32) -> BoxResult<Vec<Op<'_>>> {
                 Ok(Integer::Unsigned(0)) => {
                     return Err(BoxError::new(
                         code::UPDATE_FIELD,
-                        format!("Field {label} UPDATE error: cannot delete 0 fields"),
+                        format!("Field {} UPDATE error: cannot delete 0 fields", label()),
                     ))
                 }
                 Ok(Integer::Unsigned(c)) => OpKind::Delete(c),
-                _ => return Err(arg_type(op, &label, "a positive integer")),
+                _ => return Err(arg_type(op, &label(), "a positive integer")),
             },
             b'+' | b'-' => {
                 let Some(num) = read_num(&mut r) else {
-                    return Err(arg_type(op, &label, "a number"));
+                    return Err(arg_type(op, &label(), "a number"));
                 };
                 OpKind::Arith(op, num)
             }
             b'&' | b'|' | b'^' => match r.read_integer() {
                 Ok(Integer::Unsigned(u)) => OpKind::Bit(op, u),
-                _ => return Err(arg_type(op, &label, "a positive integer")),
+                _ => return Err(arg_type(op, &label(), "a positive integer")),
             },
             _ => {
-                let offset = r.read_int().map_err(|_| arg_type(op, &label, "an integer"))?;
-                let cut = r.read_int().map_err(|_| arg_type(op, &label, "an integer"))?;
-                let paste = r.read_str().map_err(|_| arg_type(op, &label, "a string"))?;
+                let offset = r.read_int().map_err(|_| arg_type(op, &label(), "an integer"))?;
+                let cut = r.read_int().map_err(|_| arg_type(op, &label(), "an integer"))?;
+                let paste = r.read_str().map_err(|_| arg_type(op, &label(), "a string"))?;
                 let offset = if offset >= 0 { offset - i64::from(index_base) } else { offset };
                 OpKind::Splice { offset, cut, paste }
             }
@@ -239,13 +240,14 @@ fn encode_num(n: Num) -> Vec<u8> {
     out
 }
 
-fn apply_one(slot: &mut Slot<'_>, kind: &OpKind<'_>, label: &str) -> BoxResult<()> {
+/// Applies one operation to the field numbered `label` (1-based, for messages).
+fn apply_one(slot: &mut Slot<'_>, kind: &OpKind<'_>, label: usize) -> BoxResult<()> {
     match kind {
         OpKind::Set(v) => slot.bytes = Cow::Owned(v.to_vec()),
         OpKind::Arith(op, arg) => {
             let mut r = Reader::new(&slot.bytes);
             let Some(cur) = read_num(&mut r) else {
-                return Err(arg_type(*op, label, "a number"));
+                return Err(arg_type(*op, &label.to_string(), "a number"));
             };
             let result = match (cur, *arg) {
                 (Num::Int(a), Num::Int(b)) => {
@@ -271,7 +273,7 @@ fn apply_one(slot: &mut Slot<'_>, kind: &OpKind<'_>, label: &str) -> BoxResult<(
         }
         OpKind::Bit(op, arg) => {
             let Ok(Integer::Unsigned(cur)) = Reader::new(&slot.bytes).read_integer() else {
-                return Err(arg_type(*op, label, "a positive integer"));
+                return Err(arg_type(*op, &label.to_string(), "a positive integer"));
             };
             let v = match op {
                 b'&' => cur & arg,
@@ -284,7 +286,7 @@ fn apply_one(slot: &mut Slot<'_>, kind: &OpKind<'_>, label: &str) -> BoxResult<(
         }
         OpKind::Splice { offset, cut, paste } => {
             let Ok(s) = Reader::new(&slot.bytes).read_str() else {
-                return Err(arg_type(b':', label, "a string"));
+                return Err(arg_type(b':', &label.to_string(), "a string"));
             };
             let len = i64::try_from(s.len()).unwrap_or(i64::MAX);
             let mut offset = *offset;
@@ -374,7 +376,7 @@ fn apply_op(slots: &mut Vec<Slot<'_>>, op: &Op<'_>, space: &Space) -> BoxResult<
             let pos = resolve(&op.field, slots.len(), space, reach)?;
             touch(slots, pos)?;
             if let Some(slot) = slots.get_mut(pos) {
-                apply_one(slot, kind, &(pos + 1).to_string())?;
+                apply_one(slot, kind, pos + 1)?;
             }
         }
     }
