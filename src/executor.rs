@@ -1169,10 +1169,10 @@ impl Executor {
                 self.reply_tuple(out, sync, tuple.as_ref());
             }
             Request::Call(c) | Request::Call16(c) => {
-                self.engine.check_call_access(&creds, c.name)?;
+                let func = self.engine.check_call_access(&creds, c.name)?;
                 let shape = if header.request_type == request_type::CALL { Shape::Call } else { Shape::Call16 };
                 // A setuid function runs with its owner's rights.
-                let creds = match self.engine.func_by_name(c.name) {
+                let creds = match func {
                     Some(f) if f.setuid => self.engine.credentials(f.owner),
                     _ => creds,
                 };

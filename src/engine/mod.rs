@@ -256,7 +256,7 @@ impl Engine {
             Request::Update(u) => u.space_id,
             Request::Upsert(u) => u.space_id,
             Request::Delete(d) => d.space_id,
-            Request::Call(c) | Request::Call16(c) => return self.check_call_access(creds, c.name),
+            Request::Call(c) | Request::Call16(c) => return self.check_call_access(creds, c.name).map(|_| ()),
             Request::Eval(_) => return self.check_eval_access(creds),
             Request::Select(_) | Request::Ping | Request::Auth(_) => return Ok(()),
         };
@@ -435,10 +435,12 @@ impl Engine {
         Ok(())
     }
 
-    /// Checks the right to call `name` (a `_func` entry or, failing that, any global).
-    pub fn check_call_access(&self, creds: &Credentials, name: &[u8]) -> BoxResult<()> {
+    /// Checks the right to call `name` (a `_func` entry or, failing that, any global);
+    /// returns the `_func` entry, if there is one.
+    pub fn check_call_access(&self, creds: &Credentials, name: &[u8]) -> BoxResult<Option<catalog::FuncRow>> {
         self.check_usage(creds)?;
-        let allowed = match self.func_by_name(name) {
+        let func = self.func_by_name(name);
+        let allowed = match &func {
             Some(f) => creds.has(ObjectType::Function, f.id, Some(f.owner), privilege::EXECUTE),
             None => creds.universe & privilege::EXECUTE != 0,
         };
@@ -450,7 +452,7 @@ impl Engine {
                 &self.user_name(creds.user_id),
             ));
         }
-        Ok(())
+        Ok(func)
     }
 
     /// Checks the right to EVAL (execute on universe).
