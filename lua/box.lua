@@ -204,7 +204,8 @@ local fill_space
 -- Space objects are kept per id and refreshed in place when the schema changes,
 -- so a script holding `s = box.schema.space.create(...)` sees indexes created later.
 local function lookup_space(k)
-    local version = op('schema_version')
+    -- The server keeps internal.schema current while the engine is bound (internal.op).
+    local version = internal.op ~= nil and internal.schema or op('schema_version')
     if version ~= space_cache.version then
         local by_id = space_cache.by_id
         space_cache = {version = version, by_id = {}, by_name = {}}

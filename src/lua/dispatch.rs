@@ -41,6 +41,22 @@ pub struct Context<'a> {
     pub ticket: Option<u64>,
     /// Set when the reply must wait until an earlier group is durable (a joined token).
     pub wait_for: Option<u64>,
+    /// The schema version Lua last saw in `box.internal.schema` (see [`publish_schema`]).
+    pub schema_seen: u64,
+}
+
+/// Puts the engine's schema version in `box.internal.schema` when Lua's copy is
+/// stale, so that `box.space.<name>` checks its cache without a call into Rust.
+/// Called on every Lua entry with the engine bound and after every operation.
+pub fn publish_schema(lua: &Lua, cx: &mut Context<'_>) -> mlua::Result<()> {
+    let version = cx.engine.schema_version();
+    if version != cx.schema_seen {
+        let internal: Table = lua.globals().get::<Table>("box")?.get("internal")?;
+        #[allow(clippy::cast_precision_loss, reason = "schema versions stay far below 2^53")]
+        internal.raw_set("schema", version as f64)?;
+        cx.schema_seen = version;
+    }
+    Ok(())
 }
 
 /// Which `box.session.on_<kind>` trigger lists are not empty.
@@ -145,7 +161,9 @@ pub fn error_table(lua: &Lua, e: &BoxError) -> mlua::Result<Table> {
 pub fn dispatch(lua: &Lua, cx: &mut Context<'_>, args: MultiValue) -> mlua::Result<MultiValue> {
     let args: Vec<Value> = args.into_iter().collect();
     let op: String = arg(lua, &args, 0)?;
-    match run(lua, cx, &op, &args) {
+    let result = run(lua, cx, &op, &args);
+    publish_schema(lua, cx)?;
+    match result {
         Ok(v) => Ok(MultiValue::from_vec(vec![Value::Boolean(true), v])),
         Err(Failure::Box(e)) => {
             Ok(MultiValue::from_vec(vec![Value::Boolean(false), Value::Table(error_table(lua, &e)?)]))

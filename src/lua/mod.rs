@@ -132,6 +132,8 @@ pub struct LuaRuntime {
     lua: Lua,
     /// Handles on what every request's Lua entry uses, looked up at the first one.
     hot: std::cell::OnceCell<Hot>,
+    /// The schema version in `box.internal.schema` (`u64::MAX`: none yet).
+    schema_seen: std::cell::Cell<u64>,
 }
 
 /// `box.internal` and the functions of it every CALL/EVAL goes through: found once,
@@ -189,7 +191,7 @@ impl LuaRuntime {
         for (name, source) in MODULES {
             lua.load(source).set_name(name).exec().map_err(|e| lua_err(&e))?;
         }
-        Ok(Self { lua, hot: std::cell::OnceCell::new() })
+        Ok(Self { lua, hot: std::cell::OnceCell::new(), schema_seen: std::cell::Cell::new(u64::MAX) })
     }
 
     /// Runs `f` with `box.internal.op` bound to `engine` as `creds`.
@@ -223,7 +225,11 @@ impl LuaRuntime {
             control: caller.control.clone(),
             ticket: host.ticket,
             wait_for: None,
+            schema_seen: self.schema_seen.get(),
         };
+        if let Err(e) = dispatch::publish_schema(&self.lua, &mut cx) {
+            return (Err(e), None);
+        }
         let result = self.lua.scope(|scope| {
             let op = scope.create_function_mut(|lua, args: MultiValue| {
                 let r = dispatch(lua, &mut cx, args);
@@ -242,6 +248,7 @@ impl LuaRuntime {
                 other => other,
             }
         });
+        self.schema_seen.set(cx.schema_seen);
         (result, wait_for.get())
     }
 

@@ -8,7 +8,7 @@ that box.schema writes the same system rows as Tarantool's.
 import pytest
 
 from conftest import ADMIN_PASSWORD, start_oncebox, start_tarantool
-from iproto_raw import CALL, CALL_16, EVAL, SELECT, Raw
+from iproto_raw import CALL, CALL_16, EVAL, INSERT, SELECT, Raw
 from test_differential import Pair, without_known_differences  # noqa: F401
 
 SETUP = """
@@ -191,3 +191,24 @@ def test_session_storage_is_per_session(servers):
         c.close()
     again = admin_pair(servers)
     assert ev(again, "return box.session.storage.seen")[1][0x30] == [None]
+
+
+def test_box_space_follows_schema_changes(servers):
+    """box.space.<name> caches space objects by schema version, which oncebox hands to
+    Lua without a call per lookup: changes made earlier in the same call, by another
+    request in Lua, and by IPROTO writes to the system spaces must all show."""
+    p = admin_pair(servers)
+    # Within one call: a space created, then an index added, then dropped.
+    ev(p, "local s = box.schema.space.create('fresh') s:create_index('pk') box.space.fresh:insert{1} "
+          "box.space.fresh:create_index('second', {parts = {1, 'unsigned'}}) "
+          "local r = {box.space.fresh.index.second:select{}, box.space.fresh.index.second ~= nil} "
+          "box.space.fresh:drop() return r, box.space.fresh")
+    # A space object held across requests sees an index another request added.
+    ev(p, "held = box.schema.space.create('held') held:create_index('pk') return held.index[1]")
+    ev(p, "box.space.held:create_index('sk', {parts = {1, 'unsigned'}}) return box.space.held.index.sk.id")
+    ev(p, "return held.index.sk.id, held.index[1] ~= nil")
+    # An index made by an IPROTO INSERT into _index shows in Lua at the next lookup.
+    sid = ev(p, "return box.space.held.id")[1][0x30][0]
+    p(INSERT, {0x10: 288, 0x21: [sid, 2, "by_iproto", "tree", {"unique": True}, [[0, "unsigned"]]]})
+    ev(p, "return box.space.held.index.by_iproto.id, held.index.by_iproto ~= nil")
+    ev(p, "box.space.held:drop() return box.space.held")
