@@ -140,6 +140,8 @@ pub struct LuaRuntime {
 /// not by three string-keyed lookups per request.
 struct Hot {
     internal: Table,
+    /// The key `op`, made once (pushing a Rust `&str` interns it again at every call).
+    op_key: mlua::LuaString,
     fiber_request: Function,
     end_call: Function,
 }
@@ -204,7 +206,12 @@ impl LuaRuntime {
             return Ok(hot);
         }
         let internal: Table = self.lua.globals().get::<Table>("box")?.get("internal")?;
-        let hot = Hot { fiber_request: internal.get("fiber_request")?, end_call: internal.get("end_call")?, internal };
+        let hot = Hot {
+            fiber_request: internal.get("fiber_request")?,
+            end_call: internal.get("end_call")?,
+            op_key: self.lua.create_string("op")?,
+            internal,
+        };
         Ok(self.hot.get_or_init(|| hot))
     }
 
@@ -237,10 +244,10 @@ impl LuaRuntime {
                 r
             })?;
             let hot = self.hot()?;
-            hot.internal.raw_set("op", op)?;
+            hot.internal.raw_set(&hot.op_key, op)?;
             let r = f(&self.lua);
             let in_txn: bool = hot.end_call.call(())?;
-            hot.internal.raw_set("op", Value::Nil)?;
+            hot.internal.raw_set(&hot.op_key, Value::Nil)?;
             match r {
                 Ok(Ok(_)) if in_txn => {
                     Ok(Err(BoxError::new(code::FUNCTION_TX_ACTIVE, "Transaction is active at return from function")))
