@@ -77,14 +77,29 @@ impl std::fmt::Debug for FjallStore {
     }
 }
 
+/// Block cache of each fjall database. The engine holds every row in memory, so
+/// fjall's tables are read at start (one scan of the rows) and by checkpoints
+/// (the log, mostly still in its memtable): fjall's default, 32 MiB a database,
+/// was memory spent on nothing.
+const BLOCK_CACHE_BYTES: u64 = 4 * 1024 * 1024;
+
+/// The log keyspace's memtable size (fjall's default is 64 MiB): room for the
+/// groups between two checkpoints ([`super::wal::CHECKPOINT_AFTER_BYTES`]) and
+/// as much again. Kept by fjall from the keyspace's creation: older directories
+/// keep the size they were made with.
+const LOG_MEMTABLE_BYTES: u64 = 2 * super::wal::CHECKPOINT_AFTER_BYTES as u64;
+
 impl FjallStore {
     /// Opens (or creates) the log database at `log_path` and the rows database at
     /// `rows_path`, moving the rows of a format-1 directory over first.
     pub fn open(log_path: &Path, rows_path: &Path, mode: WalMode) -> Result<Self, StoreError> {
         // The journal is written uncompressed: commit groups are mostly fresh tuples,
         // and compressing them cost the WAL thread a third of its time.
-        let db = Database::builder(log_path).journal_compression(CompressionType::None).open()?;
-        let rows_db = Database::builder(rows_path).open()?;
+        let db = Database::builder(log_path)
+            .journal_compression(CompressionType::None)
+            .cache_size(BLOCK_CACHE_BYTES)
+            .open()?;
+        let rows_db = Database::builder(rows_path).cache_size(BLOCK_CACHE_BYTES).open()?;
         let rows = rows_db.keyspace("rows", || {
             KeyspaceCreateOptions::default().compaction_strategy(std::sync::Arc::new(
                 fjall::compaction::Leveled::default().with_l0_threshold(ROWS_L0_TABLES),
@@ -94,7 +109,7 @@ impl FjallStore {
             move_rows(&db, &rows_db, &rows)?;
         }
         let meta = db.keyspace("meta", KeyspaceCreateOptions::default)?;
-        let log = db.keyspace("log", KeyspaceCreateOptions::default)?;
+        let log = db.keyspace("log", || KeyspaceCreateOptions::default().max_memtable_size(LOG_MEMTABLE_BYTES))?;
         let durability = match mode {
             WalMode::None => None,
             // Out of the process's buffers into the OS: survives kill -9.
