@@ -363,8 +363,9 @@ pub struct Window {
 #[derive(Debug)]
 struct Aged {
     tuple: Tuple,
-    /// The commit group the record was written in (None: durable when written).
-    ticket: Option<u64>,
+    /// The commit group the record was written in; 0 when it was durable when
+    /// written (tickets start at 1). Not an `Option`: 8 bytes less per record.
+    ticket: u64,
 }
 
 /// Why a record was evicted.
@@ -401,7 +402,7 @@ impl Window {
         let durable = self.durable;
         let pending: Vec<Aged> = std::mem::take(&mut self.ages)
             .into_iter()
-            .filter(|a| a.ticket.is_some_and(|t| t > durable) && is_current(engine, &a.tuple))
+            .filter(|a| a.ticket > durable && is_current(engine, &a.tuple))
             .collect();
         let pending_at: std::collections::HashSet<*const u8> =
             pending.iter().map(|a| Rc::as_ptr(&a.tuple).cast::<u8>()).collect();
@@ -411,7 +412,7 @@ impl Window {
             .collect();
         settled.sort_by_key(|(created, _)| *created);
         self.total_size = records(engine).filter_map(|t| Head::of(t)).map(|h| h.size).sum();
-        self.ages = settled.into_iter().map(|(_, tuple)| Aged { tuple, ticket: None }).chain(pending).collect();
+        self.ages = settled.into_iter().map(|(_, tuple)| Aged { tuple, ticket: 0 }).chain(pending).collect();
     }
 
     /// Remembered records: (count, bytes).
@@ -441,7 +442,7 @@ impl Window {
         self.ages
             .iter()
             .rev()
-            .map_while(|a| a.ticket.filter(|t| *t > self.durable).map(|t| (a, t)))
+            .map_while(|a| (a.ticket > self.durable).then_some((a, a.ticket)))
             .find(|(a, _)| Rc::ptr_eq(&a.tuple, record))
             .map(|(_, t)| t)
     }
@@ -458,7 +459,7 @@ impl Window {
         let tuple = engine.put_idempotency_record(record.user_id, &record.token, record.to_tuple())?;
         self.total_size += record.size();
         self.stats.executed += 1;
-        self.ages.push_back(Aged { tuple, ticket });
+        self.ages.push_back(Aged { tuple, ticket: ticket.unwrap_or(0) });
         Ok(())
     }
 
@@ -469,7 +470,7 @@ impl Window {
 
     /// The WAL failed: the records not yet durable were undone.
     pub fn forget_in_flight(&mut self, engine: &Engine) {
-        while self.ages.back().is_some_and(|a| a.ticket.is_some_and(|t| t > self.durable)) {
+        while self.ages.back().is_some_and(|a| a.ticket > self.durable) {
             self.ages.pop_back();
         }
         self.recount(engine);
@@ -503,7 +504,7 @@ impl Window {
             } else {
                 break;
             };
-            if ticket.is_some_and(|t| t > self.durable) {
+            if ticket > self.durable {
                 break;
             }
             if let Err(e) = engine.remove_tuple(SPACE_ID, &tuple) {
