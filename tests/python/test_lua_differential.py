@@ -44,12 +44,18 @@ function echo(...) return ... end
 def start_pair(setup):
     """Real Tarantool 2.6 and oncebox, each after running `setup` as admin."""
     real, ours = start_tarantool(), start_oncebox()
-    for inst in (real, ours):
-        c = Raw(inst.host, inst.port)
-        assert c.auth("admin", ADMIN_PASSWORD)[0][0] == 0
-        h, b, _ = c.request(EVAL, {0x27: setup, 0x21: []})
-        assert h[0] == 0, (inst.kind, b)
-        c.close()
+    try:
+        for inst in (real, ours):
+            c = Raw(inst.host, inst.port)
+            assert c.auth("admin", ADMIN_PASSWORD)[0][0] == 0
+            h, b, _ = c.request(EVAL, {0x27: setup, 0x21: []})
+            assert h[0] == 0, (inst.kind, b)
+            c.close()
+    except BaseException:
+        # A failed setup must not leave both servers running.
+        real.stop()
+        ours.stop()
+        raise
     return real, ours
 
 
