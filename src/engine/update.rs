@@ -50,7 +50,7 @@ pub struct Op<'a> {
     kind: OpKind<'a>,
 }
 
-fn arg_type(op: u8, field: &str, expected: &str) -> BoxError {
+fn arg_type(op: u8, field: impl std::fmt::Display, expected: &str) -> BoxError {
     BoxError::new(
         code::UPDATE_ARG_TYPE,
         format!(
@@ -130,22 +130,22 @@ pub fn parse_ops(ops: &[u8], index_base: u32) -> BoxResult<Vec<Op<'_>>> {
                     ))
                 }
                 Ok(Integer::Unsigned(c)) => OpKind::Delete(c),
-                _ => return Err(arg_type(op, &label(), "a positive integer")),
+                _ => return Err(arg_type(op, label(), "a positive integer")),
             },
             b'+' | b'-' => {
                 let Some(num) = read_num(&mut r) else {
-                    return Err(arg_type(op, &label(), "a number"));
+                    return Err(arg_type(op, label(), "a number"));
                 };
                 OpKind::Arith(op, num)
             }
             b'&' | b'|' | b'^' => match r.read_integer() {
                 Ok(Integer::Unsigned(u)) => OpKind::Bit(op, u),
-                _ => return Err(arg_type(op, &label(), "a positive integer")),
+                _ => return Err(arg_type(op, label(), "a positive integer")),
             },
             _ => {
-                let offset = r.read_int().map_err(|_| arg_type(op, &label(), "an integer"))?;
-                let cut = r.read_int().map_err(|_| arg_type(op, &label(), "an integer"))?;
-                let paste = r.read_str().map_err(|_| arg_type(op, &label(), "a string"))?;
+                let offset = r.read_int().map_err(|_| arg_type(op, label(), "an integer"))?;
+                let cut = r.read_int().map_err(|_| arg_type(op, label(), "an integer"))?;
+                let paste = r.read_str().map_err(|_| arg_type(op, label(), "a string"))?;
                 let offset = if offset >= 0 { offset - i64::from(index_base) } else { offset };
                 OpKind::Splice { offset, cut, paste }
             }
@@ -247,7 +247,7 @@ fn apply_one(slot: &mut Slot<'_>, kind: &OpKind<'_>, label: usize) -> BoxResult<
         OpKind::Arith(op, arg) => {
             let mut r = Reader::new(&slot.bytes);
             let Some(cur) = read_num(&mut r) else {
-                return Err(arg_type(*op, &label.to_string(), "a number"));
+                return Err(arg_type(*op, label, "a number"));
             };
             let result = match (cur, *arg) {
                 (Num::Int(a), Num::Int(b)) => {
@@ -273,7 +273,7 @@ fn apply_one(slot: &mut Slot<'_>, kind: &OpKind<'_>, label: usize) -> BoxResult<
         }
         OpKind::Bit(op, arg) => {
             let Ok(Integer::Unsigned(cur)) = Reader::new(&slot.bytes).read_integer() else {
-                return Err(arg_type(*op, &label.to_string(), "a positive integer"));
+                return Err(arg_type(*op, label, "a positive integer"));
             };
             let v = match op {
                 b'&' => cur & arg,
@@ -286,7 +286,7 @@ fn apply_one(slot: &mut Slot<'_>, kind: &OpKind<'_>, label: usize) -> BoxResult<
         }
         OpKind::Splice { offset, cut, paste } => {
             let Ok(s) = Reader::new(&slot.bytes).read_str() else {
-                return Err(arg_type(b':', &label.to_string(), "a string"));
+                return Err(arg_type(b':', label, "a string"));
             };
             let len = i64::try_from(s.len()).unwrap_or(i64::MAX);
             let mut offset = *offset;

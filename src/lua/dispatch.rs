@@ -23,6 +23,8 @@ use crate::protocol::request::{Delete, Select, Update, Upsert};
 
 /// What one call into the engine needs: the engine, the idempotency window, and whose rights apply.
 pub struct Context<'a> {
+    /// `box.internal`, as the runtime found it at its first request.
+    pub internal: &'a Table,
     /// The engine.
     pub engine: &'a mut Engine,
     /// The idempotency window.
@@ -48,12 +50,11 @@ pub struct Context<'a> {
 /// Puts the engine's schema version in `box.internal.schema` when Lua's copy is
 /// stale, so that `box.space.<name>` checks its cache without a call into Rust.
 /// Called on every Lua entry with the engine bound and after every operation.
-pub fn publish_schema(lua: &Lua, cx: &mut Context<'_>) -> mlua::Result<()> {
+pub fn publish_schema(cx: &mut Context<'_>) -> mlua::Result<()> {
     let version = cx.engine.schema_version();
     if version != cx.schema_seen {
-        let internal: Table = lua.globals().get::<Table>("box")?.get("internal")?;
         #[allow(clippy::cast_precision_loss, reason = "schema versions stay far below 2^53")]
-        internal.raw_set("schema", version as f64)?;
+        cx.internal.raw_set("schema", version as f64)?;
         cx.schema_seen = version;
     }
     Ok(())
@@ -162,7 +163,7 @@ pub fn dispatch(lua: &Lua, cx: &mut Context<'_>, args: MultiValue) -> mlua::Resu
     let args: Vec<Value> = args.into_iter().collect();
     let op: String = arg(lua, &args, 0)?;
     let result = run(lua, cx, &op, &args);
-    publish_schema(lua, cx)?;
+    publish_schema(cx)?;
     match result {
         Ok(v) => Ok(MultiValue::from_vec(vec![Value::Boolean(true), v])),
         Err(Failure::Box(e)) => {

@@ -222,7 +222,12 @@ impl LuaRuntime {
         f: impl FnOnce(&Lua) -> mlua::Result<BoxResult<T>>,
     ) -> (mlua::Result<BoxResult<T>>, Option<u64>) {
         let wait_for = std::cell::Cell::new(None);
+        let hot = match self.hot() {
+            Ok(hot) => hot,
+            Err(e) => return (Err(e), None),
+        };
         let mut cx = Context {
+            internal: &hot.internal,
             engine: &mut *host.engine,
             window: &mut *host.window,
             creds: caller.creds.clone(),
@@ -234,7 +239,7 @@ impl LuaRuntime {
             wait_for: None,
             schema_seen: self.schema_seen.get(),
         };
-        if let Err(e) = dispatch::publish_schema(&self.lua, &mut cx) {
+        if let Err(e) = dispatch::publish_schema(&mut cx) {
             return (Err(e), None);
         }
         let result = self.lua.scope(|scope| {
@@ -243,7 +248,6 @@ impl LuaRuntime {
                 wait_for.set(cx.wait_for);
                 r
             })?;
-            let hot = self.hot()?;
             hot.internal.raw_set(&hot.op_key, op)?;
             let r = f(&self.lua);
             let in_txn: bool = hot.end_call.call(())?;

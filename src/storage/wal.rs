@@ -111,8 +111,8 @@ fn run(store: &FjallStore, rx: &Receiver<WalRequest>, done: &dyn Fn(WalDone)) {
             failed = checkpoints.failure();
         }
         if failed.is_none() {
-            logged += group.len();
             let appended = group.len();
+            logged += appended;
             if budget == Some(0) {
                 failed = Some("injected I/O error".into());
             } else if let Err(e) = store.append(seq, group) {
