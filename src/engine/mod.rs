@@ -14,7 +14,6 @@ pub mod value;
 
 use crate::id_map::IdMap;
 use std::cell::RefCell;
-use std::collections::BTreeMap;
 use std::rc::Rc;
 
 use access::{access_name, privilege, user_id, Credentials, Grant, ObjectType};
@@ -64,7 +63,8 @@ impl Change {
 
 /// The engine: every space, plus caches derived from the catalogue.
 pub struct Engine {
-    spaces: BTreeMap<u32, Space>,
+    /// By id; every request looks its space up here, so a hash map, not a tree.
+    spaces: IdMap<u32, Space>,
     schema_version: u64,
     creds: RefCell<IdMap<u32, Rc<Credentials>>>,
     changes: Vec<Change>,
@@ -120,7 +120,9 @@ impl Engine {
     /// This is what a new data directory is initialized with.
     pub fn all_rows(&self) -> Vec<Change> {
         let mut out = Vec::new();
-        for space in self.spaces.values().filter(|s| !s.def.temporary) {
+        let mut spaces: Vec<&Space> = self.spaces.values().filter(|s| !s.def.temporary).collect();
+        spaces.sort_by_key(|s| s.def.id);
+        for space in spaces {
             let Some(pk) = space.primary() else { continue };
             for t in pk.iter() {
                 if let Ok(key) = split(t).and_then(|f| pk.entry_key(&f)) {
@@ -136,7 +138,7 @@ impl Engine {
         space_rows: impl Iterator<Item = &'a [u8]>,
         index_rows: impl Iterator<Item = &'a [u8]>,
     ) -> BoxResult<Self> {
-        let mut spaces = BTreeMap::new();
+        let mut spaces = IdMap::default();
         for t in space_rows {
             let def = catalog::parse_space(t)?;
             spaces.insert(def.id, Space::new(def));
@@ -305,7 +307,7 @@ impl Engine {
         self.spaces.get_mut(&id).ok_or_else(|| BoxError::no_such_space(&id.to_string()))
     }
 
-    /// Every space, by id.
+    /// Every space, in no particular order.
     pub fn spaces(&self) -> impl Iterator<Item = &Space> {
         self.spaces.values()
     }
