@@ -158,18 +158,29 @@ impl Space {
                 format!("Tuple field {} required by space format is missing", missing + 1),
             ));
         }
-        for (i, raw) in fields.iter().enumerate() {
-            let ty = Reader::new(raw).peek_type().map_err(|_| BoxError::invalid_msgpack("tuple"))?;
-            if let Some(f) = self.def.format.get(i) {
-                if !(f.ty.accepts(ty) || (ty == MpType::Nil && f.nullable)) {
-                    return Err(BoxError::field_type(&(i + 1).to_string(), f.ty.name()));
-                }
+        // The first field (in field order) a format entry or an index part rejects;
+        // on one field the format is checked before the parts, the parts in index order.
+        let mut rejected: Option<(usize, FieldType)> = None;
+        let type_of = |i: usize| Reader::new(fields[i]).peek_type().map_err(|_| BoxError::invalid_msgpack("tuple"));
+        for (i, f) in self.def.format.iter().enumerate().take(fields.len()) {
+            let ty = type_of(i)?;
+            if !(f.ty.accepts(ty) || (ty == MpType::Nil && f.nullable)) {
+                rejected = Some((i, f.ty));
+                break;
             }
-            for part in self.parts_on_field(i) {
-                if !(part.ty.accepts(ty) || (ty == MpType::Nil && part.nullable)) {
-                    return Err(BoxError::field_type(&(i + 1).to_string(), part.ty.name()));
-                }
+        }
+        for part in self.indexes.values().flat_map(|ix| ix.def.parts.iter()) {
+            let i = part.field_no as usize;
+            if i >= fields.len() || rejected.is_some_and(|(first, _)| first <= i) {
+                continue;
             }
+            let ty = type_of(i)?;
+            if !(part.ty.accepts(ty) || (ty == MpType::Nil && part.nullable)) {
+                rejected = Some((i, part.ty));
+            }
+        }
+        if let Some((i, ty)) = rejected {
+            return Err(BoxError::field_type(&(i + 1).to_string(), ty.name()));
         }
         Ok(fields)
     }
