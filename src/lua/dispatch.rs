@@ -80,9 +80,19 @@ pub struct ExitRequest(pub i32);
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Serving(pub bool);
 
-/// Number of `box.ctl.on_iproto_request` triggers, kept as Lua app data.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct IprotoTriggers(pub usize);
+/// What Lua tells the executor about every request, shared with the runtime
+/// (an `Rc` in the app data): read per request without an app-data lookup.
+#[derive(Debug, Default)]
+pub struct Signals {
+    /// `box.session.push` queued something since the last [`Pushes`] were taken.
+    pub pushed: std::cell::Cell<bool>,
+    /// Number of `box.ctl.on_iproto_request` triggers.
+    pub iproto_triggers: std::cell::Cell<usize>,
+}
+
+fn signals(lua: &Lua) -> Option<std::rc::Rc<Signals>> {
+    lua.app_data_ref::<std::rc::Rc<Signals>>().map(|s| std::rc::Rc::clone(&s))
+}
 
 fn arg<T: mlua::FromLua>(lua: &Lua, args: &[Value], i: usize) -> mlua::Result<T> {
     T::from_lua(args.get(i).cloned().unwrap_or(Value::Nil), lua)
@@ -365,6 +375,9 @@ fn run(lua: &Lua, cx: &mut Context<'_>, op: &str, args: &[Value]) -> Result<Valu
             let mut pushes = lua.remove_app_data::<Pushes>().unwrap_or_default();
             pushes.0.push(item);
             lua.set_app_data(pushes);
+            if let Some(s) = signals(lua) {
+                s.pushed.set(true);
+            }
             Value::Boolean(true)
         }
         "max_tuple_size" => {
@@ -414,7 +427,10 @@ fn run(lua: &Lua, cx: &mut Context<'_>, op: &str, args: &[Value]) -> Result<Valu
             Value::Nil
         }
         "iproto_triggers" => {
-            lua.set_app_data(IprotoTriggers(arg(lua, args, 1)?));
+            let count: usize = arg(lua, args, 1)?;
+            if let Some(s) = signals(lua) {
+                s.iproto_triggers.set(count);
+            }
             Value::Nil
         }
         "txn_mark" => Value::Integer(i64::try_from(engine.pending_changes()).unwrap_or(0)),

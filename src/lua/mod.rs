@@ -134,6 +134,8 @@ pub struct LuaRuntime {
     hot: std::cell::OnceCell<Hot>,
     /// The schema version in `box.internal.schema` (`u64::MAX`: none yet).
     schema_seen: std::cell::Cell<u64>,
+    /// Flags Lua sets for the executor (also in the app data, where Lua sets them).
+    signals: std::rc::Rc<dispatch::Signals>,
 }
 
 /// `box.internal` and the functions of it every CALL/EVAL goes through: found once,
@@ -193,7 +195,9 @@ impl LuaRuntime {
         for (name, source) in MODULES {
             lua.load(source).set_name(name).exec().map_err(|e| lua_err(&e))?;
         }
-        Ok(Self { lua, hot: std::cell::OnceCell::new(), schema_seen: std::cell::Cell::new(u64::MAX) })
+        let signals = std::rc::Rc::new(dispatch::Signals::default());
+        lua.set_app_data(std::rc::Rc::clone(&signals));
+        Ok(Self { lua, hot: std::cell::OnceCell::new(), schema_seen: std::cell::Cell::new(u64::MAX), signals })
     }
 
     /// Runs `f` with `box.internal.op` bound to `engine` as `creds`.
@@ -521,6 +525,9 @@ impl LuaRuntime {
 
     /// Takes the values `box.session.push` queued during the last call (msgpack each).
     pub fn take_pushes(&self) -> Vec<Vec<u8>> {
+        if !self.signals.pushed.replace(false) {
+            return Vec::new();
+        }
         self.lua.remove_app_data::<dispatch::Pushes>().map(|p| p.0).unwrap_or_default()
     }
 
@@ -533,7 +540,7 @@ impl LuaRuntime {
     /// Whether any `box.ctl.on_iproto_request` trigger is set (none: no cost per request).
     #[must_use]
     pub fn has_iproto_triggers(&self) -> bool {
-        self.lua.app_data_ref::<dispatch::IprotoTriggers>().is_some_and(|t| t.0 > 0)
+        self.signals.iproto_triggers.get() > 0
     }
 
     /// Whether `box.session.on_<kind>` triggers are set (`connect`, `disconnect`, `auth`).
