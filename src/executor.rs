@@ -26,7 +26,7 @@ use crate::idempotency::{self as idem, fingerprint, Mode, Record, Window};
 use crate::lua::{Caller, DueFiber, FiberKind, HeaderValue, Host, LuaRuntime, Resumed, Shape, Step};
 use crate::protocol::frame::FrameError;
 use crate::protocol::header::Header;
-use crate::protocol::request::{self, Request};
+use crate::protocol::request::{Decoded, Request};
 use crate::protocol::{request_type, response};
 use crate::script::ScriptEvent;
 use crate::storage::group;
@@ -109,6 +109,10 @@ pub enum TxMessage {
 
 /// One packet read from a connection.
 #[derive(Debug)]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "nearly every packet is a Request; boxing it would cost an allocation per request"
+)]
 pub enum Inbound {
     /// A request with a decoded header.
     Request {
@@ -116,6 +120,8 @@ pub enum Inbound {
         header: Header,
         /// The whole packet (header and body).
         packet: Bytes,
+        /// The body, read and checked by the network thread.
+        decoded: Decoded,
         /// The request's fingerprint, worked out by the network thread when the
         /// packet carries a token (see [`fingerprint::of_packet`]).
         fingerprint: Option<[u8; 32]>,
@@ -632,8 +638,8 @@ impl Executor {
             TxMessage::Requests { session_id, packets } => {
                 for packet in packets {
                     match packet {
-                        Inbound::Request { header, packet, fingerprint } => {
-                            self.request(session_id, &header, &packet, fingerprint);
+                        Inbound::Request { header, packet, decoded, fingerprint } => {
+                            self.request(session_id, &header, &packet, &decoded, fingerprint);
                         }
                         Inbound::BadHeader { sync } => {
                             let sv = self.engine.schema_version();
@@ -820,6 +826,7 @@ impl Executor {
         header: &Header,
         packet: &[u8],
         body: &'a [u8],
+        decoded: &Decoded,
         fingerprint: Option<[u8; 32]>,
     ) -> BoxResult<Tokened<'a>> {
         let Some(range) = header.idempotent_token.clone() else { return Ok(Tokened::Plain) };
@@ -850,7 +857,7 @@ impl Executor {
             self.window.stats.rejections += 1;
             BoxError::new(idem::code::TOKEN_INVALID, format!("Invalid idempotency token: {}", e.0))
         })?;
-        let Some(req) = request::parse(header.request_type, body)? else {
+        let Some(req) = decoded.request(body)? else {
             return Err(BoxError::unknown_request_type(header.request_type));
         };
         // Rights are checked on the replay path too: a token never bypasses a grant.
@@ -890,7 +897,14 @@ impl Executor {
         }
     }
 
-    fn request(&mut self, session_id: u64, header: &Header, packet: &Bytes, fingerprint: Option<[u8; 32]>) {
+    fn request(
+        &mut self,
+        session_id: u64,
+        header: &Header,
+        packet: &Bytes,
+        decoded: &Decoded,
+        fingerprint: Option<[u8; 32]>,
+    ) {
         let Some(session) = self.sessions.get(&session_id) else { return };
         let (user, salt) = (session.user_id, session.salt);
         let body = packet.get(header.body_offset..).unwrap_or(&[]);
@@ -901,7 +915,7 @@ impl Executor {
             Err(BoxError::wrong_schema_version(sv, header.schema_version))
         } else {
             self.iproto_triggers(session_id, user, header, packet)
-                .and_then(|()| self.tokened(user, header, packet, body, fingerprint))
+                .and_then(|()| self.tokened(user, header, packet, body, decoded, fingerprint))
         };
         let (owner, parsed) = match gate {
             Ok(Tokened::Plain) => (None, None),
@@ -932,7 +946,8 @@ impl Executor {
         // A tokened request was parsed already, to fingerprint it.
         let req = match parsed {
             Some(req) => Ok(req),
-            None => request::parse(header.request_type, body)
+            None => decoded
+                .request(body)
                 .and_then(|req| req.ok_or_else(|| BoxError::unknown_request_type(header.request_type))),
         };
         let mut result = req.and_then(|req| self.execute(session_id, user, &salt, header, req, &mut reply));

@@ -9,7 +9,7 @@ use sha2::{Digest, Sha256};
 
 use crate::protocol::header::Header;
 use crate::protocol::msgpack::{write, Integer, MpType, Reader};
-use crate::protocol::request::Request;
+use crate::protocol::request::{Decoded, Request};
 
 /// Nesting beyond this depth is hashed as raw bytes (bounded recursion).
 const MAX_CANONICAL_DEPTH: usize = 64;
@@ -34,17 +34,17 @@ pub fn of(req: &Request<'_>) -> [u8; 32] {
     Sha256::digest(&c).into()
 }
 
-/// The fingerprint of a tokened write packet, or `None` when the packet has no
-/// token, is not a write, or its body does not parse (the TX thread then reports
-/// the error). Pure: the network thread works it out, off the TX thread.
+/// The fingerprint of a tokened write packet whose body `body` was decoded into
+/// `decoded`, or `None` when the packet has no token, is not a write, or its body
+/// does not parse (the TX thread then reports the error). Pure: the network
+/// thread works it out, off the TX thread.
 #[must_use]
-pub fn of_packet(header: &Header, packet: &[u8]) -> Option<[u8; 32]> {
+pub fn of_packet(header: &Header, body: &[u8], decoded: &Decoded) -> Option<[u8; 32]> {
     header.idempotent_token.as_ref()?;
     if !super::is_write_type(header.request_type) {
         return None;
     }
-    let body = packet.get(header.body_offset..)?;
-    let req = crate::protocol::request::parse(header.request_type, body).ok()??;
+    let req = decoded.request(body).ok()??;
     Some(of(&req))
 }
 
@@ -179,14 +179,19 @@ mod tests {
     #[test]
     fn a_packet_fingerprint_is_the_parsed_requests_and_only_for_tokened_writes() {
         let tuple = [0x91, 0x01];
+        let fingerprint = |header: &Header, p: &[u8]| {
+            let body = &p[header.body_offset..];
+            of_packet(header, body, &crate::protocol::request::decode(header.request_type, body))
+        };
         let (header, p) = packet(0x03, true, &tuple);
         let replace = of(&Request::Replace(Write { space_id: 512, tuple: &tuple }));
-        assert_eq!(of_packet(&header, &p), Some(replace));
+        assert_eq!(fingerprint(&header, &p), Some(replace));
         let (plain, p) = packet(0x03, false, &tuple);
-        assert_eq!(of_packet(&plain, &p), None, "no token: nothing to work out");
+        assert_eq!(fingerprint(&plain, &p), None, "no token: nothing to work out");
         let (select, p) = packet(0x01, true, &tuple);
-        assert_eq!(of_packet(&select, &p), None, "a read ignores its token");
+        assert_eq!(fingerprint(&select, &p), None, "a read ignores its token");
         let (broken, p) = packet(0x03, true, &[0x92, 0x01]);
-        assert_eq!(of_packet(&broken, &p[..p.len() - 1]), None, "a body that does not parse is left to the TX thread");
+        let p = &p[..p.len() - 1];
+        assert_eq!(fingerprint(&broken, p), None, "a body that does not parse is left to the TX thread");
     }
 }

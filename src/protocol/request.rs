@@ -132,21 +132,54 @@ pub enum Request<'a> {
     Auth(Auth<'a>),
 }
 
+/// Where a value sits in a request body (`start..end`), so the bytes can be found
+/// again in the body without reading it.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+struct Span {
+    start: u32,
+    end: u32,
+}
+
+impl Span {
+    fn new(start: usize, end: usize) -> Self {
+        // Packets are far below 4 GiB (max_packet_size); a bad span reads as empty.
+        Self { start: u32::try_from(start).unwrap_or(u32::MAX), end: u32::try_from(end).unwrap_or(0) }
+    }
+
+    fn of(self, body: &[u8]) -> &[u8] {
+        body.get(self.start as usize..self.end as usize).unwrap_or(&[])
+    }
+}
+
 /// Raw values of the body keys requests use.
-#[derive(Default)]
-struct Fields<'a> {
+#[derive(Debug, Default, Clone)]
+struct Fields {
     space_id: Option<u64>,
     index_id: Option<u64>,
     limit: Option<u64>,
     offset: Option<u64>,
     iterator: Option<u64>,
     index_base: Option<u64>,
-    key: Option<&'a [u8]>,
-    tuple: Option<&'a [u8]>,
-    function_name: Option<&'a [u8]>,
-    user_name: Option<&'a [u8]>,
-    expr: Option<&'a [u8]>,
-    ops: Option<&'a [u8]>,
+    key: Option<Span>,
+    tuple: Option<Span>,
+    function_name: Option<Span>,
+    user_name: Option<Span>,
+    expr: Option<Span>,
+    ops: Option<Span>,
+}
+
+/// A request body read and checked, kept as positions in the body.
+///
+/// Reading a body (checking every value, finding the keys a request uses) is most
+/// of the cost of decoding it; the network thread does it with [`decode`], and the
+/// TX thread builds the [`Request`] from the positions with [`Decoded::request`],
+/// as Tarantool's network thread decodes requests for its TX thread.
+#[derive(Debug, Clone)]
+pub struct Decoded {
+    request_type: u64,
+    /// `Ok(None)`: a request type oncebox does not serve. The error is boxed:
+    /// it is rare, and a `Decoded` travels in every inbound packet.
+    fields: Result<Option<Fields>, Box<BoxError>>,
 }
 
 fn bad_body() -> BoxError {
@@ -169,7 +202,7 @@ const fn wanted(keys: &[u8]) -> u64 {
 /// One pass over the body: every value, read or skipped, is validated on the way
 /// (skipping checks a value's whole structure), and bytes after the map are an
 /// error, so the body is checked as a whole as it is read.
-fn read_fields<'a>(body: &'a [u8], wanted: u64) -> BoxResult<Fields<'a>> {
+fn read_fields(body: &[u8], wanted: u64) -> BoxResult<Fields> {
     let mut f = Fields::default();
     if body.is_empty() {
         return Ok(f);
@@ -188,13 +221,19 @@ fn read_fields<'a>(body: &'a [u8], wanted: u64) -> BoxResult<Fields<'a>> {
             continue;
         };
         let ty = r.peek_type().map_err(|_| bad_body())?;
-        let uint = |r: &mut Reader<'a>| r.read_uint().map_err(|_| bad_body());
-        let of = |r: &mut Reader<'a>, want: MpType| {
-            if ty == want {
-                r.skip().map_err(|_| bad_body())
-            } else {
-                Err(bad_body())
+        let uint = |r: &mut Reader<'_>| r.read_uint().map_err(|_| bad_body());
+        let of = |r: &mut Reader<'_>, want: MpType| {
+            if ty != want {
+                return Err(bad_body());
             }
+            let start = r.position();
+            r.skip().map_err(|_| bad_body())?;
+            Ok(Span::new(start, r.position()))
+        };
+        // A string's span is its contents, without the header.
+        let str_span = |r: &mut Reader<'_>| {
+            let len = r.read_str().map_err(|_| bad_body())?.len();
+            Ok::<_, BoxError>(Span::new(r.position() - len, r.position()))
         };
         match k {
             key::SPACE_ID => f.space_id = Some(uint(&mut r)?),
@@ -206,9 +245,9 @@ fn read_fields<'a>(body: &'a [u8], wanted: u64) -> BoxResult<Fields<'a>> {
             key::KEY => f.key = Some(of(&mut r, MpType::Array)?),
             key::TUPLE => f.tuple = Some(of(&mut r, MpType::Array)?),
             key::OPS => f.ops = Some(of(&mut r, MpType::Array)?),
-            key::FUNCTION_NAME => f.function_name = Some(r.read_str().map_err(|_| bad_body())?),
-            key::USER_NAME => f.user_name = Some(r.read_str().map_err(|_| bad_body())?),
-            key::EXPR => f.expr = Some(r.read_str().map_err(|_| bad_body())?),
+            key::FUNCTION_NAME => f.function_name = Some(str_span(&mut r)?),
+            key::USER_NAME => f.user_name = Some(str_span(&mut r)?),
+            key::EXPR => f.expr = Some(str_span(&mut r)?),
             _ => {
                 r.skip().map_err(|_| bad_body())?;
             }
@@ -236,85 +275,103 @@ const EMPTY_ARRAY: &[u8] = &[0x90];
 /// Returns `Ok(None)` for a type oncebox does not serve (the caller answers
 /// ER_UNKNOWN_REQUEST_TYPE).
 pub fn parse(request_type: u64, body: &[u8]) -> BoxResult<Option<Request<'_>>> {
+    decode(request_type, body).request(body)
+}
+
+/// Reads and checks the body of a request of type `request_type` (the costly part
+/// of [`parse`]); [`Decoded::request`] gives the request, or the error.
+#[must_use]
+pub fn decode(request_type: u64, body: &[u8]) -> Decoded {
+    Decoded { request_type, fields: read_body(request_type, body).map_err(Box::new) }
+}
+
+fn read_body(request_type: u64, body: &[u8]) -> BoxResult<Option<Fields>> {
     use key::{
         EXPR, FUNCTION_NAME, INDEX_BASE, INDEX_ID, ITERATOR, KEY, LIMIT, OFFSET, OPS, SPACE_ID, TUPLE, USER_NAME,
     };
-    let req = match request_type {
+    let wanted = match request_type {
         rt::PING => {
             if !body.is_empty() {
                 check_value_as_msgpuck(body).map_err(|_| bad_body())?;
             }
-            Request::Ping
+            return Ok(Some(Fields::default()));
         }
         // 2.6 decodes a NOP's body as DML and fails; without a body NOP is unknown.
         rt::NOP if !body.is_empty() => return Err(bad_body()),
-        rt::SELECT => {
-            let f = read_fields(body, const { wanted(&[SPACE_ID, INDEX_ID, LIMIT, OFFSET, ITERATOR, KEY]) })?;
-            Request::Select(Select {
+        rt::SELECT => const { wanted(&[SPACE_ID, INDEX_ID, LIMIT, OFFSET, ITERATOR, KEY]) },
+        rt::INSERT | rt::REPLACE => const { wanted(&[SPACE_ID, TUPLE]) },
+        rt::UPDATE => const { wanted(&[SPACE_ID, INDEX_ID, KEY, TUPLE, INDEX_BASE]) },
+        rt::UPSERT => const { wanted(&[SPACE_ID, TUPLE, OPS, INDEX_BASE]) },
+        rt::DELETE => const { wanted(&[SPACE_ID, INDEX_ID, KEY]) },
+        rt::CALL | rt::CALL_16 => const { wanted(&[FUNCTION_NAME, TUPLE]) },
+        rt::EVAL => const { wanted(&[EXPR, TUPLE]) },
+        rt::AUTH => const { wanted(&[USER_NAME, TUPLE]) },
+        _ => return Ok(None),
+    };
+    read_fields(body, wanted).map(Some)
+}
+
+impl Decoded {
+    /// The request, its parts borrowed from `body` (the body [`decode`] read), or
+    /// the error reading it met; `Ok(None)` for a type oncebox does not serve.
+    pub fn request<'a>(&self, body: &'a [u8]) -> BoxResult<Option<Request<'a>>> {
+        let f = match &self.fields {
+            Ok(Some(f)) => f,
+            Ok(None) => return Ok(None),
+            Err(e) => return Err(BoxError::clone(e)),
+        };
+        let span = |v: Option<Span>, name: &str| need(v, name).map(|s| s.of(body));
+        let args = |v: Option<Span>| v.map_or(EMPTY_ARRAY, |s| s.of(body));
+        let req = match self.request_type {
+            rt::PING => Request::Ping,
+            rt::SELECT => Request::Select(Select {
                 space_id: id32(need(f.space_id, "space id")?),
                 index_id: id32(f.index_id.unwrap_or(0)),
                 limit: id32(need(f.limit, "limit")?),
                 offset: id32(f.offset.unwrap_or(0)),
                 iterator: f.iterator.unwrap_or(0),
-                key: need(f.key, "key")?,
-            })
-        }
-        rt::INSERT | rt::REPLACE => {
-            let f = read_fields(body, const { wanted(&[SPACE_ID, TUPLE]) })?;
-            let w = Write { space_id: id32(need(f.space_id, "space id")?), tuple: need(f.tuple, "tuple")? };
-            if request_type == rt::INSERT {
-                Request::Insert(w)
-            } else {
-                Request::Replace(w)
+                key: span(f.key, "key")?,
+            }),
+            rt::INSERT | rt::REPLACE => {
+                let w = Write { space_id: id32(need(f.space_id, "space id")?), tuple: span(f.tuple, "tuple")? };
+                if self.request_type == rt::INSERT {
+                    Request::Insert(w)
+                } else {
+                    Request::Replace(w)
+                }
             }
-        }
-        rt::UPDATE => {
-            let f = read_fields(body, const { wanted(&[SPACE_ID, INDEX_ID, KEY, TUPLE, INDEX_BASE]) })?;
-            Request::Update(Update {
+            rt::UPDATE => Request::Update(Update {
                 space_id: id32(need(f.space_id, "space id")?),
                 index_id: id32(f.index_id.unwrap_or(0)),
-                key: need(f.key, "key")?,
-                ops: need(f.tuple, "tuple")?,
+                key: span(f.key, "key")?,
+                ops: span(f.tuple, "tuple")?,
                 index_base: id32(f.index_base.unwrap_or(0)),
-            })
-        }
-        rt::UPSERT => {
-            let f = read_fields(body, const { wanted(&[SPACE_ID, TUPLE, OPS, INDEX_BASE]) })?;
-            Request::Upsert(Upsert {
+            }),
+            rt::UPSERT => Request::Upsert(Upsert {
                 space_id: id32(need(f.space_id, "space id")?),
-                tuple: need(f.tuple, "tuple")?,
-                ops: need(f.ops, "operations")?,
+                tuple: span(f.tuple, "tuple")?,
+                ops: span(f.ops, "operations")?,
                 index_base: id32(f.index_base.unwrap_or(0)),
-            })
-        }
-        rt::DELETE => {
-            let f = read_fields(body, const { wanted(&[SPACE_ID, INDEX_ID, KEY]) })?;
-            Request::Delete(Delete {
+            }),
+            rt::DELETE => Request::Delete(Delete {
                 space_id: id32(need(f.space_id, "space id")?),
                 index_id: id32(f.index_id.unwrap_or(0)),
-                key: need(f.key, "key")?,
-            })
-        }
-        rt::CALL | rt::CALL_16 => {
-            let f = read_fields(body, const { wanted(&[FUNCTION_NAME, TUPLE]) })?;
-            let c = Call { name: need(f.function_name, "function name")?, args: f.tuple.unwrap_or(EMPTY_ARRAY) };
-            if request_type == rt::CALL {
-                Request::Call(c)
-            } else {
-                Request::Call16(c)
+                key: span(f.key, "key")?,
+            }),
+            rt::CALL | rt::CALL_16 => {
+                let c = Call { name: span(f.function_name, "function name")?, args: args(f.tuple) };
+                if self.request_type == rt::CALL {
+                    Request::Call(c)
+                } else {
+                    Request::Call16(c)
+                }
             }
-        }
-        rt::EVAL => {
-            let f = read_fields(body, const { wanted(&[EXPR, TUPLE]) })?;
-            Request::Eval(Call { name: need(f.expr, "expression")?, args: f.tuple.unwrap_or(EMPTY_ARRAY) })
-        }
-        rt::AUTH => {
-            let f = read_fields(body, const { wanted(&[USER_NAME, TUPLE]) })?;
-            Request::Auth(Auth { user: need(f.user_name, "user name")?, tuple: need(f.tuple, "tuple")? })
-        }
-        _ => return Ok(None),
-    };
-    Ok(Some(req))
+            rt::EVAL => Request::Eval(Call { name: span(f.expr, "expression")?, args: args(f.tuple) }),
+            rt::AUTH => Request::Auth(Auth { user: span(f.user_name, "user name")?, tuple: span(f.tuple, "tuple")? }),
+            _ => return Ok(None),
+        };
+        Ok(Some(req))
+    }
 }
 
 #[cfg(test)]
@@ -346,6 +403,27 @@ mod tests {
         let e = parse(rt::SELECT, &body).unwrap_err();
         assert_eq!(e.message, "Missing mandatory field 'limit' in request");
         assert_eq!(parse(rt::SELECT, &[0x92, 0x01, 0x02]).unwrap_err().code, code::INVALID_MSGPACK);
+    }
+
+    #[test]
+    fn a_decoded_body_gives_its_parts_and_errors_later() {
+        // {0x22: "f.x", 0x21: [1]}: the name is the string's contents.
+        let body = [0x82, 0x22, 0xa3, b'f', b'.', b'x', 0x21, 0x91, 0x01];
+        let decoded = decode(rt::CALL, &body);
+        let want = Request::Call(Call { name: b"f.x", args: &[0x91, 0x01] });
+        assert_eq!(decoded.request(&body).unwrap(), Some(want.clone()));
+        assert_eq!(decoded.request(&body).unwrap(), Some(want), "a decoded body can be asked again");
+        // Without args, CALL gets an empty array.
+        let body = [0x81, 0x22, 0xa1, b'f'];
+        let Some(Request::Call(c)) = decode(rt::CALL, &body).request(&body).unwrap() else { panic!() };
+        assert_eq!(c.args, EMPTY_ARRAY);
+        // A bad body's error is kept until the request is asked for.
+        let decoded = decode(rt::REPLACE, &[0x81, 0x10]);
+        assert_eq!(decoded.request(&[]).unwrap_err().code, code::INVALID_MSGPACK);
+        // PING with a truncated body; NOP with a body.
+        assert_eq!(decode(rt::PING, &[0x81]).request(&[0x81]).unwrap_err().code, code::INVALID_MSGPACK);
+        assert_eq!(decode(rt::NOP, &[0x80]).request(&[0x80]).unwrap_err().code, code::INVALID_MSGPACK);
+        assert_eq!(decode(rt::NOP, &[]).request(&[]).unwrap(), None);
     }
 
     #[test]

@@ -14,7 +14,7 @@ use super::ServerConfig;
 use crate::executor::{Inbound, Outgoing, TxMessage};
 use crate::idempotency::fingerprint;
 use crate::protocol::codec::{CodecError, PacketCodec};
-use crate::protocol::{greeting, header, REPORTED_VERSION};
+use crate::protocol::{greeting, header, request, REPORTED_VERSION};
 
 /// Serves one TCP connection until either side closes it.
 pub(super) async fn run(
@@ -104,8 +104,11 @@ async fn read_requests<R: AsyncRead + Unpin>(
             match codec.decode(&mut buf) {
                 Ok(Some(packet)) => packets.push(match header::parse(&packet) {
                     Ok(header) => {
-                        let fingerprint = fingerprint::of_packet(&header, &packet);
-                        Inbound::Request { header, packet, fingerprint }
+                        // The body is read here, off the serial TX thread.
+                        let body = packet.get(header.body_offset..).unwrap_or(&[]);
+                        let decoded = request::decode(header.request_type, body);
+                        let fingerprint = fingerprint::of_packet(&header, body, &decoded);
+                        Inbound::Request { header, packet, decoded, fingerprint }
                     }
                     Err(e) => Inbound::BadHeader { sync: e.sync },
                 }),
