@@ -150,31 +150,58 @@ def bench(server, *args):
     return json.loads(lines[-1]) if lines else None
 
 
+def settle_all(servers):
+    """Waits until every server is idle (see Server.settle); returns the seconds waited."""
+    waited = 0.0
+    for _ in range(3):
+        spent = [s.settle() for s in servers]
+        waited += sum(spent)
+        if all(t < 0.6 for t in spent):
+            break  # each was idle at once: none is catching up on work another's wait allowed
+    return waited
+
+
+def median_round(rounds):
+    """The round with the median throughput, with every round's ops/s beside it."""
+    pick = dict(sorted(rounds, key=lambda r: r["ops_per_sec"])[len(rounds) // 2])
+    pick["rounds_ops_per_sec"] = [r["ops_per_sec"] for r in rounds]
+    return pick
+
+
 def throughput(args):
+    """Both servers of a mode run side by side; each workload runs in `args.rounds`
+    rounds, and in each round on both servers one after the other, the first server
+    alternating, so that a change in the shared machine's speed during the run falls
+    on both alike. A workload's figure is its median round."""
     results = {}
+    kinds = ("tarantool", "oncebox")
+    runs = [(wl, wl, "4", "64") for wl in args.workloads.split(",")]
+    runs += [(f"{wl}-depth1", wl, "1", "1") for wl in ("select", "replace")]
     for mode in args.modes.split(","):
-        for kind in ("tarantool", "oncebox"):
-            s = Server(kind, mode)
-            try:
+        servers = {kind: Server(kind, mode) for kind in kinds}
+        try:
+            for s in servers.values():
                 s.start()
                 bench(s, "--setup", "--eval", BENCH_FN, "--load", str(args.keys), "--seconds", "0")
-                for wl in args.workloads.split(","):
-                    if kind == "tarantool" and wl == "retry-storm":
-                        continue  # Tarantool 2.6 ignores the token header: nothing comparable.
-                    waited = s.settle()
-                    r = bench(s, "--workload", SAME_AS.get((kind, wl), wl), "--connections", "4", "--depth", "64",
-                              "--seconds", str(args.seconds), "--keys", str(args.keys), "--json")
-                    r["settled_s"] = round(waited, 1)
-                    results[(mode, wl, kind)] = r
-                    print(f"{mode:5} {wl:13} {kind:9} {r['ops_per_sec']:>10} ops/s errors={r['errors']} "
-                          f"(idle after {waited:.1f} s)",
-                          file=sys.stderr)
-                for wl in ("select", "replace"):
-                    s.settle()
-                    r = bench(s, "--workload", wl, "--connections", "1", "--depth", "1",
-                              "--seconds", str(args.seconds), "--keys", str(args.keys), "--json")
-                    results[(mode, f"{wl}-depth1", kind)] = r
-            finally:
+            for name, wl, conns, depth in runs:
+                rounds = {kind: [] for kind in kinds}
+                for i in range(args.rounds):
+                    for kind in (kinds if i % 2 == 0 else kinds[::-1]):
+                        if kind == "tarantool" and wl == "retry-storm":
+                            continue  # Tarantool 2.6 ignores the token header: nothing comparable.
+                        waited = settle_all(servers.values())
+                        r = bench(servers[kind], "--workload", SAME_AS.get((kind, wl), wl), "--connections", conns,
+                                  "--depth", depth, "--seconds", str(args.seconds), "--keys", str(args.keys), "--json")
+                        r["settled_s"] = round(waited, 1)
+                        rounds[kind].append(r)
+                for kind, rs in rounds.items():
+                    if rs:
+                        results[(mode, name, kind)] = median_round(rs)
+                        print(f"{mode:5} {name:14} {kind:9} {results[(mode, name, kind)]['ops_per_sec']:>10} ops/s "
+                              f"(rounds {[r['ops_per_sec'] for r in rs]}, errors {sum(r['errors'] for r in rs)})",
+                              file=sys.stderr)
+        finally:
+            for s in servers.values():
                 s.cleanup()
     return results
 
@@ -242,16 +269,27 @@ def ratio(o, t):
     return f"{o / t:.2f}x" if t else "n/a"
 
 
+def round_ratios(o, t):
+    """The oncebox/Tarantool ratio of each round, as "min–max" (rounds pair up by index)."""
+    pairs = list(zip(o.get("rounds_ops_per_sec", []), t.get("rounds_ops_per_sec", [])))
+    rs = [a / b for a, b in pairs if b]
+    if len(rs) < 2:
+        return ""
+    return f"{min(rs):.2f}–{max(rs):.2f}"
+
+
 def throughput_table(res, workloads):
-    lines = ["| wal_mode | workload | Tarantool 2.6 ops/s | oncebox ops/s | ratio | Tarantool p99 us | oncebox p99 us |",
-             "|---|---|---:|---:|---:|---:|---:|"]
+    lines = ["| wal_mode | workload | Tarantool 2.6 ops/s | oncebox ops/s | ratio | ratio per round | "
+             "Tarantool p99 us | oncebox p99 us |",
+             "|---|---|---:|---:|---:|---:|---:|---:|"]
     for mode in dict.fromkeys(k[0] for k in res):
         for wl in workloads:
             if wl in ("replace-token", "retry-storm") or (mode, wl, "oncebox") not in res:
                 continue
             t, o = res[(mode, wl, "tarantool")], res[(mode, wl, "oncebox")]
             lines.append(f"| {mode} | {wl} | {t['ops_per_sec']:.0f} | {o['ops_per_sec']:.0f} "
-                         f"| {ratio(o['ops_per_sec'], t['ops_per_sec'])} | {t['p99_us']} | {o['p99_us']} |")
+                         f"| {ratio(o['ops_per_sec'], t['ops_per_sec'])} | {round_ratios(o, t)} "
+                         f"| {t['p99_us']} | {o['p99_us']} |")
     return lines
 
 
@@ -304,7 +342,7 @@ def ratio_range(res, names, modes=None):
 
 
 def command_line(args):
-    cmd = f"python3 bench/side_by_side.py --seconds {args.seconds:g} --modes {args.modes} \\\n" \
+    cmd = f"python3 bench/side_by_side.py --seconds {args.seconds:g} --rounds {args.rounds} --modes {args.modes} \\\n" \
           f"    --workloads {args.workloads} \\\n" \
           f"    --restart-tuples {args.restart_tuples} --restart-tokens {args.restart_tokens}"
     if args.report:
@@ -340,8 +378,8 @@ hand). Measured on the project's machine kind:
 {meta["machine"]}, Tarantool `{meta["tarantool"]}` from Debian's package,
 oncebox at the commit that last changed this file. Client and servers share the cores,
 for both servers alike. The machine is a shared VM: absolute figures moved by up to 30%
-between runs an hour apart (for both servers); the ratios are what to read, each from
-one run of:
+between runs an hour apart, and within a run (for both servers); the ratios are what
+to read, each from one run of:
 
 ```sh
 cargo build --release
@@ -349,12 +387,16 @@ cargo build --release
 ```
 {load_note}{note}
 `oncebox-bench` keeps 4 connections × 64 requests in flight (closed loop) against a
-space `bench` (id 600, TREE primary key, {args.keys:,} keys loaded first), each workload
-for {args.seconds:g} s; the `-depth1` rows use 1 connection × 1 request and show
-round-trip latency. Both servers run with the same `wal_mode`. Before each workload
-the runner waits until the server is idle (under 5% of a core for 0.5 s), so work a
-write workload left behind (oncebox's checkpoints and compactions) is not billed to the
-next one; each write workload still pays for what it does while it runs. `call` is an IPROTO CALL
+space `bench` (id 600, TREE primary key, {args.keys:,} keys loaded first); the `-depth1`
+rows use 1 connection × 1 request and show round-trip latency. Both servers run with
+the same `wal_mode`, side by side: each workload runs in {args.rounds} rounds of
+{args.seconds:g} s on each server, one server after the other, the first one
+alternating between rounds, so that the host's load changing during the run falls on
+both alike. The figures are each server's median round; "ratio per round" is the
+lowest and highest oncebox/Tarantool ratio of rounds run back to back. Before each
+round the runner waits until both servers are idle (under 5% of a core for 0.5 s), so
+work a write workload left behind (oncebox's checkpoints and compactions) is not
+billed to the next one; each write workload still pays for what it does while it runs. `call` is an IPROTO CALL
 of the same Lua function on both servers, defined by IPROTO EVAL before the run:
 `{BENCH_FN}`.
 
@@ -452,7 +494,8 @@ the data succeeds.
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("--seconds", type=float, default=5)
+    p.add_argument("--seconds", type=float, default=3, help="length of one round of one workload on one server")
+    p.add_argument("--rounds", type=int, default=3, help="rounds per workload; the median round is reported")
     p.add_argument("--modes", default="write,fsync")
     p.add_argument("--workloads", default="ping,select,replace,update,upsert,insert,call,replace-token,retry-storm")
     p.add_argument("--keys", type=int, default=100000)
@@ -472,6 +515,7 @@ def main():
         res = {tuple(k.split("/", 2)): v for k, v in saved["throughput"].items()}
         rst = saved.get("restart", {})
         args.seconds = saved.get("settings", {}).get("seconds", args.seconds)
+        args.rounds = saved.get("settings", {}).get("rounds", 1)
         args.keys = saved.get("settings", {}).get("keys", args.keys)
         args.restart_tuples = rst.get("tuples", {}).get("oncebox", {}).get("count", 0)
         args.restart_tokens = rst.get("tokens", {}).get("oncebox", {}).get("count", 0)
@@ -499,7 +543,8 @@ def main():
         print("\n".join(restart_table(rst)))
     with open(args.out, "w") as f:
         json.dump({"modes": args.modes.split(","), "workloads": workloads, "meta": meta,
-                   "settings": {"seconds": args.seconds, "keys": args.keys, "connections": 4, "depth": 64},
+                   "settings": {"seconds": args.seconds, "rounds": args.rounds, "keys": args.keys,
+                                "connections": 4, "depth": 64},
                    "throughput": {"/".join(k): v for k, v in res.items()}, "restart": rst}, f, indent=1)
     chart = subprocess.run([CHART, args.out, args.chart], capture_output=True, text=True)
     if chart.returncode != 0:

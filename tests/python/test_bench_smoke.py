@@ -66,6 +66,9 @@ def test_report_is_rewritten_from_results(tmp_path):
                          ("select-depth1", 10, 9), ("replace-depth1", 8, 7)):
             tp[f"{mode}/{wl}/tarantool"] = {"ops_per_sec": t, "p99_us": 1}
             tp[f"{mode}/{wl}/oncebox"] = {"ops_per_sec": o, "p99_us": 2}
+    # Three rounds of replace, paired by index: ratios 0.5, 0.6 and 0.4.
+    tp["write/replace/tarantool"]["rounds_ops_per_sec"] = [1000, 1000, 1000]
+    tp["write/replace/oncebox"]["rounds_ops_per_sec"] = [500, 600, 400]
     item = {"count": 10, "load_s": 1.0, "restart_s": 0.5, "rss_kb_base": 1, "rss_kb_loaded": 2,
             "rss_kb_restarted": 2, "bytes_per_item": 100, "bytes_per_item_restarted": 100}
     results = {"modes": ["write"], "workloads": ["replace", "call", "replace-token", "select-depth1",
@@ -82,4 +85,5 @@ def test_report_is_rewritten_from_results(tmp_path):
     md = (tmp_path / "B.md").read_text()
     assert "![" in md and "(t.svg)" in md and "| write | call | 400 | 300 | 0.75x |" in md
     assert "| tokens | oncebox (`_idempotency`) | 10 |" in md
+    assert "| write | replace | 1000 | 500 | 0.50x | 0.40–0.60 |" in md, "the spread of per-round ratios"
     assert (tmp_path / "t.svg").read_text().startswith("<svg")
