@@ -215,10 +215,24 @@ fn tuple(id: u64, counter: u64) -> Vec<u8> {
     t
 }
 
+/// An id for operation `n` on connection `conn` that no other operation of this run
+/// or of an earlier run uses: the run's start time (milliseconds, modulo 2^24) in the
+/// top 24 bits, the connection in the next 8, `n` in the low 32. Insert ids and
+/// tokens are made from it, so that a workload run again on the same server (the
+/// side-by-side runner's rounds) inserts new rows and sends new tokens.
+fn unique_id(conn: usize, n: u64) -> u64 {
+    static RUN: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    let run = *RUN.get_or_init(|| {
+        let ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis());
+        u64::try_from(ms % (1 << 24)).unwrap_or(0)
+    });
+    run << 40 | (conn as u64 % 255 + 1) << 32 | (n & 0xffff_ffff)
+}
+
 /// The token of operation `n` on connection `conn`: unique per operation, except that
 /// `retry-storm` resends every fourth operation under the previous token.
 fn token_for(workload: &str, n: u64, conn: usize) -> Option<u64> {
-    let unique = (conn as u64 + 1) << 40 | n;
+    let unique = unique_id(conn, n);
     match workload {
         "replace-token" => Some(unique),
         "retry-storm" => Some(if n.is_multiple_of(4) { unique - 1 } else { unique }),
@@ -242,7 +256,7 @@ fn request(workload: &str, n: u64, keys: u64, conn: usize) -> (u64, Vec<u8>) {
             write::str(&mut b, b"dedup_replace");
             write::uint(&mut b, 0x21);
             write::array_len(&mut b, 2);
-            write::uint(&mut b, (conn as u64 + 1) << 40 | n);
+            write::uint(&mut b, unique_id(conn, n));
             b.extend_from_slice(&tuple(key, n));
             (10, b)
         }
@@ -264,7 +278,7 @@ fn request(workload: &str, n: u64, keys: u64, conn: usize) -> (u64, Vec<u8>) {
             write::uint(&mut b, SPACE);
             write::uint(&mut b, 0x21);
             // Inserts use fresh ids per connection; replaces cycle over the key range.
-            let id = if workload == "insert" { (conn as u64 + 1) << 40 | n } else { key };
+            let id = if workload == "insert" { unique_id(conn, n) } else { key };
             b.extend_from_slice(&tuple(id, n));
             (if workload == "insert" { 2 } else { 3 }, b)
         }
