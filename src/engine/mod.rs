@@ -62,6 +62,10 @@ impl Change {
 }
 
 /// The engine: every space, plus caches derived from the catalogue.
+///
+/// The default engine is empty (no spaces, not even the system ones): a stand-in
+/// where an engine must be while the real one is lent out.
+#[derive(Default)]
 pub struct Engine {
     /// By id; every request looks its space up here, so a hash map, not a tree.
     spaces: IdMap<u32, Space>,

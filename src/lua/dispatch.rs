@@ -21,14 +21,21 @@ use crate::idempotency::token::Token;
 use crate::idempotency::{self as idem, fingerprint, Mode, Record, Window};
 use crate::protocol::request::{Delete, Select, Update, Upsert};
 
-/// What one call into the engine needs: the engine, the idempotency window, and whose rights apply.
-pub struct Context<'a> {
+/// What `box.internal.op` works on: the engine and the idempotency window, lent to
+/// Lua for the length of one entry (see `LuaRuntime::with_engine`), and whose rights apply.
+///
+/// The runtime keeps one `Context` for its life and swaps the executor's engine and
+/// window into it on entry and back out on exit, so that `op` can be one Lua function
+/// made once instead of a scoped callback made per entry.
+pub struct Context {
     /// `box.internal`, as the runtime found it at its first request.
-    pub internal: &'a Table,
+    pub internal: Table,
+    /// Whether the engine is lent now (outside an entry, `engine` is an empty stand-in).
+    pub lent: bool,
     /// The engine.
-    pub engine: &'a mut Engine,
+    pub engine: Engine,
     /// The idempotency window.
-    pub window: &'a mut Window,
+    pub window: Window,
     /// The effective user's rights.
     pub creds: Rc<Credentials>,
     /// The calling session's id.
@@ -47,10 +54,33 @@ pub struct Context<'a> {
     pub schema_seen: u64,
 }
 
+impl Context {
+    /// A context with nothing lent: an empty engine and window stand in.
+    #[must_use]
+    pub fn idle(internal: Table) -> Self {
+        let engine = Engine::default();
+        let window = Window::new(idem::Settings::default(), 0, &engine);
+        Self {
+            internal,
+            lent: false,
+            engine,
+            window,
+            creds: Rc::new(Credentials::default()),
+            session_id: 0,
+            instance_uuid: String::new(),
+            cfg: Rc::new(Vec::new()),
+            control: None,
+            ticket: None,
+            wait_for: None,
+            schema_seen: u64::MAX,
+        }
+    }
+}
+
 /// Puts the engine's schema version in `box.internal.schema` when Lua's copy is
 /// stale, so that `box.space.<name>` checks its cache without a call into Rust.
 /// Called on every Lua entry with the engine bound and after every operation.
-pub fn publish_schema(cx: &mut Context<'_>) -> mlua::Result<()> {
+pub fn publish_schema(cx: &mut Context) -> mlua::Result<()> {
     let version = cx.engine.schema_version();
     if version != cx.schema_seen {
         #[allow(clippy::cast_precision_loss, reason = "schema versions stay far below 2^53")]
@@ -169,7 +199,7 @@ pub fn error_table(lua: &Lua, e: &BoxError) -> mlua::Result<Table> {
 }
 
 /// Runs one operation.
-pub fn dispatch(lua: &Lua, cx: &mut Context<'_>, args: MultiValue) -> mlua::Result<MultiValue> {
+pub fn dispatch(lua: &Lua, cx: &mut Context, args: MultiValue) -> mlua::Result<MultiValue> {
     let args: Vec<Value> = args.into_iter().collect();
     let op: String = arg(lua, &args, 0)?;
     let result = run(lua, cx, &op, &args);
@@ -200,7 +230,7 @@ impl From<mlua::Error> for Failure {
     }
 }
 
-fn run(lua: &Lua, cx: &mut Context<'_>, op: &str, args: &[Value]) -> Result<Value, Failure> {
+fn run(lua: &Lua, cx: &mut Context, op: &str, args: &[Value]) -> Result<Value, Failure> {
     if op == "su" {
         // box.session.su: the effective user for the rest of this call; returns the previous one.
         let uid: u32 = arg(lua, args, 1)?;
@@ -209,7 +239,7 @@ fn run(lua: &Lua, cx: &mut Context<'_>, op: &str, args: &[Value]) -> Result<Valu
         return Ok(Value::Integer(i64::from(prev)));
     }
     let creds = cx.creds.clone();
-    let engine = &mut *cx.engine;
+    let engine = &mut cx.engine;
     let u32_arg = |i: usize| -> Result<u32, Failure> { Ok(arg::<Option<u32>>(lua, args, i)?.unwrap_or(0)) };
     Ok(match op {
         "space" => space_info(lua, engine, args.get(1))?,
@@ -338,7 +368,7 @@ fn run(lua: &Lua, cx: &mut Context<'_>, op: &str, args: &[Value]) -> Result<Valu
                 created_ms: cx.window.clock.now_ms(),
                 reply,
             };
-            cx.window.store(cx.engine, &record, cx.ticket)?;
+            cx.window.store(&mut cx.engine, &record, cx.ticket)?;
             Value::Nil
         }
         "idem_stat" => idem_stat(lua, cx)?,
@@ -534,7 +564,7 @@ fn space_info(lua: &Lua, engine: &Engine, which: Option<&Value>) -> mlua::Result
     Ok(Value::Table(t))
 }
 
-fn token_arg(cx: &mut Context<'_>, args: &[Value]) -> Result<Token, Failure> {
+fn token_arg(cx: &mut Context, args: &[Value]) -> Result<Token, Failure> {
     let raw = bytes_of(args, 1)?;
     Token::parse(&raw, cx.window.settings.max_token_size).map_err(|e| {
         cx.window.stats.rejections += 1;
@@ -543,7 +573,7 @@ fn token_arg(cx: &mut Context<'_>, args: &[Value]) -> Result<Token, Failure> {
 }
 
 /// `box.atomic{idempotent_token}` / `box.begin{idempotent_token}`: the stored results, if remembered.
-fn idem_lookup(lua: &Lua, cx: &mut Context<'_>, args: &[Value]) -> Result<Value, Failure> {
+fn idem_lookup(lua: &Lua, cx: &mut Context, args: &[Value]) -> Result<Value, Failure> {
     if cx.window.settings.mode != Mode::Persistent {
         cx.window.stats.rejections += 1;
         return Err(BoxError::new(
@@ -575,13 +605,13 @@ fn idem_lookup(lua: &Lua, cx: &mut Context<'_>, args: &[Value]) -> Result<Value,
     Ok(convert::decode(lua, &mut r, 0, false)?)
 }
 
-fn idem_stat(lua: &Lua, cx: &mut Context<'_>) -> Result<Value, Failure> {
-    let (count, bytes) = cx.window.usage(cx.engine);
+fn idem_stat(lua: &Lua, cx: &mut Context) -> Result<Value, Failure> {
+    let (count, bytes) = cx.window.usage(&cx.engine);
     let st = &cx.window.stats;
     let t = lua.create_table()?;
     t.set("remembered", count)?;
     t.set("bytes", bytes)?;
-    t.set("oldest_age", cx.window.oldest_age_s(cx.engine))?;
+    t.set("oldest_age", cx.window.oldest_age_s(&cx.engine))?;
     t.set("executed", st.executed)?;
     t.set("replays", st.replays)?;
     t.set("joins", st.joins)?;
@@ -595,7 +625,7 @@ fn idem_stat(lua: &Lua, cx: &mut Context<'_>) -> Result<Value, Failure> {
     Ok(Value::Table(t))
 }
 
-fn idem_cfg(lua: &Lua, cx: &mut Context<'_>, key: &str, v: Value) -> Result<(), Failure> {
+fn idem_cfg(lua: &Lua, cx: &mut Context, key: &str, v: Value) -> Result<(), Failure> {
     let bad = |what: &str| {
         Failure::Box(BoxError::new(crate::error::code::CFG, format!("Incorrect value for option '{key}': {what}")))
     };

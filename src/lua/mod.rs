@@ -132,8 +132,6 @@ pub struct LuaRuntime {
     lua: Lua,
     /// Handles on what every request's Lua entry uses, looked up at the first one.
     hot: std::cell::OnceCell<Hot>,
-    /// The schema version in `box.internal.schema` (`u64::MAX`: none yet).
-    schema_seen: std::cell::Cell<u64>,
     /// Flags Lua sets for the executor (also in the app data, where Lua sets them).
     signals: std::rc::Rc<dispatch::Signals>,
 }
@@ -144,8 +142,30 @@ struct Hot {
     internal: Table,
     /// The key `op`, made once (pushing a Rust `&str` interns it again at every call).
     op_key: mlua::LuaString,
+    /// `box.internal.op` while the engine is lent: made once, it works on `bound`.
+    op: Function,
+    /// What `op` works on; the engine and window are swapped in for each entry.
+    bound: Rc<std::cell::RefCell<Context>>,
     fiber_request: Function,
     end_call: Function,
+}
+
+/// The executor's engine and window, swapped into the bound [`Context`] for one Lua
+/// entry and swapped back when this is dropped (on every path out, errors included).
+struct Lend<'h, 'e> {
+    bound: &'h std::cell::RefCell<Context>,
+    host: &'e mut Host<'e>,
+}
+
+impl Drop for Lend<'_, '_> {
+    fn drop(&mut self) {
+        // Not borrowed here: `op` holds the borrow only while it runs.
+        if let Ok(mut cx) = self.bound.try_borrow_mut() {
+            std::mem::swap(&mut cx.engine, self.host.engine);
+            std::mem::swap(&mut cx.window, self.host.window);
+            cx.lent = false;
+        }
+    }
 }
 
 impl std::fmt::Debug for LuaRuntime {
@@ -197,74 +217,96 @@ impl LuaRuntime {
         }
         let signals = std::rc::Rc::new(dispatch::Signals::default());
         lua.set_app_data(std::rc::Rc::clone(&signals));
-        Ok(Self { lua, hot: std::cell::OnceCell::new(), schema_seen: std::cell::Cell::new(u64::MAX), signals })
+        Ok(Self { lua, hot: std::cell::OnceCell::new(), signals })
     }
 
-    /// Runs `f` with `box.internal.op` bound to `engine` as `creds`.
-    ///
-    /// A transaction the code leaves open is rolled back, and the call fails
-    /// as in Tarantool.
-    /// The handles of [`Hot`], looked up the first time.
+    /// The handles of [`Hot`], looked up (and `op` made) the first time.
     fn hot(&self) -> mlua::Result<&Hot> {
         if let Some(hot) = self.hot.get() {
             return Ok(hot);
         }
         let internal: Table = self.lua.globals().get::<Table>("box")?.get("internal")?;
+        let bound = Rc::new(std::cell::RefCell::new(Context::idle(internal.clone())));
+        let slot = Rc::clone(&bound);
+        let op = self.lua.create_function(move |lua, args: MultiValue| {
+            // A call from inside an operation (none makes one) would alias the engine.
+            let mut cx = slot.try_borrow_mut().map_err(|_| mlua::Error::RecursiveMutCallback)?;
+            if !cx.lent {
+                return Err(mlua::Error::runtime("box.internal.op called with no engine bound"));
+            }
+            dispatch(lua, &mut cx, args)
+        })?;
         let hot = Hot {
             fiber_request: internal.get("fiber_request")?,
             end_call: internal.get("end_call")?,
             op_key: self.lua.create_string("op")?,
+            op,
+            bound,
             internal,
         };
         Ok(self.hot.get_or_init(|| hot))
     }
 
+    /// Runs `f` with `box.internal.op` bound to the host's engine and window, as the
+    /// caller: they are swapped into the bound [`Context`] and back out afterwards
+    /// (by [`Lend`], on every path), and `op` is set for the entry only.
+    ///
+    /// A transaction the code leaves open is rolled back, and the call fails
+    /// as in Tarantool.
     fn with_engine<T>(
         &self,
         host: &mut Host<'_>,
         caller: &Caller,
         f: impl FnOnce(&Lua) -> mlua::Result<BoxResult<T>>,
     ) -> (mlua::Result<BoxResult<T>>, Option<u64>) {
-        let wait_for = std::cell::Cell::new(None);
         let hot = match self.hot() {
             Ok(hot) => hot,
             Err(e) => return (Err(e), None),
         };
-        let mut cx = Context {
-            internal: &hot.internal,
-            engine: &mut *host.engine,
-            window: &mut *host.window,
-            creds: caller.creds.clone(),
-            session_id: caller.session_id,
-            instance_uuid: caller.instance_uuid.clone(),
-            cfg: caller.cfg.clone(),
-            control: caller.control.clone(),
-            ticket: host.ticket,
-            wait_for: None,
-            schema_seen: self.schema_seen.get(),
+        let mut host = Host { engine: &mut *host.engine, window: &mut *host.window, ticket: host.ticket };
+        let lend = {
+            let Ok(mut cx) = hot.bound.try_borrow_mut() else {
+                return (Err(mlua::Error::RecursiveMutCallback), None);
+            };
+            if cx.lent {
+                return (Err(mlua::Error::runtime("the engine is lent already")), None);
+            }
+            std::mem::swap(&mut cx.engine, host.engine);
+            std::mem::swap(&mut cx.window, host.window);
+            cx.lent = true;
+            cx.creds = caller.creds.clone();
+            cx.session_id = caller.session_id;
+            cx.instance_uuid.clone_from(&caller.instance_uuid);
+            cx.cfg = caller.cfg.clone();
+            cx.control.clone_from(&caller.control);
+            cx.ticket = host.ticket;
+            cx.wait_for = None;
+            if let Err(e) = dispatch::publish_schema(&mut cx) {
+                drop(cx);
+                drop(Lend { bound: &hot.bound, host: &mut host });
+                return (Err(e), None);
+            }
+            Lend { bound: &hot.bound, host: &mut host }
         };
-        if let Err(e) = dispatch::publish_schema(&mut cx) {
-            return (Err(e), None);
-        }
-        let result = self.lua.scope(|scope| {
-            let op = scope.create_function_mut(|lua, args: MultiValue| {
-                let r = dispatch(lua, &mut cx, args);
-                wait_for.set(cx.wait_for);
-                r
-            })?;
-            hot.internal.raw_set(&hot.op_key, op)?;
+        let result = (|| {
+            hot.internal.raw_set(&hot.op_key, &hot.op)?;
             let r = f(&self.lua);
-            let in_txn: bool = hot.end_call.call(())?;
+            let in_txn = hot.end_call.call::<bool>(());
             hot.internal.raw_set(&hot.op_key, Value::Nil)?;
             match r {
-                Ok(Ok(_)) if in_txn => {
+                Ok(Ok(_)) if in_txn? => {
                     Ok(Err(BoxError::new(code::FUNCTION_TX_ACTIVE, "Transaction is active at return from function")))
                 }
                 other => other,
             }
-        });
-        self.schema_seen.set(cx.schema_seen);
-        (result, wait_for.get())
+        })();
+        if result.is_err() {
+            // `op` must not outlive the entry, whatever failed.
+            let _ = hot.internal.raw_set(&hot.op_key, Value::Nil);
+        }
+        let wait_for = hot.bound.try_borrow().ok().and_then(|cx| cx.wait_for);
+        drop(lend);
+        (result, wait_for)
     }
 
     /// Loads a script as a coroutine, with `arg` and `_TARANTOOL` set as Tarantool sets them.
@@ -916,4 +958,49 @@ fn is_map(v: &Value) -> bool {
 #[must_use]
 pub fn is_tuple(v: &Value) -> bool {
     matches!(v, Value::UserData(ud) if ud.borrow::<LuaTuple>().is_ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::access::user_id;
+    use crate::idempotency::Settings;
+
+    #[test]
+    fn the_engine_is_lent_for_one_entry_and_op_is_unbound_after_it() {
+        let rt = LuaRuntime::new().expect("a runtime");
+        let mut engine = Engine::bootstrap(&uuid::Uuid::nil()).expect("an engine");
+        let mut window = Window::new(Settings::default(), 0, &engine);
+        let caller = Caller {
+            creds: engine.credentials(user_id::ADMIN),
+            session_id: 1,
+            instance_uuid: String::new(),
+            cfg: Rc::new(Vec::new()),
+            control: None,
+        };
+        let run = |engine: &mut Engine, window: &mut Window, code: &[u8]| {
+            let mut host = Host { engine, window, ticket: None };
+            match rt.eval(&mut host, &caller, code, &[0x90], false).0 {
+                Step::Done(r) => r,
+                Step::Parked(fid) => panic!("parked in fiber {fid}"),
+            }
+        };
+        // The reply body {IPROTO_DATA: [true]}.
+        let true_reply = [0x81, 0x30, 0xdd, 0, 0, 0, 1, 0xc3];
+        let keep = b"saved_op = box.internal.op; return box.space._space:get{280} ~= nil";
+        assert_eq!(run(&mut engine, &mut window, keep).expect("the eval"), true_reply);
+        assert!(engine.space(280).is_ok(), "the real engine is back");
+        assert!(rt.lua.load("return box.internal.op == nil").eval::<bool>().expect("a bool"));
+        let (ok, err): (bool, String) = rt
+            .lua
+            .load("local ok, e = pcall(saved_op, 'schema_version'); return ok, tostring(e)")
+            .eval()
+            .expect("pcall");
+        assert!(!ok && err.contains("no engine bound"), "a kept op refuses outside an entry: {err}");
+        // An entry that fails gives the engine back too, and the next one sees it.
+        assert!(run(&mut engine, &mut window, b"error('boom')").is_err());
+        assert!(engine.space(280).is_ok());
+        let again = b"return box.space._space:get{280} ~= nil";
+        assert_eq!(run(&mut engine, &mut window, again).expect("the eval"), true_reply);
+    }
 }
