@@ -456,36 +456,28 @@ the data succeeds.
 - CALL of the same Lua function: {ratio_range(res, ["call"])}.
 - Tokened replaces against Tarantool's Lua dedup: {ratio_range(res, ["replace-token"])}.{mem}
 - The targets (≥ 1.0x; tokened ≥ 0.9x of plain and ≥ 5x Tarantool's Lua dedup) are
-  read against these figures. Profiles (`perf record`, `perf sched timehist` and
-  callgrind on the TX thread, 2 December 2026): commit groups go to fjall's `log`
-  keyspace as one key each, and a checkpoint applies them to the rows as one new table.
-  The WAL thread used to stall: fjall serializes a database's writes behind one
-  journal lock, which a checkpoint's table ingestion held while its table was synced
-  (and while a worker deleting compacted tables held the version lock: slow where the
-  file system discards on unlink), and which journal rotation held while syncing tens
-  of megabytes; 0.3-0.8 s of stalls in 5 s of writes, up to 250 ms each. The rows now
-  live in a fjall database of their own (data format 2) and, under `write`, the journal's
-  writeback is started every megabyte: p999 of pipelined replace 16 -> 6-9 ms, of
-  tokened replace 41-154 -> 20-24 ms. A checkpoint reads the logged groups in place and
-  sorts on integers (space id and the 16 bytes after the prefix a space's keys share):
-  checkpoint CPU per tokened replace 3.0 -> 1.8 us, per plain replace 1.2 -> 0.7 us. TX
-  instructions per tokened replace 14.9k (3.5k of them SHA-256 in software: valgrind
-  hides SHA-NI) -> 14.4k with one probe for the record's insert, against 5.8k for a
-  plain replace. The network thread now works out a tokened request's fingerprint as
-  it frames the packet (parse, canonical form, SHA-256): TX time per tokened replace
-  4.7 -> 4.0 us, 136-142k -> 156-160k ops/s in alternating A/B rounds. Server CPU per
-  operation is close to Tarantool's (`/proc` thread times around one run: select
-  1.1-1.3 us here against Tarantool's 1.05, replace 3.3-3.8 against 3.35); what it
-  loses is idle time. Sending replies from the network thread instead of the TX thread
-  (Tarantool's split) took 0.2-0.3 us per select off TX but did not raise throughput
-  in 4 alternating rounds (medians within noise of 0.3x between rounds), so replies
-  still go out from TX when the socket takes them. What keeps a tokened replace well below a plain one is that it is two
-  writes, one of them a new key in a table of up to a million tokens (cache misses on
-  each probe, a record built, logged and checkpointed). Pipelined requests are not
-  CPU-bound either: a third of the 2 cores' time is idle, in the hand-offs between
-  the client, the network thread, TX and the WAL. A CALL's TX time is dominated by Lua
-  garbage collection and the per-call binding of `box` (an mlua scope). Memory per
-  tuple and per token is higher for decoded index keys and fjall's
+  read against these figures; the per-round spread shows how far one run can be
+  trusted on this shared VM.
+- Where the time goes (profiles with `perf record` per thread, `/proc` thread times in
+  `bench/cpu_per_op.py`, callgrind on the TX thread; 2-3 December 2026). Server CPU
+  per operation is close to Tarantool's: select 0.85 us (TX 0.53, network 0.33)
+  against 0.94 (TX 0.41, iproto 0.53), replace 2.2 against 2.2. What oncebox loses is
+  idle time in the hand-offs between client, network thread, TX and WAL (ping: 0.40 us
+  idle per op against 0.18). The network thread now reads and checks request bodies
+  and TX builds the request from recorded positions, as Tarantool's iproto thread
+  does: TX instructions per select 2.7k -> 2.1k, per replace 5.0k -> 4.4k, per tokened
+  replace 8.9k -> 8.0k. Writes go to fjall's `log` keyspace as one key per commit
+  group and a checkpoint applies them to the rows as one sorted table, off TX.
+- A tokened replace is two writes, one of them a new key in a table of up to a million
+  tokens: its server CPU is about twice a plain replace's (TX 3.0 against 1.7 us, the
+  checkpoint 1.8 against 0.6, the WAL 0.7 against 0.4, SHA-256 of the fingerprint on
+  the network thread), which is why it stays well below 0.9x of plain.
+- A CALL is bound by the TX thread, and its TX time is Lua: a coroutine per request,
+  mlua's value conversions (about 28 allocations per call), a tuple userdata per
+  `get`, and LuaJIT garbage collection. Binding `box` to the engine through one `op`
+  function made once, instead of an mlua scope per call, took its TX instructions
+  from 32.2k to 26.7k (a select takes 2.1k).
+- Memory per tuple and per token is higher for decoded index keys and fjall's
   memtables and caches.
 """)
     with open(args.report, "w") as f:
