@@ -123,8 +123,9 @@ pub enum Inbound {
         /// The body, read and checked by the network thread.
         decoded: Decoded,
         /// The request's fingerprint, worked out by the network thread when the
-        /// packet carries a token (see [`fingerprint::of_packet`]).
-        fingerprint: Option<[u8; 32]>,
+        /// packet carries a token (see [`fingerprint::of_packet`]); boxed, as most
+        /// packets have none.
+        fingerprint: Option<Box<[u8; 32]>>,
     },
     /// A packet whose header could not be decoded.
     BadHeader {
@@ -639,7 +640,7 @@ impl Executor {
                 for packet in packets {
                     match packet {
                         Inbound::Request { header, packet, decoded, fingerprint } => {
-                            self.request(session_id, &header, &packet, &decoded, fingerprint);
+                            self.request(session_id, &header, &packet, &decoded, fingerprint.map(|f| *f));
                         }
                         Inbound::BadHeader { sync } => {
                             let sv = self.engine.schema_version();

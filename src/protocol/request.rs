@@ -151,21 +151,66 @@ impl Span {
     }
 }
 
-/// Raw values of the body keys requests use.
+/// The integer body keys requests use, as slots of [`Fields`].
+#[derive(Debug, Clone, Copy)]
+enum Int {
+    SpaceId,
+    IndexId,
+    Limit,
+    Offset,
+    Iterator,
+    IndexBase,
+}
+
+/// The array and string body keys requests use, as slots of [`Fields`].
+#[derive(Debug, Clone, Copy)]
+enum Part {
+    Key,
+    Tuple,
+    FunctionName,
+    UserName,
+    Expr,
+    Ops,
+}
+
+/// Raw values of the body keys requests use, kept compact (one travels with every
+/// inbound packet from the network thread to TX): a bit per slot says it was present.
 #[derive(Debug, Default, Clone)]
 struct Fields {
-    space_id: Option<u64>,
-    index_id: Option<u64>,
-    limit: Option<u64>,
-    offset: Option<u64>,
-    iterator: Option<u64>,
-    index_base: Option<u64>,
-    key: Option<Span>,
-    tuple: Option<Span>,
-    function_name: Option<Span>,
-    user_name: Option<Span>,
-    expr: Option<Span>,
-    ops: Option<Span>,
+    present: u16,
+    ints: [u64; 6],
+    parts: [Span; 6],
+}
+
+impl Fields {
+    fn set_int(&mut self, slot: Int, v: u64) {
+        self.ints[slot as usize] = v;
+        self.present |= 1 << slot as u16;
+    }
+
+    fn int(&self, slot: Int) -> Option<u64> {
+        (self.present & 1 << slot as u16 != 0).then(|| self.ints[slot as usize])
+    }
+
+    fn set_part(&mut self, slot: Part, span: Span) {
+        self.parts[slot as usize] = span;
+        self.present |= 1 << (6 + slot as u16);
+    }
+
+    fn part(&self, slot: Part) -> Option<Span> {
+        (self.present & 1 << (6 + slot as u16) != 0).then(|| self.parts[slot as usize])
+    }
+}
+
+/// What reading a body found.
+#[derive(Debug, Clone)]
+enum Body {
+    /// The keys the request uses.
+    Read(Fields),
+    /// A request type oncebox does not serve.
+    Unknown,
+    /// The body is malformed (boxed: rare, and a `Decoded` travels with every packet).
+    Bad(Box<BoxError>),
 }
 
 /// A request body read and checked, kept as positions in the body.
@@ -177,9 +222,7 @@ struct Fields {
 #[derive(Debug, Clone)]
 pub struct Decoded {
     request_type: u64,
-    /// `Ok(None)`: a request type oncebox does not serve. The error is boxed:
-    /// it is rare, and a `Decoded` travels in every inbound packet.
-    fields: Result<Option<Fields>, Box<BoxError>>,
+    body: Body,
 }
 
 fn bad_body() -> BoxError {
@@ -236,18 +279,18 @@ fn read_fields(body: &[u8], wanted: u64) -> BoxResult<Fields> {
             Ok::<_, BoxError>(Span::new(r.position() - len, r.position()))
         };
         match k {
-            key::SPACE_ID => f.space_id = Some(uint(&mut r)?),
-            key::INDEX_ID => f.index_id = Some(uint(&mut r)?),
-            key::LIMIT => f.limit = Some(uint(&mut r)?),
-            key::OFFSET => f.offset = Some(uint(&mut r)?),
-            key::ITERATOR => f.iterator = Some(uint(&mut r)?),
-            key::INDEX_BASE => f.index_base = Some(uint(&mut r)?),
-            key::KEY => f.key = Some(of(&mut r, MpType::Array)?),
-            key::TUPLE => f.tuple = Some(of(&mut r, MpType::Array)?),
-            key::OPS => f.ops = Some(of(&mut r, MpType::Array)?),
-            key::FUNCTION_NAME => f.function_name = Some(str_span(&mut r)?),
-            key::USER_NAME => f.user_name = Some(str_span(&mut r)?),
-            key::EXPR => f.expr = Some(str_span(&mut r)?),
+            key::SPACE_ID => f.set_int(Int::SpaceId, uint(&mut r)?),
+            key::INDEX_ID => f.set_int(Int::IndexId, uint(&mut r)?),
+            key::LIMIT => f.set_int(Int::Limit, uint(&mut r)?),
+            key::OFFSET => f.set_int(Int::Offset, uint(&mut r)?),
+            key::ITERATOR => f.set_int(Int::Iterator, uint(&mut r)?),
+            key::INDEX_BASE => f.set_int(Int::IndexBase, uint(&mut r)?),
+            key::KEY => f.set_part(Part::Key, of(&mut r, MpType::Array)?),
+            key::TUPLE => f.set_part(Part::Tuple, of(&mut r, MpType::Array)?),
+            key::OPS => f.set_part(Part::Ops, of(&mut r, MpType::Array)?),
+            key::FUNCTION_NAME => f.set_part(Part::FunctionName, str_span(&mut r)?),
+            key::USER_NAME => f.set_part(Part::UserName, str_span(&mut r)?),
+            key::EXPR => f.set_part(Part::Expr, str_span(&mut r)?),
             _ => {
                 r.skip().map_err(|_| bad_body())?;
             }
@@ -282,7 +325,12 @@ pub fn parse(request_type: u64, body: &[u8]) -> BoxResult<Option<Request<'_>>> {
 /// of [`parse`]); [`Decoded::request`] gives the request, or the error.
 #[must_use]
 pub fn decode(request_type: u64, body: &[u8]) -> Decoded {
-    Decoded { request_type, fields: read_body(request_type, body).map_err(Box::new) }
+    let body = match read_body(request_type, body) {
+        Ok(Some(fields)) => Body::Read(fields),
+        Ok(None) => Body::Unknown,
+        Err(e) => Body::Bad(Box::new(e)),
+    };
+    Decoded { request_type, body }
 }
 
 fn read_body(request_type: u64, body: &[u8]) -> BoxResult<Option<Fields>> {
@@ -315,25 +363,28 @@ impl Decoded {
     /// The request, its parts borrowed from `body` (the body [`decode`] read), or
     /// the error reading it met; `Ok(None)` for a type oncebox does not serve.
     pub fn request<'a>(&self, body: &'a [u8]) -> BoxResult<Option<Request<'a>>> {
-        let f = match &self.fields {
-            Ok(Some(f)) => f,
-            Ok(None) => return Ok(None),
-            Err(e) => return Err(BoxError::clone(e)),
+        let f = match &self.body {
+            Body::Read(f) => f,
+            Body::Unknown => return Ok(None),
+            Body::Bad(e) => return Err(BoxError::clone(e)),
         };
-        let span = |v: Option<Span>, name: &str| need(v, name).map(|s| s.of(body));
-        let args = |v: Option<Span>| v.map_or(EMPTY_ARRAY, |s| s.of(body));
+        let span = |slot: Part, name: &str| need(f.part(slot), name).map(|s| s.of(body));
+        let args = || f.part(Part::Tuple).map_or(EMPTY_ARRAY, |s| s.of(body));
+        let space_id = || need(f.int(Int::SpaceId), "space id").map(id32);
+        let index_id = || id32(f.int(Int::IndexId).unwrap_or(0));
+        let index_base = || id32(f.int(Int::IndexBase).unwrap_or(0));
         let req = match self.request_type {
             rt::PING => Request::Ping,
             rt::SELECT => Request::Select(Select {
-                space_id: id32(need(f.space_id, "space id")?),
-                index_id: id32(f.index_id.unwrap_or(0)),
-                limit: id32(need(f.limit, "limit")?),
-                offset: id32(f.offset.unwrap_or(0)),
-                iterator: f.iterator.unwrap_or(0),
-                key: span(f.key, "key")?,
+                space_id: space_id()?,
+                index_id: index_id(),
+                limit: id32(need(f.int(Int::Limit), "limit")?),
+                offset: id32(f.int(Int::Offset).unwrap_or(0)),
+                iterator: f.int(Int::Iterator).unwrap_or(0),
+                key: span(Part::Key, "key")?,
             }),
             rt::INSERT | rt::REPLACE => {
-                let w = Write { space_id: id32(need(f.space_id, "space id")?), tuple: span(f.tuple, "tuple")? };
+                let w = Write { space_id: space_id()?, tuple: span(Part::Tuple, "tuple")? };
                 if self.request_type == rt::INSERT {
                     Request::Insert(w)
                 } else {
@@ -341,33 +392,33 @@ impl Decoded {
                 }
             }
             rt::UPDATE => Request::Update(Update {
-                space_id: id32(need(f.space_id, "space id")?),
-                index_id: id32(f.index_id.unwrap_or(0)),
-                key: span(f.key, "key")?,
-                ops: span(f.tuple, "tuple")?,
-                index_base: id32(f.index_base.unwrap_or(0)),
+                space_id: space_id()?,
+                index_id: index_id(),
+                key: span(Part::Key, "key")?,
+                ops: span(Part::Tuple, "tuple")?,
+                index_base: index_base(),
             }),
             rt::UPSERT => Request::Upsert(Upsert {
-                space_id: id32(need(f.space_id, "space id")?),
-                tuple: span(f.tuple, "tuple")?,
-                ops: span(f.ops, "operations")?,
-                index_base: id32(f.index_base.unwrap_or(0)),
+                space_id: space_id()?,
+                tuple: span(Part::Tuple, "tuple")?,
+                ops: span(Part::Ops, "operations")?,
+                index_base: index_base(),
             }),
-            rt::DELETE => Request::Delete(Delete {
-                space_id: id32(need(f.space_id, "space id")?),
-                index_id: id32(f.index_id.unwrap_or(0)),
-                key: span(f.key, "key")?,
-            }),
+            rt::DELETE => {
+                Request::Delete(Delete { space_id: space_id()?, index_id: index_id(), key: span(Part::Key, "key")? })
+            }
             rt::CALL | rt::CALL_16 => {
-                let c = Call { name: span(f.function_name, "function name")?, args: args(f.tuple) };
+                let c = Call { name: span(Part::FunctionName, "function name")?, args: args() };
                 if self.request_type == rt::CALL {
                     Request::Call(c)
                 } else {
                     Request::Call16(c)
                 }
             }
-            rt::EVAL => Request::Eval(Call { name: span(f.expr, "expression")?, args: args(f.tuple) }),
-            rt::AUTH => Request::Auth(Auth { user: span(f.user_name, "user name")?, tuple: span(f.tuple, "tuple")? }),
+            rt::EVAL => Request::Eval(Call { name: span(Part::Expr, "expression")?, args: args() }),
+            rt::AUTH => {
+                Request::Auth(Auth { user: span(Part::UserName, "user name")?, tuple: span(Part::Tuple, "tuple")? })
+            }
             _ => return Ok(None),
         };
         Ok(Some(req))

@@ -2,7 +2,7 @@
 
 use std::os::fd::AsFd;
 
-use bytes::BytesMut;
+use bytes::{Bytes, BytesMut};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpStream, UnixStream};
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
@@ -85,6 +85,20 @@ async fn run_halves<R, W>(
 /// Bytes kept free in the read buffer before each read.
 const READ_CHUNK: usize = 16 * 1024;
 
+/// A framed packet as the TX thread gets it: header parsed, body read and checked
+/// and, for a tokened write, its fingerprint worked out (all off the serial TX thread).
+fn inbound(packet: Bytes) -> Inbound {
+    match header::parse(&packet) {
+        Ok(header) => {
+            let body = packet.get(header.body_offset..).unwrap_or(&[]);
+            let decoded = request::decode(header.request_type, body);
+            let fingerprint = fingerprint::of_packet(&header, body, &decoded).map(Box::new);
+            Inbound::Request { header, packet, decoded, fingerprint }
+        }
+        Err(e) => Inbound::BadHeader { sync: e.sync },
+    }
+}
+
 /// Reads packets until the peer closes, the stream cannot be framed or `stop`.
 ///
 /// Every packet one read completes goes to the TX thread in one message, so a
@@ -98,27 +112,29 @@ async fn read_requests<R: AsyncRead + Unpin>(
 ) {
     let mut codec = PacketCodec::new(config.max_packet_size);
     let mut buf = BytesMut::with_capacity(READ_CHUNK);
+    // Room for as many packets as the last read brought: a pipelining client's
+    // batch is built without regrowing (and copying) the vector.
+    let mut batch_hint = 8;
     loop {
         let mut packets = Vec::new();
         let framing = loop {
             match codec.decode(&mut buf) {
-                Ok(Some(packet)) => packets.push(match header::parse(&packet) {
-                    Ok(header) => {
-                        // The body is read here, off the serial TX thread.
-                        let body = packet.get(header.body_offset..).unwrap_or(&[]);
-                        let decoded = request::decode(header.request_type, body);
-                        let fingerprint = fingerprint::of_packet(&header, body, &decoded);
-                        Inbound::Request { header, packet, decoded, fingerprint }
+                Ok(Some(packet)) => {
+                    if packets.capacity() == 0 {
+                        packets.reserve_exact(batch_hint);
                     }
-                    Err(e) => Inbound::BadHeader { sync: e.sync },
-                }),
+                    packets.push(inbound(packet));
+                }
                 Ok(None) => break None,
                 Err(CodecError::Frame(error)) => break Some(error),
                 Err(CodecError::Io(_)) => return,
             }
         };
-        if !packets.is_empty() && tx.send(TxMessage::Requests { session_id, packets }).is_err() {
-            return;
+        if !packets.is_empty() {
+            batch_hint = packets.len().clamp(8, 1024);
+            if tx.send(TxMessage::Requests { session_id, packets }).is_err() {
+                return;
+            }
         }
         if let Some(error) = framing {
             let _ = tx.send(TxMessage::BadFrame { session_id, error });
