@@ -161,7 +161,7 @@ pub(crate) fn boot(
     }
     let Some(store) = store else { return Ok((engine, uuid, None, None, 0)) };
     let clock_ms = store.service_clock().map_err(|e| e.to_string())?;
-    let (wal_tx, wal_rx) = std_mpsc::channel();
+    let (wal_tx, wal_rx) = storage::wal::channel();
     let handle = storage::wal::spawn(store, wal_rx, move |done| {
         let _ = notify.send(TxMessage::WalDone(done));
     })
