@@ -467,7 +467,10 @@ the data succeeds.
   and TX builds the request from recorded positions, as Tarantool's iproto thread
   does: TX instructions per select 2.7k -> 2.1k, per replace 5.0k -> 4.4k, per tokened
   replace 8.9k -> 8.0k. Writes go to fjall's `log` keyspace as one key per commit
-  group and a checkpoint applies them to the rows as one sorted table, off TX.
+  group and a checkpoint applies them to the rows as one sorted table, off TX. At
+  depth 1 the WAL thread blocked 1.3-1.7 times per commit (std's channel woke it
+  while holding a lock it then needed); on tokio's channel it blocks once, as
+  Tarantool's WAL does.
 - A tokened replace is two writes, one of them a new key in a table of up to a million
   tokens: its server CPU is about twice a plain replace's (TX 3.0 against 1.7 us, the
   checkpoint 1.8 against 0.6, the WAL 0.7 against 0.4, SHA-256 of the fingerprint on
