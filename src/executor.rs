@@ -226,7 +226,8 @@ pub struct Executor {
     ticks: u64,
     /// The Lua VM for CALL and EVAL.
     lua: LuaRuntime,
-    instance_uuid: String,
+    /// `box.info.uuid`, shared with every Lua entry's caller.
+    instance_uuid: Rc<str>,
     /// Startup configuration, for `box.cfg` reads.
     cfg: Rc<Vec<(String, String)>>,
     /// Set by a Lua call whose reply must wait for an earlier commit group.
@@ -295,7 +296,7 @@ impl Executor {
             window,
             ticks: 0,
             lua,
-            instance_uuid: uuid.hyphenated().to_string(),
+            instance_uuid: uuid.hyphenated().to_string().into(),
             cfg: Rc::new(cfg),
             wait_for: None,
             control: None,

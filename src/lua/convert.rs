@@ -286,11 +286,14 @@ pub fn decode(lua: &Lua, r: &mut Reader<'_>, depth: usize, in_array: bool) -> ml
     })
 }
 
-/// Decodes a msgpack array of arguments into Lua values.
-pub fn decode_args(lua: &Lua, args: &[u8]) -> mlua::Result<Vec<Value>> {
+/// Decodes a msgpack array of arguments into Lua values, onto the end of `out`.
+pub fn decode_args_into(lua: &Lua, args: &[u8], out: &mut impl Extend<Value>) -> mlua::Result<()> {
     let mut r = Reader::new(args);
     let n = r.read_array_len().map_err(|_| mlua::Error::runtime("arguments must be an array"))?;
-    (0..n).map(|_| decode(lua, &mut r, 1, false)).collect()
+    for _ in 0..n {
+        out.extend(std::iter::once(decode(lua, &mut r, 1, false)?));
+    }
+    Ok(())
 }
 
 #[cfg(test)]

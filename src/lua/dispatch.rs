@@ -41,7 +41,7 @@ pub struct Context {
     /// The calling session's id.
     pub session_id: u64,
     /// The instance uuid (`box.info.uuid`).
-    pub instance_uuid: String,
+    pub instance_uuid: Rc<str>,
     /// Startup configuration, for `box.cfg` reads.
     pub cfg: Rc<Vec<(String, String)>>,
     /// Where console listen requests go.
@@ -67,7 +67,7 @@ impl Context {
             window,
             creds: Rc::new(Credentials::default()),
             session_id: 0,
-            instance_uuid: String::new(),
+            instance_uuid: Rc::from(""),
             cfg: Rc::new(Vec::new()),
             control: None,
             ticket: None,
@@ -199,16 +199,19 @@ pub fn error_table(lua: &Lua, e: &BoxError) -> mlua::Result<Table> {
 }
 
 /// Runs one operation.
-pub fn dispatch(lua: &Lua, cx: &mut Context, args: MultiValue) -> mlua::Result<MultiValue> {
-    let args: Vec<Value> = args.into_iter().collect();
-    let op: String = arg(lua, &args, 0)?;
-    let result = run(lua, cx, &op, &args);
+///
+/// Runs on every Lua call into the engine, so it borrows: the arguments stay in
+/// the `MultiValue` mlua built, and the operation's name is read in place.
+pub fn dispatch(lua: &Lua, cx: &mut Context, mut args: MultiValue) -> mlua::Result<(bool, Value)> {
+    let args: &[Value] = args.make_contiguous();
+    let Some(Value::String(name)) = args.first() else {
+        return Err(mlua::Error::runtime("box.internal.op: the operation name must be a string"));
+    };
+    let result = run(lua, cx, &name.to_str()?, args);
     publish_schema(cx)?;
     match result {
-        Ok(v) => Ok(MultiValue::from_vec(vec![Value::Boolean(true), v])),
-        Err(Failure::Box(e)) => {
-            Ok(MultiValue::from_vec(vec![Value::Boolean(false), Value::Table(error_table(lua, &e)?)]))
-        }
+        Ok(v) => Ok((true, v)),
+        Err(Failure::Box(e)) => Ok((false, Value::Table(error_table(lua, &e)?))),
         Err(Failure::Lua(e)) => Err(e),
     }
 }
@@ -330,7 +333,7 @@ fn run(lua: &Lua, cx: &mut Context, op: &str, args: &[Value]) -> Result<Value, F
         "max_user_id" => Value::Integer(i64::from(engine.max_user_id())),
         "max_func_id" => Value::Integer(i64::from(engine.max_func_id())),
         "session_id" => Value::Number(cx.session_id as f64),
-        "instance_uuid" => Value::String(lua.create_string(&cx.instance_uuid)?),
+        "instance_uuid" => Value::String(lua.create_string(cx.instance_uuid.as_bytes())?),
         "chap_sha1" => {
             let pw: mlua::LuaString = arg(lua, args, 1)?;
             Value::String(lua.create_string(crate::protocol::auth::stored_password(&pw.as_bytes()))?)

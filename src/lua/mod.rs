@@ -67,7 +67,7 @@ pub struct Caller {
     /// The session's id.
     pub session_id: u64,
     /// The instance uuid.
-    pub instance_uuid: String,
+    pub instance_uuid: Rc<str>,
     /// Startup configuration (`box.cfg` values), as strings.
     pub cfg: Rc<Vec<(String, String)>>,
     /// Where console listen requests go.
@@ -276,7 +276,7 @@ impl LuaRuntime {
             cx.lent = true;
             cx.creds = caller.creds.clone();
             cx.session_id = caller.session_id;
-            cx.instance_uuid.clone_from(&caller.instance_uuid);
+            cx.instance_uuid = Rc::clone(&caller.instance_uuid);
             cx.cfg = caller.cfg.clone();
             cx.control.clone_from(&caller.control);
             cx.ticket = host.ticket;
@@ -517,7 +517,10 @@ impl LuaRuntime {
         let (outcome, _) = self.with_engine(host, caller, |lua| {
             let console: Table = lua.globals().get::<Table>("package")?.get::<Table>("loaded")?.get("console")?;
             let eval: Function = console.get("eval")?;
-            let args = vec![Value::String(lua.create_string(line)?)];
+            let args = |all: &mut MultiValue| {
+                all.push_back(Value::String(lua.create_string(line)?));
+                Ok(())
+            };
             start_request(lua, &self.hot()?.fiber_request, caller, false, Value::Function(eval), args, Shape::Text)
                 .map(Ok)
         });
@@ -651,13 +654,15 @@ impl LuaRuntime {
         shape: Shape,
         atomic: bool,
     ) -> Outcome {
-        let name = String::from_utf8_lossy(name).into_owned();
+        let name = String::from_utf8_lossy(name);
         let (outcome, wait) = self.with_engine(host, caller, |lua| {
             let Some((func, receiver)) = resolve(lua, &name)? else {
                 return Ok(Err(BoxError::new(code::NO_SUCH_PROC, format!("Procedure '{name}' is not defined"))));
             };
-            let mut values: Vec<Value> = receiver.into_iter().collect();
-            values.extend(convert::decode_args(lua, args)?);
+            let values = |all: &mut MultiValue| {
+                all.extend(receiver);
+                convert::decode_args_into(lua, args, &mut **all)
+            };
             start_request(lua, &self.hot()?.fiber_request, caller, atomic, func, values, shape).map(Ok)
         });
         (step_of(outcome), wait)
@@ -670,7 +675,7 @@ impl LuaRuntime {
                 Ok(f) => f,
                 Err(e) => return Ok(Err(lua_err(&e))),
             };
-            let values = convert::decode_args(lua, args)?;
+            let values = |all: &mut MultiValue| convert::decode_args_into(lua, args, &mut **all);
             start_request(lua, &self.hot()?.fiber_request, caller, atomic, Value::Function(func), values, Shape::Call)
                 .map(Ok)
         });
@@ -692,24 +697,25 @@ fn step_of(outcome: mlua::Result<BoxResult<Step>>) -> Step {
 }
 
 /// Starts a request's fiber (`box.internal.fiber_request`) and runs it until it yields or ends.
+/// `args` appends the function's arguments to the call's values (no vector of their own).
 fn start_request(
     lua: &Lua,
     start: &Function,
     caller: &Caller,
     atomic: bool,
     func: Value,
-    args: Vec<Value>,
+    args: impl FnOnce(&mut MultiValue) -> mlua::Result<()>,
     shape: Shape,
 ) -> mlua::Result<Step> {
+    let mut all = MultiValue::with_capacity(8);
     #[allow(clippy::cast_precision_loss, reason = "session ids stay far below 2^53")]
-    let mut all = vec![
-        Value::Number(caller.session_id as f64),
-        Value::Integer(i64::from(caller.creds.user_id)),
-        Value::Boolean(atomic),
-        func,
-    ];
-    all.extend(args);
-    let out: Vec<Value> = start.call::<MultiValue>(MultiValue::from_vec(all))?.into_iter().collect();
+    all.push_back(Value::Number(caller.session_id as f64));
+    all.push_back(Value::Integer(i64::from(caller.creds.user_id)));
+    all.push_back(Value::Boolean(atomic));
+    all.push_back(func);
+    args(&mut all)?;
+    let mut out = start.call::<MultiValue>(all)?;
+    let out: &[Value] = out.make_contiguous();
     match out.first() {
         Some(Value::Boolean(true)) => Ok(Step::Done(request_end(lua, &out[1..], shape))),
         _ => Ok(Step::Parked(u64::from_lua(out.get(1).cloned().unwrap_or(Value::Nil), lua)?)),
@@ -974,7 +980,7 @@ mod tests {
         let caller = Caller {
             creds: engine.credentials(user_id::ADMIN),
             session_id: 1,
-            instance_uuid: String::new(),
+            instance_uuid: Rc::from(""),
             cfg: Rc::new(Vec::new()),
             control: None,
         };
