@@ -62,18 +62,23 @@ async fn run_halves<R, W>(
         tracing::error!("no randomness for the greeting salt");
         return;
     }
-    // NOTE: the greeting goes out in one write; node's driver parses only its first chunk.
-    let hello = greeting::encode(REPORTED_VERSION, &config.instance_uuid, &salt);
-    if wr.write_all(&hello).await.is_err() {
-        return;
-    }
     let (out_tx, out_rx) = unbounded_channel();
     let count = QueuedCount::default();
     let out = match direct {
         Some(fd) => ReplySink::direct(out_tx, fd, &count),
         None => ReplySink::queued_only(out_tx),
     };
+    // The TX thread hears of the session before the client can see the greeting (in
+    // 2.6 the greeting follows on_connect): a request another connection sends after
+    // this greeting arrived is queued behind this connect, so on_connect triggers
+    // run in the order clients saw their connections open.
     if tx.send(TxMessage::Connect { session_id, salt, out }).is_err() {
+        return;
+    }
+    // NOTE: the greeting goes out in one write; node's driver parses only its first chunk.
+    let hello = greeting::encode(REPORTED_VERSION, &config.instance_uuid, &salt);
+    if wr.write_all(&hello).await.is_err() {
+        let _ = tx.send(TxMessage::Disconnect { session_id });
         return;
     }
     let writer = tokio::spawn(write_replies(wr, out_rx, count));
