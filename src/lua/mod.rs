@@ -152,17 +152,39 @@ struct Hot {
 
 /// The executor's engine and window, swapped into the bound [`Context`] for one Lua
 /// entry and swapped back when this is dropped (on every path out, errors included).
-struct Lend<'h, 'e> {
-    bound: &'h std::cell::RefCell<Context>,
-    host: &'e mut Host<'e>,
+struct Lend<'a> {
+    bound: &'a std::cell::RefCell<Context>,
+    engine: &'a mut Engine,
+    window: &'a mut Window,
 }
 
-impl Drop for Lend<'_, '_> {
+impl<'a> Lend<'a> {
+    /// Swaps `host`'s engine and window into `bound` and sets the caller's fields.
+    fn new(bound: &'a std::cell::RefCell<Context>, host: &'a mut Host<'_>, caller: &Caller) -> mlua::Result<Self> {
+        let mut cx = bound.try_borrow_mut().map_err(|_| mlua::Error::RecursiveMutCallback)?;
+        if cx.lent {
+            return Err(mlua::Error::runtime("the engine is lent already"));
+        }
+        std::mem::swap(&mut cx.engine, host.engine);
+        std::mem::swap(&mut cx.window, host.window);
+        cx.lent = true;
+        cx.creds = caller.creds.clone();
+        cx.session_id = caller.session_id;
+        cx.instance_uuid = Rc::clone(&caller.instance_uuid);
+        cx.cfg = caller.cfg.clone();
+        cx.control.clone_from(&caller.control);
+        cx.ticket = host.ticket;
+        cx.wait_for = None;
+        Ok(Self { bound, engine: &mut *host.engine, window: &mut *host.window })
+    }
+}
+
+impl Drop for Lend<'_> {
     fn drop(&mut self) {
         // Not borrowed here: `op` holds the borrow only while it runs.
         if let Ok(mut cx) = self.bound.try_borrow_mut() {
-            std::mem::swap(&mut cx.engine, self.host.engine);
-            std::mem::swap(&mut cx.window, self.host.window);
+            std::mem::swap(&mut cx.engine, self.engine);
+            std::mem::swap(&mut cx.window, self.window);
             cx.lent = false;
         }
     }
@@ -263,31 +285,14 @@ impl LuaRuntime {
             Ok(hot) => hot,
             Err(e) => return (Err(e), None),
         };
-        let mut host = Host { engine: &mut *host.engine, window: &mut *host.window, ticket: host.ticket };
-        let lend = {
-            let Ok(mut cx) = hot.bound.try_borrow_mut() else {
-                return (Err(mlua::Error::RecursiveMutCallback), None);
-            };
-            if cx.lent {
-                return (Err(mlua::Error::runtime("the engine is lent already")), None);
-            }
-            std::mem::swap(&mut cx.engine, host.engine);
-            std::mem::swap(&mut cx.window, host.window);
-            cx.lent = true;
-            cx.creds = caller.creds.clone();
-            cx.session_id = caller.session_id;
-            cx.instance_uuid = Rc::clone(&caller.instance_uuid);
-            cx.cfg = caller.cfg.clone();
-            cx.control.clone_from(&caller.control);
-            cx.ticket = host.ticket;
-            cx.wait_for = None;
-            if let Err(e) = dispatch::publish_schema(&mut cx) {
-                drop(cx);
-                drop(Lend { bound: &hot.bound, host: &mut host });
-                return (Err(e), None);
-            }
-            Lend { bound: &hot.bound, host: &mut host }
+        let lend = match Lend::new(&hot.bound, host, caller) {
+            Ok(lend) => lend,
+            Err(e) => return (Err(e), None),
         };
+        let published = dispatch::publish_schema(&mut hot.bound.borrow_mut());
+        if let Err(e) = published {
+            return (Err(e), None);
+        }
         let result = (|| {
             hot.internal.raw_set(&hot.op_key, &hot.op)?;
             let r = f(&self.lua);
