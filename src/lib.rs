@@ -28,7 +28,6 @@ pub mod fuzzing;
 
 use std::sync::mpsc as std_mpsc;
 
-use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -95,7 +94,7 @@ pub fn run(config: config::Config) -> Result<(), BoxedError> {
     let stop = CancellationToken::new();
     let tracker = TaskTracker::new();
     let served: Result<(), BoxedError> = runtime.block_on(async {
-        let listener = TcpListener::bind(&config.listen).await?;
+        let listener = server::listen_tcp(&config.listen).await?;
         let addr = listener.local_addr()?;
         tracing::info!(%addr, wal_mode = config.wal_mode.name(), "listening");
         // A machine-readable line for scripts that start oncebox on port 0.

@@ -7,7 +7,7 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use tokio::net::{TcpListener, UnixListener};
+use tokio::net::UnixListener;
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -59,7 +59,7 @@ pub async fn open_binary(ctx: &NetContext, addr: &str, instance_uuid: uuid::Uuid
         });
         addr.to_owned()
     } else {
-        let listener = TcpListener::bind(addr).await.map_err(|e| format!("failed to bind {addr}: {e}"))?;
+        let listener = server::listen_tcp(addr).await.map_err(|e| format!("failed to bind {addr}: {e}"))?;
         let bound = listener.local_addr().map(|a| a.to_string()).unwrap_or_else(|_| addr.to_owned());
         let serving = server::serve(listener, ctx.tx.clone(), cfg, ctx.stop.clone(), ctx.tracker.clone());
         tokio::spawn(async move {
@@ -82,7 +82,7 @@ pub async fn control_loop(mut rx: UnboundedReceiver<Control>, ctx: NetContext, m
     let mut consoles = 0u64;
     while let Some(req) = rx.recv().await {
         match req {
-            Control::ConsoleListen { addr, reply } => match TcpListener::bind(&addr).await {
+            Control::ConsoleListen { addr, reply } => match server::listen_tcp(&addr).await {
                 Ok(listener) => {
                     let bound = listener.local_addr().map(|a| a.to_string()).unwrap_or(addr);
                     tracing::info!(addr = %bound, "console listening");

@@ -16,40 +16,70 @@ use crate::idempotency::fingerprint;
 use crate::protocol::codec::{CodecError, PacketCodec};
 use crate::protocol::{greeting, header, request, REPORTED_VERSION};
 
-/// Serves one TCP connection until either side closes it.
+/// A connection the TX thread has been told of: its greeting salt and the queue
+/// TX's replies come through.
+pub(super) struct Announced {
+    session_id: u64,
+    salt: [u8; greeting::SALT_SIZE],
+    out_rx: UnboundedReceiver<Outgoing>,
+    count: QueuedCount,
+}
+
+/// Tells the TX thread of a freshly accepted connection; `None` when it cannot be
+/// served (no randomness for the salt, TX gone).
+///
+/// Called by the accept loop itself, before the connection's task is spawned, so
+/// TX hears of connections in the order they were accepted (a spawned task may run
+/// after tasks spawned later) and before the client can see the greeting (in 2.6
+/// the greeting follows on_connect): a request another connection sends after this
+/// greeting arrived is queued behind this connect, so on_connect triggers run in
+/// the order clients saw their connections open.
+pub(super) fn announce<S: AsFd>(socket: &S, session_id: u64, tx: &UnboundedSender<TxMessage>) -> Option<Announced> {
+    let mut salt = [0u8; greeting::SALT_SIZE];
+    if getrandom::getrandom(&mut salt).is_err() {
+        tracing::error!("no randomness for the greeting salt");
+        return None;
+    }
+    let (out_tx, out_rx) = unbounded_channel();
+    let count = QueuedCount::default();
+    let out = match socket.as_fd().try_clone_to_owned() {
+        Ok(fd) => ReplySink::direct(out_tx, fd, &count),
+        Err(_) => ReplySink::queued_only(out_tx),
+    };
+    tx.send(TxMessage::Connect { session_id, salt, out }).ok()?;
+    Some(Announced { session_id, salt, out_rx, count })
+}
+
+/// Serves one announced TCP connection until either side closes it.
 pub(super) async fn run(
     socket: TcpStream,
-    session_id: u64,
+    announced: Announced,
     tx: UnboundedSender<TxMessage>,
     config: &ServerConfig,
     stop: CancellationToken,
 ) {
     let _ = socket.set_nodelay(true);
-    let direct = socket.as_fd().try_clone_to_owned().ok();
     let (rd, wr) = socket.into_split();
-    run_halves(rd, wr, direct, session_id, tx, config, stop).await;
+    run_halves(rd, wr, announced, tx, config, stop).await;
 }
 
-/// Serves one unix-socket connection until either side closes it.
+/// Serves one announced unix-socket connection until either side closes it.
 pub(super) async fn run_unix(
     socket: UnixStream,
-    session_id: u64,
+    announced: Announced,
     tx: UnboundedSender<TxMessage>,
     config: &ServerConfig,
     stop: CancellationToken,
 ) {
-    let direct = socket.as_fd().try_clone_to_owned().ok();
     let (rd, wr) = socket.into_split();
-    run_halves(rd, wr, direct, session_id, tx, config, stop).await;
+    run_halves(rd, wr, announced, tx, config, stop).await;
 }
 
-/// Serves a connection's halves; `direct` is a duplicate of its descriptor, for
-/// replies the TX thread can send at once (see [`ReplySink`]).
+/// Serves a connection's halves: greeting, then a reader loop and a writer task.
 async fn run_halves<R, W>(
     rd: R,
     mut wr: W,
-    direct: Option<std::os::fd::OwnedFd>,
-    session_id: u64,
+    announced: Announced,
     tx: UnboundedSender<TxMessage>,
     config: &ServerConfig,
     stop: CancellationToken,
@@ -57,24 +87,7 @@ async fn run_halves<R, W>(
     R: AsyncRead + Unpin + Send,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let mut salt = [0u8; greeting::SALT_SIZE];
-    if getrandom::getrandom(&mut salt).is_err() {
-        tracing::error!("no randomness for the greeting salt");
-        return;
-    }
-    let (out_tx, out_rx) = unbounded_channel();
-    let count = QueuedCount::default();
-    let out = match direct {
-        Some(fd) => ReplySink::direct(out_tx, fd, &count),
-        None => ReplySink::queued_only(out_tx),
-    };
-    // The TX thread hears of the session before the client can see the greeting (in
-    // 2.6 the greeting follows on_connect): a request another connection sends after
-    // this greeting arrived is queued behind this connect, so on_connect triggers
-    // run in the order clients saw their connections open.
-    if tx.send(TxMessage::Connect { session_id, salt, out }).is_err() {
-        return;
-    }
+    let Announced { session_id, salt, out_rx, count } = announced;
     // NOTE: the greeting goes out in one write; node's driver parses only its first chunk.
     let hello = greeting::encode(REPORTED_VERSION, &config.instance_uuid, &salt);
     if wr.write_all(&hello).await.is_err() {

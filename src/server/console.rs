@@ -9,7 +9,7 @@
 
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::mpsc::{unbounded_channel, UnboundedSender};
+use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -50,19 +50,27 @@ pub async fn serve(
         };
         let Ok((socket, _)) = accepted else { continue };
         next += 1;
+        // Announced from the accept loop, so TX hears of sessions in accept order.
+        let (out_tx, out_rx) = unbounded_channel();
+        let out = super::sink::ReplySink::queued_only(out_tx);
+        if tx.send(TxMessage::Connect { session_id: next, salt: [0; 32], out }).is_err() {
+            return;
+        }
         let (tx, stop) = (tx.clone(), stop.clone());
-        tracker.spawn(run(socket, next, tx, stop));
+        tracker.spawn(run(socket, next, out_rx, tx, stop));
     }
 }
 
-async fn run(socket: TcpStream, session_id: u64, tx: UnboundedSender<TxMessage>, stop: CancellationToken) {
+async fn run(
+    socket: TcpStream,
+    session_id: u64,
+    mut out_rx: UnboundedReceiver<Outgoing>,
+    tx: UnboundedSender<TxMessage>,
+    stop: CancellationToken,
+) {
     let (rd, mut wr) = socket.into_split();
     if wr.write_all(&greeting()).await.is_err() {
-        return;
-    }
-    let (out_tx, mut out_rx) = unbounded_channel();
-    let out = super::sink::ReplySink::queued_only(out_tx);
-    if tx.send(TxMessage::Connect { session_id, salt: [0; 32], out }).is_err() {
+        let _ = tx.send(TxMessage::Disconnect { session_id });
         return;
     }
     let writer = tokio::spawn(async move {

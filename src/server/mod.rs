@@ -11,7 +11,7 @@ pub mod sink;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use tokio::net::{TcpListener, UnixListener};
+use tokio::net::{TcpListener, TcpSocket, UnixListener};
 use tokio::sync::mpsc::UnboundedSender;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
@@ -28,6 +28,26 @@ pub struct ServerConfig {
     pub max_packet_size: u64,
     /// Most connections served at once; further ones wait in the accept queue.
     pub max_connections: usize,
+}
+
+/// Pending connections the kernel queues before they are accepted. Linux caps it at
+/// `net.core.somaxconn`, which is what Tarantool asks for; tokio's `bind` queued
+/// only 128 here, so a burst of connects timed out.
+const LISTEN_BACKLOG: u32 = 65_535;
+
+/// A TCP listener on `addr` (host:port; the first address it resolves to) with a
+/// full-size accept queue.
+pub async fn listen_tcp(addr: &str) -> std::io::Result<TcpListener> {
+    let mut last = None;
+    for resolved in tokio::net::lookup_host(addr).await? {
+        let socket = if resolved.is_ipv4() { TcpSocket::new_v4()? } else { TcpSocket::new_v6()? };
+        socket.set_reuseaddr(true)?;
+        match socket.bind(resolved) {
+            Ok(()) => return socket.listen(LISTEN_BACKLOG),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidInput, "no address to listen on")))
 }
 
 /// Binary-protocol session ids, unique across every listener the process opens.
@@ -66,11 +86,12 @@ pub async fn serve(
         };
         let session_id = next_session_id();
         tracing::info!(%peer, session_id, "connection accepted");
+        let Some(announced) = connection::announce(&socket, session_id, &tx) else { continue };
         let tx = tx.clone();
         let config = config.clone();
         let stop = stop.clone();
         tracker.spawn(async move {
-            connection::run(socket, session_id, tx, &config, stop).await;
+            connection::run(socket, announced, tx, &config, stop).await;
             tracing::info!(%peer, session_id, "connection closed");
             drop(permit);
         });
@@ -93,7 +114,8 @@ pub async fn serve_unix(
         };
         let Ok((socket, _)) = accepted else { continue };
         let session_id = next_session_id();
+        let Some(announced) = connection::announce(&socket, session_id, &tx) else { continue };
         let (tx, config, stop) = (tx.clone(), config.clone(), stop.clone());
-        tracker.spawn(async move { connection::run_unix(socket, session_id, tx, &config, stop).await });
+        tracker.spawn(async move { connection::run_unix(socket, announced, tx, &config, stop).await });
     }
 }
