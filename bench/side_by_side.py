@@ -470,16 +470,20 @@ the data succeeds.
   group and a checkpoint applies them to the rows as one sorted table, off TX. At
   depth 1 the WAL thread blocked 1.3-1.7 times per commit (std's channel woke it
   while holding a lock it then needed); on tokio's channel it blocks once, as
-  Tarantool's WAL does.
+  Tarantool's WAL does. Pipelined writes move in a convoy: with 256 requests in
+  flight the TX thread executes a batch while client and WAL wait, the WAL writes
+  the group while TX waits, and so on (`perf sched timehist`); checkpoints are not
+  the cause of the tails (no checkpoint during the run, or the checkpoint thread at
+  nice 19 or SCHED_IDLE: the same p99 within the host's noise).
 - A tokened replace is two writes, one of them a new key in a table of up to a million
   tokens: its server CPU is about twice a plain replace's (TX 3.0 against 1.7 us, the
   checkpoint 1.8 against 0.6, the WAL 0.7 against 0.4, SHA-256 of the fingerprint on
   the network thread), which is why it stays well below 0.9x of plain.
-- A CALL is bound by the TX thread, and its TX time is Lua: a coroutine per request,
-  mlua's value conversions (about 28 allocations per call), a tuple userdata per
+- A CALL is bound by the TX thread, and its TX time is Lua: a fiber table per request
+  (its coroutine comes from a pool), mlua's value conversions, a tuple userdata per
   `get`, and LuaJIT garbage collection. Binding `box` to the engine through one `op`
-  function made once, instead of an mlua scope per call, took its TX instructions
-  from 32.2k to 26.7k (a select takes 2.1k).
+  function made once, instead of an mlua scope per call, and no throwaway vectors on
+  the way in and out took its TX instructions from 32.2k to 24.8k (a select takes 2.1k).
 - Memory per tuple and per token is higher for decoded index keys and fjall's
   memtables and caches.
 """)
@@ -521,6 +525,10 @@ def main():
         meta.setdefault("tarantool", machine()[1])
         workloads = saved.get("workloads", workloads)
         args.modes = ",".join(saved.get("modes", args.modes.split(",")))
+        if args.report:
+            # The run may have written a draft elsewhere: the command names this report.
+            cmd = meta["command"].split(" --report ")[0]
+            meta["command"] = cmd + f" --report {os.path.relpath(os.path.abspath(args.report), ROOT)}"
     else:
         load_before = os.getloadavg()[0]
         res = throughput(args)
