@@ -862,16 +862,17 @@ impl Executor {
         let Some(req) = decoded.request(body)? else {
             return Err(BoxError::unknown_request_type(header.request_type));
         };
+        let fp = fingerprint.unwrap_or_else(|| fingerprint::of(&req));
+        let Some(stored) = self.engine.idempotency_record(user, &token.encoded) else {
+            // A first execution: `execute` checks rights and writability as for any request.
+            return Ok(Tokened::Own(token, fp, req));
+        };
         // Rights are checked on the replay path too: a token never bypasses a grant.
         let creds = self.creds(user);
         self.engine.check_write_access(&creds, &req)?;
         if !matches!(req, Request::Call(_) | Request::Call16(_) | Request::Eval(_)) {
             self.check_writable()?;
         }
-        let fp = fingerprint.unwrap_or_else(|| fingerprint::of(&req));
-        let Some(stored) = self.engine.idempotency_record(user, &token.encoded) else {
-            return Ok(Tokened::Own(token, fp, req));
-        };
         let record = Record::from_tuple(&stored).ok_or_else(|| BoxError::invalid_msgpack("_idempotency record"))?;
         if record.fingerprint != fp {
             self.window.stats.mismatches += 1;

@@ -190,6 +190,23 @@ def test_grants_are_checked_on_replay(ob):
     assert h[0] == 0x8000 | 42, b
 
 
+def test_grants_are_checked_on_first_execution(ob):
+    c = admin(ob)
+    assert c.request(DELETE, {0x10: 312, 0x20: [40, "space", SPACE]})[0][0] == 0
+    a = Raw(ob.host, ob.port)
+    assert a.auth("alice", "a")[0][0] == 0
+    h, b, _ = incr(a, 7, "t-first")
+    assert h[0] == 0x8000 | 42, b
+    assert counter(c, 7) == 0
+    h, b, _ = c.request(SELECT, {0x10: 500, 0x12: 100, 0x14: 2, 0x20: []})
+    assert not [t for t in b[0x30] if t[1] == "t-first"], "a refused request leaves no record"
+    # Granted again, the same token runs: the refusal did not keep it.
+    assert c.request(INSERT, {0x10: 312, 0x21: [1, 40, "space", SPACE, 3]})[0][0] == 0
+    assert incr(a, 7, "t-first")[0][STATUS] == EXECUTED
+    assert incr(a, 7, "t-first")[0][STATUS] == REPLAYED
+    assert counter(c, 7) == 1
+
+
 @pytest.mark.parametrize("ob", [("--idempotency-mode", "off"), ("--idempotency-mode", "manual")], indirect=True)
 def test_modes_refuse_tokened_writes(ob):
     c = admin(ob)
