@@ -711,6 +711,9 @@ impl Executor {
             replies: std::mem::take(&mut self.group_replies),
         });
         self.group_log.clear();
+        for f in &failed {
+            self.window.unstore(&f.undo);
+        }
         for f in failed.iter_mut().rev() {
             for change in f.undo.drain(..).rev() {
                 self.engine.undo(change);
@@ -981,6 +984,9 @@ impl Executor {
         } else {
             // A tokened request is one transaction: nothing of it survives a failure.
             let records_undone = changes.iter().any(|c| c.space_id() == idem::SPACE_ID);
+            if records_undone {
+                self.window.unstore(&changes);
+            }
             for change in changes.into_iter().rev() {
                 self.engine.undo(change);
             }

@@ -27,7 +27,7 @@ use std::rc::Rc;
 use std::time::Instant;
 
 use crate::engine::tuple::Tuple;
-use crate::engine::Engine;
+use crate::engine::{Change, Engine};
 use crate::error::BoxResult;
 
 use crate::protocol::msgpack::{write, Reader};
@@ -461,6 +461,16 @@ impl Window {
         self.stats.executed += 1;
         self.ages.push_back(Aged { tuple, ticket: ticket.unwrap_or(0) });
         Ok(())
+    }
+
+    /// `changes` are about to be undone (their request or its commit failed): the
+    /// records this window stored among them no longer count as executed.
+    pub fn unstore(&mut self, changes: &[Change]) {
+        let undone = changes
+            .iter()
+            .filter(|c| matches!(c, Change::Row { space_id: SPACE_ID, new: Some(t), .. } if self.knows(t)))
+            .count();
+        self.stats.executed = self.stats.executed.saturating_sub(undone as u64);
     }
 
     /// Every group up to `ticket` is durable.

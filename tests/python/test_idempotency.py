@@ -341,6 +341,27 @@ def test_race_of_one_token_over_many_connections():
         ob.stop()
 
 
+def test_a_write_the_disk_refused_is_not_counted_as_executed():
+    ob = start_oncebox(env=dict(os.environ, ONCEBOX_INJECT_WAL_FAILURE_AFTER="24"))
+    try:
+        setup_schema(ob)
+        c = admin(ob)
+        executed = 0
+        for key in range(1, 11):
+            h, b, _ = incr(c, key, f"t-disk-{key}")
+            if h[0] != 0:
+                assert h[0] == 0x8000 | 40, b  # ER_WAL_IO
+                break
+            assert h[STATUS] == EXECUTED
+            executed += 1
+        else:
+            pytest.fail("the injected disk failure never came")
+        h, b, _ = c.request(8, {0x27: "return box.stat.idempotency().executed", 0x21: []})
+        assert b[0x30] == [executed]
+    finally:
+        ob.stop()
+
+
 def race(ob):
     conns = [admin(ob) for _ in range(20)]
     barrier = threading.Barrier(len(conns))

@@ -127,10 +127,13 @@ def test_an_outcome_undone_with_its_failed_call_leaves_the_window_counts_true(ob
     # A box.atomic outcome inside a tokened EVAL that then fails: both go.
     inner_then_fail = ("box.atomic({idempotent_token = 'inner-1'}, function() box.space.acc:update(1, {{'+', 2, 1}}) end)"
                        " error('after the inner outcome')")
+    executed = ev(c, "return box.stat.idempotency().executed")[1][0x30][0]
     h, _ = ev(c, inner_then_fail, _12="outer-1")
     assert h[0] != 0
     stat, held = window_usage(c)
     assert stat == held and held[0] == 1, (stat, held)
+    # The undone inner outcome is not counted as executed either.
+    assert ev(c, "return box.stat.idempotency().executed")[1][0x30] == [executed]
     assert balances(c)[0] == 0
     # Neither outcome is remembered: both tokens run again.
     code = "return box.atomic({idempotent_token = 'inner-1'}, function() return box.space.acc:update(1, {{'+', 2, 1}})[2] end)"
