@@ -1,9 +1,10 @@
 """Accepting connections.
 
 A burst of connects while the server is busy waits in a full-size accept queue
-(Tarantool asks for net.core.somaxconn), and on_connect triggers run in the order connections were accepted, before the
-client sees its greeting (as in Tarantool 2.6): a request sent after a greeting
-arrived never overtakes the connect of a connection opened earlier."""
+(Tarantool asks for net.core.somaxconn), and on_connect triggers run in the order
+connections were accepted, before the client sees its greeting (as in Tarantool
+2.6): a request sent after a greeting arrived never overtakes the connect of a
+connection opened earlier."""
 import concurrent.futures
 import os
 import shutil
