@@ -304,6 +304,24 @@ impl Index {
         }
     }
 
+    /// Adds many entries at once (recovery): an empty TREE is built from them sorted,
+    /// leaf by leaf, so its nodes are full (entries inserted one by one in key order
+    /// leave each node about half full) and no entry costs a descent; a HASH makes
+    /// room for all of them first. Of entries with equal keys the last one stays, as
+    /// inserting them in order would leave it.
+    pub fn extend_entries(&mut self, entries: Vec<(Key, Tuple)>) {
+        match &mut self.storage {
+            Storage::Tree(m) if m.is_empty() => *m = entries.into_iter().collect(),
+            Storage::Tree(m) => m.extend(entries),
+            Storage::Hash(m) => {
+                m.table.reserve(entries.len(), |(h, _)| *h);
+                for (key, tuple) in entries {
+                    m.put(&self.cmp_parts, &key, tuple);
+                }
+            }
+        }
+    }
+
     /// Stores `tuple` under an existing entry's key (a replace that keeps the key).
     pub fn swap_tuple(&mut self, key: &Key, tuple: Tuple) {
         match &mut self.storage {
@@ -607,5 +625,62 @@ mod tests {
         assert_eq!(ix.iter().count(), 2);
         ix.clear();
         assert!(ix.is_empty());
+    }
+
+    /// `[k, v]` for a small unsigned k and a one-letter string v.
+    fn pair(k: u8, v: u8) -> Tuple {
+        tuple(&[0x92, k, 0xa1, v])
+    }
+
+    fn entries(ix: &Index, tuples: &[Tuple]) -> Vec<(Key, Tuple)> {
+        tuples.iter().map(|t| (ix.entry_key(&split(t).unwrap()).unwrap(), t.clone())).collect()
+    }
+
+    fn contents(ix: &Index) -> Vec<Vec<u8>> {
+        ix.iter().map(|t| t.to_vec()).collect()
+    }
+
+    #[test]
+    fn entries_added_at_once_are_kept_as_if_inserted_one_by_one() {
+        // Out of key order, key 3 twice (the later tuple stays), a non-unique
+        // TREE (ordered by value, then by the primary key) and a HASH.
+        let tuples: Vec<Tuple> =
+            [(5, b'b'), (1, b'c'), (3, b'a'), (9, b'a'), (3, b'z'), (2, b'b')].map(|(k, v)| pair(k, v)).into();
+        let part = |field_no, ty| Part { field_no, ty, collation: Collation::Binary, nullable: false };
+        let pk = vec![part(0, FieldType::Unsigned)];
+        let by_value = IndexDef {
+            id: 1,
+            name: "value".into(),
+            kind: IndexKind::Tree,
+            unique: false,
+            parts: vec![part(1, FieldType::String)],
+        };
+        let primary = IndexDef { id: 0, name: "pk".into(), kind: IndexKind::Tree, unique: true, parts: pk.clone() };
+        for def in [primary, by_value, IndexDef { kind: IndexKind::Hash, ..hash_index().def }] {
+            let mut one_by_one = Index::new(def.clone(), &pk);
+            for (key, t) in entries(&one_by_one, &tuples) {
+                one_by_one.insert(key, t);
+            }
+            let mut at_once = Index::new(def.clone(), &pk);
+            at_once.extend_entries(entries(&at_once, &tuples));
+            assert_eq!(at_once.len(), one_by_one.len(), "{}", def.name);
+            if def.kind == IndexKind::Tree {
+                assert_eq!(contents(&at_once), contents(&one_by_one), "{}", def.name);
+            }
+            for (key, t) in entries(&one_by_one, &tuples) {
+                assert_eq!(at_once.get(&key).map(|t| t.to_vec()), one_by_one.get(&key).map(|t| t.to_vec()));
+                assert!(at_once.get(&key).is_some_and(|found| def.id != 1 || found.as_ref() == t.as_ref()));
+            }
+            // A second batch joins the entries already there.
+            let more = [pair(4, b'q'), pair(1, b'y')];
+            for (key, t) in entries(&one_by_one, &more) {
+                one_by_one.insert(key, t);
+            }
+            at_once.extend_entries(entries(&at_once, &more));
+            assert_eq!(at_once.len(), one_by_one.len(), "{}", def.name);
+            if def.kind == IndexKind::Tree {
+                assert_eq!(contents(&at_once), contents(&one_by_one), "{}", def.name);
+            }
+        }
     }
 }

@@ -173,6 +173,11 @@ impl Engine {
         self.space_mut(space_id)?.load(tuple.into())
     }
 
+    /// Adds a space's stored tuples in one build of each index (recovery).
+    pub fn load_rows(&mut self, space_id: u32, tuples: Vec<Tuple>) -> BoxResult<()> {
+        self.space_mut(space_id)?.load_all(tuples)
+    }
+
     /// Sets a user's password, as `box.schema.user.passwd` does (a `_user` replace).
     pub fn set_password(&mut self, user: u32, password: &[u8]) -> BoxResult<()> {
         let name = self.user_name(user);

@@ -294,6 +294,23 @@ impl Space {
         Ok((old, primary_key))
     }
 
+    /// Adds tuples read back from storage, every index in one build
+    /// ([`Index::extend_entries`]): keys are computed, nothing is re-checked.
+    pub fn load_all(&mut self, tuples: Vec<Tuple>) -> BoxResult<()> {
+        let mut entries: Vec<Vec<(Key, Tuple)>> =
+            self.indexes.values().map(|_| Vec::with_capacity(tuples.len())).collect();
+        for tuple in tuples {
+            let fields = split(&tuple)?;
+            for (ix, out) in self.indexes.values().zip(entries.iter_mut()) {
+                out.push((ix.entry_key(&fields)?, tuple.clone()));
+            }
+        }
+        for (ix, entries) in self.indexes.values_mut().zip(entries) {
+            ix.extend_entries(entries);
+        }
+        Ok(())
+    }
+
     /// Adds a tuple read back from storage: keys are computed, nothing is re-checked.
     pub fn load(&mut self, tuple: Tuple) -> BoxResult<()> {
         let fields = split(&tuple)?;

@@ -7,6 +7,7 @@ use super::datadir::DataDir;
 use super::fjall_store::{FjallStore, StoreError};
 use super::keys::space_of;
 use crate::engine::catalog::space_id;
+use crate::engine::tuple::Tuple;
 use crate::engine::Engine;
 use crate::executor::row_ops;
 
@@ -41,17 +42,35 @@ pub fn open_engine(dir: &DataDir, store: &FjallStore) -> Result<(Engine, uuid::U
     })?;
     let mut engine = Engine::with_schema(space_rows.iter().map(Vec::as_slice), index_rows.iter().map(Vec::as_slice))
         .map_err(|e| StoreError(format!("damaged catalogue: {e}")))?;
+    // Rows come in storage-key order, so space by space: each space's indexes are
+    // built once from all its rows.
     let mut rows = 0u64;
+    let mut space_rows: Option<(u32, Vec<Tuple>)> = None;
     store.for_each_row(|key, tuple| {
         let space = space_of(key).ok_or_else(|| StoreError("damaged row key".into()))?;
-        engine.load_row(space, tuple).map_err(|e| StoreError(format!("damaged row in space {space}: {e}")))?;
         rows += 1;
+        match &mut space_rows {
+            Some((current, tuples)) if *current == space => tuples.push(tuple.into()),
+            _ => {
+                if let Some(done) = space_rows.replace((space, vec![tuple.into()])) {
+                    load_space(&mut engine, done)?;
+                }
+            }
+        }
         Ok(())
     })?;
+    if let Some(done) = space_rows {
+        load_space(&mut engine, done)?;
+    }
     tracing::info!(rows, elapsed_ms = started.elapsed().as_millis(), "recovered data directory");
     // Directories made before `_idempotency` existed get it now.
     if engine.ensure_idempotency_space().map_err(|e| StoreError(format!("creating _idempotency: {e}")))? {
         store.write(row_ops(&engine.take_changes()))?;
     }
     Ok((engine, uuid))
+}
+
+/// Loads one space's rows into the engine.
+fn load_space(engine: &mut Engine, (space, tuples): (u32, Vec<Tuple>)) -> Result<(), StoreError> {
+    engine.load_rows(space, tuples).map_err(|e| StoreError(format!("damaged row in space {space}: {e}")))
 }
