@@ -212,6 +212,15 @@ def oncebox_token_flags(n):
             "--idempotency-lifetime", "86400"]
 
 
+def settled_rss_kb(server, keys):
+    """VmRSS after 1.5 s of reads: allocators hand freed memory back to the OS a
+    while after it is freed, on later allocations (mimalloc, which oncebox uses,
+    after 1 s), so a figure taken at once would count memory already released."""
+    bench(server, "--workload", "select", "--keys", str(keys), "--seconds", "1.5")
+    time.sleep(0.2)
+    return server.rss_kb()
+
+
 def restart_one(kind, what, n):
     """Loads n tuples (what="tuples") or n remembered tokens (what="tokens") into a fresh
     server with wal_mode 'write', stops it with SIGTERM and times its restart."""
@@ -234,8 +243,7 @@ def restart_one(kind, what, n):
         check = f"assert(box.space.{space}:len() >= {n}, '{space} has ' .. box.space.{space}:len())"
         bench(s, *load, "--keys", str(keys), "--seconds", "0", "--check", check)
         load_s = time.time() - t0
-        time.sleep(0.5)
-        rss = s.rss_kb()
+        rss = settled_rss_kb(s, keys)
         s.stop()
         # Ready means answering a read of the data, not just an open port
         # (Tarantool listens while it is still recovering).
@@ -245,8 +253,7 @@ def restart_one(kind, what, n):
               "--depth", "1", "--seconds", "0.001")
         start_s = time.time() - t0
         bench(s, "--seconds", "0", "--check", check)
-        time.sleep(0.5)
-        rss_after = s.rss_kb()
+        rss_after = settled_rss_kb(s, keys)
         out = {"what": what, "count": n, "load_s": round(load_s, 2), "restart_s": round(start_s, 2),
                "rss_kb_base": rss_base, "rss_kb_loaded": rss, "rss_kb_restarted": rss_after,
                "bytes_per_item": round((rss - rss_base) * 1024 / n),
@@ -432,7 +439,9 @@ Lua dedup space `dedup` (`[uid, token, tuple]`, what its users keep), on oncebox
 `_idempotency` (started with `{' '.join(oncebox_token_flags(args.restart_tokens or 1))}`
 so that none expires or is evicted). Both sides check the row count with
 `box.space.X:len()` after the load and after the restart. RSS is VmRSS of the server
-process: before the load (empty), after it, and after the restart; bytes per item are
+process: before the load (empty), after it, and after the restart, the last two after
+1.5 s of reads (allocators return freed memory to the OS a moment after it is freed:
+mimalloc after 1 s, on later allocations); bytes per item are
 (loaded − empty) / count, and in brackets (restarted − empty) / count. The server is
 stopped with SIGTERM; "restart" is the time from starting the process until a read of
 the data succeeds.
