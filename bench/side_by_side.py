@@ -475,7 +475,9 @@ the data succeeds.
   idle per op against 0.18). The network thread now reads and checks request bodies
   and TX builds the request from recorded positions, as Tarantool's iproto thread
   does: TX instructions per select 2.7k -> 2.1k, per replace 5.0k -> 4.4k, per tokened
-  replace 8.9k -> 8.0k. Writes go to fjall's `log` keyspace as one key per commit
+  replace 8.9k -> 8.0k. A TREE over one unsigned field (the bench space's primary key)
+  keys its entries by the integer itself: per select 2.1k -> 1.7k, per replace 4.5k ->
+  4.1k, per update 7.3k -> 6.6k. Writes go to fjall's `log` keyspace as one key per commit
   group and a checkpoint applies them to the rows as one sorted table, off TX. At
   depth 1 the WAL thread blocked 1.3-1.7 times per commit (std's channel woke it
   while holding a lock it then needed); on tokio's channel it blocks once, as
@@ -485,16 +487,27 @@ the data succeeds.
   the cause of the tails (no checkpoint during the run, or the checkpoint thread at
   nice 19 or SCHED_IDLE: the same p99 within the host's noise).
 - A tokened replace is two writes, one of them a new key in a table of up to a million
-  tokens: its server CPU is about twice a plain replace's (TX 3.0 against 1.7 us, the
-  checkpoint 1.8 against 0.6, the WAL 0.7 against 0.4, SHA-256 of the fingerprint on
-  the network thread), which is why it stays well below 0.9x of plain.
+  tokens: its server CPU is about two and a half times a plain replace's (3 December,
+  `bench/cpu_per_op.py`: TX 2.1-2.7 against 1.05 us, the checkpoint 1.0-1.2 against
+  0.3, fjall's compaction 0.3-0.9 against 0.04, the WAL 0.5-0.6 against 0.3, the
+  network thread 0.5 against 0.3 for the fingerprint's SHA-256), which is why it stays
+  well below 0.9x of plain. Keeping the records apart in a keyspace of their own,
+  keyed by age so that its tables would follow one another instead of overlapping,
+  cost more, not less, in a first try (branch `experiment/records-by-age`).
 - A CALL is bound by the TX thread, and its TX time is Lua: a fiber table per request
   (its coroutine comes from a pool), mlua's value conversions, a tuple userdata per
   `get`, and LuaJIT garbage collection. Binding `box` to the engine through one `op`
   function made once, instead of an mlua scope per call, and no throwaway vectors on
-  the way in and out took its TX instructions from 32.2k to 24.8k (a select takes 2.1k).
-- Memory per tuple and per token is higher for decoded index keys and fjall's
-  memtables and caches.
+  the way in and out took its TX instructions from 32.2k to 24.8k (a select takes 1.7k).
+- Memory: a tuple in a TREE over one unsigned field costs the tuple itself (its bytes
+  and 16 bytes of reference counts) and a 24-byte tree entry; other TREE keys are
+  decoded (72 bytes an entry). Entries inserted in key order leave the B-tree's nodes
+  about half full, while a restart builds each index in one pass with full nodes:
+  hence less RSS after the restart than after the load. The rest is fjall's: the
+  log's memtable (up to 32 MiB of commit groups between checkpoints) and two 4 MiB
+  block caches. A remembered token is an `_idempotency` tuple (user, token, SHA-256
+  fingerprint, creation time, reply, size) in a HASH slot, plus its place in the
+  window's age queue.
 """)
     with open(args.report, "w") as f:
         f.write("\n".join(out))
