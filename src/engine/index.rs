@@ -145,11 +145,34 @@ fn general_key(k: u64) -> Key {
 struct HashStore {
     table: hashbrown::HashTable<(u64, Tuple)>,
     hasher: std::collections::hash_map::RandomState,
+    /// Tells this store's hashes from another's (see [`Prehashed`]).
+    id: u64,
+}
+
+/// A key's hash in one HASH index, worked out by a lookup and reused by the
+/// insert that follows it (a tokened write looks its token up, then stores it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Prehashed {
+    store: u64,
+    hash: u64,
 }
 
 impl HashStore {
     fn new() -> Self {
-        Self { table: hashbrown::HashTable::new(), hasher: std::collections::hash_map::RandomState::new() }
+        static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        Self {
+            table: hashbrown::HashTable::new(),
+            hasher: std::collections::hash_map::RandomState::new(),
+            id: NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+        }
+    }
+
+    /// The hash of `key`: `pre`'s if it was worked out by this store.
+    fn hash_reusing(&self, key: &[KeyPart], pre: Option<Prehashed>) -> u64 {
+        match pre {
+            Some(p) if p.store == self.id => p.hash,
+            _ => self.hash(key),
+        }
     }
 
     fn hash(&self, key: &[KeyPart]) -> u64 {
@@ -159,7 +182,10 @@ impl HashStore {
     }
 
     fn get(&self, parts: &[Part], key: &[KeyPart]) -> Option<&Tuple> {
-        let hash = self.hash(key);
+        self.get_hashed(parts, key, self.hash(key))
+    }
+
+    fn get_hashed(&self, parts: &[Part], key: &[KeyPart], hash: u64) -> Option<&Tuple> {
         self.table.find(hash, |(h, t)| *h == hash && holds_key(parts, t, key)).map(|(_, t)| t)
     }
 
@@ -170,7 +196,10 @@ impl HashStore {
 
     /// Stores `tuple` under `key` and returns the tuple it replaced, in one probe.
     fn put(&mut self, parts: &[Part], key: &[KeyPart], tuple: Tuple) -> Option<Tuple> {
-        let hash = self.hash(key);
+        self.put_hashed(parts, key, self.hash(key), tuple)
+    }
+
+    fn put_hashed(&mut self, parts: &[Part], key: &[KeyPart], hash: u64, tuple: Tuple) -> Option<Tuple> {
         match self.table.entry(hash, |(h, t)| *h == hash && holds_key(parts, t, key), |(h, _)| *h) {
             hashbrown::hash_table::Entry::Occupied(mut slot) => Some(std::mem::replace(&mut slot.get_mut().1, tuple)),
             hashbrown::hash_table::Entry::Vacant(slot) => {
@@ -354,6 +383,31 @@ impl Index {
     /// Adds an entry (the caller has checked uniqueness).
     pub fn insert(&mut self, key: Key, tuple: Tuple) {
         self.put(key, tuple);
+    }
+
+    /// [`Self::get`] for a full key of a HASH index, also returning the key's hash
+    /// for a [`Self::put_prehashed`] of the same key (`None` for other indexes).
+    #[must_use]
+    pub fn get_prehashing(&self, key: &Key) -> (Option<&Tuple>, Option<Prehashed>) {
+        match &self.storage {
+            Storage::Hash(m) => {
+                let hash = m.hash(key);
+                (m.get_hashed(&self.cmp_parts, key, hash), Some(Prehashed { store: m.id, hash }))
+            }
+            _ => (self.get(key), None),
+        }
+    }
+
+    /// [`Self::put`], with the hash a lookup of the same key worked out (used only if
+    /// it came from this index's current entries: a rebuilt index hashes anew).
+    pub fn put_prehashed(&mut self, key: Key, pre: Option<Prehashed>, tuple: Tuple) -> Option<Tuple> {
+        match &mut self.storage {
+            Storage::Hash(m) => {
+                let hash = m.hash_reusing(&key, pre);
+                m.put_hashed(&self.cmp_parts, &key, hash, tuple)
+            }
+            _ => self.put(key, tuple),
+        }
     }
 
     /// Stores `tuple` under `key` and returns the tuple it replaced.
@@ -842,6 +896,24 @@ mod tests {
         general.put(odd, row(3, 3));
         assert!(matches!(ints.storage, Storage::Tree(_)));
         assert_eq!(contents(&ints), contents(&general));
+    }
+
+    #[test]
+    fn a_hash_reused_from_a_lookup_finds_the_same_slot_and_a_stale_one_is_not_used() {
+        let mut ix = hash_index();
+        let t = tuple(&[0x92, 0xa1, b'k', 0x01]);
+        let key = ix.entry_key(&split(&t).unwrap()).unwrap();
+        let (found, pre) = ix.get_prehashing(&key);
+        assert!(found.is_none() && pre.is_some());
+        assert!(ix.put_prehashed(key.clone(), pre, t.clone()).is_none());
+        assert_eq!(ix.get(&key).map(|t| t.to_vec()), Some(t.to_vec()));
+        // A hash another index (another hasher) worked out is not taken for this one's.
+        let mut other = hash_index();
+        let t2 = tuple(&[0x92, 0xa1, b'k', 0x02]);
+        assert!(other.put_prehashed(key.clone(), pre, t2.clone()).is_none());
+        assert_eq!(other.get(&key).map(|t| t.to_vec()), Some(t2.to_vec()));
+        let (found, _) = other.get_prehashing(&key);
+        assert_eq!(found.map(|t| t.to_vec()), Some(t2.to_vec()));
     }
 
     /// `[k, v]` for a small unsigned k and a one-letter string v.

@@ -76,6 +76,18 @@ pub struct Engine {
     acting: Option<Rc<Credentials>>,
     /// `box.cfg{read_only = true}`: every write is refused.
     read_only: bool,
+    /// The last token looked up and not found: the insert that usually follows
+    /// reuses its key and hash.
+    token_miss: RefCell<Option<TokenMiss>>,
+}
+
+/// A token [`Engine::idempotency_record`] did not find.
+#[derive(Debug)]
+struct TokenMiss {
+    user: u32,
+    token: Vec<u8>,
+    key: Key,
+    pre: Option<index::Prehashed>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -162,6 +174,7 @@ impl Engine {
             changes: Vec::new(),
             acting: None,
             read_only: false,
+            token_miss: RefCell::new(None),
         })
     }
 
@@ -225,7 +238,12 @@ impl Engine {
     #[must_use]
     pub fn idempotency_record(&self, user: u32, token: &[u8]) -> Option<Tuple> {
         let pk = self.spaces.get(&crate::idempotency::SPACE_ID)?.primary()?;
-        pk.get(&idempotency_key(user, token)?).cloned()
+        let key = idempotency_key(user, token)?;
+        let (found, pre) = pk.get_prehashing(&key);
+        if found.is_none() {
+            *self.token_miss.borrow_mut() = Some(TokenMiss { user, token: token.to_vec(), key, pre });
+        }
+        found.cloned()
     }
 
     /// Stores an outcome record (as the system, whatever the session's rights) and
@@ -234,7 +252,12 @@ impl Engine {
     /// indexes, the general write path keeps them all in step.
     pub fn put_idempotency_record(&mut self, user: u32, token: &[u8], tuple: Vec<u8>) -> BoxResult<Tuple> {
         let space_id = crate::idempotency::SPACE_ID;
-        let key = idempotency_key(user, token).ok_or_else(|| BoxError::invalid_msgpack("idempotency token"))?;
+        // The lookup that found no record for this token worked out its key and hash.
+        let miss = self.token_miss.get_mut().take().filter(|m| m.user == user && m.token == token);
+        let (key, pre) = match miss {
+            Some(m) => (m.key, m.pre),
+            None => (idempotency_key(user, token).ok_or_else(|| BoxError::invalid_msgpack("idempotency token"))?, None),
+        };
         let space = self.space_mut(space_id)?;
         if space.indexes.len() != 1 || space.def.temporary {
             let admin = self.credentials(user_id::ADMIN);
@@ -242,7 +265,7 @@ impl Engine {
         }
         let pk = space.indexes.get_mut(&0).ok_or_else(|| BoxError::no_such_index_id(0, "_idempotency"))?;
         let tuple: Tuple = tuple.into();
-        let old = pk.put(key.clone(), tuple.clone());
+        let old = pk.put_prehashed(key.clone(), pre, tuple.clone());
         self.acting = None;
         self.changes.push(Change::Row { space_id, pk: key, old, new: Some(tuple.clone()) });
         Ok(tuple)
