@@ -620,20 +620,7 @@ impl Index {
                     _ => return Err(self.unsupported_iterator(space_name)),
                 };
                 if let Some((lo, hi, rev)) = range {
-                    let range = m.range((lo, hi)).map(|(_, t)| t);
-                    if rev {
-                        for t in range.rev() {
-                            if !visit(t) {
-                                break;
-                            }
-                        }
-                    } else {
-                        for t in range {
-                            if !visit(t) {
-                                break;
-                            }
-                        }
-                    }
+                    visit_each(m.range((lo, hi)).map(|(_, t)| t), rev, visit);
                 }
             }
             Storage::Hash(m) => {
@@ -696,7 +683,7 @@ impl Index {
         it: IteratorType,
         key: &Key,
         space_name: &str,
-        mut visit: impl FnMut(&Tuple) -> bool,
+        visit: impl FnMut(&Tuple) -> bool,
     ) -> BoxResult<()> {
         let upper = || {
             let mut k = key.clone();
@@ -723,20 +710,7 @@ impl Index {
                 _ => return Err(unsupported()),
             }
         };
-        let range = m.range((lo, hi));
-        if rev {
-            for t in range.rev().map(|(_, t)| t) {
-                if !visit(t) {
-                    break;
-                }
-            }
-        } else {
-            for t in range.map(|(_, t)| t) {
-                if !visit(t) {
-                    break;
-                }
-            }
-        }
+        visit_each(m.range((lo, hi)).map(|(_, t)| t), rev, visit);
         Ok(())
     }
 
@@ -752,6 +726,19 @@ impl Index {
                 self.def.name
             ),
         )
+    }
+}
+
+/// Visits `tuples` in order (or in reverse) until `visit` returns false.
+fn visit_each<'a>(
+    tuples: impl DoubleEndedIterator<Item = &'a Tuple>,
+    reverse: bool,
+    mut visit: impl FnMut(&Tuple) -> bool,
+) {
+    if reverse {
+        tuples.rev().take_while(|t| visit(t)).for_each(drop);
+    } else {
+        tuples.take_while(|t| visit(t)).for_each(drop);
     }
 }
 
