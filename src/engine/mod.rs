@@ -671,7 +671,7 @@ impl Engine {
             return Ok(None);
         };
         let old_fields = split(&old)?;
-        let new: Tuple = update::apply(&ops, &old_fields, space)?.into();
+        let new = update::apply(&ops, &old_fields, space)?;
         let fields = space.validate(&new)?;
         let space = self.space_mut(req.space_id)?;
         let (replaced, key) = space.write_keyed(new.clone(), &fields, WriteMode::Replace, Some(&old))?;
@@ -697,7 +697,7 @@ impl Engine {
             None => (tuple, None),
             Some(old) => {
                 let old_fields = split(&old)?;
-                let new: Tuple = update::apply_skipping_failures(&ops, &old_fields, space).into();
+                let new = update::apply_skipping_failures(&ops, &old_fields, space);
                 drop(old_fields);
                 (new, Some(old))
             }

@@ -10,8 +10,10 @@
 //! Operations are checked (shape and argument types) before any is applied.
 
 use std::borrow::Cow;
+use std::cell::RefCell;
 
 use super::space::Space;
+use super::tuple::Tuple;
 use crate::error::{code, BoxError, BoxResult};
 use crate::protocol::msgpack::{write, Integer, MpType, Reader};
 
@@ -241,9 +243,9 @@ fn encode_num(n: Num) -> Vec<u8> {
 }
 
 /// Applies one operation to the field numbered `label` (1-based, for messages).
-fn apply_one(slot: &mut Slot<'_>, kind: &OpKind<'_>, label: usize) -> BoxResult<()> {
+fn apply_one<'a>(slot: &mut Slot<'a>, kind: &OpKind<'a>, label: usize) -> BoxResult<()> {
     match kind {
-        OpKind::Set(v) => slot.bytes = Cow::Owned(v.to_vec()),
+        OpKind::Set(v) => slot.bytes = Cow::Borrowed(v),
         OpKind::Arith(op, arg) => {
             let mut r = Reader::new(&slot.bytes);
             let Some(cur) = read_num(&mut r) else {
@@ -326,17 +328,40 @@ fn apply_one(slot: &mut Slot<'_>, kind: &OpKind<'_>, label: usize) -> BoxResult<
     Ok(())
 }
 
-fn slots_of<'a>(fields: &[&'a [u8]]) -> Vec<Slot<'a>> {
+/// A tuple's fields while operations apply (up to 8 without an allocation).
+type Slots<'a> = smallvec::SmallVec<[Slot<'a>; 8]>;
+
+fn slots_of<'a>(fields: &[&'a [u8]]) -> Slots<'a> {
     fields.iter().map(|f| Slot { bytes: Cow::Borrowed(*f), touched: false }).collect()
 }
 
-fn join_slots(slots: &[Slot<'_>]) -> Vec<u8> {
-    let parts: Vec<&[u8]> = slots.iter().map(|s| s.bytes.as_ref()).collect();
-    super::tuple::join(&parts)
+thread_local! {
+    /// Where a new tuple is assembled before it is copied into an allocation of its
+    /// own, so that an update allocates once for the tuple and not also for a vector.
+    static ASSEMBLY: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+/// The largest assembly buffer kept between updates.
+const MAX_KEPT_ASSEMBLY: usize = 64 * 1024;
+
+fn join_slots(slots: &[Slot<'_>]) -> Tuple {
+    ASSEMBLY.with_borrow_mut(|out| {
+        out.clear();
+        #[allow(clippy::cast_possible_truncation, reason = "field counts fit u32")]
+        write::array_len(out, slots.len() as u32);
+        for slot in slots {
+            out.extend_from_slice(&slot.bytes);
+        }
+        let tuple = Tuple::from(out.as_slice());
+        if out.capacity() > MAX_KEPT_ASSEMBLY {
+            *out = Vec::new();
+        }
+        tuple
+    })
 }
 
 /// Applies `ops` to a tuple's fields and returns the new tuple (not yet validated).
-pub fn apply(ops: &[Op<'_>], fields: &[&[u8]], space: &Space) -> BoxResult<Vec<u8>> {
+pub fn apply<'a>(ops: &[Op<'a>], fields: &[&'a [u8]], space: &Space) -> BoxResult<Tuple> {
     let mut slots = slots_of(fields);
     for op in ops {
         apply_op(&mut slots, op, space)?;
@@ -345,10 +370,10 @@ pub fn apply(ops: &[Op<'_>], fields: &[&[u8]], space: &Space) -> BoxResult<Vec<u
 }
 
 /// UPSERT's rule: an operation that fails is logged and skipped; the others still apply.
-pub fn apply_skipping_failures(ops: &[Op<'_>], fields: &[&[u8]], space: &Space) -> Vec<u8> {
+pub fn apply_skipping_failures<'a>(ops: &[Op<'a>], fields: &[&'a [u8]], space: &Space) -> Tuple {
     let mut slots = slots_of(fields);
     for op in ops {
-        let before: Vec<Slot<'_>> = slots.iter().map(|s| Slot { bytes: s.bytes.clone(), touched: s.touched }).collect();
+        let before: Slots<'_> = slots.iter().map(|s| Slot { bytes: s.bytes.clone(), touched: s.touched }).collect();
         if let Err(e) = apply_op(&mut slots, op, space) {
             tracing::warn!(space = %space.def.name, error = %e, "UPSERT operation failed");
             slots = before;
@@ -357,11 +382,11 @@ pub fn apply_skipping_failures(ops: &[Op<'_>], fields: &[&[u8]], space: &Space) 
     join_slots(&slots)
 }
 
-fn apply_op(slots: &mut Vec<Slot<'_>>, op: &Op<'_>, space: &Space) -> BoxResult<()> {
+fn apply_op<'a>(slots: &mut Slots<'a>, op: &Op<'a>, space: &Space) -> BoxResult<()> {
     match &op.kind {
         OpKind::Insert(v) => {
             let pos = resolve(&op.field, slots.len(), space, Reach::Insert)?;
-            slots.insert(pos, Slot { bytes: Cow::Owned(v.to_vec()), touched: false });
+            slots.insert(pos, Slot { bytes: Cow::Borrowed(v), touched: false });
         }
         OpKind::Delete(count) => {
             let pos = resolve(&op.field, slots.len(), space, Reach::Existing)?;
@@ -369,7 +394,7 @@ fn apply_op(slots: &mut Vec<Slot<'_>>, op: &Op<'_>, space: &Space) -> BoxResult<
             slots.drain(pos..end);
         }
         OpKind::Set(v) if resolve(&op.field, slots.len(), space, Reach::Append)? == slots.len() => {
-            slots.push(Slot { bytes: Cow::Owned(v.to_vec()), touched: true });
+            slots.push(Slot { bytes: Cow::Borrowed(v), touched: true });
         }
         kind => {
             let reach = if matches!(kind, OpKind::Set(_)) { Reach::Append } else { Reach::Existing };
@@ -394,4 +419,63 @@ fn touch(slots: &mut [Slot<'_>], pos: usize) -> BoxResult<()> {
         slot.touched = true;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::space::{EngineKind, SpaceDef};
+    use crate::engine::tuple::split;
+
+    fn space() -> Space {
+        Space::new(SpaceDef {
+            id: 0,
+            owner: 1,
+            name: String::new(),
+            engine: EngineKind::Memtx,
+            field_count: 0,
+            format: Vec::new(),
+            temporary: true,
+        })
+    }
+
+    /// `[[op, field, arg], ...]` with 1-based field numbers.
+    fn ops(list: &[(&str, u64, &[u8])]) -> Vec<u8> {
+        let mut out = Vec::new();
+        write::array_len(&mut out, u32::try_from(list.len()).unwrap());
+        for (op, field, arg) in list {
+            write::array_len(&mut out, 3);
+            write::str(&mut out, op.as_bytes());
+            write::uint(&mut out, *field);
+            out.extend_from_slice(arg);
+        }
+        out
+    }
+
+    #[test]
+    fn set_insert_and_arithmetic_build_the_new_tuple() {
+        let old = [0x93, 0x01, 0x05, 0xa1, b'a'];
+        let ops = ops(&[("+", 2, &[0x03]), ("=", 3, &[0xa2, b'b', b'c']), ("!", 4, &[0xc0])]);
+        let ops = parse_ops(&ops, 1).unwrap();
+        let new = apply(&ops, &split(&old).unwrap(), &space()).unwrap();
+        assert_eq!(&new[..], &[0x94, 0x01, 0x08, 0xa2, b'b', b'c', 0xc0]);
+    }
+
+    #[test]
+    fn a_large_tuple_leaves_the_assembly_buffer_usable() {
+        let space = space();
+        let mut big = vec![0x92, 0x01, 0xdb];
+        big.extend_from_slice(&100_000u32.to_be_bytes());
+        big.extend(std::iter::repeat_n(b'x', 100_000));
+        let bump = ops(&[("+", 1, &[0x01])]);
+        let bump = parse_ops(&bump, 1).unwrap();
+        let new = apply(&bump, &split(&big).unwrap(), &space).unwrap();
+        assert_eq!(new.len(), big.len());
+        assert_eq!((new[1], &new[2..]), (0x02, &big[2..]));
+        assert!(ASSEMBLY.with_borrow(Vec::capacity) <= MAX_KEPT_ASSEMBLY, "a large buffer is not kept");
+        let small = [0x91, 0x07];
+        assert_eq!(&apply(&bump, &split(&small).unwrap(), &space).unwrap()[..], &[0x91, 0x08]);
+        let skipped = apply_skipping_failures(&bump, &split(&[0x91, 0xa1, b'z']).unwrap(), &space);
+        assert_eq!(&skipped[..], &[0x91, 0xa1, b'z'], "a failed operation leaves the field as it was");
+    }
 }

@@ -195,9 +195,9 @@ fn update_tuple(tuple: &[u8], ops: &[u8], upsert: bool) -> BoxResult<Vec<u8>> {
     let ops = update::parse_ops(ops, 1)?;
     let fields = split(tuple)?;
     if upsert {
-        Ok(update::apply_skipping_failures(&ops, &fields, &space))
+        Ok(update::apply_skipping_failures(&ops, &fields, &space).to_vec())
     } else {
-        update::apply(&ops, &fields, &space)
+        Ok(update::apply(&ops, &fields, &space)?.to_vec())
     }
 }
 
