@@ -28,8 +28,8 @@ import side_by_side  # noqa: E402  (the servers are started exactly as the repor
 
 def thread_cpu_ticks(pid):
     """CPU ticks (user + system) and voluntary context switches (times the thread
-    blocked) per thread name of process `pid`: {name: (ticks, switches)}."""
-    ticks = {}
+    blocked) per thread of process `pid`: {tid: (name, ticks, switches)}."""
+    threads = {}
     for tid in os.listdir(f"/proc/{pid}/task"):
         try:
             with open(f"/proc/{pid}/task/{tid}/stat") as f:
@@ -40,9 +40,26 @@ def thread_cpu_ticks(pid):
             continue
         name = stat[stat.index("(") + 1:stat.rindex(")")]
         fields = stat[stat.rindex(")") + 2:].split()
-        t, w = ticks.get(name, (0, 0))
-        ticks[name] = (t + int(fields[11]) + int(fields[12]), w + switches)
-    return ticks
+        threads[tid] = (name, int(fields[11]) + int(fields[12]), switches)
+    return threads
+
+
+def process_cpu_ticks(pid):
+    """CPU ticks of process `pid`, its ended threads included."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])
+
+
+def per_name(before, after):
+    """{name: (ticks, switches)} spent between two `thread_cpu_ticks` readings by
+    the threads alive at the second (a thread started in between counts whole)."""
+    spent = {}
+    for tid, (name, ticks, switches) in after.items():
+        _, t0, s0 = before.get(tid, (name, 0, 0))
+        t, s = spent.get(name, (0, 0))
+        spent[name] = (t + ticks - t0, s + switches - s0)
+    return spent
 
 
 def machine_ticks():
@@ -74,6 +91,7 @@ def main():
         side_by_side.bench(server, "--setup", "--eval", side_by_side.BENCH_FN, "--load", "100000", "--seconds", "0")
         server.settle()
         before = thread_cpu_ticks(server.proc.pid)
+        process_before = process_cpu_ticks(server.proc.pid)
         client_before = resource.getrusage(resource.RUSAGE_CHILDREN)
         wall_before = time.monotonic()
         machine_before = machine_ticks()
@@ -83,6 +101,7 @@ def main():
         wall = time.monotonic() - wall_before
         machine_after = machine_ticks()
         after = thread_cpu_ticks(server.proc.pid)
+        process_after = process_cpu_ticks(server.proc.pid)
         client_after = resource.getrusage(resource.RUSAGE_CHILDREN)
     finally:
         server.cleanup()
@@ -90,13 +109,17 @@ def main():
     hz = os.sysconf("SC_CLK_TCK")
     print(f"{server.kind} {args.workload}: {res['ops_per_sec']} ops/s, p99 {res['p99_us']} us, "
           f"p999 {res['p999_us']} us")
-    total = 0.0
-    for name in sorted(after, key=lambda n: before.get(n, (0, 0))[0] - after[n][0]):
-        ticks, switches = (a - b for a, b in zip(after[name], before.get(name, (0, 0))))
+    spent = per_name(before, after)
+    for name in sorted(spent, key=lambda n: -spent[n][0]):
+        ticks, switches = spent[name]
         us = ticks / hz / ops * 1e6
-        total += us
         if us >= 0.01:
             print(f"  {name:20s} {us:6.2f} us/op, blocks {switches / ops:.3f} times/op")
+    # Threads that ended during the run (oncebox starts a thread per checkpoint).
+    ended = process_after - process_before - sum(t for t, _ in spent.values())
+    if ended / hz / ops * 1e6 >= 0.01:
+        print(f"  {'(ended threads)':20s} {ended / hz / ops * 1e6:6.2f} us/op")
+    total = (process_after - process_before) / hz / ops * 1e6
     client = (client_after.ru_utime + client_after.ru_stime
               - client_before.ru_utime - client_before.ru_stime) / ops * 1e6
     # The client process also connects and shuts down: the cores' time is over its whole run.

@@ -25,6 +25,7 @@ use std::path::Path;
 
 use fjall::{CompressionType, Database, Keyspace, KeyspaceCreateOptions, PersistMode, Slice};
 
+use super::background;
 use super::group::Op;
 use super::keys::space_prefix;
 use super::{RowOp, WalMode};
@@ -53,6 +54,9 @@ impl From<fjall::Error> for StoreError {
 /// rewrote it; gathering 12 does that a third as often. Nothing reads `rows` but
 /// start-up and truncation, so more first-level tables cost little.
 const ROWS_L0_TABLES: u8 = 12;
+
+/// The name fjall gives its worker threads.
+const FJALL_WORKER: &str = "fjall:worker";
 
 const META_INSTANCE_UUID: &[u8] = b"instance_uuid";
 const META_SERVICE_CLOCK: &[u8] = b"service_clock_ms";
@@ -95,11 +99,14 @@ impl FjallStore {
     pub fn open(log_path: &Path, rows_path: &Path, mode: WalMode) -> Result<Self, StoreError> {
         // The journal is written uncompressed: commit groups are mostly fresh tuples,
         // and compressing them cost the WAL thread a third of its time.
+        let workers_before = background::threads_named(FJALL_WORKER);
         let db = Database::builder(log_path)
             .journal_compression(CompressionType::None)
             .cache_size(BLOCK_CACHE_BYTES)
             .open()?;
         let rows_db = Database::builder(rows_path).cache_size(BLOCK_CACHE_BYTES).open()?;
+        // Flushes and compactions yield to the request path (see `background`).
+        background::lower_new_threads(FJALL_WORKER, &workers_before);
         let rows = rows_db.keyspace("rows", || {
             KeyspaceCreateOptions::default().compaction_strategy(std::sync::Arc::new(
                 fjall::compaction::Leveled::default().with_l0_threshold(ROWS_L0_TABLES),

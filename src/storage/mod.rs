@@ -6,11 +6,13 @@
 //! - [`group`]: the byte form of a commit group.
 //! - [`wal`]: the WAL thread that groups commits (group commit) and syncs per `wal_mode`.
 //! - [`keys`]: how a row's storage key is derived from its primary key.
+//! - [`background`]: the low CPU priority of checkpoints, flushes and compactions.
 //!
 //! The executor turns the engine's [`crate::engine::Change`]s into [`RowOp`]s,
 //! sends them to the WAL thread, and releases replies only when told the
 //! group is durable.
 
+pub mod background;
 pub mod datadir;
 pub mod fjall_store;
 pub mod group;

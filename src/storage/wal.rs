@@ -9,7 +9,6 @@
 //! whenever [`checkpoint_threshold`] more bytes have been logged.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::mpsc::{SyncSender, TrySendError};
 use std::sync::{Arc, OnceLock};
 use std::thread::JoinHandle;
 
@@ -89,7 +88,7 @@ fn run(store: &FjallStore, rx: &mut WalReceiver, done: &dyn Fn(WalDone)) {
             1
         }
     };
-    let checkpoints = Checkpoints::spawn(store);
+    let mut checkpoints = Checkpoints::new(store);
     let mut pacer = store.writeback_pacer();
     let mut logged = 0usize;
     while let Some(first) = rx.blocking_recv() {
@@ -121,7 +120,7 @@ fn run(store: &FjallStore, rx: &mut WalReceiver, done: &dyn Fn(WalDone)) {
                 if let Some(p) = pacer.as_mut() {
                     p.appended(appended);
                 }
-                if logged >= checkpoint_threshold() && checkpoints.request(seq) {
+                if logged >= checkpoint_threshold() && checkpoints.request(seq, logged) {
                     logged = 0;
                 }
             }
@@ -143,48 +142,77 @@ fn run(store: &FjallStore, rx: &mut WalReceiver, done: &dyn Fn(WalDone)) {
     }
 }
 
-/// The checkpoint thread: applies logged groups to the rows while the WAL thread goes on.
+/// Checkpoints: each applies the logged groups in a thread of its own while the
+/// WAL thread goes on.
+///
+/// A checkpoint runs at background priority ([`super::background`]) unless the
+/// log has fallen behind: when more than [`CATCH_UP_THRESHOLDS`] thresholds were
+/// logged since the previous one started, the next runs at the WAL's own
+/// priority, so a busy machine cannot starve checkpoints and grow the log
+/// without end. (A thread per checkpoint, because a lowered thread cannot raise
+/// itself again without privileges; one starts every few hundred milliseconds
+/// at most.)
 struct Checkpoints {
-    requests: Option<SyncSender<u64>>,
-    thread: Option<JoinHandle<()>>,
+    store: FjallStore,
+    running: Option<JoinHandle<()>>,
     failed: Arc<OnceLock<String>>,
 }
 
+/// Thresholds logged between two checkpoints' starts past which the next runs at
+/// normal priority.
+const CATCH_UP_THRESHOLDS: usize = 4;
+
+/// Whether `logged` bytes since the previous checkpoint started mean checkpoints
+/// no longer keep up with a `threshold`.
+fn fallen_behind(logged: usize, threshold: usize) -> bool {
+    logged >= CATCH_UP_THRESHOLDS.saturating_mul(threshold)
+}
+
 impl Checkpoints {
-    fn spawn(store: &FjallStore) -> Self {
-        let (requests, rx) = std::sync::mpsc::sync_channel::<u64>(1);
-        let failed = Arc::new(OnceLock::new());
-        let (store, report) = (store.clone(), failed.clone());
+    fn new(store: &FjallStore) -> Self {
+        Self { store: store.clone(), running: None, failed: Arc::new(OnceLock::new()) }
+    }
+
+    /// Starts applying the groups up to `seq`, `logged` bytes having been logged
+    /// since the last start; `false` while the previous checkpoint still runs.
+    fn request(&mut self, seq: u64, logged: usize) -> bool {
+        if self.running.as_ref().is_some_and(|t| !t.is_finished()) {
+            return false;
+        }
+        self.join_finished();
+        let urgent = fallen_behind(logged, checkpoint_threshold());
+        let (store, report) = (self.store.clone(), self.failed.clone());
         let thread = std::thread::Builder::new().name("checkpoint".into()).spawn(move || {
-            for up_to in rx {
-                let started = std::time::Instant::now();
-                match store.apply_log(up_to) {
-                    Ok(groups) => tracing::debug!(groups, elapsed_ms = started.elapsed().as_millis(), "checkpoint"),
-                    Err(e) => {
-                        // The groups stay in the log (durable); writes stop until restart.
-                        tracing::error!(error = %e, "checkpoint failed");
-                        let _ = report.set(format!("checkpoint failed: {e}"));
-                        return;
-                    }
+            if !urgent {
+                super::background::lower_this_thread();
+            }
+            let started = std::time::Instant::now();
+            match store.apply_log(seq) {
+                Ok(groups) => tracing::debug!(groups, urgent, elapsed_ms = started.elapsed().as_millis(), "checkpoint"),
+                Err(e) => {
+                    // The groups stay in the log (durable); writes stop until restart.
+                    tracing::error!(error = %e, "checkpoint failed");
+                    let _ = report.set(format!("checkpoint failed: {e}"));
                 }
             }
         });
         match thread {
-            Ok(thread) => Self { requests: Some(requests), thread: Some(thread), failed },
+            Ok(thread) => {
+                self.running = Some(thread);
+                true
+            }
             Err(e) => {
-                // Without the thread, groups are applied at shutdown and at the next start.
-                tracing::error!(error = %e, "cannot start the checkpoint thread");
-                Self { requests: None, thread: None, failed }
+                // The groups stay in the log: the next request tries again, and
+                // shutdown and the next start apply them in any case.
+                tracing::error!(error = %e, "cannot start a checkpoint thread");
+                false
             }
         }
     }
 
-    /// Asks for the groups up to `seq` to be applied; `false` while one is still running.
-    fn request(&self, seq: u64) -> bool {
-        match self.requests.as_ref().map(|r| r.try_send(seq)) {
-            Some(Ok(())) => true,
-            Some(Err(TrySendError::Full(_))) | None => false,
-            Some(Err(TrySendError::Disconnected(_))) => false,
+    fn join_finished(&mut self) {
+        if let Some(t) = self.running.take() {
+            let _ = t.join();
         }
     }
 
@@ -192,12 +220,9 @@ impl Checkpoints {
         self.failed.get().cloned()
     }
 
-    /// Waits for the running checkpoint, if any, and ends the thread.
+    /// Waits for the running checkpoint, if any.
     fn stop(mut self) {
-        self.requests = None;
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
+        self.join_finished();
     }
 }
 
@@ -217,4 +242,47 @@ pub type WalReceiver = tokio::sync::mpsc::UnboundedReceiver<WalRequest>;
 #[must_use]
 pub fn channel() -> (WalSender, WalReceiver) {
     tokio::sync::mpsc::unbounded_channel()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::storage::{RowOp, WalMode};
+
+    #[test]
+    fn checkpoints_run_at_normal_priority_only_when_behind() {
+        let threshold = CHECKPOINT_AFTER_BYTES;
+        assert!(!fallen_behind(threshold, threshold));
+        assert!(!fallen_behind(CATCH_UP_THRESHOLDS * threshold - 1, threshold));
+        assert!(fallen_behind(CATCH_UP_THRESHOLDS * threshold, threshold));
+        assert!(fallen_behind(usize::MAX, usize::MAX), "no overflow");
+    }
+
+    #[test]
+    fn a_checkpoint_thread_applies_the_log_at_either_priority() {
+        let dir = std::env::temp_dir().join(format!("oncebox-wal-checkpoints-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let store = FjallStore::open(&dir.join("log"), &dir.join("rows"), WalMode::Write).unwrap();
+        let mut checkpoints = Checkpoints::new(&store);
+        for (n, urgent) in [(1u8, false), (2, true)] {
+            store.write(vec![RowOp::Put { key: vec![0, 0, 2, 0, n], tuple: vec![0x91, n].into() }]).unwrap();
+            let seq = store.next_group_seq().unwrap() - 1;
+            let logged = if urgent { usize::MAX } else { 0 };
+            assert!(checkpoints.request(seq, logged));
+            checkpoints.join_finished();
+            assert_eq!(store.next_group_seq().unwrap(), 1, "the log is applied and emptied");
+        }
+        assert_eq!(checkpoints.failure(), None);
+        checkpoints.stop();
+        let mut rows = Vec::new();
+        store
+            .for_each_row(|k, v| {
+                rows.push((k.to_vec(), v.to_vec()));
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(rows, vec![(vec![0, 0, 2, 0, 1], vec![0x91, 1]), (vec![0, 0, 2, 0, 2], vec![0x91, 2])]);
+        drop(store);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }
