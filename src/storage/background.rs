@@ -5,14 +5,16 @@
 //! them keep a core for its whole time slice while the WAL or TX thread, woken
 //! on that core, waited: on a 2-core machine every request in flight stalled
 //! for 3-4 ms (`perf sched timehist`: WAL scheduling delays of 3.5 ms behind a
-//! checkpoint). At nice 19 a woken request-path thread takes the core at once,
-//! and the background work runs on the time the request path leaves idle.
+//! checkpoint, about 6 a second). A checkpoint runs under `SCHED_IDLE`, which
+//! any woken thread preempts at once; fjall's workers, started by fjall where
+//! oncebox cannot set a policy, at nice 19. Background work runs on the time
+//! the request path leaves idle.
 //!
 //! A thread cannot raise its priority again without privileges, so a thread
 //! that must not fall behind is started at the default priority instead (see
 //! the WAL's checkpoints).
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 
 use rustix::process::{setpriority_process, Pid};
 
@@ -24,24 +26,49 @@ pub fn lower_this_thread() {
     lower(rustix::thread::gettid());
 }
 
-/// The ids of this process's threads named `name`.
+/// Puts the calling thread under `SCHED_IDLE`: any other thread that wakes takes
+/// its core at once (at nice 19 it still kept it for the rest of its time slice);
+/// if the policy cannot be set, lowers it to [`BACKGROUND_NICE`] instead.
+pub fn idle_this_thread() {
+    use thread_priority::{NormalThreadSchedulePolicy, ThreadPriority, ThreadSchedulePolicy};
+    let idle = ThreadSchedulePolicy::Normal(NormalThreadSchedulePolicy::Idle);
+    if let Err(e) =
+        thread_priority::set_thread_priority_and_policy(thread_priority::thread_native_id(), ThreadPriority::Min, idle)
+    {
+        tracing::debug!(error = ?e, "cannot put a background thread under SCHED_IDLE");
+        lower_this_thread();
+    }
+}
+
+/// The ids and names of this process's threads.
 #[must_use]
-pub fn threads_named(name: &str) -> HashSet<i32> {
-    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else { return HashSet::new() };
+pub fn threads() -> HashMap<i32, String> {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else { return HashMap::new() };
     tasks
         .filter_map(|task| {
             let task = task.ok()?;
+            let tid = task.file_name().to_str()?.parse().ok()?;
             let comm = std::fs::read_to_string(task.path().join("comm")).ok()?;
-            (comm.trim_end() == name).then(|| task.file_name().to_str()?.parse().ok()).flatten()
+            Some((tid, comm.trim_end().to_string()))
         })
         .collect()
 }
 
-/// Lowers every thread named `name` that is not in `before` (threads a library
-/// started since `before` was taken) to [`BACKGROUND_NICE`].
-pub fn lower_new_threads(name: &str, before: &HashSet<i32>) {
-    for tid in threads_named(name).difference(before) {
-        if let Some(pid) = Pid::from_raw(*tid) {
+/// Lowers to [`BACKGROUND_NICE`] every thread named `name` that is not in
+/// `before`: the threads a library started, on the calling thread, since
+/// `before` was taken. A thread names itself once it runs, so one still under
+/// the calling thread's name is lowered too.
+pub fn lower_new_threads(name: &str, before: &HashMap<i32, String>) {
+    let caller = std::fs::read_to_string("/proc/thread-self/comm").unwrap_or_default();
+    let caller = caller.trim_end();
+    for (tid, comm) in threads() {
+        if before.contains_key(&tid)
+            || (comm != name && comm != caller)
+            || tid == rustix::thread::gettid().as_raw_nonzero().get()
+        {
+            continue;
+        }
+        if let Some(pid) = Pid::from_raw(tid) {
             lower(pid);
         }
     }
@@ -66,6 +93,19 @@ mod tests {
     }
 
     #[test]
+    fn an_idle_thread_is_under_sched_idle() {
+        let policy = std::thread::spawn(|| {
+            idle_this_thread();
+            let tid = rustix::thread::gettid().as_raw_nonzero().get();
+            let stat = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).unwrap();
+            // Field 41 (policy), counted after the parenthesised command name.
+            stat[stat.rfind(')').unwrap() + 2..].split(' ').nth(38).unwrap().parse::<i32>().unwrap()
+        });
+        const SCHED_IDLE: i32 = 5;
+        assert_eq!(policy.join().unwrap(), SCHED_IDLE);
+    }
+
+    #[test]
     fn new_threads_of_a_name_are_lowered_and_others_kept() {
         let (ready, started) = std::sync::mpsc::channel::<i32>();
         let mut holds = Vec::new();
@@ -81,8 +121,8 @@ mod tests {
             (thread.unwrap(), started.recv().unwrap())
         };
         let (old, old_tid) = spawn("bg-test-worker");
-        let before = threads_named("bg-test-worker");
-        assert!(before.contains(&old_tid));
+        let before = threads();
+        assert_eq!(before.get(&old_tid).map(String::as_str), Some("bg-test-worker"));
         let (new, new_tid) = spawn("bg-test-worker");
         let (other, other_tid) = spawn("bg-test-other");
         let base = nice_of(old_tid);

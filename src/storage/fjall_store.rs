@@ -99,7 +99,7 @@ impl FjallStore {
     pub fn open(log_path: &Path, rows_path: &Path, mode: WalMode) -> Result<Self, StoreError> {
         // The journal is written uncompressed: commit groups are mostly fresh tuples,
         // and compressing them cost the WAL thread a third of its time.
-        let workers_before = background::threads_named(FJALL_WORKER);
+        let workers_before = background::threads();
         let db = Database::builder(log_path)
             .journal_compression(CompressionType::None)
             .cache_size(BLOCK_CACHE_BYTES)

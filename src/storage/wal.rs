@@ -184,7 +184,7 @@ impl Checkpoints {
         let (store, report) = (self.store.clone(), self.failed.clone());
         let thread = std::thread::Builder::new().name("checkpoint".into()).spawn(move || {
             if !urgent {
-                super::background::lower_this_thread();
+                super::background::idle_this_thread();
             }
             let started = std::time::Instant::now();
             match store.apply_log(seq) {
