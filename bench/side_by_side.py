@@ -481,17 +481,25 @@ the data succeeds.
   group and a checkpoint applies them to the rows as one sorted table, off TX. At
   depth 1 the WAL thread blocked 1.3-1.7 times per commit (std's channel woke it
   while holding a lock it then needed); on tokio's channel it blocks once, as
-  Tarantool's WAL does. Pipelined writes move in a convoy: with 256 requests in
-  flight the TX thread executes a batch while client and WAL wait, the WAL writes
-  the group while TX waits, and so on (`perf sched timehist`); checkpoints are not
-  the cause of the tails (no checkpoint during the run, or the checkpoint thread at
-  nice 19 or SCHED_IDLE: the same p99 within the host's noise).
+  Tarantool's WAL does. Pipelined writes moved in a convoy: TX handled every queued
+  message before it sent the commit group and the replies, so client and WAL waited
+  while it worked through the queue, then TX waited for them. TX now ends its batch
+  after each message (one read of one connection): idle cores per pipelined update
+  1.6-1.8 -> 1.1-1.2 us, +7-13% ops/s; ping +14%, select +6%, call +15-23%
+  (`bench/cpu_per_op.py`, alternating binaries). The tails of pipelined writes came
+  partly from background work: the WAL thread waited up to 3.5 ms, several times a
+  second, for a core a checkpoint held for its time slice (`perf sched timehist`).
+  Checkpoints now run under `SCHED_IDLE` and fjall's flushes and compactions at
+  nice 19: p99 of pipelined updates 1.7-2.4 -> 1.2-1.6 ms, +5-15% ops/s. Pipelined
+  write tails are still two to three times Tarantool's (p99 column above).
 - A tokened replace is two writes, one of them a new key in a table of up to a million
-  tokens: its server CPU is about two and a half times a plain replace's (3 December,
-  `bench/cpu_per_op.py`: TX 2.1-2.7 against 1.05 us, the checkpoint 1.0-1.2 against
-  0.3, fjall's compaction 0.3-0.9 against 0.04, the WAL 0.5-0.6 against 0.3, the
-  network thread 0.5 against 0.3 for the fingerprint's SHA-256), which is why it stays
-  well below 0.9x of plain. Keeping the records apart in a keyspace of their own,
+  tokens: its server CPU is about two and a half to three times a plain replace's (3
+  December, `bench/cpu_per_op.py`: TX 2.6 against 0.86 us, the checkpoint 1.1 against
+  0.33, fjall's compaction 0.8 against 0.2, the WAL 0.76 against 0.36, the network
+  thread 0.54 against 0.33 for the fingerprint's SHA-256), which is why it stays well
+  below 0.9x of plain. A fifth of its TX time is one lookup in the token table (a
+  million entries: two cache misses, on the control bytes and on the slot), which
+  Tarantool's Lua dedup pays as well. Keeping the records apart in a keyspace of their own,
   keyed by age so that its tables follow one another instead of overlapping, did not
   pay in two tries (branches `experiment/records-by-age` and `-2`): without eviction
   it cost the same, and with eviction the removed records' tombstones (the oldest
