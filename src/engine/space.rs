@@ -83,6 +83,21 @@ impl Space {
         Self { def, indexes: BTreeMap::new() }
     }
 
+    /// A temporary space with no name, format or indexes: where operations on a
+    /// tuple outside any space (`tuple:update`) are checked.
+    #[must_use]
+    pub fn unnamed() -> Self {
+        Self::new(SpaceDef {
+            id: 0,
+            owner: 1,
+            name: String::new(),
+            engine: EngineKind::Memtx,
+            field_count: 0,
+            format: Vec::new(),
+            temporary: true,
+        })
+    }
+
     /// The primary key, if created.
     #[must_use]
     pub fn primary(&self) -> Option<&Index> {

@@ -424,19 +424,10 @@ fn touch(slots: &mut [Slot<'_>], pos: usize) -> BoxResult<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::space::{EngineKind, SpaceDef};
     use crate::engine::tuple::split;
 
     fn space() -> Space {
-        Space::new(SpaceDef {
-            id: 0,
-            owner: 1,
-            name: String::new(),
-            engine: EngineKind::Memtx,
-            field_count: 0,
-            format: Vec::new(),
-            temporary: true,
-        })
+        Space::unnamed()
     }
 
     /// `[[op, field, arg], ...]` with 1-based field numbers.

@@ -13,7 +13,7 @@ use sha1::Digest as _;
 
 use super::convert;
 use super::tuple::LuaTuple;
-use crate::engine::space::{EngineKind, Space, SpaceDef};
+use crate::engine::space::Space;
 use crate::engine::tuple::split;
 use crate::engine::update;
 use crate::error::{code, BoxResult};
@@ -183,15 +183,7 @@ fn tuple_new(lua: &Lua, v: &Value) -> mlua::Result<(Value, Value, Value)> {
 
 /// `tuple:update(ops)` / `tuple:upsert(ops)`: the operations applied to a tuple outside any space.
 fn update_tuple(tuple: &[u8], ops: &[u8], upsert: bool) -> BoxResult<Vec<u8>> {
-    let space = Space::new(SpaceDef {
-        id: 0,
-        owner: 1,
-        name: String::new(),
-        engine: EngineKind::Memtx,
-        field_count: 0,
-        format: Vec::new(),
-        temporary: true,
-    });
+    let space = Space::unnamed();
     let ops = update::parse_ops(ops, 1)?;
     let fields = split(tuple)?;
     if upsert {

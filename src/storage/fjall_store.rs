@@ -234,6 +234,18 @@ impl FjallStore {
         Ok(())
     }
 
+    /// Every row, (storage key, tuple), in key order.
+    #[cfg(test)]
+    pub(crate) fn all_rows(&self) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let mut rows = Vec::new();
+        self.for_each_row(|k, v| {
+            rows.push((k.to_vec(), v.to_vec()));
+            Ok(())
+        })
+        .expect("rows readable");
+        rows
+    }
+
     /// Visits every row: (storage key, tuple).
     pub fn for_each_row(&self, mut f: impl FnMut(&[u8], &[u8]) -> Result<(), StoreError>) -> Result<(), StoreError> {
         for item in self.rows.iter() {
@@ -514,7 +526,7 @@ mod tests {
                 .unwrap();
         }
         let store = FjallStore::open(&dir.join("log"), &dir.join("rows"), WalMode::Write).unwrap();
-        assert_eq!(rows_of(&store), vec![(key(512, 3), vec![4]), (key(513, 2), vec![6])]);
+        assert_eq!(store.all_rows(), vec![(key(512, 3), vec![4]), (key(513, 2), vec![6])]);
         drop(store);
         std::fs::remove_dir_all(&dir).unwrap();
     }
@@ -540,24 +552,13 @@ mod tests {
         }
         let store = FjallStore::open(&log, &rows, WalMode::Write).unwrap();
         let moved: Vec<_> = [1, 3].map(row).to_vec();
-        assert_eq!(rows_of(&store), moved, "moved, then the logged delete applied");
+        assert_eq!(store.all_rows(), moved, "moved, then the logged delete applied");
         assert!(!store.db.keyspace_exists("rows"));
         drop(store);
         let store = FjallStore::open(&log, &rows, WalMode::Write).unwrap();
-        assert_eq!(rows_of(&store), moved, "and still there after a reopen");
+        assert_eq!(store.all_rows(), moved, "and still there after a reopen");
         drop(store);
         std::fs::remove_dir_all(&dir).unwrap();
-    }
-
-    fn rows_of(store: &FjallStore) -> Vec<(Vec<u8>, Vec<u8>)> {
-        let mut rows = Vec::new();
-        store
-            .for_each_row(|k, v| {
-                rows.push((k.to_vec(), v.to_vec()));
-                Ok(())
-            })
-            .unwrap();
-        rows
     }
 
     fn encoded(ops: &[RowOp]) -> Vec<u8> {
@@ -583,7 +584,7 @@ mod tests {
             assert_eq!(store.next_group_seq().unwrap(), 4);
             // A checkpoint up to group 2: group 3 stays in the log.
             assert_eq!(store.apply_log(2).unwrap(), 2);
-            assert_eq!(rows_of(&store), vec![(key(1), vec![11])]);
+            assert_eq!(store.all_rows(), vec![(key(1), vec![11])]);
             assert_eq!(store.service_clock().unwrap(), 5);
             assert_eq!(store.next_group_seq().unwrap(), 4);
             // Applying a group a second time (a crash between a checkpoint's batches) changes nothing.
@@ -594,7 +595,7 @@ mod tests {
             // Dropped without a checkpoint, as after kill -9.
         }
         let store = FjallStore::open(&dir.join("log"), &dir.join("rows"), WalMode::Write).unwrap();
-        assert_eq!(rows_of(&store), vec![(key(1), vec![11]), (key(3), vec![30]), (key(4), vec![40])]);
+        assert_eq!(store.all_rows(), vec![(key(1), vec![11]), (key(3), vec![30]), (key(4), vec![40])]);
         assert_eq!(store.service_clock().unwrap(), 9);
         assert_eq!(store.next_group_seq().unwrap(), 1);
         store.append(1, b"\x09".to_vec()).unwrap();

@@ -274,14 +274,7 @@ mod tests {
         }
         assert_eq!(checkpoints.failure(), None);
         checkpoints.stop();
-        let mut rows = Vec::new();
-        store
-            .for_each_row(|k, v| {
-                rows.push((k.to_vec(), v.to_vec()));
-                Ok(())
-            })
-            .unwrap();
-        assert_eq!(rows, vec![(vec![0, 0, 2, 0, 1], vec![0x91, 1]), (vec![0, 0, 2, 0, 2], vec![0x91, 2])]);
+        assert_eq!(store.all_rows(), vec![(vec![0, 0, 2, 0, 1], vec![0x91, 1]), (vec![0, 0, 2, 0, 2], vec![0x91, 2])]);
         drop(store);
         std::fs::remove_dir_all(&dir).unwrap();
     }
