@@ -22,6 +22,8 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use fjall::{CompressionType, Database, Keyspace, KeyspaceCreateOptions, PersistMode, Slice};
 
@@ -73,6 +75,11 @@ pub struct FjallStore {
     log: Keyspace,
     durability: Option<PersistMode>,
     path: std::path::PathBuf,
+    /// Every group up to this sequence number is applied and removed from the log:
+    /// a checkpoint reads the log from the next one, so it does not scan the
+    /// removals of groups applied before (they stay in the log's tables until
+    /// compaction drops them).
+    applied_up_to: Arc<AtomicU64>,
 }
 
 impl std::fmt::Debug for FjallStore {
@@ -123,7 +130,16 @@ impl FjallStore {
             WalMode::Write => Some(PersistMode::Buffer),
             WalMode::Fsync => Some(PersistMode::SyncData),
         };
-        let store = Self { db, rows_db, rows, meta, log, durability, path: log_path.to_path_buf() };
+        let store = Self {
+            db,
+            rows_db,
+            rows,
+            meta,
+            log,
+            durability,
+            path: log_path.to_path_buf(),
+            applied_up_to: Arc::new(AtomicU64::new(0)),
+        };
         // Groups a crash left in the log are applied before anything reads `rows`.
         store.apply_log(u64::MAX)?;
         Ok(store)
@@ -136,10 +152,13 @@ impl FjallStore {
         matches!(self.durability, Some(PersistMode::Buffer)).then(|| super::writeback::Pacer::new(&self.path))
     }
 
-    /// The sequence number after the newest group in the log (1 for an empty log).
+    /// The sequence number after the newest group in the log (1 for an empty log
+    /// at start), never one this process already applied: a checkpoint reads the
+    /// log from the group after the last it applied.
     pub fn next_group_seq(&self) -> Result<u64, StoreError> {
-        let Some(last) = self.log.last_key_value() else { return Ok(1) };
-        Ok(group_seq(&last.key()?)? + 1)
+        let after_applied = self.applied_up_to.load(Ordering::Acquire) + 1;
+        let Some(last) = self.log.last_key_value() else { return Ok(after_applied) };
+        Ok((group_seq(&last.key()?)? + 1).max(after_applied))
     }
 
     /// Appends an encoded commit group as one atomic batch, durable as the mode promises.
@@ -160,12 +179,16 @@ impl FjallStore {
     /// removes it), so applying a group twice, in order, is the same as once.
     pub fn apply_log(&self, up_to: u64) -> Result<usize, StoreError> {
         let mut logged: Vec<(Slice, Slice)> = Vec::new();
-        for item in self.log.range(..=up_to.to_be_bytes()) {
-            logged.push(item.into_inner()?);
-        }
-        if logged.is_empty() {
+        let from = self.applied_up_to.load(Ordering::Acquire).saturating_add(1);
+        if from > up_to {
             return Ok(0);
         }
+        for item in self.log.range(from.to_be_bytes()..=up_to.to_be_bytes()) {
+            logged.push(item.into_inner()?);
+        }
+        let Some(last_applied) = logged.last().map(|(k, _)| group_seq(k)).transpose()? else {
+            return Ok(0);
+        };
         // The operations borrow the logged groups: nothing is copied until ingestion.
         let mut ops = Vec::new();
         for (k, v) in &logged {
@@ -205,6 +228,7 @@ impl FjallStore {
             batch.remove(&self.log, k);
         }
         batch.commit()?;
+        self.applied_up_to.fetch_max(last_applied, Ordering::AcqRel);
         Ok(applied)
     }
 
@@ -232,6 +256,12 @@ impl FjallStore {
             f(&v)?;
         }
         Ok(())
+    }
+
+    /// How many groups the log holds.
+    #[cfg(test)]
+    pub(crate) fn logged_groups(&self) -> usize {
+        self.log.iter().count()
     }
 
     /// Every row, (storage key, tuple), in key order.
@@ -597,9 +627,9 @@ mod tests {
         let store = FjallStore::open(&dir.join("log"), &dir.join("rows"), WalMode::Write).unwrap();
         assert_eq!(store.all_rows(), vec![(key(1), vec![11]), (key(3), vec![30]), (key(4), vec![40])]);
         assert_eq!(store.service_clock().unwrap(), 9);
-        assert_eq!(store.next_group_seq().unwrap(), 1);
-        store.append(1, b"\x09".to_vec()).unwrap();
-        assert!(store.apply_log(1).is_err(), "a damaged group is reported, not skipped");
+        assert_eq!(store.next_group_seq().unwrap(), 6, "the groups applied at open keep their numbers");
+        store.append(6, b"\x09".to_vec()).unwrap();
+        assert!(store.apply_log(6).is_err(), "a damaged group is reported, not skipped");
         drop(store);
         assert!(FjallStore::open(&dir.join("log"), &dir.join("rows"), WalMode::Write).is_err());
         std::fs::remove_dir_all(&dir).unwrap();
