@@ -490,8 +490,14 @@ the data succeeds.
   partly from background work: the WAL thread waited up to 3.5 ms, several times a
   second, for a core a checkpoint held for its time slice (`perf sched timehist`).
   Checkpoints now run under `SCHED_IDLE` and fjall's flushes and compactions at
-  nice 19: p99 of pipelined updates 1.7-2.4 -> 1.2-1.6 ms, +5-15% ops/s. Pipelined
-  write tails are still two to three times Tarantool's (p99 column above).
+  nice 19: p99 of pipelined updates 1.7-2.4 -> 1.2-1.6 ms, +5-15% ops/s. A
+  checkpoint reads the log from the group after the last it applied (it merged
+  through every earlier group's removal): its CPU per replace 0.36 -> 0.28 us. What
+  oncebox still pays that Tarantool defers to its hourly snapshot is that
+  checkpoint and fjall's flushes and compactions (0.1-0.2 us); with checkpoints
+  off, replace reached 708k ops/s with p99 0.97 ms. Pipelined write tails are still
+  two to three times Tarantool's (p99 column above); the log keyspace's memtable
+  flushes hold a core in the kernel for ~3 ms.
 - A tokened replace is two writes, one of them a new key in a table of up to a million
   tokens: its server CPU is about two and a half to three times a plain replace's (3
   December, `bench/cpu_per_op.py`: TX 2.6 against 0.86 us, the checkpoint 1.1 against
