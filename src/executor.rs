@@ -5,9 +5,9 @@
 //! at once. A write is applied in memory and its changes join the current
 //! commit group; the group goes to the WAL thread once the message that carried
 //! the write (one read of a connection) is handled, and the write's reply is
-//! released only when the WAL thread reports the group durable. If the WAL fails, every write not yet
-//! durable is undone in memory, answered with ER_WAL_IO, and later writes are
-//! refused until restart; reads keep working.
+//! released only when the WAL thread reports the group durable. If the WAL
+//! fails, every write not yet durable is undone in memory, answered with
+//! ER_WAL_IO, and later writes are refused until restart; reads keep working.
 
 use std::collections::VecDeque;
 use std::rc::Rc;

@@ -22,7 +22,7 @@ use rustix::process::{setpriority_process, Pid};
 pub const BACKGROUND_NICE: i32 = 19;
 
 /// Lowers the calling thread to [`BACKGROUND_NICE`].
-pub fn lower_this_thread() {
+fn lower_this_thread() {
     lower(rustix::thread::gettid());
 }
 
@@ -61,11 +61,9 @@ pub fn threads() -> HashMap<i32, String> {
 pub fn lower_new_threads(name: &str, before: &HashMap<i32, String>) {
     let caller = std::fs::read_to_string("/proc/thread-self/comm").unwrap_or_default();
     let caller = caller.trim_end();
+    let own = rustix::thread::gettid().as_raw_nonzero().get();
     for (tid, comm) in threads() {
-        if before.contains_key(&tid)
-            || (comm != name && comm != caller)
-            || tid == rustix::thread::gettid().as_raw_nonzero().get()
-        {
+        if tid == own || before.contains_key(&tid) || (comm != name && comm != caller) {
             continue;
         }
         if let Some(pid) = Pid::from_raw(tid) {

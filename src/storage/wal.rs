@@ -156,6 +156,8 @@ struct Checkpoints {
     store: FjallStore,
     running: Option<JoinHandle<()>>,
     failed: Arc<OnceLock<String>>,
+    /// A thread could not be started at the last request (reported once a streak).
+    spawn_failing: bool,
 }
 
 /// Thresholds logged between two checkpoints' starts past which the next runs at
@@ -170,7 +172,7 @@ fn fallen_behind(logged: usize, threshold: usize) -> bool {
 
 impl Checkpoints {
     fn new(store: &FjallStore) -> Self {
-        Self { store: store.clone(), running: None, failed: Arc::new(OnceLock::new()) }
+        Self { store: store.clone(), running: None, failed: Arc::new(OnceLock::new()), spawn_failing: false }
     }
 
     /// Starts applying the groups up to `seq`, `logged` bytes having been logged
@@ -179,7 +181,7 @@ impl Checkpoints {
         if self.running.as_ref().is_some_and(|t| !t.is_finished()) {
             return false;
         }
-        self.join_finished();
+        self.join();
         let urgent = fallen_behind(logged, checkpoint_threshold());
         let (store, report) = (self.store.clone(), self.failed.clone());
         let thread = std::thread::Builder::new().name("checkpoint".into()).spawn(move || {
@@ -199,18 +201,23 @@ impl Checkpoints {
         match thread {
             Ok(thread) => {
                 self.running = Some(thread);
+                self.spawn_failing = false;
                 true
             }
             Err(e) => {
                 // The groups stay in the log: the next request tries again, and
                 // shutdown and the next start apply them in any case.
-                tracing::error!(error = %e, "cannot start a checkpoint thread");
+                if !self.spawn_failing {
+                    tracing::error!(error = %e, "cannot start a checkpoint thread");
+                }
+                self.spawn_failing = true;
                 false
             }
         }
     }
 
-    fn join_finished(&mut self) {
+    /// Waits for the checkpoint started last, if any.
+    fn join(&mut self) {
         if let Some(t) = self.running.take() {
             let _ = t.join();
         }
@@ -222,7 +229,7 @@ impl Checkpoints {
 
     /// Waits for the running checkpoint, if any.
     fn stop(mut self) {
-        self.join_finished();
+        self.join();
     }
 }
 
@@ -269,7 +276,7 @@ mod tests {
             let seq = store.next_group_seq().unwrap() - 1;
             let logged = if urgent { usize::MAX } else { 0 };
             assert!(checkpoints.request(seq, logged));
-            checkpoints.join_finished();
+            checkpoints.join();
             assert_eq!(store.logged_groups(), 0, "the log is applied and emptied");
             assert!(store.next_group_seq().unwrap() > seq, "an applied group's number is not reused");
         }
