@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 use std::hash::{BuildHasher, Hash, Hasher};
 use std::ops::Bound;
+use std::rc::Rc;
 
 use super::tuple::{split, Tuple, TupleFields};
 use super::value::{Collation, FieldType, Key, KeyPart};
@@ -207,6 +208,17 @@ impl HashStore {
                 None
             }
         }
+    }
+
+    /// Removes the slot holding exactly `tuple` under `key`'s hash: no key is read
+    /// back from a tuple, as the one being removed is known.
+    fn remove_exact(&mut self, key: &[KeyPart], tuple: &Tuple) -> bool {
+        let hash = self.hash(key);
+        let Ok(entry) = self.table.find_entry(hash, |(h, t)| *h == hash && Rc::ptr_eq(t, tuple)) else {
+            return false;
+        };
+        entry.remove();
+        true
     }
 
     fn remove(&mut self, parts: &[Part], key: &[KeyPart]) -> Option<Tuple> {
@@ -476,6 +488,20 @@ impl Index {
                 m.put(&self.cmp_parts, key, tuple);
             }
         }
+    }
+
+    /// Removes the entry under `key` if it holds exactly `tuple` (the same
+    /// allocation); returns whether it did. A HASH index finds it without
+    /// comparing keys.
+    pub fn remove_exact(&mut self, key: &Key, tuple: &Tuple) -> bool {
+        if let Storage::Hash(m) = &mut self.storage {
+            return m.remove_exact(key, tuple);
+        }
+        let holds = self.get(key).is_some_and(|t| Rc::ptr_eq(t, tuple));
+        if holds {
+            self.remove(key);
+        }
+        holds
     }
 
     /// Removes an entry.
@@ -785,6 +811,21 @@ mod tests {
             vec![KeyPart::Neg(-1), long.clone(), KeyPart::Double(0.5), long],
         ] {
             assert_eq!(store.hash(&key), store.hasher.hash_one(&key[..]));
+        }
+    }
+
+    #[test]
+    fn an_exact_removal_takes_only_the_same_tuple() {
+        for mut ix in [hash_index(), Index::new(IndexDef { kind: IndexKind::Tree, ..hash_index().def }, &[])] {
+            let stored = tuple(&[0x92, 0x01, 0xa1, b'a']);
+            let key = ix.entry_key(&split(&stored).unwrap()).unwrap();
+            ix.insert(key.clone(), stored.clone());
+            // Equal bytes, another allocation: a record replaced meanwhile stays.
+            assert!(!ix.remove_exact(&key, &tuple(&[0x92, 0x01, 0xa1, b'a'])));
+            assert_eq!(ix.len(), 1);
+            assert!(ix.remove_exact(&key, &stored));
+            assert_eq!(ix.len(), 0);
+            assert!(!ix.remove_exact(&key, &stored), "gone already");
         }
     }
 

@@ -271,8 +271,34 @@ impl Engine {
         Ok(tuple)
     }
 
+    /// Evicts the outcome record `tuple` stored under (`user`, `token`), recorded
+    /// like any delete; returns `false`, changing nothing, when the key holds
+    /// another tuple or none (the record was deleted or replaced meanwhile).
+    ///
+    /// With only its primary key (the usual case) the record is found by its key's
+    /// hash and its identity: no key is read back from the tuple.
+    pub fn evict_idempotency_record(&mut self, user: u32, token: &[u8], tuple: &Tuple) -> BoxResult<bool> {
+        let space_id = crate::idempotency::SPACE_ID;
+        let key = idempotency_key(user, token).ok_or_else(|| BoxError::invalid_msgpack("idempotency token"))?;
+        let space = self.space_mut(space_id)?;
+        if space.indexes.len() != 1 || space.def.temporary {
+            let current = space.primary().and_then(|pk| pk.get(&key)).is_some_and(|t| Rc::ptr_eq(t, tuple));
+            if current {
+                self.remove_tuple(space_id, tuple)?;
+            }
+            return Ok(current);
+        }
+        let pk = space.indexes.get_mut(&0).ok_or_else(|| BoxError::no_such_index_id(0, "_idempotency"))?;
+        if !pk.remove_exact(&key, tuple) {
+            return Ok(false);
+        }
+        self.acting = None;
+        self.changes.push(Change::Row { space_id, pk: key, old: Some(tuple.clone()), new: None });
+        Ok(true)
+    }
+
     /// Removes a stored tuple (eviction); recorded like any delete.
-    pub fn remove_tuple(&mut self, space_id: u32, tuple: &Tuple) -> BoxResult<()> {
+    fn remove_tuple(&mut self, space_id: u32, tuple: &Tuple) -> BoxResult<()> {
         self.acting = None;
         self.space_mut(space_id)?.unlink(tuple)?;
         self.after_write(space_id, Some(tuple.clone()), None)

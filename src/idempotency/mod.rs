@@ -314,6 +314,60 @@ mod tests {
     }
 
     #[test]
+    fn a_record_replaced_meanwhile_is_skipped_not_evicted() {
+        let mut engine = Engine::bootstrap(&uuid::Uuid::nil()).unwrap();
+        let settings = Settings { max_count: 0, ..Settings::default() };
+        let mut w = Window::new(settings, 0, &engine);
+        w.store(&mut engine, &record("a", 1), None).unwrap();
+        // Replaced outside the window: the window's entry no longer is the record.
+        let admin = engine.credentials(crate::engine::access::user_id::ADMIN);
+        let replacement = record("a", 5).to_tuple();
+        engine.write(&admin, SPACE_ID, &replacement, crate::engine::space::WriteMode::Replace).unwrap();
+        engine.take_changes();
+        assert_eq!(w.evict_step(&mut engine, 10), 0);
+        assert_eq!(stored(&engine, "a").map(|t| t.to_vec()), Some(replacement));
+        assert!(engine.take_changes().is_empty(), "nothing logged for a stale entry");
+        w.recount(&engine);
+        assert_eq!(w.evict_step(&mut engine, 10), 1);
+        assert!(stored(&engine, "a").is_none());
+    }
+
+    #[test]
+    fn eviction_keeps_every_index_of_the_space_in_step() {
+        let mut engine = Engine::bootstrap(&uuid::Uuid::nil()).unwrap();
+        let admin = engine.credentials(crate::engine::access::user_id::ADMIN);
+        // An admin's secondary index on the creation time.
+        let mut by_created = Vec::new();
+        write::array_len(&mut by_created, 6);
+        for field in [u64::from(SPACE_ID), 1] {
+            write::uint(&mut by_created, field);
+        }
+        write::str(&mut by_created, b"by_created");
+        write::str(&mut by_created, b"tree");
+        write::map_len(&mut by_created, 1);
+        write::str(&mut by_created, b"unique");
+        write::bool(&mut by_created, false);
+        write::array_len(&mut by_created, 1);
+        write::array_len(&mut by_created, 2);
+        write::uint(&mut by_created, 3);
+        write::str(&mut by_created, b"unsigned");
+        let index_space = crate::engine::catalog::space_id::INDEX;
+        engine.write(&admin, index_space, &by_created, crate::engine::space::WriteMode::Insert).unwrap();
+        let settings = Settings { max_count: 1, ..Settings::default() };
+        let mut w = Window::new(settings, 0, &engine);
+        w.store(&mut engine, &record("a", 1), None).unwrap();
+        w.store(&mut engine, &record("b", 2), None).unwrap();
+        assert_eq!(w.evict_step(&mut engine, 10), 1);
+        assert!(stored(&engine, "a").is_none() && stored(&engine, "b").is_some());
+        let space = engine.space(SPACE_ID).unwrap();
+        assert_eq!(
+            space.indexes.get(&1).map(crate::engine::index::Index::len),
+            Some(1),
+            "the secondary index lost its entry too"
+        );
+    }
+
+    #[test]
     fn a_recount_orders_by_creation_and_keeps_records_in_flight_last() {
         let mut engine = Engine::bootstrap(&uuid::Uuid::nil()).unwrap();
         let settings = Settings { max_count: 0, ..Settings::default() };
@@ -504,10 +558,6 @@ impl Window {
         let mut evicted = 0;
         while evicted < max {
             let Some((tuple, ticket)) = self.ages.front().map(|a| (a.tuple.clone(), a.ticket)) else { break };
-            if !is_current(engine, &tuple) {
-                self.ages.pop_front();
-                continue;
-            }
             let Some(head) = Head::of(&tuple) else {
                 self.ages.pop_front();
                 continue;
@@ -524,9 +574,17 @@ impl Window {
             if ticket > self.durable {
                 break;
             }
-            if let Err(e) = engine.remove_tuple(SPACE_ID, &tuple) {
-                tracing::error!(error = %e, "idempotency eviction failed");
-                break;
+            match engine.evict_idempotency_record(head.user_id, head.token, &tuple) {
+                Ok(true) => {}
+                // Deleted or replaced meanwhile: not a record any more.
+                Ok(false) => {
+                    self.ages.pop_front();
+                    continue;
+                }
+                Err(e) => {
+                    tracing::error!(error = %e, "idempotency eviction failed");
+                    break;
+                }
             }
             self.ages.pop_front();
             count = count.saturating_sub(1);
