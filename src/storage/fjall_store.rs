@@ -25,6 +25,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+use fjall::config::FilterPolicy;
 use fjall::{CompressionType, Database, Keyspace, KeyspaceCreateOptions, PersistMode, Slice};
 
 use super::background;
@@ -114,16 +115,23 @@ impl FjallStore {
         let rows_db = Database::builder(rows_path).cache_size(BLOCK_CACHE_BYTES).open()?;
         // Flushes and compactions yield to the request path (see `background`).
         background::lower_new_threads(FJALL_WORKER, &workers_before);
+        // No bloom filters in either database: nothing looks a single key up (the rows
+        // are scanned at start, the log is read by ranges), and every checkpoint's
+        // table and every compaction built them for nothing.
         let rows = rows_db.keyspace("rows", || {
-            KeyspaceCreateOptions::default().compaction_strategy(std::sync::Arc::new(
-                fjall::compaction::Leveled::default().with_l0_threshold(ROWS_L0_TABLES),
-            ))
+            KeyspaceCreateOptions::default()
+                .filter_policy(FilterPolicy::disabled())
+                .compaction_strategy(std::sync::Arc::new(
+                    fjall::compaction::Leveled::default().with_l0_threshold(ROWS_L0_TABLES),
+                ))
         })?;
         if db.keyspace_exists("rows") {
             move_rows(&db, &rows_db, &rows)?;
         }
         let meta = db.keyspace("meta", KeyspaceCreateOptions::default)?;
-        let log = db.keyspace("log", || KeyspaceCreateOptions::default().max_memtable_size(LOG_MEMTABLE_BYTES))?;
+        let log = db.keyspace("log", || {
+            KeyspaceCreateOptions::default().max_memtable_size(LOG_MEMTABLE_BYTES).filter_policy(FilterPolicy::disabled())
+        })?;
         let durability = match mode {
             WalMode::None => None,
             // Out of the process's buffers into the OS: survives kill -9.
