@@ -58,6 +58,13 @@ impl From<fjall::Error> for StoreError {
 /// start-up and truncation, so more first-level tables cost little.
 const ROWS_L0_TABLES: u8 = 12;
 
+/// fjall's worker threads per database. With more than one, the first hands each
+/// compaction to another by sending it back to the shared queue, and receives it
+/// again at once while the others are busy: a spin for as long as a compaction
+/// runs (a quarter of the workers' CPU time in `perf`). One worker per database
+/// runs flushes and compactions in turn, and two databases still have two.
+const WORKER_THREADS: usize = 1;
+
 /// The name fjall gives its worker threads.
 const FJALL_WORKER: &str = "fjall:worker";
 
@@ -111,26 +118,28 @@ impl FjallStore {
         let db = Database::builder(log_path)
             .journal_compression(CompressionType::None)
             .cache_size(BLOCK_CACHE_BYTES)
+            .worker_threads(WORKER_THREADS)
             .open()?;
-        let rows_db = Database::builder(rows_path).cache_size(BLOCK_CACHE_BYTES).open()?;
+        let rows_db =
+            Database::builder(rows_path).cache_size(BLOCK_CACHE_BYTES).worker_threads(WORKER_THREADS).open()?;
         // Flushes and compactions yield to the request path (see `background`).
         background::lower_new_threads(FJALL_WORKER, &workers_before);
         // No bloom filters in either database: nothing looks a single key up (the rows
         // are scanned at start, the log is read by ranges), and every checkpoint's
         // table and every compaction built them for nothing.
         let rows = rows_db.keyspace("rows", || {
-            KeyspaceCreateOptions::default()
-                .filter_policy(FilterPolicy::disabled())
-                .compaction_strategy(std::sync::Arc::new(
-                    fjall::compaction::Leveled::default().with_l0_threshold(ROWS_L0_TABLES),
-                ))
+            KeyspaceCreateOptions::default().filter_policy(FilterPolicy::disabled()).compaction_strategy(
+                std::sync::Arc::new(fjall::compaction::Leveled::default().with_l0_threshold(ROWS_L0_TABLES)),
+            )
         })?;
         if db.keyspace_exists("rows") {
             move_rows(&db, &rows_db, &rows)?;
         }
         let meta = db.keyspace("meta", KeyspaceCreateOptions::default)?;
         let log = db.keyspace("log", || {
-            KeyspaceCreateOptions::default().max_memtable_size(LOG_MEMTABLE_BYTES).filter_policy(FilterPolicy::disabled())
+            KeyspaceCreateOptions::default()
+                .max_memtable_size(LOG_MEMTABLE_BYTES)
+                .filter_policy(FilterPolicy::disabled())
         })?;
         let durability = match mode {
             WalMode::None => None,
