@@ -1020,8 +1020,10 @@ impl Executor {
             reply = framed;
         }
         if !failed && !changes.is_empty() && self.wal.is_some() {
+            let mut changes = changes;
             log_changes(&mut self.group_log, &changes);
-            self.group_undo.extend(changes);
+            self.group_undo.append(&mut changes);
+            self.engine.recycle_changes(changes);
             // An exact-size copy: the scratch buffer keeps its capacity for the next request.
             self.group_replies.push(HeldReply { session_id, sync: header.sync, bytes: reply.as_slice().to_vec() });
             self.recycle(reply);

@@ -356,6 +356,15 @@ impl Engine {
         std::mem::take(&mut self.changes)
     }
 
+    /// Gives back a vector [`Self::take_changes`] returned, emptied, so that the
+    /// next request records its changes without allocating one.
+    pub fn recycle_changes(&mut self, mut spent: Vec<Change>) {
+        if self.changes.capacity() == 0 {
+            spent.clear();
+            self.changes = spent;
+        }
+    }
+
     /// The space with this id, or ER_NO_SUCH_SPACE.
     pub fn space(&self, id: u32) -> BoxResult<&Space> {
         self.spaces.get(&id).ok_or_else(|| BoxError::no_such_space(&id.to_string()))
@@ -1087,6 +1096,19 @@ mod tests {
         assert_eq!(guest.universe, privilege::SESSION | privilege::USAGE);
         assert!(guest.has(ObjectType::Space, space_id::VSPACE, None, privilege::READ));
         assert!(!guest.has(ObjectType::Space, space_id::SPACE, None, privilege::READ));
+    }
+
+    #[test]
+    fn a_recycled_change_vector_is_reused_empty() {
+        let mut engine = Engine::bootstrap(&uuid::Uuid::nil()).unwrap();
+        let mut spent = Vec::with_capacity(8);
+        spent.push(Change::Truncate { space_id: 512, removed: Vec::new() });
+        engine.recycle_changes(spent);
+        assert!(engine.changes.is_empty() && engine.changes.capacity() >= 8);
+        // A vector with changes pending is never swapped out.
+        engine.changes.push(Change::Truncate { space_id: 512, removed: Vec::new() });
+        engine.recycle_changes(Vec::with_capacity(64));
+        assert_eq!(engine.pending_changes(), 1);
     }
 
     #[test]
