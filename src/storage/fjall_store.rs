@@ -382,87 +382,16 @@ fn last_writes(ops: Vec<Op<'_>>) -> Vec<(&[u8], Option<&[u8]>)> {
             Op::Truncate { .. } | Op::Clock { .. } => None,
         })
         .collect();
-    let mut order = sort_entries(&writes);
-    // The commit order is part of each entry, so an unstable sort keeps it for equal keys.
-    order.sort_unstable_by(|a, b| a.cmp_key(b, &writes).then(a.index.cmp(&b.index)));
+    let order = super::key_order::sorted(writes.len(), |i| writes[i].0);
     let mut out: Vec<(&[u8], Option<&[u8]>)> = Vec::with_capacity(order.len());
-    let mut last: Option<&SortEntry> = None;
-    for entry in &order {
+    for (at, entry) in order.iter().enumerate() {
         let write = writes[entry.index];
-        match (last, out.last_mut()) {
-            (Some(prev), Some(kept)) if prev.cmp_key(entry, &writes).is_eq() => kept.1 = write.1,
+        match out.last_mut() {
+            Some(kept) if order[at - 1].same_key(entry, |i| writes[i].0) => kept.1 = write.1,
             _ => out.push(write),
         }
-        last = Some(entry);
     }
     out
-}
-
-/// Where one write sorts: its space id, then the 16 bytes that follow what every
-/// key of that space in the batch shares (zero-padded), then the length of the
-/// rest. Keys of a space share a long prefix (the space id, then integer parts'
-/// high zero bytes, a user id): from there, two integers settle most comparisons,
-/// and a key that ends inside the window needs no byte-wise compare at all.
-/// The entries are small and refer to the writes by index, so sorting moves
-/// 32 bytes an entry.
-struct SortEntry {
-    window: u128,
-    space: u32,
-    /// Bytes of the key after the shared prefix.
-    tail: u32,
-    /// Position in commit order.
-    index: usize,
-}
-
-const WINDOW_BYTES: u32 = 16;
-
-impl SortEntry {
-    /// The keys' byte order.
-    fn cmp_key<V>(&self, other: &Self, writes: &[(&[u8], V)]) -> std::cmp::Ordering {
-        (self.space, self.window).cmp(&(other.space, other.window)).then_with(|| {
-            if self.tail <= WINDOW_BYTES && other.tail <= WINDOW_BYTES {
-                // Equal windows: the shorter key is a prefix of the longer (whose
-                // extra bytes are the window's zero padding), or they are equal.
-                self.tail.cmp(&other.tail)
-            } else {
-                writes[self.index].0.cmp(writes[other.index].0)
-            }
-        })
-    }
-}
-
-fn sort_entries<V>(writes: &[(&[u8], V)]) -> Vec<SortEntry> {
-    let space = |key: &[u8]| super::keys::space_of(key).unwrap_or(0);
-    // Per space: a key of it and the length of the prefix all its keys share.
-    let mut shared: BTreeMap<u32, (&[u8], usize)> = BTreeMap::new();
-    for (key, _) in writes {
-        shared
-            .entry(space(key))
-            .and_modify(|(first, len)| *len = (*len).min(common_prefix(first, key)))
-            .or_insert((key, key.len()));
-    }
-    writes
-        .iter()
-        .enumerate()
-        .map(|(index, (key, _))| {
-            let space = space(key);
-            let from = shared.get(&space).map_or(0, |(_, len)| *len).min(key.len());
-            let mut window = [0u8; WINDOW_BYTES as usize];
-            let tail = &key[from..];
-            let shown = tail.len().min(window.len());
-            window[..shown].copy_from_slice(&tail[..shown]);
-            SortEntry {
-                window: u128::from_be_bytes(window),
-                space,
-                tail: u32::try_from(tail.len()).unwrap_or(u32::MAX),
-                index,
-            }
-        })
-        .collect()
-}
-
-fn common_prefix(a: &[u8], b: &[u8]) -> usize {
-    a.iter().zip(b).take_while(|(x, y)| x == y).count()
 }
 
 /// The byte form of a group given as operations.

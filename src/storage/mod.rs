@@ -6,6 +6,7 @@
 //! - [`group`]: the byte form of a commit group.
 //! - [`wal`]: the WAL thread that groups commits (group commit) and syncs per `wal_mode`.
 //! - [`keys`]: how a row's storage key is derived from its primary key.
+//! - `key_order`: a checkpoint's writes in key order (a radix sort).
 //! - [`background`]: the low CPU priority of checkpoints, flushes and compactions.
 //!
 //! The executor turns the engine's [`crate::engine::Change`]s into [`RowOp`]s,
@@ -16,6 +17,7 @@ pub mod background;
 pub mod datadir;
 pub mod fjall_store;
 pub mod group;
+mod key_order;
 pub mod keys;
 pub mod recovery;
 pub mod wal;
