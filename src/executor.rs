@@ -583,8 +583,10 @@ impl Executor {
         if self.group_log.is_empty() && self.group_replies.is_empty() {
             return;
         }
-        // The next group starts at this one's size: one allocation, not a run of regrowths.
-        let sizes = ((self.group_log.len() + 64).min(1 << 20), self.group_undo.len(), self.group_replies.len());
+        // The next group starts with room for twice this one: one allocation, not a
+        // run of regrowths (each a copy of everything gathered so far).
+        let sizes =
+            ((2 * self.group_log.len() + 64).min(1 << 20), 2 * self.group_undo.len(), 2 * self.group_replies.len());
         let mut ops = std::mem::replace(&mut self.group_log, Vec::with_capacity(sizes.0));
         group::clock(&mut ops, self.window.clock.now_ms());
         let undo = std::mem::replace(&mut self.group_undo, Vec::with_capacity(sizes.1));
