@@ -412,13 +412,14 @@ impl Index {
 
     /// [`Self::put`], with the hash a lookup of the same key worked out (used only if
     /// it came from this index's current entries: a rebuilt index hashes anew).
-    pub fn put_prehashed(&mut self, key: Key, pre: Option<Prehashed>, tuple: Tuple) -> Option<Tuple> {
+    pub fn put_prehashed(&mut self, key: &Key, pre: Option<Prehashed>, tuple: Tuple) -> Option<Tuple> {
         match &mut self.storage {
+            // A HASH slot keeps the hash and the tuple, not the key.
             Storage::Hash(m) => {
-                let hash = m.hash_reusing(&key, pre);
-                m.put_hashed(&self.cmp_parts, &key, hash, tuple)
+                let hash = m.hash_reusing(key, pre);
+                m.put_hashed(&self.cmp_parts, key, hash, tuple)
             }
-            _ => self.put(key, tuple),
+            _ => self.put(key.clone(), tuple),
         }
     }
 
@@ -933,12 +934,12 @@ mod tests {
         let key = ix.entry_key(&split(&t).unwrap()).unwrap();
         let (found, pre) = ix.get_prehashing(&key);
         assert!(found.is_none() && pre.is_some());
-        assert!(ix.put_prehashed(key.clone(), pre, t.clone()).is_none());
+        assert!(ix.put_prehashed(&key, pre, t.clone()).is_none());
         assert_eq!(ix.get(&key).map(|t| t.to_vec()), Some(t.to_vec()));
         // A hash another index (another hasher) worked out is not taken for this one's.
         let mut other = hash_index();
         let t2 = tuple(&[0x92, 0xa1, b'k', 0x02]);
-        assert!(other.put_prehashed(key.clone(), pre, t2.clone()).is_none());
+        assert!(other.put_prehashed(&key, pre, t2.clone()).is_none());
         assert_eq!(other.get(&key).map(|t| t.to_vec()), Some(t2.to_vec()));
         let (found, _) = other.get_prehashing(&key);
         assert_eq!(found.map(|t| t.to_vec()), Some(t2.to_vec()));

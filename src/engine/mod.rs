@@ -265,7 +265,7 @@ impl Engine {
         }
         let pk = space.indexes.get_mut(&0).ok_or_else(|| BoxError::no_such_index_id(0, "_idempotency"))?;
         let tuple: Tuple = tuple.into();
-        let old = pk.put_prehashed(key.clone(), pre, tuple.clone());
+        let old = pk.put_prehashed(&key, pre, tuple.clone());
         self.acting = None;
         self.changes.push(Change::Row { space_id, pk: key, old, new: Some(tuple.clone()) });
         Ok(tuple)

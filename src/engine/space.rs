@@ -281,11 +281,16 @@ impl Space {
             }
             secondary.push((ix, key));
         }
-        let primary_key = pk_key.clone();
-        match slot {
-            Some(slot) => *slot = tuple.clone(),
-            None => pk.insert(pk_key, tuple.clone()),
-        }
+        let primary_key = match slot {
+            Some(slot) => {
+                *slot = tuple.clone();
+                pk_key
+            }
+            None => {
+                pk.insert(pk_key.clone(), tuple.clone());
+                pk_key
+            }
+        };
         match &old {
             Some(old) if !secondary.is_empty() => {
                 // An entry whose key is unchanged keeps its place; only its tuple is swapped.
