@@ -236,30 +236,32 @@ pub fn space_row() -> Vec<u8> {
 /// order needs no index: the window keeps its records in that order.
 #[must_use]
 pub fn index_rows() -> Vec<Vec<u8>> {
-    let index = |iid: u64, name: &[u8], kind: &[u8], unique: bool, parts: &[(u64, &[u8])]| {
-        let mut t = Vec::new();
-        write::array_len(&mut t, 6);
-        write::uint(&mut t, u64::from(SPACE_ID));
-        write::uint(&mut t, iid);
-        write::str(&mut t, name);
-        write::str(&mut t, kind);
-        write::map_len(&mut t, 1);
-        write::str(&mut t, b"unique");
-        write::bool(&mut t, unique);
-        #[allow(clippy::cast_possible_truncation, reason = "two parts at most")]
-        write::array_len(&mut t, parts.len() as u32);
-        for (field, ty) in parts {
-            write::array_len(&mut t, 2);
-            write::uint(&mut t, *field);
-            write::str(&mut t, ty);
-        }
-        t
-    };
     vec![
         // HASH: a lookup or insert among a million random tokens is one probe, where a
         // tree walk misses the cache at every level; nothing needs tokens in order.
-        index(0, b"primary", b"hash", true, &[(0, b"unsigned"), (1, b"scalar")]),
+        index_row(0, b"primary", b"hash", true, &[(0, b"unsigned"), (1, b"scalar")]),
     ]
+}
+
+/// An `_index` row of `_idempotency`: parts are (field number, type).
+fn index_row(iid: u64, name: &[u8], kind: &[u8], unique: bool, parts: &[(u64, &[u8])]) -> Vec<u8> {
+    let mut t = Vec::new();
+    write::array_len(&mut t, 6);
+    write::uint(&mut t, u64::from(SPACE_ID));
+    write::uint(&mut t, iid);
+    write::str(&mut t, name);
+    write::str(&mut t, kind);
+    write::map_len(&mut t, 1);
+    write::str(&mut t, b"unique");
+    write::bool(&mut t, unique);
+    #[allow(clippy::cast_possible_truncation, reason = "two parts at most")]
+    write::array_len(&mut t, parts.len() as u32);
+    for (field, ty) in parts {
+        write::array_len(&mut t, 2);
+        write::uint(&mut t, *field);
+        write::str(&mut t, ty);
+    }
+    t
 }
 
 #[cfg(test)]
@@ -337,20 +339,7 @@ mod tests {
         let mut engine = Engine::bootstrap(&uuid::Uuid::nil()).unwrap();
         let admin = engine.credentials(crate::engine::access::user_id::ADMIN);
         // An admin's secondary index on the creation time.
-        let mut by_created = Vec::new();
-        write::array_len(&mut by_created, 6);
-        for field in [u64::from(SPACE_ID), 1] {
-            write::uint(&mut by_created, field);
-        }
-        write::str(&mut by_created, b"by_created");
-        write::str(&mut by_created, b"tree");
-        write::map_len(&mut by_created, 1);
-        write::str(&mut by_created, b"unique");
-        write::bool(&mut by_created, false);
-        write::array_len(&mut by_created, 1);
-        write::array_len(&mut by_created, 2);
-        write::uint(&mut by_created, 3);
-        write::str(&mut by_created, b"unsigned");
+        let by_created = index_row(1, b"by_created", b"tree", false, &[(3, b"unsigned")]);
         let index_space = crate::engine::catalog::space_id::INDEX;
         engine.write(&admin, index_space, &by_created, crate::engine::space::WriteMode::Insert).unwrap();
         let settings = Settings { max_count: 1, ..Settings::default() };
