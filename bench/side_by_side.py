@@ -498,12 +498,26 @@ the data succeeds.
   off, replace reached 708k ops/s with p99 0.97 ms. Pipelined write tails are still
   two to three times Tarantool's (p99 column above); the log keyspace's memtable
   flushes hold a core in the kernel for ~3 ms.
-- A tokened replace is two writes, one of them a new key in a table of up to a million
-  tokens: its server CPU is about two and a half to three times a plain replace's (3
-  December, `bench/cpu_per_op.py`: TX 2.6 against 0.86 us, the checkpoint 1.1 against
-  0.33, fjall's compaction 0.8 against 0.2, the WAL 0.76 against 0.36, the network
-  thread 0.54 against 0.33 for the fingerprint's SHA-256), which is why it stays well
-  below 0.9x of plain. A fifth of its TX time is one lookup in the token table (a
+- A tokened replace is three writes once the window is full: the data, its record (a
+  new key in a table of up to a million tokens, holding a copy of the reply), and the
+  removal of the oldest record. Its server CPU is about three times a plain
+  replace's (3 December, evening,
+  `bench/cpu_per_op.py replace-token -- --idempotency-max-count 100000`, with an
+  eviction in every request: TX 2.75-2.94 against
+  0.99-1.02 us, the checkpoint 1.10-1.14 against 0.26-0.27, fjall's compaction
+  0.67-0.70 against 0.06-0.08, the WAL 0.86-0.92 against 0.39-0.42, the network
+  thread 0.63-0.66 against 0.34-0.39 for the fingerprint's SHA-256), which is why it
+  stays well below 0.9x of plain. That day's changes: an eviction took 4.5k TX
+  instructions (the record split and its key read back three times, hashed twice)
+  and now 0.9k, found by its key's hash and its identity (+12-18% tokened ops/s at
+  steady eviction); fjall's second worker per database spun on the shared queue for
+  as long as the other compacted (a quarter of the workers' CPU; one worker per
+  database now: 0.76-1.30 -> 0.56-0.62 us per tokened replace); a checkpoint sorts
+  its writes with a radix sort over the key bytes that differ (checkpoint
+  instructions per replace 2.2k -> 1.6k, checkpoint CPU per tokened replace
+  1.07-1.16 -> 0.95-1.05 us); TX instructions per replace 4.0k -> 3.6k and per
+  tokened replace 8.1k -> 7.6k (a reused change vector, no key clones). A fifth of
+  the tokened TX time is still the lookup in the token table (a
   million entries: two cache misses, on the control bytes and on the slot), which
   Tarantool's Lua dedup pays as well. Keeping the records apart in a keyspace of their own,
   keyed by age so that its tables follow one another instead of overlapping, did not
