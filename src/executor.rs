@@ -21,6 +21,7 @@ use crate::engine::space::WriteMode;
 use crate::engine::{Change, Engine};
 use crate::error::{code, BoxError, BoxResult};
 use crate::id_map::IdMap;
+use crate::idempotency::fingerprint::Fingerprint;
 use crate::idempotency::token::Token;
 use crate::idempotency::{self as idem, fingerprint, Mode, Record, Window};
 use crate::lua::{Caller, DueFiber, FiberKind, HeaderValue, Host, LuaRuntime, Resumed, Shape, Step};
@@ -123,9 +124,8 @@ pub enum Inbound {
         /// The body, read and checked by the network thread.
         decoded: Decoded,
         /// The request's fingerprint, worked out by the network thread when the
-        /// packet carries a token (see [`fingerprint::of_packet`]); boxed, as most
-        /// packets have none.
-        fingerprint: Option<Box<[u8; 32]>>,
+        /// packet carries a token (see [`fingerprint::of_packet`]).
+        fingerprint: Option<Fingerprint>,
     },
     /// A packet whose header could not be decoded.
     BadHeader {
@@ -176,7 +176,7 @@ enum Tokened<'a> {
     /// No token, or not a write: run as usual.
     Plain,
     /// The first attempt: run the request (parsed already), then store the outcome under this token.
-    Own(Token, [u8; 32], Request<'a>),
+    Own(Token, Fingerprint, Request<'a>),
     /// Answer now with this stored reply body (status 2).
     Replay(Vec<u8>),
     /// Answer with this reply body (status 3) once the group `ticket` is durable.
@@ -640,7 +640,7 @@ impl Executor {
                 for packet in packets {
                     match packet {
                         Inbound::Request { header, packet, decoded, fingerprint } => {
-                            self.request(session_id, &header, &packet, &decoded, fingerprint.map(|f| *f));
+                            self.request(session_id, &header, &packet, &decoded, fingerprint);
                         }
                         Inbound::BadHeader { sync } => {
                             let sv = self.engine.schema_version();
@@ -831,7 +831,7 @@ impl Executor {
         packet: &[u8],
         body: &'a [u8],
         decoded: &Decoded,
-        fingerprint: Option<[u8; 32]>,
+        fingerprint: Option<Fingerprint>,
     ) -> BoxResult<Tokened<'a>> {
         let Some(range) = header.idempotent_token.clone() else { return Ok(Tokened::Plain) };
         // On SELECT, PING and AUTH the token is accepted and ignored.
@@ -908,7 +908,7 @@ impl Executor {
         header: &Header,
         packet: &Bytes,
         decoded: &Decoded,
-        fingerprint: Option<[u8; 32]>,
+        fingerprint: Option<Fingerprint>,
     ) {
         let Some(session) = self.sessions.get(&session_id) else { return };
         let (user, salt) = (session.user_id, session.salt);
@@ -1057,7 +1057,7 @@ impl Executor {
         user: u32,
         sync: u64,
         token: Token,
-        fp: [u8; 32],
+        fp: Fingerprint,
         reply: &mut Vec<u8>,
     ) -> BoxResult<()> {
         let body = reply.get(response::HEADER_SIZE..).unwrap_or(&[]).to_vec();

@@ -11,12 +11,32 @@ use crate::protocol::header::Header;
 use crate::protocol::msgpack::{write, Integer, MpType, Reader};
 use crate::protocol::request::{Decoded, Request};
 
+/// A fingerprint: the first 16 bytes of SHA-256 over the canonical form. 128 bits
+/// keep accidental matches out of reach while a remembered record (and every
+/// logged one) carries 16 bytes less than the whole digest.
+pub type Fingerprint = [u8; FINGERPRINT_BYTES];
+
+/// Bytes of a [`Fingerprint`].
+pub const FINGERPRINT_BYTES: usize = 16;
+
+/// A fingerprint from a whole SHA-256 digest (or one stored by a version that kept
+/// all 32 bytes): its first [`FINGERPRINT_BYTES`].
+#[must_use]
+pub fn from_digest(digest: &[u8]) -> Option<Fingerprint> {
+    digest.get(..FINGERPRINT_BYTES)?.try_into().ok()
+}
+
+fn digest(bytes: &[u8]) -> Fingerprint {
+    let full: [u8; 32] = Sha256::digest(bytes).into();
+    from_digest(&full).unwrap_or_default()
+}
+
 /// Nesting beyond this depth is hashed as raw bytes (bounded recursion).
 const MAX_CANONICAL_DEPTH: usize = 64;
 
 /// The fingerprint of a write request.
 #[must_use]
-pub fn of(req: &Request<'_>) -> [u8; 32] {
+pub fn of(req: &Request<'_>) -> Fingerprint {
     let mut c = Vec::with_capacity(128);
     match req {
         Request::Insert(w) => part(&mut c, b"insert", &[u(w.space_id)], &[w.tuple]),
@@ -31,7 +51,7 @@ pub fn of(req: &Request<'_>) -> [u8; 32] {
         Request::Eval(x) => named(&mut c, b"eval", x.name, x.args),
         Request::Select(_) | Request::Ping | Request::Auth(_) => write::str(&mut c, b"read"),
     }
-    Sha256::digest(&c).into()
+    digest(&c)
 }
 
 /// The fingerprint of a tokened write packet whose body `body` was decoded into
@@ -39,7 +59,7 @@ pub fn of(req: &Request<'_>) -> [u8; 32] {
 /// does not parse (the TX thread then reports the error). Pure: the network
 /// thread works it out, off the TX thread.
 #[must_use]
-pub fn of_packet(header: &Header, body: &[u8], decoded: &Decoded) -> Option<[u8; 32]> {
+pub fn of_packet(header: &Header, body: &[u8], decoded: &Decoded) -> Option<Fingerprint> {
     header.idempotent_token.as_ref()?;
     if !super::is_write_type(header.request_type) {
         return None;
@@ -51,8 +71,8 @@ pub fn of_packet(header: &Header, body: &[u8], decoded: &Decoded) -> Option<[u8;
 /// The fingerprint of records stored by the Lua API (`box.atomic`, `box.begin`
 /// with `idempotent_token`): a token used there and by an IPROTO request is a mismatch.
 #[must_use]
-pub fn lua_api() -> [u8; 32] {
-    Sha256::digest(b"oncebox lua api").into()
+pub fn lua_api() -> Fingerprint {
+    digest(b"oncebox lua api")
 }
 
 fn u(v: u32) -> u64 {
@@ -142,7 +162,7 @@ mod tests {
     use super::*;
     use crate::protocol::request::Write;
 
-    fn insert(tuple: &[u8]) -> [u8; 32] {
+    fn insert(tuple: &[u8]) -> Fingerprint {
         of(&Request::Insert(Write { space_id: 512, tuple }))
     }
 

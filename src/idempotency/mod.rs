@@ -158,7 +158,7 @@ pub struct Record {
     /// The token's msgpack encoding.
     pub token: Vec<u8>,
     /// Fingerprint of the request that owns the token.
-    pub fingerprint: [u8; 32],
+    pub fingerprint: fingerprint::Fingerprint,
     /// Service time of creation, milliseconds.
     pub created_ms: u64,
     /// The reply body sent the first time.
@@ -195,7 +195,8 @@ impl Record {
         }
         let user_id = u32::try_from(r.read_uint().ok()?).ok()?;
         let token = r.skip().ok()?.to_vec();
-        let fingerprint = r.read_bin().ok()?.try_into().ok()?;
+        // Records written before fingerprints were shortened hold the whole digest.
+        let fingerprint = fingerprint::from_digest(r.read_bin().ok()?)?;
         let created_ms = r.read_uint().ok()?;
         let reply = r.read_bin().ok()?.to_vec();
         Some(Self { user_id, token, fingerprint, created_ms, reply })
@@ -273,7 +274,7 @@ mod tests {
         let r = Record {
             user_id: 32,
             token: vec![0xa3, b'a', b'b', b'c'],
-            fingerprint: [7; 32],
+            fingerprint: [7; fingerprint::FINGERPRINT_BYTES],
             created_ms: 12_345,
             reply: vec![0x81, 0x30, 0xdd, 0, 0, 0, 0],
         };
@@ -283,10 +284,44 @@ mod tests {
         assert_eq!(Head::of(&t).map(|h| h.size), Some(11), "what eviction reads without decoding");
     }
 
+    #[test]
+    fn a_record_written_with_the_whole_digest_is_read_by_its_first_16_bytes() {
+        // What versions before the 16-byte fingerprint stored: all of SHA-256.
+        let mut t = Vec::new();
+        write::array_len(&mut t, 6);
+        write::uint(&mut t, 32);
+        write::str(&mut t, b"abc");
+        write::bin(&mut t, &[[5u8; 16], [9u8; 16]].concat());
+        write::uint(&mut t, 12_345);
+        write::bin(&mut t, &[0x80]);
+        write::uint(&mut t, 5);
+        let r = Record::from_tuple(&t).unwrap();
+        assert_eq!(r.fingerprint, [5; fingerprint::FINGERPRINT_BYTES]);
+        assert_eq!((r.user_id, r.created_ms, r.reply.as_slice()), (32, 12_345, &[0x80][..]));
+        // Written back, it holds the short form.
+        assert_eq!(r.to_tuple().len(), t.len() - 16);
+        // A digest shorter than a fingerprint is not a record.
+        let mut short = Vec::new();
+        write::array_len(&mut short, 6);
+        write::uint(&mut short, 32);
+        write::str(&mut short, b"abc");
+        write::bin(&mut short, &[5u8; 8]);
+        write::uint(&mut short, 1);
+        write::bin(&mut short, &[0x80]);
+        write::uint(&mut short, 5);
+        assert_eq!(Record::from_tuple(&short), None);
+    }
+
     fn record(token: &str, created_ms: u64) -> Record {
         let mut encoded = Vec::new();
         write::str(&mut encoded, token.as_bytes());
-        Record { user_id: 1, token: encoded, fingerprint: [0; 32], created_ms, reply: vec![0x80] }
+        Record {
+            user_id: 1,
+            token: encoded,
+            fingerprint: [0; fingerprint::FINGERPRINT_BYTES],
+            created_ms,
+            reply: vec![0x80],
+        }
     }
 
     fn stored(engine: &Engine, token: &str) -> Option<Tuple> {

@@ -110,7 +110,7 @@ fn inbound(packet: Bytes) -> Inbound {
         Ok(header) => {
             let body = packet.get(header.body_offset..).unwrap_or(&[]);
             let decoded = request::decode(header.request_type, body);
-            let fingerprint = fingerprint::of_packet(&header, body, &decoded).map(Box::new);
+            let fingerprint = fingerprint::of_packet(&header, body, &decoded);
             Inbound::Request { header, packet, decoded, fingerprint }
         }
         Err(e) => Inbound::BadHeader { sync: e.sync },
