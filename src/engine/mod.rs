@@ -256,14 +256,12 @@ impl Engine {
         let miss = self.token_miss.get_mut().take().filter(|m| m.user == user && m.token == token);
         let (key, pre) = match miss {
             Some(m) => (m.key, m.pre),
-            None => (idempotency_key(user, token).ok_or_else(|| BoxError::invalid_msgpack("idempotency token"))?, None),
+            None => (record_key(user, token)?, None),
         };
-        let space = self.space_mut(space_id)?;
-        if space.indexes.len() != 1 || space.def.temporary {
+        let Some(pk) = self.sole_idempotency_pk()? else {
             let admin = self.credentials(user_id::ADMIN);
             return self.write(&admin, space_id, &tuple, WriteMode::Replace);
-        }
-        let pk = space.indexes.get_mut(&0).ok_or_else(|| BoxError::no_such_index_id(0, "_idempotency"))?;
+        };
         let tuple: Tuple = tuple.into();
         let old = pk.put_prehashed(&key, pre, tuple.clone());
         self.acting = None;
@@ -279,22 +277,32 @@ impl Engine {
     /// hash and its identity: no key is read back from the tuple.
     pub fn evict_idempotency_record(&mut self, user: u32, token: &[u8], tuple: &Tuple) -> BoxResult<bool> {
         let space_id = crate::idempotency::SPACE_ID;
-        let key = idempotency_key(user, token).ok_or_else(|| BoxError::invalid_msgpack("idempotency token"))?;
-        let space = self.space_mut(space_id)?;
-        if space.indexes.len() != 1 || space.def.temporary {
-            let current = space.primary().and_then(|pk| pk.get(&key)).is_some_and(|t| Rc::ptr_eq(t, tuple));
+        let key = record_key(user, token)?;
+        let Some(pk) = self.sole_idempotency_pk()? else {
+            let current =
+                self.space(space_id)?.primary().and_then(|pk| pk.get(&key)).is_some_and(|t| Rc::ptr_eq(t, tuple));
             if current {
                 self.remove_tuple(space_id, tuple)?;
             }
             return Ok(current);
-        }
-        let pk = space.indexes.get_mut(&0).ok_or_else(|| BoxError::no_such_index_id(0, "_idempotency"))?;
+        };
         if !pk.remove_exact(&key, tuple) {
             return Ok(false);
         }
         self.acting = None;
         self.changes.push(Change::Row { space_id, pk: key, old: Some(tuple.clone()), new: None });
         Ok(true)
+    }
+
+    /// `_idempotency`'s primary key, for the record fast paths, when it is the
+    /// space's only index and the space is logged (the usual case); `None` sends
+    /// them down the general write path, which keeps every index in step.
+    fn sole_idempotency_pk(&mut self) -> BoxResult<Option<&mut Index>> {
+        let space = self.space_mut(crate::idempotency::SPACE_ID)?;
+        if space.indexes.len() != 1 || space.def.temporary {
+            return Ok(None);
+        }
+        space.indexes.get_mut(&0).map(Some).ok_or_else(|| BoxError::no_such_index_id(0, "_idempotency"))
     }
 
     /// Removes a stored tuple (eviction); recorded like any delete.
@@ -1073,6 +1081,11 @@ fn rebuilt_fields(t: &Tuple) -> BoxResult<tuple::TupleFields<'_>> {
 }
 
 /// `_idempotency`'s primary key of (user, token); `token` is the token's msgpack encoding.
+/// [`idempotency_key`], or the error for a token that is not a valid key.
+fn record_key(user: u32, token: &[u8]) -> BoxResult<Key> {
+    idempotency_key(user, token).ok_or_else(|| BoxError::invalid_msgpack("idempotency token"))
+}
+
 fn idempotency_key(user: u32, token: &[u8]) -> Option<Key> {
     let mut r = Reader::new(token);
     let token_key = KeyPart::read(&mut r, value::FieldType::Scalar, value::Collation::Binary, false).ok()??;

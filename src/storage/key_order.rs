@@ -13,7 +13,6 @@
 //! Entries whose keys run past the window and agree on all of it are then put in
 //! order by comparing the keys themselves.
 
-use std::cmp::Ordering;
 use std::collections::BTreeMap;
 
 /// Where one write sorts (see the module docs). 32 bytes: a radix pass moves them
@@ -30,23 +29,7 @@ pub(crate) struct SortEntry {
 
 const WINDOW_BYTES: u32 = 16;
 
-/// Below this many entries a comparison sort is as quick.
-const RADIX_FROM: usize = 64;
-
 impl SortEntry {
-    /// The keys' byte order (`key` gives the key of an entry's index).
-    fn cmp_key<'k>(&self, other: &Self, key: &impl Fn(usize) -> &'k [u8]) -> Ordering {
-        (self.space, self.window).cmp(&(other.space, other.window)).then_with(|| {
-            if self.tail <= WINDOW_BYTES && other.tail <= WINDOW_BYTES {
-                // Equal windows: the shorter key is a prefix of the longer (whose
-                // extra bytes are the window's zero padding), or they are equal.
-                self.tail.cmp(&other.tail)
-            } else {
-                key(self.index).cmp(key(other.index))
-            }
-        })
-    }
-
     /// Whether two entries are of the same key, reading the keys (through `key`)
     /// only when they run past the window.
     pub(crate) fn same_key<'k>(&self, other: &Self, key: impl Fn(usize) -> &'k [u8]) -> bool {
@@ -55,7 +38,9 @@ impl SortEntry {
     }
 
     /// The tail's length as the radix sort sees it: every length past the window
-    /// is one value, ordered after the shorter ones (see [`Self::cmp_key`]).
+    /// is one value. Of two keys with equal windows, the shorter (at most the
+    /// window) is a prefix of the longer, whose extra bytes are the window's zero
+    /// padding, so it sorts first.
     fn clamped_tail(&self) -> u8 {
         #[allow(clippy::cast_possible_truncation, reason = "at most WINDOW_BYTES + 1")]
         let clamped = self.tail.min(WINDOW_BYTES + 1) as u8;
@@ -112,11 +97,6 @@ fn common_prefix(a: &[u8], b: &[u8]) -> usize {
 /// keys in the order of their indexes (commit order).
 pub(crate) fn sorted<'k>(len: usize, key: impl Fn(usize) -> &'k [u8]) -> Vec<SortEntry> {
     let mut order = entries(len, &key);
-    if order.len() < RADIX_FROM {
-        // The index is part of each entry, so an unstable sort keeps equal keys in order.
-        order.sort_unstable_by(|a, b| a.cmp_key(b, &key).then(a.index.cmp(&b.index)));
-        return order;
-    }
     radix_sort(&mut order);
     // Runs that agree on every radix byte and run past the window: by the keys.
     let mut start = 0;
@@ -199,7 +179,7 @@ mod tests {
     fn radix_order_is_byte_order_with_ties_in_commit_order() {
         for seed in [1, 42, 0xdead_beef, u64::MAX / 3] {
             let mut next = xorshift(seed);
-            for n in [0, 1, 5, RADIX_FROM - 1, RADIX_FROM, 5000] {
+            for n in [0, 1, 2, 5, 63, 64, 5000] {
                 // Several spaces, long shared prefixes, lengths either side of the
                 // window, few distinct bytes (many ties and shared windows).
                 let keys: Vec<Vec<u8>> = (0..n)
