@@ -13,78 +13,97 @@
 //! Entries whose keys run past the window and agree on all of it are then put in
 //! order by comparing the keys themselves.
 
-use std::collections::BTreeMap;
-
 /// Where one write sorts (see the module docs). 32 bytes: a radix pass moves them
 /// cheaply.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct SortEntry {
-    window: u128,
-    space: u32,
-    /// Bytes of the key after the shared prefix.
-    tail: u32,
+    /// The radix key: the space id (big-endian), the window, and the length of the
+    /// key after the shared prefix clamped to `WINDOW_BYTES + 1`.
+    radix: [u8; RADIX_ROOM],
     /// Position in commit order.
     pub(crate) index: usize,
 }
 
-const WINDOW_BYTES: u32 = 16;
+const WINDOW_BYTES: usize = 16;
+
+/// Bytes of a radix key: 4 of space id, the window, 1 of clamped tail length.
+const RADIX_BYTES: usize = 4 + WINDOW_BYTES + 1;
+
+/// Room for a radix key, padded with zeros to whole 8-byte words.
+const RADIX_ROOM: usize = RADIX_BYTES.next_multiple_of(8);
 
 impl SortEntry {
+    /// Whether the key runs past the window (its order among keys with the same
+    /// radix key needs the keys themselves).
+    fn runs_past_window(&self) -> bool {
+        usize::from(self.radix[RADIX_BYTES - 1]) > WINDOW_BYTES
+    }
+
     /// Whether two entries are of the same key, reading the keys (through `key`)
     /// only when they run past the window.
     pub(crate) fn same_key<'k>(&self, other: &Self, key: impl Fn(usize) -> &'k [u8]) -> bool {
-        (self.space, self.window, self.tail) == (other.space, other.window, other.tail)
-            && (self.tail <= WINDOW_BYTES || key(self.index) == key(other.index))
+        self.radix == other.radix && (!self.runs_past_window() || key(self.index) == key(other.index))
     }
+}
 
-    /// The tail's length as the radix sort sees it: every length past the window
-    /// is one value. Of two keys with equal windows, the shorter (at most the
-    /// window) is a prefix of the longer, whose extra bytes are the window's zero
-    /// padding, so it sorts first.
-    fn clamped_tail(&self) -> u8 {
-        #[allow(clippy::cast_possible_truncation, reason = "at most WINDOW_BYTES + 1")]
-        let clamped = self.tail.min(WINDOW_BYTES + 1) as u8;
-        clamped
-    }
+/// The prefix every key of one space shares, found so far.
+struct SharedPrefix<'k> {
+    space: u32,
+    /// A key of the space: the prefix is `first[..len]`.
+    first: &'k [u8],
+    len: usize,
+}
 
-    /// Byte `pos` of the radix key: 0..4 the space id, 4..20 the window, 20 the
-    /// clamped tail length, most significant first.
-    fn digit(&self, pos: usize) -> u8 {
-        match pos {
-            0..4 => self.space.to_be_bytes()[pos],
-            4..20 => self.window.to_be_bytes()[pos - 4],
-            _ => self.clamped_tail(),
+/// The shared prefixes of the spaces met, with the last one used remembered
+/// (a checkpoint's keys mostly come in runs of one space).
+#[derive(Default)]
+struct SharedPrefixes<'k> {
+    spaces: Vec<SharedPrefix<'k>>,
+    last: usize,
+}
+
+impl<'k> SharedPrefixes<'k> {
+    /// The entry of `space`, made from `key` if the space is new.
+    fn of(&mut self, space: u32, key: &'k [u8]) -> &mut SharedPrefix<'k> {
+        if self.spaces.get(self.last).is_none_or(|s| s.space != space) {
+            self.last = match self.spaces.iter().position(|s| s.space == space) {
+                Some(at) => at,
+                None => {
+                    self.spaces.push(SharedPrefix { space, first: key, len: key.len() });
+                    self.spaces.len() - 1
+                }
+            };
         }
+        &mut self.spaces[self.last]
     }
 }
 
 /// The entries of keys `0..len`, in commit order (the order of their indexes).
 fn entries<'k>(len: usize, key: &impl Fn(usize) -> &'k [u8]) -> Vec<SortEntry> {
     let space = |key: &[u8]| super::keys::space_of(key).unwrap_or(0);
-    // Per space: a key of it and the length of the prefix all its keys share.
-    let mut shared: BTreeMap<u32, (&[u8], usize)> = BTreeMap::new();
+    let mut shared = SharedPrefixes::default();
     for index in 0..len {
         let key = key(index);
-        shared
-            .entry(space(key))
-            .and_modify(|(first, len)| *len = (*len).min(common_prefix(first, key)))
-            .or_insert((key, key.len()));
+        let prefix = shared.of(space(key), key);
+        // Nearly always true at once (one comparison of a few words).
+        if !key.starts_with(&prefix.first[..prefix.len]) {
+            prefix.len = common_prefix(&prefix.first[..prefix.len], key);
+        }
     }
     (0..len)
         .map(|index| {
             let key = key(index);
             let space = space(key);
-            let from = shared.get(&space).map_or(0, |(_, len)| *len).min(key.len());
-            let mut window = [0u8; WINDOW_BYTES as usize];
+            let from = shared.of(space, key).len.min(key.len());
             let tail = &key[from..];
-            let shown = tail.len().min(window.len());
-            window[..shown].copy_from_slice(&tail[..shown]);
-            SortEntry {
-                window: u128::from_be_bytes(window),
-                space,
-                tail: u32::try_from(tail.len()).unwrap_or(u32::MAX),
-                index,
-            }
+            let mut radix = [0u8; RADIX_ROOM];
+            radix[..4].copy_from_slice(&space.to_be_bytes());
+            let shown = tail.len().min(WINDOW_BYTES);
+            radix[4..4 + shown].copy_from_slice(&tail[..shown]);
+            #[allow(clippy::cast_possible_truncation, reason = "at most WINDOW_BYTES + 1")]
+            let clamped = tail.len().min(WINDOW_BYTES + 1) as u8;
+            radix[RADIX_BYTES - 1] = clamped;
+            SortEntry { radix, index }
         })
         .collect()
 }
@@ -98,15 +117,18 @@ fn common_prefix(a: &[u8], b: &[u8]) -> usize {
 pub(crate) fn sorted<'k>(len: usize, key: impl Fn(usize) -> &'k [u8]) -> Vec<SortEntry> {
     let mut order = entries(len, &key);
     radix_sort(&mut order);
+    if !order.iter().any(SortEntry::runs_past_window) {
+        return order;
+    }
     // Runs that agree on every radix byte and run past the window: by the keys.
     let mut start = 0;
     while start < order.len() {
         let first = order[start];
         let mut end = start + 1;
-        while end < order.len() && radix_key(&order[end]) == radix_key(&first) {
+        while end < order.len() && order[end].radix == first.radix {
             end += 1;
         }
-        if end - start > 1 && first.tail > WINDOW_BYTES {
+        if end - start > 1 && first.runs_past_window() {
             order[start..end].sort_by(|a, b| key(a.index).cmp(key(b.index)));
         }
         start = end;
@@ -114,40 +136,43 @@ pub(crate) fn sorted<'k>(len: usize, key: impl Fn(usize) -> &'k [u8]) -> Vec<Sor
     order
 }
 
-fn radix_key(e: &SortEntry) -> (u32, u128, u8) {
-    (e.space, e.window, e.clamped_tail())
-}
-
-/// Stable LSD radix sort by [`SortEntry::digit`], skipping the bytes every entry
-/// has in common.
+/// Stable LSD radix sort by the radix key's bytes, skipping the bytes every entry
+/// has in common; one read counts the buckets of every pass.
 fn radix_sort(order: &mut Vec<SortEntry>) {
     let Some(first) = order.first().copied() else { return };
-    let (mut space_diff, mut window_diff, mut tail_differs) = (0u32, 0u128, false);
-    for e in order.iter() {
-        space_diff |= e.space ^ first.space;
-        window_diff |= e.window ^ first.window;
-        tail_differs |= e.clamped_tail() != first.clamped_tail();
-    }
-    let (space_diff, window_diff) = (space_diff.to_be_bytes(), window_diff.to_be_bytes());
-    let differs = |pos: usize| match pos {
-        0..4 => space_diff[pos] != 0,
-        4..20 => window_diff[pos - 4] != 0,
-        _ => tail_differs,
+    // Which bytes differ from the first entry's, eight at a time.
+    let words = |radix: &[u8; RADIX_ROOM]| -> [u64; RADIX_ROOM / 8] {
+        std::array::from_fn(|w| u64::from_ne_bytes(radix[w * 8..w * 8 + 8].try_into().unwrap_or_default()))
     };
-    let mut spare = order.clone();
-    for pos in (0..21).rev().filter(|&pos| differs(pos)) {
-        let mut starts = [0usize; 256];
-        for e in order.iter() {
-            starts[usize::from(e.digit(pos))] += 1;
+    let first_words = words(&first.radix);
+    let mut diff_words = [0u64; RADIX_ROOM / 8];
+    for e in order.iter() {
+        for (d, (a, b)) in diff_words.iter_mut().zip(words(&e.radix).iter().zip(&first_words)) {
+            *d |= a ^ b;
         }
+    }
+    let diff: Vec<u8> = diff_words.iter().flat_map(|w| w.to_ne_bytes()).collect();
+    // Least significant first.
+    let passes: Vec<usize> = (0..RADIX_BYTES).rev().filter(|&pos| diff[pos] != 0).collect();
+    if passes.is_empty() {
+        return;
+    }
+    let mut counts = vec![[0usize; 256]; passes.len()];
+    for e in order.iter() {
+        for (count, &pos) in counts.iter_mut().zip(&passes) {
+            count[usize::from(e.radix[pos])] += 1;
+        }
+    }
+    let mut spare = order.clone();
+    for (starts, &pos) in counts.iter_mut().zip(&passes) {
         let mut at = 0;
-        for slot in &mut starts {
+        for slot in starts.iter_mut() {
             let count = *slot;
             *slot = at;
             at += count;
         }
         for e in order.iter() {
-            let digit = usize::from(e.digit(pos));
+            let digit = usize::from(e.radix[pos]);
             spare[starts[digit]] = *e;
             starts[digit] += 1;
         }
