@@ -120,10 +120,12 @@ pub fn run(config: config::Config) -> Result<(), BoxedError> {
         Ok(())
     });
     served?;
-    // The TX thread finishes in-flight commits, then drops the WAL sender.
-    let _ = tx_thread.join();
-    if let Some(wal) = wal_thread {
-        let _ = wal.join();
+    // The TX thread finishes in-flight commits, then drops the WAL sender; the WAL
+    // thread makes a last checkpoint.
+    let threads = std::iter::once(tx_thread).chain(wal_thread).collect();
+    if let Err(e) = await_threads(&runtime, threads) {
+        runtime.shutdown_background();
+        return Err(e);
     }
     // Connection writers drain the last replies, then end.
     tracker.close();
@@ -166,6 +168,58 @@ pub(crate) fn boot(
     })
     .map_err(|e| e.to_string())?;
     Ok((engine, uuid, Some(wal_tx), Some(handle), clock_ms))
+}
+
+/// How long a stop waits for in-flight commits and the last checkpoint before it
+/// gives up. Whatever was acknowledged is durable in the log already and is
+/// applied at the next start; the wait only spares that start the work.
+const SHUTDOWN_DEADLINE: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// [`SHUTDOWN_DEADLINE`], or (for tests) `ONCEBOX_SHUTDOWN_DEADLINE_MS`.
+fn shutdown_deadline() -> std::time::Duration {
+    std::env::var("ONCEBOX_SHUTDOWN_DEADLINE_MS")
+        .ok()
+        .and_then(|ms| ms.parse().ok())
+        .map_or(SHUTDOWN_DEADLINE, std::time::Duration::from_millis)
+}
+
+/// Waits for `threads` to end: an error when they have not within the shutdown
+/// deadline, or when a second SIGINT or SIGTERM comes first (a stop that hangs,
+/// say on a disk gone bad, never needs kill -9).
+fn await_threads(runtime: &tokio::runtime::Runtime, threads: Vec<std::thread::JoinHandle<()>>) -> Result<(), BoxedError> {
+    let deadline = shutdown_deadline();
+    let waited = runtime.block_on(async {
+        let ended = async {
+            while !threads.iter().all(std::thread::JoinHandle::is_finished) {
+                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+            }
+        };
+        tokio::select! {
+            () = ended => Ok(()),
+            () = tokio::time::sleep(deadline) => Err(format!(
+                "the stop did not finish within {} ms (a commit or the last checkpoint is stuck); \
+                 exiting: acknowledged writes are in the log and are applied at the next start",
+                deadline.as_millis()
+            )),
+            () = shutdown_signal() => Err(
+                "second stop signal: exiting without waiting for in-flight commits; \
+                 acknowledged writes are in the log and are applied at the next start"
+                    .to_string(),
+            ),
+        }
+    });
+    match waited {
+        Ok(()) => {
+            for t in threads {
+                let _ = t.join();
+            }
+            Ok(())
+        }
+        Err(e) => {
+            tracing::error!("{e}");
+            Err(e.into())
+        }
+    }
 }
 
 /// Resolves on SIGINT or SIGTERM.
@@ -226,7 +280,10 @@ pub fn run_script(path: std::path::PathBuf, args: Vec<String>) -> Result<i32, Bo
     stop.cancel();
     let _ = tx.send(TxMessage::Shutdown);
     drop(tx);
-    let _ = tx_thread.join();
+    if let Err(e) = await_threads(&runtime, vec![tx_thread]) {
+        runtime.shutdown_background();
+        return Err(e);
+    }
     tracker.close();
     runtime.block_on(async {
         let _ = tokio::time::timeout(std::time::Duration::from_secs(5), tracker.wait()).await;

@@ -109,6 +109,40 @@ fn survives_clean_restart() {
     verify(&s);
 }
 
+/// A stop whose in-flight commit never finishes (here a WAL write held back for
+/// 60 s) gives up at the shutdown deadline and exits 1 instead of hanging; a
+/// second SIGTERM ends the wait at once. Either way the directory opens again.
+#[test]
+fn a_stuck_stop_gives_up() {
+    for second_signal in [false, true] {
+        let dir = TempDir::new("stuckstop");
+        let data = format!("{}/data", dir.path_str());
+        let mut s = {
+            let mut cmd = Command::new(env!("CARGO_BIN_EXE_oncebox"));
+            cmd.env("ONCEBOX_INJECT_WAL_DELAY_MS", "60000");
+            // Past any test's patience: only the second signal can end the wait.
+            let deadline = if second_signal { "600000" } else { "1000" };
+            cmd.env("ONCEBOX_SHUTDOWN_DEADLINE_MS", deadline);
+            common::Server::start_with(cmd, &["--data-dir", &data, "--admin-password", "pw"])
+        };
+        let mut c = admin(&s);
+        // A write to `_schema` whose commit waits in the WAL thread.
+        c.send(&mp::header(2, 7), &mp::map(&[(0x10, mp::uint(272)), (0x21, mp::array(&[mp::str("stuck")]))]));
+        std::thread::sleep(Duration::from_millis(300));
+        s.signal_term();
+        if second_signal {
+            assert!(s.wait_within(Duration::from_millis(500)).is_none(), "the first signal waits for the commit");
+            s.signal_term();
+        }
+        let status = s.wait_within(Duration::from_secs(20)).expect("the stop gives up instead of hanging");
+        assert_eq!(status.code(), Some(1), "second signal: {second_signal}");
+        // Never acknowledged, so either outcome is allowed; the directory must open.
+        let s = start(&dir, &[]);
+        let mut c = admin(&s);
+        assert_eq!(c.insert(272, mp::array(&[mp::str("after")])).code, 0);
+    }
+}
+
 /// Settings each crash test runs under: both durable modes, and a checkpoint after
 /// every commit (so that groups are applied to the rows while writes go on).
 const CRASH_SETTINGS: [&[&str]; 3] =

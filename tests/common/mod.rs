@@ -92,6 +92,25 @@ impl Server {
         self.child.wait().unwrap()
     }
 
+    /// Sends SIGTERM without waiting.
+    pub fn signal_term(&self) {
+        let _ = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status();
+    }
+
+    /// The exit status, if the process ends within `limit`.
+    pub fn wait_within(&mut self, limit: Duration) -> Option<std::process::ExitStatus> {
+        let until = std::time::Instant::now() + limit;
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return Some(status);
+            }
+            if std::time::Instant::now() >= until {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     /// A new connection that has read the greeting.
     pub fn connect(&self) -> Conn {
         Conn::open(&self.addr)
