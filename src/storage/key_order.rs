@@ -222,6 +222,33 @@ mod tests {
     }
 
     #[test]
+    fn random_tokens_beside_integer_keys_sort_by_key_with_ties_in_commit_order() {
+        let mut next = xorshift(11);
+        let mut keys: Vec<Vec<u8>> = Vec::new();
+        for i in 0..20_000u64 {
+            let key = if next() % 8 == 0 && i > 0 {
+                // A repeat of an earlier key (a replace, a record evicted).
+                keys[(next() % i) as usize].clone()
+            } else if next() % 2 == 0 {
+                // `_idempotency`: the space, a user id, a random 16-byte token.
+                let mut key = 500u32.to_be_bytes().to_vec();
+                key.extend_from_slice(&[0x01, 0, 0, 0, 1, 0x04, 0, 0, 0, 16]);
+                key.extend_from_slice(&next().to_be_bytes());
+                key.extend_from_slice(&next().to_be_bytes());
+                key
+            } else {
+                let mut key = 600u32.to_be_bytes().to_vec();
+                key.push(0x01);
+                key.extend_from_slice(&(next() % 100_000).to_be_bytes());
+                key
+            };
+            keys.push(key);
+        }
+        let got: Vec<usize> = sorted(keys.len(), |i| &keys[i]).iter().map(|e| e.index).collect();
+        assert_eq!(got, by_key(&keys));
+    }
+
+    #[test]
     fn integer_keys_of_one_space_sort_on_their_low_bytes() {
         let mut next = xorshift(7);
         let keys: Vec<Vec<u8>> = (0..10_000)
