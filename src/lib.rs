@@ -186,7 +186,10 @@ fn shutdown_deadline() -> std::time::Duration {
 /// Waits for `threads` to end: an error when they have not within the shutdown
 /// deadline, or when a second SIGINT or SIGTERM comes first (a stop that hangs,
 /// say on a disk gone bad, never needs kill -9).
-fn await_threads(runtime: &tokio::runtime::Runtime, threads: Vec<std::thread::JoinHandle<()>>) -> Result<(), BoxedError> {
+fn await_threads(
+    runtime: &tokio::runtime::Runtime,
+    threads: Vec<std::thread::JoinHandle<()>>,
+) -> Result<(), BoxedError> {
     let deadline = shutdown_deadline();
     let waited = runtime.block_on(async {
         let ended = async {

@@ -226,10 +226,10 @@ mod tests {
         let mut next = xorshift(11);
         let mut keys: Vec<Vec<u8>> = Vec::new();
         for i in 0..20_000u64 {
-            let key = if next() % 8 == 0 && i > 0 {
+            let key = if next().is_multiple_of(8) && i > 0 {
                 // A repeat of an earlier key (a replace, a record evicted).
                 keys[(next() % i) as usize].clone()
-            } else if next() % 2 == 0 {
+            } else if next().is_multiple_of(2) {
                 // `_idempotency`: the space, a user id, a random 16-byte token.
                 let mut key = 500u32.to_be_bytes().to_vec();
                 key.extend_from_slice(&[0x01, 0, 0, 0, 1, 0x04, 0, 0, 0, 16]);
