@@ -22,7 +22,7 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use fjall::config::FilterPolicy;
@@ -88,6 +88,8 @@ pub struct FjallStore {
     /// removals of groups applied before (they stay in the log's tables until
     /// compaction drops them).
     applied_up_to: Arc<AtomicU64>,
+    /// Room to reserve for the next checkpoint's operations (from the last one's count).
+    checkpoint_ops_hint: Arc<AtomicUsize>,
 }
 
 impl std::fmt::Debug for FjallStore {
@@ -156,6 +158,7 @@ impl FjallStore {
             durability,
             path: log_path.to_path_buf(),
             applied_up_to: Arc::new(AtomicU64::new(0)),
+            checkpoint_ops_hint: Arc::new(AtomicUsize::new(0)),
         };
         // Groups a crash left in the log are applied before anything reads `rows`.
         store.apply_log(u64::MAX)?;
@@ -207,11 +210,14 @@ impl FjallStore {
             return Ok(0);
         };
         // The operations borrow the logged groups: nothing is copied until ingestion.
-        let mut ops = Vec::new();
+        // Room for as many as the last checkpoint had, and a little more: the vector
+        // is not regrown (and copied) a dozen times on the way.
+        let mut ops = Vec::with_capacity(self.checkpoint_ops_hint.load(Ordering::Relaxed));
         for (k, v) in &logged {
             let seq = group_seq(k)?;
-            ops.extend(super::group::ops(v).ok_or_else(|| StoreError(format!("damaged commit group {seq}")))?);
+            super::group::ops_into(v, &mut ops).ok_or_else(|| StoreError(format!("damaged commit group {seq}")))?;
         }
+        self.checkpoint_ops_hint.store(ops.len() + ops.len() / 8, Ordering::Relaxed);
         let clock = ops.iter().rev().find_map(|op| match op {
             Op::Clock { ms } => Some(*ms),
             _ => None,

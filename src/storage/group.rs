@@ -94,8 +94,15 @@ pub enum Op<'a> {
 /// The operations of an encoded group, in order, without copying; `None` if the
 /// bytes are damaged.
 #[must_use]
-pub fn ops(mut data: &[u8]) -> Option<Vec<Op<'_>>> {
+pub fn ops(data: &[u8]) -> Option<Vec<Op<'_>>> {
     let mut ops = Vec::new();
+    ops_into(data, &mut ops)?;
+    Some(ops)
+}
+
+/// Appends the operations of an encoded group to `ops`, in order, without
+/// copying; `None` if the bytes are damaged (what was read before stays appended).
+pub fn ops_into<'a>(mut data: &'a [u8], ops: &mut Vec<Op<'a>>) -> Option<()> {
     while let Some((&tag, rest)) = data.split_first() {
         data = rest;
         let op = match tag {
@@ -110,7 +117,7 @@ pub fn ops(mut data: &[u8]) -> Option<Vec<Op<'_>>> {
         };
         ops.push(op);
     }
-    Some(ops)
+    Some(())
 }
 
 /// The operations of an encoded group, in order, as owned values; `None` if the
