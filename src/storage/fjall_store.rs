@@ -104,6 +104,10 @@ impl std::fmt::Debug for FjallStore {
 /// was memory spent on nothing.
 const BLOCK_CACHE_BYTES: u64 = 4 * 1024 * 1024;
 
+/// Most operations a checkpoint reserves room for in advance (about 80 MiB of
+/// room; a default checkpoint holds a few hundred thousand).
+const MAX_CHECKPOINT_OPS_HINT: usize = 2 * 1024 * 1024;
+
 /// The log keyspace's memtable size (fjall's default is 64 MiB): room for the
 /// groups between two checkpoints ([`super::wal::CHECKPOINT_AFTER_BYTES`]) and
 /// as much again. Kept by fjall from the keyspace's creation: older directories
@@ -217,7 +221,9 @@ impl FjallStore {
             let seq = group_seq(k)?;
             super::group::ops_into(v, &mut ops).ok_or_else(|| StoreError(format!("damaged commit group {seq}")))?;
         }
-        self.checkpoint_ops_hint.store(ops.len() + ops.len() / 8, Ordering::Relaxed);
+        // (Capped: one catch-up after a long outage must not size every later one.)
+        let hint = (ops.len() + ops.len() / 8).min(MAX_CHECKPOINT_OPS_HINT);
+        self.checkpoint_ops_hint.store(hint, Ordering::Relaxed);
         let clock = ops.iter().rev().find_map(|op| match op {
             Op::Clock { ms } => Some(*ms),
             _ => None,
