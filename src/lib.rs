@@ -200,15 +200,10 @@ fn await_threads(
         tokio::select! {
             () = ended => Ok(()),
             () = tokio::time::sleep(deadline) => Err(format!(
-                "the stop did not finish within {} ms (a commit or the last checkpoint is stuck); \
-                 exiting: acknowledged writes are in the log and are applied at the next start",
+                "the stop did not finish within {} ms (a commit or the last checkpoint is stuck)",
                 deadline.as_millis()
             )),
-            () = shutdown_signal() => Err(
-                "second stop signal: exiting without waiting for in-flight commits; \
-                 acknowledged writes are in the log and are applied at the next start"
-                    .to_string(),
-            ),
+            () = shutdown_signal() => Err("second stop signal: not waiting for in-flight commits".to_string()),
         }
     });
     match waited {
@@ -218,7 +213,8 @@ fn await_threads(
             }
             Ok(())
         }
-        Err(e) => {
+        Err(why) => {
+            let e = format!("{why}; exiting: acknowledged writes are in the log and are applied at the next start");
             tracing::error!("{e}");
             Err(e.into())
         }

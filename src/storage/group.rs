@@ -91,15 +91,6 @@ pub enum Op<'a> {
     },
 }
 
-/// The operations of an encoded group, in order, without copying; `None` if the
-/// bytes are damaged.
-#[must_use]
-pub fn ops(data: &[u8]) -> Option<Vec<Op<'_>>> {
-    let mut ops = Vec::new();
-    ops_into(data, &mut ops)?;
-    Some(ops)
-}
-
 /// Appends the operations of an encoded group to `ops`, in order, without
 /// copying; `None` if the bytes are damaged (what was read before stays appended).
 pub fn ops_into<'a>(mut data: &'a [u8], ops: &mut Vec<Op<'a>>) -> Option<()> {
@@ -124,7 +115,9 @@ pub fn ops_into<'a>(mut data: &'a [u8], ops: &mut Vec<Op<'a>>) -> Option<()> {
 /// bytes are damaged.
 #[must_use]
 pub fn decode(data: &[u8]) -> Option<Vec<RowOp>> {
-    Some(ops(data)?.into_iter().map(Op::to_row_op).collect())
+    let mut ops = Vec::new();
+    ops_into(data, &mut ops)?;
+    Some(ops.into_iter().map(Op::to_row_op).collect())
 }
 
 impl Op<'_> {
