@@ -255,6 +255,10 @@ pub struct Executor {
     exiting: bool,
     /// Whether this executor runs a script (its end, and os.exit, are reported to the main thread).
     script_mode: bool,
+    /// The schema version connection readers answer PINGs with (0: they hand them to TX).
+    reader_pings: u64,
+    /// The session whose read this batch handled: told once its replies are sent.
+    read_handled: Option<u64>,
 }
 
 /// Requests from the TX thread to the network side.
@@ -309,6 +313,8 @@ impl Executor {
             exit_code: 0,
             exiting: false,
             script_mode: false,
+            reader_pings: 0,
+            read_handled: None,
             engine,
             sessions: IdMap::default(),
             dirty: Vec::new(),
@@ -564,6 +570,9 @@ impl Executor {
         self.check_exit();
         self.evict_over_limits();
         self.send_group();
+        // Before any reply of this batch goes out: a client that saw a trigger set
+        // or a schema change has its next PINGs answered accordingly.
+        self.publish_reader_pings();
         for id in self.dirty.drain(..) {
             if let Some(s) = self.sessions.get_mut(&id) {
                 if !s.pending.is_empty() {
@@ -575,6 +584,30 @@ impl Executor {
                         }
                     }
                 }
+            }
+        }
+        if let Some(s) = self.read_handled.take().and_then(|id| self.sessions.get(&id)) {
+            s.out.read_answered();
+        }
+    }
+
+    /// The schema version readers may answer PINGs with: none (0) while an
+    /// `on_iproto_request` trigger must see every request.
+    fn reader_ping_version(&self) -> u64 {
+        if self.lua.has_iproto_triggers() {
+            0
+        } else {
+            self.engine.schema_version()
+        }
+    }
+
+    /// Tells every session's reader how to answer PINGs, when that changed.
+    fn publish_reader_pings(&mut self) {
+        let version = self.reader_ping_version();
+        if version != self.reader_pings {
+            self.reader_pings = version;
+            for s in self.sessions.values() {
+                s.out.allow_reader_pings(version);
             }
         }
     }
@@ -625,6 +658,8 @@ impl Executor {
                     if let Some(s) = self.sessions.remove(&session_id) {
                         s.out.close();
                     }
+                } else if let Some(s) = self.sessions.get(&session_id) {
+                    s.out.allow_reader_pings(self.reader_ping_version());
                 }
             }
             TxMessage::Disconnect { session_id } => {
@@ -637,6 +672,7 @@ impl Executor {
                 }
             }
             TxMessage::Requests { session_id, packets } => {
+                self.read_handled = Some(session_id);
                 for packet in packets {
                     match packet {
                         Inbound::Request { header, packet, decoded, fingerprint } => {

@@ -14,7 +14,7 @@ use super::ServerConfig;
 use crate::executor::{Inbound, Outgoing, TxMessage};
 use crate::idempotency::fingerprint;
 use crate::protocol::codec::{CodecError, PacketCodec};
-use crate::protocol::{greeting, header, request, REPORTED_VERSION};
+use crate::protocol::{greeting, header, request, request_type, response, REPORTED_VERSION};
 
 /// A connection the TX thread has been told of: its greeting salt and the queue
 /// TX's replies come through.
@@ -23,6 +23,8 @@ pub(super) struct Announced {
     salt: [u8; greeting::SALT_SIZE],
     out_rx: UnboundedReceiver<Outgoing>,
     count: QueuedCount,
+    /// The reply path, for the PINGs the reader answers itself.
+    pings: ReplySink,
 }
 
 /// Tells the TX thread of a freshly accepted connection; `None` when it cannot be
@@ -46,8 +48,9 @@ pub(super) fn announce<S: AsFd>(socket: &S, session_id: u64, tx: &UnboundedSende
         Ok(fd) => ReplySink::direct(out_tx, fd, &count),
         Err(_) => ReplySink::queued_only(out_tx),
     };
+    let pings = out.clone();
     tx.send(TxMessage::Connect { session_id, salt, out }).ok()?;
-    Some(Announced { session_id, salt, out_rx, count })
+    Some(Announced { session_id, salt, out_rx, count, pings })
 }
 
 /// Serves one announced TCP connection until either side closes it.
@@ -87,7 +90,7 @@ async fn run_halves<R, W>(
     R: AsyncRead + Unpin + Send,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let Announced { session_id, salt, out_rx, count } = announced;
+    let Announced { session_id, salt, out_rx, count, pings } = announced;
     // NOTE: the greeting goes out in one write; node's driver parses only its first chunk.
     let hello = greeting::encode(REPORTED_VERSION, &config.instance_uuid, &salt);
     if wr.write_all(&hello).await.is_err() {
@@ -95,7 +98,9 @@ async fn run_halves<R, W>(
         return;
     }
     let writer = tokio::spawn(write_replies(wr, out_rx, count));
-    read_requests(rd, session_id, &tx, config, &stop).await;
+    read_requests(rd, session_id, &tx, &pings, config, &stop).await;
+    // The writer ends once every sender of its queue is gone: this one, then TX's.
+    drop(pings);
     let _ = tx.send(TxMessage::Disconnect { session_id });
     let _ = writer.await;
 }
@@ -117,17 +122,48 @@ fn inbound(packet: Bytes) -> Inbound {
     }
 }
 
+/// Whether `packet` is a well-formed PING the reader may answer with schema version `version`.
+fn is_plain_ping(packet: &Inbound, version: u64) -> bool {
+    let Inbound::Request { header, packet, decoded, .. } = packet else { return false };
+    header.request_type == request_type::PING
+        && (header.schema_version == 0 || header.schema_version == version)
+        && decoded.request(packet.get(header.body_offset..).unwrap_or(&[])).is_ok()
+}
+
+/// Answers a read's packets here when they are all PINGs the TX thread need not
+/// see (see [`ReplySink::ping_schema_version`]); returns whether it did. A read
+/// that mixes PINGs with other requests goes to TX whole, so its replies keep
+/// their order.
+fn answer_pings(packets: &[Inbound], sink: &ReplySink, replies: &mut Vec<u8>) -> bool {
+    let Some(version) = sink.ping_schema_version() else { return false };
+    if !packets.iter().all(|p| is_plain_ping(p, version)) {
+        return false;
+    }
+    for packet in packets {
+        if let Inbound::Request { header, .. } = packet {
+            response::ok_empty(replies, header.sync, version);
+        }
+    }
+    if let Some(emptied) = sink.send(std::mem::take(replies)) {
+        *replies = emptied;
+    }
+    true
+}
+
 /// Reads packets until the peer closes, the stream cannot be framed or `stop`.
 ///
 /// Every packet one read completes goes to the TX thread in one message, so a
-/// pipelining client costs one channel send (and one wake-up) per read, not per request.
+/// pipelining client costs one channel send (and one wake-up) per read, not per
+/// request; a read of nothing but PINGs is answered here.
 async fn read_requests<R: AsyncRead + Unpin>(
     mut rd: R,
     session_id: u64,
     tx: &UnboundedSender<TxMessage>,
+    pings: &ReplySink,
     config: &ServerConfig,
     stop: &CancellationToken,
 ) {
+    let mut ping_replies = Vec::new();
     let mut codec = PacketCodec::new(config.max_packet_size);
     let mut buf = BytesMut::with_capacity(READ_CHUNK);
     // Room for as many packets as the last read brought: a pipelining client's
@@ -148,8 +184,9 @@ async fn read_requests<R: AsyncRead + Unpin>(
                 Err(CodecError::Io(_)) => return,
             }
         };
-        if !packets.is_empty() {
+        if !packets.is_empty() && !answer_pings(&packets, pings, &mut ping_replies) {
             batch_hint = packets.len().clamp(8, 1024);
+            pings.read_to_tx();
             if tx.send(TxMessage::Requests { session_id, packets }).is_err() {
                 return;
             }

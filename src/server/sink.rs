@@ -7,20 +7,24 @@
 //! direct path spares a wake-up of the network thread per reply batch (an
 //! eventfd write and a context switch), which profiles showed to be a quarter of
 //! the TX thread's time under pipelined reads.
+//!
+//! The connection's reader uses the same path for the PINGs it answers itself
+//! (see [`ReplySink::ping_schema_version`]); a lock keeps the two senders' replies
+//! whole and in order.
 
 use std::os::fd::OwnedFd;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use tokio::sync::mpsc::UnboundedSender;
 
 use crate::executor::Outgoing;
 
-/// The TX thread's end of a connection's reply path.
-#[derive(Debug)]
+/// A connection's reply path: the TX thread's end, and a clone in the reader for PINGs.
+#[derive(Debug, Clone)]
 pub struct ReplySink {
     out: UnboundedSender<Outgoing>,
-    direct: Option<Direct>,
+    direct: Option<Arc<Direct>>,
 }
 
 #[derive(Debug)]
@@ -29,6 +33,15 @@ struct Direct {
     /// Data items queued for the writer task and not yet written (a direct send
     /// must not overtake them).
     queued: Arc<AtomicUsize>,
+    /// Held across a send: two senders' bytes never interleave, and a send that
+    /// queues a remainder has counted it before the other sender looks.
+    sending: Mutex<()>,
+    /// The schema version the reader answers PINGs with; 0 while PINGs must go
+    /// to the TX thread (the session is not open there, or a request trigger is set).
+    ping_schema_version: AtomicU64,
+    /// Reads handed to the TX thread whose replies it has not yet sent (or held
+    /// for their commit): a PING read meanwhile goes to TX, behind them.
+    reads_in_tx: AtomicUsize,
 }
 
 /// The writer task's count of queued items, decremented as it writes them.
@@ -53,7 +66,52 @@ impl ReplySink {
     /// takes them at once, else through `out`, whose writer reports to `count`.
     #[must_use]
     pub fn direct(out: UnboundedSender<Outgoing>, socket: OwnedFd, count: &QueuedCount) -> Self {
-        Self { out, direct: Some(Direct { socket, queued: count.0.clone() }) }
+        let direct = Direct {
+            socket,
+            queued: count.0.clone(),
+            sending: Mutex::new(()),
+            ping_schema_version: AtomicU64::new(0),
+            reads_in_tx: AtomicUsize::new(0),
+        };
+        Self { out, direct: Some(Arc::new(direct)) }
+    }
+
+    /// Lets the reader answer PINGs itself with schema version `version` (0: it
+    /// must hand them to the TX thread). Set by the TX thread when the session opens,
+    /// the schema changes, request triggers come or go, and when it closes the session.
+    pub fn allow_reader_pings(&self, version: u64) {
+        if let Some(direct) = &self.direct {
+            direct.ping_schema_version.store(version, Ordering::Release);
+        }
+    }
+
+    /// The schema version the reader answers PINGs with, if it may: a PING has no
+    /// effect but its reply, so it need not cross to the TX thread when no
+    /// `on_iproto_request` trigger must see it and TX owes no reply to an earlier
+    /// read (replies to requests that do not wait keep the order they were sent in,
+    /// as in Tarantool).
+    #[must_use]
+    pub fn ping_schema_version(&self) -> Option<u64> {
+        let direct = self.direct.as_ref()?;
+        if direct.reads_in_tx.load(Ordering::Acquire) != 0 {
+            return None;
+        }
+        let version = direct.ping_schema_version.load(Ordering::Acquire);
+        (version != 0).then_some(version)
+    }
+
+    /// The reader hands a read's requests to the TX thread.
+    pub fn read_to_tx(&self) {
+        if let Some(direct) = &self.direct {
+            direct.reads_in_tx.fetch_add(1, Ordering::AcqRel);
+        }
+    }
+
+    /// The TX thread has sent (or holds for their commits) the replies to one read.
+    pub fn read_answered(&self) {
+        if let Some(direct) = &self.direct {
+            direct.reads_in_tx.fetch_sub(1, Ordering::AcqRel);
+        }
     }
 
     /// Sends reply bytes, in order with everything sent before; gives the buffer back
@@ -64,6 +122,7 @@ impl ReplySink {
             return None;
         };
         let mut sent = 0;
+        let _sending = direct.sending.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         if direct.queued.load(Ordering::Acquire) == 0 {
             let flags = rustix::net::SendFlags::DONTWAIT | rustix::net::SendFlags::NOSIGNAL;
             while sent < data.len() {
@@ -89,6 +148,7 @@ impl ReplySink {
 
     /// Writes what was sent before, then closes the connection.
     pub fn close(&self) {
+        self.allow_reader_pings(0);
         let _ = self.out.send(Outgoing::Close);
     }
 }
