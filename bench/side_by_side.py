@@ -162,10 +162,27 @@ def settle_all(servers):
 
 
 def median_round(rounds):
-    """The round with the median throughput, with every round's ops/s beside it."""
+    """The round with the median throughput, with every round's ops/s (and server CPU
+    per operation) beside it."""
     pick = dict(sorted(rounds, key=lambda r: r["ops_per_sec"])[len(rounds) // 2])
     pick["rounds_ops_per_sec"] = [r["ops_per_sec"] for r in rounds]
+    pick["rounds_cpu_us_per_op"] = [r["cpu_us_per_op"] for r in rounds if "cpu_us_per_op" in r]
     return pick
+
+
+def measured_round(server, *args):
+    """Runs one round of `oncebox-bench` against `server` and adds the server's CPU time
+    per operation: every thread's user and system time from the start of the round until
+    the server is idle again, so work the round left behind (oncebox's checkpoints and
+    compactions) is billed to it. CPU time, unlike ops/s, does not drop when another
+    tenant of the host takes a core away, so it compares the servers' work steadily."""
+    hz = os.sysconf("SC_CLK_TCK")
+    before = server.cpu_ticks()
+    r = bench(server, *args)
+    server.settle()
+    if r and r.get("ops"):
+        r["cpu_us_per_op"] = round((server.cpu_ticks() - before) / hz * 1e6 / r["ops"], 2)
+    return r
 
 
 def throughput(args):
@@ -190,7 +207,7 @@ def throughput(args):
                         if kind == "tarantool" and wl == "retry-storm":
                             continue  # Tarantool 2.6 ignores the token header: nothing comparable.
                         waited = settle_all(servers.values())
-                        r = bench(servers[kind], "--workload", SAME_AS.get((kind, wl), wl), "--connections", conns,
+                        r = measured_round(servers[kind], "--workload", SAME_AS.get((kind, wl), wl), "--connections", conns,
                                   "--depth", depth, "--seconds", str(args.seconds), "--keys", str(args.keys), "--json")
                         r["settled_s"] = round(waited, 1)
                         rounds[kind].append(r)
@@ -285,10 +302,16 @@ def round_ratios(o, t):
     return f"{min(rs):.2f}–{max(rs):.2f}"
 
 
+def cpu_per_op(r):
+    """The median round's server CPU per operation (us), or "n/a" for a run without it."""
+    cpu = sorted(r.get("rounds_cpu_us_per_op", []))
+    return f"{cpu[len(cpu) // 2]:.2f}" if cpu else "n/a"
+
+
 def throughput_table(res, workloads):
     lines = ["| wal_mode | workload | Tarantool 2.6 ops/s | oncebox ops/s | ratio | ratio per round | "
-             "Tarantool p99 us | oncebox p99 us |",
-             "|---|---|---:|---:|---:|---:|---:|---:|"]
+             "Tarantool p99 us | oncebox p99 us | server CPU us/op Tarantool / oncebox |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
     for mode in dict.fromkeys(k[0] for k in res):
         for wl in workloads:
             if wl in ("replace-token", "retry-storm") or (mode, wl, "oncebox") not in res:
@@ -296,25 +319,29 @@ def throughput_table(res, workloads):
             t, o = res[(mode, wl, "tarantool")], res[(mode, wl, "oncebox")]
             lines.append(f"| {mode} | {wl} | {t['ops_per_sec']:.0f} | {o['ops_per_sec']:.0f} "
                          f"| {ratio(o['ops_per_sec'], t['ops_per_sec'])} | {round_ratios(o, t)} "
-                         f"| {t['p99_us']} | {o['p99_us']} |")
+                         f"| {t['p99_us']} | {o['p99_us']} | {cpu_per_op(t)} / {cpu_per_op(o)} |")
     return lines
 
 
 def token_table(res):
-    lines = ["| wal_mode | workload | Tarantool 2.6 ops/s | oncebox ops/s | ratio |", "|---|---|---:|---:|---:|"]
+    lines = ["| wal_mode | workload | Tarantool 2.6 ops/s | oncebox ops/s | ratio | server CPU us/op Tarantool / oncebox |",
+             "|---|---|---:|---:|---:|---:|"]
     for mode in dict.fromkeys(k[0] for k in res):
         plain_t, plain_o = res.get((mode, "replace", "tarantool")), res.get((mode, "replace", "oncebox"))
         if plain_t and plain_o:
             lines.append(f"| {mode} | replace (plain) | {plain_t['ops_per_sec']:.0f} | {plain_o['ops_per_sec']:.0f} "
-                         f"| {ratio(plain_o['ops_per_sec'], plain_t['ops_per_sec'])} |")
+                         f"| {ratio(plain_o['ops_per_sec'], plain_t['ops_per_sec'])} "
+                         f"| {cpu_per_op(plain_t)} / {cpu_per_op(plain_o)} |")
         t, o = res.get((mode, "replace-token", "tarantool")), res.get((mode, "replace-token", "oncebox"))
         if t and o:
             own = f" (oncebox tokened / plain: {ratio(o['ops_per_sec'], plain_o['ops_per_sec'])})" if plain_o else ""
             lines.append(f"| {mode} | replace with token (Tarantool: Lua dedup via CALL) | {t['ops_per_sec']:.0f} "
-                         f"| {o['ops_per_sec']:.0f} | {ratio(o['ops_per_sec'], t['ops_per_sec'])}{own} |")
+                         f"| {o['ops_per_sec']:.0f} | {ratio(o['ops_per_sec'], t['ops_per_sec'])}{own} "
+                         f"| {cpu_per_op(t)} / {cpu_per_op(o)} |")
         o = res.get((mode, "retry-storm", "oncebox"))
         if o:
-            lines.append(f"| {mode} | retry-storm (25% retries; oncebox only) | n/a | {o['ops_per_sec']:.0f} | |")
+            lines.append(f"| {mode} | retry-storm (25% retries; oncebox only) | n/a | {o['ops_per_sec']:.0f} | "
+                         f"| n/a / {cpu_per_op(o)} |")
     return lines
 
 
@@ -403,7 +430,11 @@ both alike. The figures are each server's median round; "ratio per round" is the
 lowest and highest oncebox/Tarantool ratio of rounds run back to back. Before each
 round the runner waits until both servers are idle (under 5% of a core for 0.5 s), so
 work a write workload left behind (oncebox's checkpoints and compactions) is not
-billed to the next one; each write workload still pays for what it does while it runs. `call` is an IPROTO CALL
+billed to the next one; each write workload still pays for what it does while it runs. "Server CPU
+us/op" is each server's CPU time (every thread, user and system, from the start of a round
+until the server is idle again, so oncebox's checkpoints and compactions are counted) per
+operation, the median over the rounds: unlike ops/s it does not fall when another tenant
+of the host takes a core, so it compares the work each server does more steadily. `call` is an IPROTO CALL
 of the same Lua function on both servers, defined by IPROTO EVAL before the run:
 `{BENCH_FN}`.
 

@@ -69,6 +69,9 @@ def test_report_is_rewritten_from_results(tmp_path):
     # Three rounds of replace, paired by index: ratios 0.5, 0.6 and 0.4.
     tp["write/replace/tarantool"]["rounds_ops_per_sec"] = [1000, 1000, 1000]
     tp["write/replace/oncebox"]["rounds_ops_per_sec"] = [500, 600, 400]
+    # Server CPU per operation: the median over the rounds.
+    tp["write/replace/tarantool"]["rounds_cpu_us_per_op"] = [2.5, 2.0, 9.0]
+    tp["write/replace/oncebox"]["rounds_cpu_us_per_op"] = [1.75, 1.5, 1.8]
     item = {"count": 10, "load_s": 1.0, "restart_s": 0.5, "rss_kb_base": 1, "rss_kb_loaded": 2,
             "rss_kb_restarted": 2, "bytes_per_item": 100, "bytes_per_item_restarted": 100}
     results = {"modes": ["write"], "workloads": ["replace", "call", "replace-token", "select-depth1",
@@ -85,5 +88,7 @@ def test_report_is_rewritten_from_results(tmp_path):
     md = (tmp_path / "B.md").read_text()
     assert "![" in md and "(t.svg)" in md and "| write | call | 400 | 300 | 0.75x |" in md
     assert "| tokens | oncebox (`_idempotency`) | 10 |" in md
-    assert "| write | replace | 1000 | 500 | 0.50x | 0.40–0.60 |" in md, "the spread of per-round ratios"
+    assert "| write | replace | 1000 | 500 | 0.50x | 0.40–0.60 | 1 | 2 | 2.50 / 1.75 |" in md, \
+        "the spread of per-round ratios, the median CPU per operation"
+    assert "| write | call | 400 | 300 | 0.75x |  | 1 | 2 | n/a / n/a |" in md
     assert (tmp_path / "t.svg").read_text().startswith("<svg")
