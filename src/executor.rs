@@ -257,8 +257,9 @@ pub struct Executor {
     script_mode: bool,
     /// The schema version connection readers answer PINGs with (0: they hand them to TX).
     reader_pings: u64,
-    /// The session whose read this batch handled: told once its replies are sent.
-    read_handled: Option<u64>,
+    /// The session whose read this batch handled, and the read's request count:
+    /// its reader is told once the replies are sent.
+    read_handled: Option<(u64, usize)>,
 }
 
 /// Requests from the TX thread to the network side.
@@ -586,8 +587,10 @@ impl Executor {
                 }
             }
         }
-        if let Some(s) = self.read_handled.take().and_then(|id| self.sessions.get(&id)) {
-            s.out.read_answered();
+        if let Some((id, requests)) = self.read_handled.take() {
+            if let Some(s) = self.sessions.get(&id) {
+                s.out.read_answered(requests);
+            }
         }
     }
 
@@ -672,7 +675,7 @@ impl Executor {
                 }
             }
             TxMessage::Requests { session_id, packets } => {
-                self.read_handled = Some(session_id);
+                self.read_handled = Some((session_id, packets.len()));
                 for packet in packets {
                     match packet {
                         Inbound::Request { header, packet, decoded, fingerprint } => {

@@ -1,6 +1,7 @@
 //! One client connection: greeting, then a reader loop and a writer task.
 
 use std::os::fd::AsFd;
+use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
@@ -9,7 +10,7 @@ use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 use tokio_util::codec::Decoder;
 use tokio_util::sync::CancellationToken;
 
-use super::sink::{QueuedCount, ReplySink};
+use super::sink::{Backlog, ReplySink};
 use super::ServerConfig;
 use crate::executor::{Inbound, Outgoing, TxMessage};
 use crate::idempotency::fingerprint;
@@ -22,7 +23,7 @@ pub(super) struct Announced {
     session_id: u64,
     salt: [u8; greeting::SALT_SIZE],
     out_rx: UnboundedReceiver<Outgoing>,
-    count: QueuedCount,
+    backlog: Arc<Backlog>,
     /// The reply path, for the PINGs the reader answers itself.
     pings: ReplySink,
 }
@@ -43,14 +44,14 @@ pub(super) fn announce<S: AsFd>(socket: &S, session_id: u64, tx: &UnboundedSende
         return None;
     }
     let (out_tx, out_rx) = unbounded_channel();
-    let count = QueuedCount::default();
+    let backlog = Arc::new(Backlog::default());
     let out = match socket.as_fd().try_clone_to_owned() {
-        Ok(fd) => ReplySink::direct(out_tx, fd, &count),
+        Ok(fd) => ReplySink::direct(out_tx, fd, &backlog),
         Err(_) => ReplySink::queued_only(out_tx),
     };
     let pings = out.clone();
     tx.send(TxMessage::Connect { session_id, salt, out }).ok()?;
-    Some(Announced { session_id, salt, out_rx, count, pings })
+    Some(Announced { session_id, salt, out_rx, backlog, pings })
 }
 
 /// Serves one announced TCP connection until either side closes it.
@@ -90,14 +91,14 @@ async fn run_halves<R, W>(
     R: AsyncRead + Unpin + Send,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let Announced { session_id, salt, out_rx, count, pings } = announced;
+    let Announced { session_id, salt, out_rx, backlog, pings } = announced;
     // NOTE: the greeting goes out in one write; node's driver parses only its first chunk.
     let hello = greeting::encode(REPORTED_VERSION, &config.instance_uuid, &salt);
     if wr.write_all(&hello).await.is_err() {
         let _ = tx.send(TxMessage::Disconnect { session_id });
         return;
     }
-    let writer = tokio::spawn(write_replies(wr, out_rx, count));
+    let writer = tokio::spawn(write_replies(wr, out_rx, backlog));
     read_requests(rd, session_id, &tx, &pings, config, &stop).await;
     // The writer ends once every sender of its queue is gone: this one, then TX's.
     drop(pings);
@@ -186,7 +187,7 @@ async fn read_requests<R: AsyncRead + Unpin>(
         };
         if !packets.is_empty() && !answer_pings(&packets, pings, &mut ping_replies) {
             batch_hint = packets.len().clamp(8, 1024);
-            pings.read_to_tx();
+            pings.read_to_tx(packets.len());
             if tx.send(TxMessage::Requests { session_id, packets }).is_err() {
                 return;
             }
@@ -194,6 +195,12 @@ async fn read_requests<R: AsyncRead + Unpin>(
         if let Some(error) = framing {
             let _ = tx.send(TxMessage::BadFrame { session_id, error });
             return;
+        }
+        // A client that does not read its replies, or sends faster than TX serves
+        // it, is not read from until the connection's backlog is back under its limits.
+        tokio::select! {
+            () = pings.room() => {}
+            () = stop.cancelled() => return,
         }
         if buf.capacity() - buf.len() < READ_CHUNK / 4 {
             buf.reserve(READ_CHUNK);
@@ -210,17 +217,28 @@ async fn read_requests<R: AsyncRead + Unpin>(
     }
 }
 
-async fn write_replies<W: AsyncWrite + Unpin>(mut wr: W, mut rx: UnboundedReceiver<Outgoing>, count: QueuedCount) {
+/// Marks the backlog's writer gone however the writer task ends.
+struct WriterGone(Arc<Backlog>);
+
+impl Drop for WriterGone {
+    fn drop(&mut self) {
+        self.0.writer_gone();
+    }
+}
+
+async fn write_replies<W: AsyncWrite + Unpin>(mut wr: W, mut rx: UnboundedReceiver<Outgoing>, backlog: Arc<Backlog>) {
+    let backlog = WriterGone(backlog);
     let mut buf = Vec::new();
     while let Some(first) = rx.recv().await {
         let mut close = false;
         let mut next = Some(first);
-        let mut items = 0;
+        let (mut items, mut bytes) = (0, 0);
         // Coalesce whatever is queued into one write.
         while let Some(item) = next {
             match item {
                 Outgoing::Data(d) => {
                     items += 1;
+                    bytes += d.len();
                     if buf.is_empty() {
                         buf = d;
                     } else {
@@ -238,7 +256,7 @@ async fn write_replies<W: AsyncWrite + Unpin>(mut wr: W, mut rx: UnboundedReceiv
             return;
         }
         // Only now may the TX thread send directly again: nothing of it is unwritten.
-        count.written(items);
+        backlog.0.written(items, bytes);
         buf.clear();
         if close {
             let _ = wr.shutdown().await;

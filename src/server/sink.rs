@@ -13,12 +13,25 @@
 //! whole and in order.
 
 use std::os::fd::OwnedFd;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::mpsc::UnboundedSender;
+use tokio::sync::Notify;
 
 use crate::executor::Outgoing;
+
+/// Reply bytes a connection may have queued for its client, unsent, before its
+/// reader stops taking requests: a client that sends and never reads would
+/// otherwise grow the server without bound.
+pub const MAX_UNSENT_REPLY_BYTES: usize = 16 << 20;
+
+/// Requests a connection may have waiting in (or being answered by) the TX thread
+/// before its reader stops taking more: a client that sends faster than TX serves
+/// it, or does not read, has at most about this many requests' replies made for it
+/// beyond [`MAX_UNSENT_REPLY_BYTES`] (a read is handed over whole, so one read
+/// may pass the limit).
+pub const MAX_REQUESTS_IN_TX: usize = 256;
 
 /// A connection's reply path: the TX thread's end, and a clone in the reader for PINGs.
 #[derive(Debug, Clone)]
@@ -30,28 +43,51 @@ pub struct ReplySink {
 #[derive(Debug)]
 struct Direct {
     socket: OwnedFd,
-    /// Data items queued for the writer task and not yet written (a direct send
-    /// must not overtake them).
-    queued: Arc<AtomicUsize>,
+    backlog: Arc<Backlog>,
     /// Held across a send: two senders' bytes never interleave, and a send that
     /// queues a remainder has counted it before the other sender looks.
     sending: Mutex<()>,
     /// The schema version the reader answers PINGs with; 0 while PINGs must go
     /// to the TX thread (the session is not open there, or a request trigger is set).
     ping_schema_version: AtomicU64,
-    /// Reads handed to the TX thread whose replies it has not yet sent (or held
-    /// for their commit): a PING read meanwhile goes to TX, behind them.
-    reads_in_tx: AtomicUsize,
 }
 
-/// The writer task's count of queued items, decremented as it writes them.
-#[derive(Debug, Clone, Default)]
-pub struct QueuedCount(Arc<AtomicUsize>);
+/// What a connection owes its client and has not sent yet, shared by the TX
+/// thread, the connection's reader and its writer task.
+#[derive(Debug, Default)]
+pub struct Backlog {
+    /// Data items queued for the writer task and not yet written (a direct send
+    /// must not overtake them).
+    queued_items: AtomicUsize,
+    /// Their bytes.
+    queued_bytes: AtomicUsize,
+    /// Requests handed to the TX thread whose replies it has not yet sent (or
+    /// held for their commits): a PING read meanwhile goes to TX, behind them.
+    requests_in_tx: AtomicUsize,
+    /// The writer task ended (the connection is closing): nothing drains any more.
+    writer_gone: AtomicBool,
+    /// Signalled whenever the backlog shrinks.
+    shrank: Notify,
+}
 
-impl QueuedCount {
-    /// `n` queued items were written (or dropped with the connection).
-    pub fn written(&self, n: usize) {
-        self.0.fetch_sub(n, Ordering::AcqRel);
+impl Backlog {
+    /// The writer task wrote `items` queued items of `bytes` bytes in all.
+    pub fn written(&self, items: usize, bytes: usize) {
+        self.queued_items.fetch_sub(items, Ordering::AcqRel);
+        self.queued_bytes.fetch_sub(bytes, Ordering::AcqRel);
+        self.shrank.notify_one();
+    }
+
+    /// The writer task ended: the reader must not wait for room that never comes.
+    pub fn writer_gone(&self) {
+        self.writer_gone.store(true, Ordering::Release);
+        self.shrank.notify_one();
+    }
+
+    fn over_limits(&self) -> bool {
+        !self.writer_gone.load(Ordering::Acquire)
+            && (self.queued_bytes.load(Ordering::Acquire) > MAX_UNSENT_REPLY_BYTES
+                || self.requests_in_tx.load(Ordering::Acquire) > MAX_REQUESTS_IN_TX)
     }
 }
 
@@ -63,15 +99,14 @@ impl ReplySink {
     }
 
     /// Replies sent on `socket` (a duplicate descriptor of the connection) when it
-    /// takes them at once, else through `out`, whose writer reports to `count`.
+    /// takes them at once, else through `out`, whose writer reports to `backlog`.
     #[must_use]
-    pub fn direct(out: UnboundedSender<Outgoing>, socket: OwnedFd, count: &QueuedCount) -> Self {
+    pub fn direct(out: UnboundedSender<Outgoing>, socket: OwnedFd, backlog: &Arc<Backlog>) -> Self {
         let direct = Direct {
             socket,
-            queued: count.0.clone(),
+            backlog: backlog.clone(),
             sending: Mutex::new(()),
             ping_schema_version: AtomicU64::new(0),
-            reads_in_tx: AtomicUsize::new(0),
         };
         Self { out, direct: Some(Arc::new(direct)) }
     }
@@ -93,24 +128,37 @@ impl ReplySink {
     #[must_use]
     pub fn ping_schema_version(&self) -> Option<u64> {
         let direct = self.direct.as_ref()?;
-        if direct.reads_in_tx.load(Ordering::Acquire) != 0 {
+        if direct.backlog.requests_in_tx.load(Ordering::Acquire) != 0 {
             return None;
         }
         let version = direct.ping_schema_version.load(Ordering::Acquire);
         (version != 0).then_some(version)
     }
 
-    /// The reader hands a read's requests to the TX thread.
-    pub fn read_to_tx(&self) {
+    /// The reader hands a read's `requests` to the TX thread.
+    pub fn read_to_tx(&self, requests: usize) {
         if let Some(direct) = &self.direct {
-            direct.reads_in_tx.fetch_add(1, Ordering::AcqRel);
+            direct.backlog.requests_in_tx.fetch_add(requests, Ordering::AcqRel);
         }
     }
 
-    /// The TX thread has sent (or holds for their commits) the replies to one read.
-    pub fn read_answered(&self) {
+    /// The TX thread has sent (or holds for their commits) the replies to one
+    /// read's `requests`.
+    pub fn read_answered(&self, requests: usize) {
         if let Some(direct) = &self.direct {
-            direct.reads_in_tx.fetch_sub(1, Ordering::AcqRel);
+            direct.backlog.requests_in_tx.fetch_sub(requests, Ordering::AcqRel);
+            direct.backlog.shrank.notify_one();
+        }
+    }
+
+    /// Waits while the connection owes more than its limits allow
+    /// ([`MAX_UNSENT_REPLY_BYTES`], [`MAX_REQUESTS_IN_TX`]); the reader takes no
+    /// requests meanwhile, so the client's sends stall in its socket instead.
+    pub async fn room(&self) {
+        let Some(direct) = &self.direct else { return };
+        // A wake-up between the check and the wait leaves a permit: none is lost.
+        while direct.backlog.over_limits() {
+            direct.backlog.shrank.notified().await;
         }
     }
 
@@ -123,7 +171,7 @@ impl ReplySink {
         };
         let mut sent = 0;
         let _sending = direct.sending.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if direct.queued.load(Ordering::Acquire) == 0 {
+        if direct.backlog.queued_items.load(Ordering::Acquire) == 0 {
             let flags = rustix::net::SendFlags::DONTWAIT | rustix::net::SendFlags::NOSIGNAL;
             while sent < data.len() {
                 match rustix::net::send(&direct.socket, &data[sent..], flags) {
@@ -138,10 +186,12 @@ impl ReplySink {
             data.clear();
             return Some(data);
         }
-        direct.queued.fetch_add(1, Ordering::AcqRel);
         let rest = if sent == 0 { data } else { data[sent..].to_vec() };
+        let bytes = rest.len();
+        direct.backlog.queued_items.fetch_add(1, Ordering::AcqRel);
+        direct.backlog.queued_bytes.fetch_add(bytes, Ordering::AcqRel);
         if self.out.send(Outgoing::Data(rest)).is_err() {
-            direct.queued.fetch_sub(1, Ordering::AcqRel);
+            direct.backlog.written(1, bytes);
         }
         None
     }
