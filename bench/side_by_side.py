@@ -529,6 +529,18 @@ the data succeeds.
   off, replace reached 708k ops/s with p99 0.97 ms. Pipelined write tails are still
   two to three times Tarantool's (p99 column above); the log keyspace's memtable
   flushes hold a core in the kernel for ~3 ms.
+- 3 December, night: a read of nothing but PINGs is answered by the connection's
+  reader, without the TX thread, when no `on_iproto_request` trigger is set and TX owes
+  the connection no reply (server CPU per ping 0.43-0.50 -> 0.27-0.31 us and +30-40%
+  ops/s in `bench/cpu_per_op.py ping`, alternating binaries; the client is then the
+  limit). The server CPU column, taken that night because one workload's per-round
+  ratios spanned 0.78-1.74 on the busy host: per ping oncebox does a third less work
+  than Tarantool, per select and per replace about the same, per update about a sixth
+  more (3.27 against 2.80 us in the run at 7b834c5: an update's TX work is 5.9k
+  instructions against a replace's 3.6k: the new tuple is split again for its checks,
+  the primary key is looked up twice, and results the size of a small vector of field
+  slices, or of an error, are moved by memcpy, a tenth of its instructions), and per
+  CALL about 1.6 times as much (LuaJIT's garbage collector is a sixth of its TX time).
 - A tokened replace is three writes once the window is full: the data, its record (a
   new key in a table of up to a million tokens, holding a copy of the reply), and the
   removal of the oldest record. Its server CPU is about three times a plain
