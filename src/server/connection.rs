@@ -24,8 +24,8 @@ pub(super) struct Announced {
     salt: [u8; greeting::SALT_SIZE],
     out_rx: UnboundedReceiver<Outgoing>,
     backlog: Arc<Backlog>,
-    /// The reply path, for the PINGs the reader answers itself.
-    pings: ReplySink,
+    /// The reply path, for the PINGs the reader answers itself and the backlog it checks.
+    reply_path: ReplySink,
 }
 
 /// Tells the TX thread of a freshly accepted connection; `None` when it cannot be
@@ -49,9 +49,9 @@ pub(super) fn announce<S: AsFd>(socket: &S, session_id: u64, tx: &UnboundedSende
         Ok(fd) => ReplySink::direct(out_tx, fd, &backlog),
         Err(_) => ReplySink::queued_only(out_tx),
     };
-    let pings = out.clone();
+    let reply_path = out.clone();
     tx.send(TxMessage::Connect { session_id, salt, out }).ok()?;
-    Some(Announced { session_id, salt, out_rx, backlog, pings })
+    Some(Announced { session_id, salt, out_rx, backlog, reply_path })
 }
 
 /// Serves one announced TCP connection until either side closes it.
@@ -91,7 +91,7 @@ async fn run_halves<R, W>(
     R: AsyncRead + Unpin + Send,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let Announced { session_id, salt, out_rx, backlog, pings } = announced;
+    let Announced { session_id, salt, out_rx, backlog, reply_path } = announced;
     // NOTE: the greeting goes out in one write; node's driver parses only its first chunk.
     let hello = greeting::encode(REPORTED_VERSION, &config.instance_uuid, &salt);
     if wr.write_all(&hello).await.is_err() {
@@ -99,9 +99,9 @@ async fn run_halves<R, W>(
         return;
     }
     let writer = tokio::spawn(write_replies(wr, out_rx, backlog));
-    read_requests(rd, session_id, &tx, &pings, config, &stop).await;
+    read_requests(rd, session_id, &tx, &reply_path, config, &stop).await;
     // The writer ends once every sender of its queue is gone: this one, then TX's.
-    drop(pings);
+    drop(reply_path);
     let _ = tx.send(TxMessage::Disconnect { session_id });
     let _ = writer.await;
 }
@@ -160,7 +160,7 @@ async fn read_requests<R: AsyncRead + Unpin>(
     mut rd: R,
     session_id: u64,
     tx: &UnboundedSender<TxMessage>,
-    pings: &ReplySink,
+    reply_path: &ReplySink,
     config: &ServerConfig,
     stop: &CancellationToken,
 ) {
@@ -185,9 +185,9 @@ async fn read_requests<R: AsyncRead + Unpin>(
                 Err(CodecError::Io(_)) => return,
             }
         };
-        if !packets.is_empty() && !answer_pings(&packets, pings, &mut ping_replies) {
+        if !packets.is_empty() && !answer_pings(&packets, reply_path, &mut ping_replies) {
             batch_hint = packets.len().clamp(8, 1024);
-            pings.read_to_tx(packets.len());
+            reply_path.read_to_tx(packets.len());
             if tx.send(TxMessage::Requests { session_id, packets }).is_err() {
                 return;
             }
@@ -199,7 +199,7 @@ async fn read_requests<R: AsyncRead + Unpin>(
         // A client that does not read its replies, or sends faster than TX serves
         // it, is not read from until the connection's backlog is back under its limits.
         tokio::select! {
-            () = pings.room() => {}
+            () = reply_path.room() => {}
             () = stop.cancelled() => return,
         }
         if buf.capacity() - buf.len() < READ_CHUNK / 4 {

@@ -10,7 +10,8 @@
 //!
 //! The connection's reader uses the same path for the PINGs it answers itself
 //! (see [`ReplySink::ping_schema_version`]); a lock keeps the two senders' replies
-//! whole and in order.
+//! whole and in order. The connection's [`Backlog`] (replies unsent, requests not
+//! yet answered) tells the reader when to stop reading ([`ReplySink::room`]).
 
 use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
