@@ -10,17 +10,10 @@ import time
 import msgpack
 import pytest
 
-from conftest import ADMIN_PASSWORD, start_oncebox
+from conftest import ADMIN_PASSWORD
 from iproto_raw import EVAL, SELECT, Raw
 
 TUPLE_BYTES = 2000
-
-
-@pytest.fixture
-def ob():
-    inst = start_oncebox()
-    yield inst
-    inst.stop()
 
 
 def rss_mib(inst):
@@ -36,13 +29,13 @@ def select_packet(sync):
     return b"\xce" + len(payload).to_bytes(4, "big") + payload
 
 
-def test_a_client_that_does_not_read_cannot_grow_the_server(ob):
-    c = Raw(ob.host, ob.port)
+def test_a_client_that_does_not_read_cannot_grow_the_server(oncebox):
+    c = Raw(oncebox.host, oncebox.port)
     assert c.auth("admin", ADMIN_PASSWORD)[0][0] == 0
     h, b, _ = c.request(EVAL, {0x27: f"box.schema.space.create('t'):create_index('pk') "
                                      f"box.space.t:insert{{1, string.rep('x', {TUPLE_BYTES})}}", 0x21: []})
     assert h[0] == 0, b
-    before = rss_mib(ob)
+    before = rss_mib(oncebox)
     packets = b"".join(select_packet(1000 + i) for i in range(1000))
     one = len(packets) // 1000
     c.sock.setblocking(False)
@@ -52,7 +45,7 @@ def test_a_client_that_does_not_read_cannot_grow_the_server(ob):
             sent += c.sock.send(packets[sent % len(packets):])
         except BlockingIOError:
             time.sleep(0.005)
-    grown = rss_mib(ob) - before
+    grown = rss_mib(oncebox) - before
     # Unbounded, this grew by about 2 KB per request taken (1.9 GiB in 3 s here).
     assert grown < 120, f"server grew by {grown:.0f} MiB for {sent // one} requests sent"
     # Finish the last partial packet (while reading: the server takes no more until

@@ -7,17 +7,10 @@ import socket
 import msgpack
 import pytest
 
-from conftest import ADMIN_PASSWORD, start_oncebox
+from conftest import ADMIN_PASSWORD
 from iproto_raw import EVAL, PING, SELECT, Raw
 
 ER_WRONG_SCHEMA_VERSION = 109
-
-
-@pytest.fixture
-def ob():
-    inst = start_oncebox()
-    yield inst
-    inst.stop()
 
 
 def admin(inst):
@@ -39,8 +32,8 @@ def packet(rtype, sync, body=None, raw_body=b"", **header):
     return b"\xce" + len(payload).to_bytes(4, "big") + payload
 
 
-def test_a_ping_carries_the_schema_version_of_the_latest_change(ob):
-    c = admin(ob)
+def test_a_ping_carries_the_schema_version_of_the_latest_change(oncebox):
+    c = admin(oncebox)
     before = c.request(PING)[0][5]
     assert before == c.request(SELECT, {0x10: 272, 0x20: [], 0x12: 1})[0][5]
     h, _ = ev(c, "box.schema.space.create('t'):create_index('pk')")
@@ -52,8 +45,8 @@ def test_a_ping_carries_the_schema_version_of_the_latest_change(ob):
     assert c.request(PING, _5=h[5])[0][0] == 0
 
 
-def test_request_triggers_see_pings_while_they_are_set(ob):
-    c = admin(ob)
+def test_request_triggers_see_pings_while_they_are_set(oncebox):
+    c = admin(oncebox)
     ev(c, "pings = 0 function count(h) if h.type == 'PING' then pings = pings + 1 end end")
     c.request(PING)
     ev(c, "box.ctl.on_iproto_request(count)")
@@ -68,8 +61,8 @@ def test_request_triggers_see_pings_while_they_are_set(ob):
     assert h[0] == 0x8000 | 4200 and b[0x31] == "no"
 
 
-def test_pipelined_pings_and_a_mixed_read(ob):
-    c = admin(ob)
+def test_pipelined_pings_and_a_mixed_read(oncebox):
+    c = admin(oncebox)
     c.sock.sendall(b"".join(packet(PING, 1000 + i) for i in range(200)))
     assert sorted(c.recv()[0][1] for _ in range(200)) == list(range(1000, 1200))
     # One write holding a SELECT between PINGs: answered in order, as TX answers it.
@@ -79,24 +72,24 @@ def test_pipelined_pings_and_a_mixed_read(ob):
     assert [c.recv()[0][1] for _ in syncs] == syncs
 
 
-def test_a_bad_ping_body_is_refused(ob):
-    c = Raw(ob.host, ob.port)
+def test_a_bad_ping_body_is_refused(oncebox):
+    c = Raw(oncebox.host, oncebox.port)
     c.sock.sendall(packet(PING, 7, raw_body=b"\x81"))  # a truncated body
     h, b = c.recv()[:2]
     assert h[1] == 7 and h[0] == 0x8000 | 20, b  # ER_INVALID_MSGPACK
 
 
-def test_a_session_refused_by_on_connect_gets_no_ping_reply(ob):
-    c = admin(ob)
+def test_a_session_refused_by_on_connect_gets_no_ping_reply(oncebox):
+    c = admin(oncebox)
     ev(c, "box.session.on_connect(function() if box.session.user() == 'guest' then error('go away') end end)")
-    refused = Raw(ob.host, ob.port)
+    refused = Raw(oncebox.host, oncebox.port)
     refused.sock.sendall(packet(PING, 1))
     with pytest.raises((EOFError, ConnectionResetError)):
         refused.recv()
 
 
-def test_the_server_closes_once_the_client_stops_sending(ob):
-    c = Raw(ob.host, ob.port)
+def test_the_server_closes_once_the_client_stops_sending(oncebox):
+    c = Raw(oncebox.host, oncebox.port)
     c.sock.settimeout(5)
     c.sock.sendall(packet(PING, 1))
     c.sock.shutdown(socket.SHUT_WR)
