@@ -9,6 +9,15 @@ import msgpack
 SELECT, INSERT, REPLACE, UPDATE, DELETE, CALL_16, AUTH, EVAL, UPSERT, CALL, PING = 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 0x40
 
 
+def packet(rtype, sync, body=None, raw_body=b"", **header):
+    """One framed request: header keys as `_<n>=value`, the body as a value to encode
+    or as `raw_body` bytes (none by default)."""
+    h = {0: rtype, 1: sync}
+    h.update({int(k[1:]): v for k, v in header.items()})
+    payload = msgpack.packb(h) + (msgpack.packb(body) if body is not None else raw_body)
+    return b"\xce" + struct.pack(">I", len(payload)) + payload
+
+
 class Raw:
     def __init__(self, host, port):
         self.sock = socket.create_connection((host, port), timeout=10)
@@ -42,10 +51,7 @@ class Raw:
 
     def request(self, rtype, body=None, **header):
         self.sync += 1
-        h = {0: rtype, 1: self.sync}
-        h.update({int(k[1:]): v for k, v in header.items()})
-        payload = msgpack.packb(h) + (msgpack.packb(body) if body is not None else b"")
-        self.send_packet(payload)
+        self.sock.sendall(packet(rtype, self.sync, body, **header))
         return self.recv()
 
     def auth(self, user, password):

@@ -11,7 +11,7 @@ import msgpack
 import pytest
 
 from conftest import ADMIN_PASSWORD
-from iproto_raw import EVAL, SELECT, Raw
+from iproto_raw import EVAL, SELECT, Raw, packet
 
 TUPLE_BYTES = 2000
 
@@ -24,11 +24,6 @@ def rss_mib(inst):
     raise AssertionError("no VmRSS")
 
 
-def select_packet(sync):
-    payload = msgpack.packb({0: SELECT, 1: sync}) + msgpack.packb({0x10: 512, 0x20: [1], 0x12: 1})
-    return b"\xce" + len(payload).to_bytes(4, "big") + payload
-
-
 def test_a_client_that_does_not_read_cannot_grow_the_server(oncebox):
     c = Raw(oncebox.host, oncebox.port)
     assert c.auth("admin", ADMIN_PASSWORD)[0][0] == 0
@@ -36,7 +31,7 @@ def test_a_client_that_does_not_read_cannot_grow_the_server(oncebox):
                                      f"box.space.t:insert{{1, string.rep('x', {TUPLE_BYTES})}}", 0x21: []})
     assert h[0] == 0, b
     before = rss_mib(oncebox)
-    packets = b"".join(select_packet(1000 + i) for i in range(1000))
+    packets = b"".join(packet(SELECT, 1000 + i, {0x10: 512, 0x20: [1], 0x12: 1}) for i in range(1000))
     one = len(packets) // 1000
     c.sock.setblocking(False)
     sent, started = 0, time.time()

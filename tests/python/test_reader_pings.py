@@ -4,11 +4,10 @@ mixes PINGs with other requests keeps its order, and a session TX refused never 
 an answer."""
 import socket
 
-import msgpack
 import pytest
 
 from conftest import ADMIN_PASSWORD
-from iproto_raw import EVAL, PING, SELECT, Raw
+from iproto_raw import EVAL, PING, SELECT, Raw, packet
 
 ER_WRONG_SCHEMA_VERSION = 109
 
@@ -23,13 +22,6 @@ def ev(c, code):
     h, b, _ = c.request(EVAL, {0x27: code, 0x21: []})
     assert h[0] == 0, b
     return h, b
-
-
-def packet(rtype, sync, body=None, raw_body=b"", **header):
-    h = {0: rtype, 1: sync}
-    h.update({int(k[1:]): v for k, v in header.items()})
-    payload = msgpack.packb(h) + (msgpack.packb(body) if body is not None else raw_body)
-    return b"\xce" + len(payload).to_bytes(4, "big") + payload
 
 
 def test_a_ping_carries_the_schema_version_of_the_latest_change(oncebox):
