@@ -714,8 +714,9 @@ impl Engine {
             return Ok(None);
         };
         let old_fields = split(&old)?;
-        let new = update::apply(&ops, &old_fields, space)?;
-        let fields = space.validate(&new)?;
+        let assembled = update::apply(&ops, &old_fields, space)?;
+        let new = assembled.tuple.clone();
+        let fields = space.validate_split(&new, assembled.fields())?;
         let space = self.space_mut(req.space_id)?;
         let (replaced, key) = space.write_keyed(new.clone(), &fields, WriteMode::Replace, Some(&old))?;
         drop(fields);

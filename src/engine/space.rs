@@ -144,6 +144,21 @@ impl Space {
 
     /// Checks a tuple against the size limit, the format and every index, returning its fields.
     pub fn validate<'t>(&self, tuple: &'t [u8]) -> BoxResult<TupleFields<'t>> {
+        self.check_size(tuple)?;
+        let fields = split(tuple)?;
+        self.check_fields(&fields)?;
+        Ok(fields)
+    }
+
+    /// [`Self::validate`] for a tuple whose fields are known already (an UPDATE
+    /// assembled it field by field): nothing is split again.
+    pub fn validate_split<'t>(&self, tuple: &[u8], fields: TupleFields<'t>) -> BoxResult<TupleFields<'t>> {
+        self.check_size(tuple)?;
+        self.check_fields(&fields)?;
+        Ok(fields)
+    }
+
+    fn check_size(&self, tuple: &[u8]) -> BoxResult<()> {
         let limit = MAX_TUPLE_SIZE.load(Ordering::Relaxed);
         if tuple.len() + TUPLE_HEADER_SIZE > limit.saturating_sub(4 * MAX_FIELD_MAP_SLOTS) {
             let size = self.charged_size(tuple.len());
@@ -157,7 +172,10 @@ impl Space {
                 ));
             }
         }
-        let fields = split(tuple)?;
+        Ok(())
+    }
+
+    fn check_fields(&self, fields: &TupleFields<'_>) -> BoxResult<()> {
         if self.def.field_count > 0 && fields.len() != self.def.field_count as usize {
             return Err(BoxError::new(
                 code::EXACT_FIELD_COUNT,
@@ -197,7 +215,7 @@ impl Space {
         if let Some((i, ty)) = rejected {
             return Err(BoxError::field_type(&(i + 1).to_string(), ty.name()));
         }
-        Ok(fields)
+        Ok(())
     }
 
     fn parts_on_field(&self, field: usize) -> impl Iterator<Item = &Part> {

@@ -13,7 +13,7 @@ use std::borrow::Cow;
 use std::cell::RefCell;
 
 use super::space::Space;
-use super::tuple::Tuple;
+use super::tuple::{Tuple, TupleFields};
 use crate::error::{code, BoxError, BoxResult};
 use crate::protocol::msgpack::{write, Integer, MpType, Reader};
 
@@ -344,24 +344,54 @@ thread_local! {
 /// The largest assembly buffer kept between updates.
 const MAX_KEPT_ASSEMBLY: usize = 64 * 1024;
 
-fn join_slots(slots: &[Slot<'_>]) -> Tuple {
+/// A tuple an update assembled, with where each field ends: its fields are known
+/// without splitting it again.
+pub struct Assembled {
+    /// The new tuple (not yet validated).
+    pub tuple: Tuple,
+    /// Where the first field starts (after the array header).
+    first: u32,
+    /// Where each field ends.
+    ends: smallvec::SmallVec<[u32; 8]>,
+}
+
+impl Assembled {
+    /// The new tuple's fields.
+    #[must_use]
+    pub fn fields(&self) -> TupleFields<'_> {
+        let mut fields = TupleFields::new();
+        let mut start = self.first as usize;
+        for &end in &self.ends {
+            fields.push(self.tuple.get(start..end as usize).unwrap_or_default());
+            start = end as usize;
+        }
+        fields
+    }
+}
+
+fn join_slots(slots: &[Slot<'_>]) -> Assembled {
     ASSEMBLY.with_borrow_mut(|out| {
         out.clear();
         #[allow(clippy::cast_possible_truncation, reason = "field counts fit u32")]
         write::array_len(out, slots.len() as u32);
+        #[allow(clippy::cast_possible_truncation, reason = "a tuple is far below 4 GiB")]
+        let first = out.len() as u32;
+        let mut ends = smallvec::SmallVec::new();
         for slot in slots {
             out.extend_from_slice(&slot.bytes);
+            #[allow(clippy::cast_possible_truncation, reason = "a tuple is far below 4 GiB")]
+            ends.push(out.len() as u32);
         }
         let tuple = Tuple::from(out.as_slice());
         if out.capacity() > MAX_KEPT_ASSEMBLY {
             *out = Vec::new();
         }
-        tuple
+        Assembled { tuple, first, ends }
     })
 }
 
 /// Applies `ops` to a tuple's fields and returns the new tuple (not yet validated).
-pub fn apply<'a>(ops: &[Op<'a>], fields: &[&'a [u8]], space: &Space) -> BoxResult<Tuple> {
+pub fn apply<'a>(ops: &[Op<'a>], fields: &[&'a [u8]], space: &Space) -> BoxResult<Assembled> {
     let mut slots = slots_of(fields);
     for op in ops {
         apply_op(&mut slots, op, space)?;
@@ -379,7 +409,7 @@ pub fn apply_skipping_failures<'a>(ops: &[Op<'a>], fields: &[&'a [u8]], space: &
             slots = before;
         }
     }
-    join_slots(&slots)
+    join_slots(&slots).tuple
 }
 
 fn apply_op<'a>(slots: &mut Slots<'a>, op: &Op<'a>, space: &Space) -> BoxResult<()> {
@@ -449,7 +479,8 @@ mod tests {
         let ops = ops(&[("+", 2, &[0x03]), ("=", 3, &[0xa2, b'b', b'c']), ("!", 4, &[0xc0])]);
         let ops = parse_ops(&ops, 1).unwrap();
         let new = apply(&ops, &split(&old).unwrap(), &space()).unwrap();
-        assert_eq!(&new[..], &[0x94, 0x01, 0x08, 0xa2, b'b', b'c', 0xc0]);
+        assert_eq!(&new.tuple[..], &[0x94, 0x01, 0x08, 0xa2, b'b', b'c', 0xc0]);
+        assert_eq!(new.fields(), split(&new.tuple).unwrap(), "the fields as assembled are the tuple's");
     }
 
     #[test]
@@ -461,11 +492,13 @@ mod tests {
         let bump = ops(&[("+", 1, &[0x01])]);
         let bump = parse_ops(&bump, 1).unwrap();
         let new = apply(&bump, &split(&big).unwrap(), &space).unwrap();
+        assert_eq!(new.fields(), split(&new.tuple).unwrap());
+        let new = new.tuple;
         assert_eq!(new.len(), big.len());
         assert_eq!((new[1], &new[2..]), (0x02, &big[2..]));
         assert!(ASSEMBLY.with_borrow(Vec::capacity) <= MAX_KEPT_ASSEMBLY, "a large buffer is not kept");
         let small = [0x91, 0x07];
-        assert_eq!(&apply(&bump, &split(&small).unwrap(), &space).unwrap()[..], &[0x91, 0x08]);
+        assert_eq!(&apply(&bump, &split(&small).unwrap(), &space).unwrap().tuple[..], &[0x91, 0x08]);
         let skipped = apply_skipping_failures(&bump, &split(&[0x91, 0xa1, b'z']).unwrap(), &space);
         assert_eq!(&skipped[..], &[0x91, 0xa1, b'z'], "a failed operation leaves the field as it was");
     }

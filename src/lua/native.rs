@@ -189,7 +189,7 @@ fn update_tuple(tuple: &[u8], ops: &[u8], upsert: bool) -> BoxResult<Vec<u8>> {
     if upsert {
         Ok(update::apply_skipping_failures(&ops, &fields, &space).to_vec())
     } else {
-        Ok(update::apply(&ops, &fields, &space)?.to_vec())
+        Ok(update::apply(&ops, &fields, &space)?.tuple.to_vec())
     }
 }
 
