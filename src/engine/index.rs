@@ -6,6 +6,7 @@
 
 use std::collections::BTreeMap;
 use std::hash::{BuildHasher, Hash, Hasher};
+use std::num::NonZeroU64;
 use std::ops::Bound;
 use std::rc::Rc;
 
@@ -147,24 +148,26 @@ struct HashStore {
     table: hashbrown::HashTable<(u64, Tuple)>,
     hasher: std::collections::hash_map::RandomState,
     /// Tells this store's hashes from another's (see [`Prehashed`]).
-    id: u64,
+    id: NonZeroU64,
 }
 
 /// A key's hash in one HASH index, worked out by a lookup and reused by the
 /// insert that follows it (a tokened write looks its token up, then stores it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Prehashed {
-    store: u64,
+    /// Non-zero: an `Option<Prehashed>` takes no more room than a `Prehashed`.
+    store: NonZeroU64,
     hash: u64,
 }
 
 impl HashStore {
     fn new() -> Self {
         static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        let id = NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         Self {
             table: hashbrown::HashTable::new(),
             hasher: std::collections::hash_map::RandomState::new(),
-            id: NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            id: NonZeroU64::new(id).unwrap_or(NonZeroU64::MAX),
         }
     }
 
@@ -210,10 +213,20 @@ impl HashStore {
         }
     }
 
-    /// Removes the slot holding exactly `tuple` under `key`'s hash: no key is read
-    /// back from a tuple, as the one being removed is known.
-    fn remove_exact(&mut self, key: &[KeyPart], tuple: &Tuple) -> bool {
-        let hash = self.hash(key);
+    /// Reads the slot a key of hash `hash` most likely sits in: the first whose
+    /// control byte matches, found without reading any slot. A hint only: the
+    /// slot's cache line is on its way when a removal looks for it.
+    fn warm(&self, hash: u64) {
+        if let Some(slot) = self.table.find(hash, |_| true) {
+            std::hint::black_box(slot.0);
+        }
+    }
+
+    /// Removes the slot holding exactly `tuple` under `key`'s hash (`pre`'s if this
+    /// store worked it out): no key is read back from a tuple, as the one being
+    /// removed is known.
+    fn remove_exact(&mut self, key: &[KeyPart], pre: Option<Prehashed>, tuple: &Tuple) -> bool {
+        let hash = self.hash_reusing(key, pre);
         let Ok(entry) = self.table.find_entry(hash, |(h, t)| *h == hash && Rc::ptr_eq(t, tuple)) else {
             return false;
         };
@@ -412,14 +425,33 @@ impl Index {
 
     /// [`Self::put`], with the hash a lookup of the same key worked out (used only if
     /// it came from this index's current entries: a rebuilt index hashes anew).
-    pub fn put_prehashed(&mut self, key: &Key, pre: Option<Prehashed>, tuple: Tuple) -> Option<Tuple> {
+    /// Also returns the hash used, for a later [`Self::remove_exact`] of the entry.
+    pub fn put_prehashed(
+        &mut self,
+        key: &Key,
+        pre: Option<Prehashed>,
+        tuple: Tuple,
+    ) -> (Option<Tuple>, Option<Prehashed>) {
         match &mut self.storage {
             // A HASH slot keeps the hash and the tuple, not the key.
             Storage::Hash(m) => {
                 let hash = m.hash_reusing(key, pre);
-                m.put_hashed(&self.cmp_parts, key, hash, tuple)
+                (m.put_hashed(&self.cmp_parts, key, hash, tuple), Some(Prehashed { store: m.id, hash }))
             }
-            _ => self.put(key.clone(), tuple),
+            _ => (self.put(key.clone(), tuple), None),
+        }
+    }
+
+    /// Starts reading where the entry a [`Self::put_prehashed`] returned `pre` for
+    /// is (a HASH index only), so that its removal soon after does not wait for
+    /// memory: a million remembered tokens are far larger than the cache, and
+    /// several warmed entries are fetched at once where removals one by one wait
+    /// for each in turn.
+    pub fn warm(&self, pre: Prehashed) {
+        if let Storage::Hash(m) = &self.storage {
+            if pre.store == m.id {
+                m.warm(pre.hash);
+            }
         }
     }
 
@@ -495,8 +527,13 @@ impl Index {
     /// allocation); returns whether it did. A HASH index finds it without
     /// comparing keys.
     pub fn remove_exact(&mut self, key: &Key, tuple: &Tuple) -> bool {
+        self.remove_exact_prehashed(key, None, tuple)
+    }
+
+    /// [`Self::remove_exact`] with the hash [`Self::put_prehashed`] returned for the entry.
+    pub fn remove_exact_prehashed(&mut self, key: &Key, pre: Option<Prehashed>, tuple: &Tuple) -> bool {
         if let Storage::Hash(m) = &mut self.storage {
-            return m.remove_exact(key, tuple);
+            return m.remove_exact(key, pre, tuple);
         }
         let holds = self.get(key).is_some_and(|t| Rc::ptr_eq(t, tuple));
         if holds {
@@ -934,15 +971,37 @@ mod tests {
         let key = ix.entry_key(&split(&t).unwrap()).unwrap();
         let (found, pre) = ix.get_prehashing(&key);
         assert!(found.is_none() && pre.is_some());
-        assert!(ix.put_prehashed(&key, pre, t.clone()).is_none());
+        assert!(ix.put_prehashed(&key, pre, t.clone()).0.is_none());
         assert_eq!(ix.get(&key).map(|t| t.to_vec()), Some(t.to_vec()));
         // A hash another index (another hasher) worked out is not taken for this one's.
         let mut other = hash_index();
         let t2 = tuple(&[0x92, 0xa1, b'k', 0x02]);
-        assert!(other.put_prehashed(&key, pre, t2.clone()).is_none());
+        assert!(other.put_prehashed(&key, pre, t2.clone()).0.is_none());
         assert_eq!(other.get(&key).map(|t| t.to_vec()), Some(t2.to_vec()));
         let (found, _) = other.get_prehashing(&key);
         assert_eq!(found.map(|t| t.to_vec()), Some(t2.to_vec()));
+    }
+
+    #[test]
+    fn an_entry_is_removed_by_the_hash_its_put_returned_and_a_foreign_one_is_ignored() {
+        let mut ix = hash_index();
+        let mut other = hash_index();
+        let t = tuple(&[0x92, 0xa1, b'k', 0x01]);
+        let key = ix.entry_key(&split(&t).unwrap()).unwrap();
+        let (_, mine) = ix.put_prehashed(&key, None, t.clone());
+        let (_, foreign) = other.put_prehashed(&key, None, t.clone());
+        let (mine, foreign) = (mine.unwrap(), foreign.unwrap());
+        // Warming is a hint: any hash, ours or not, changes nothing.
+        ix.warm(mine);
+        ix.warm(foreign);
+        assert_eq!(ix.len(), 1);
+        // Another index's hash is worked out afresh; ours is used as it is.
+        assert!(ix.remove_exact_prehashed(&key, Some(foreign), &t));
+        assert!(other.remove_exact_prehashed(&key, Some(foreign), &t));
+        assert!(ix.is_empty() && other.is_empty());
+        let (_, mine) = ix.put_prehashed(&key, None, t.clone());
+        assert!(!ix.remove_exact_prehashed(&key, mine, &tuple(&[0x92, 0xa1, b'k', 0x01])), "another allocation");
+        assert!(ix.remove_exact_prehashed(&key, mine, &t));
     }
 
     /// `[k, v]` for a small unsigned k and a one-letter string v.

@@ -247,10 +247,17 @@ impl Engine {
     }
 
     /// Stores an outcome record (as the system, whatever the session's rights) and
-    /// returns it. The window built the tuple, so it goes straight into the primary
-    /// key without a client write's checks; if an admin gave `_idempotency` more
+    /// returns it, with its key's hash in the primary key when that is known (for
+    /// [`Self::warm_idempotency_records`] and [`Self::evict_idempotency_record`]).
+    /// The window built the tuple, so it goes straight into the primary key
+    /// without a client write's checks; if an admin gave `_idempotency` more
     /// indexes, the general write path keeps them all in step.
-    pub fn put_idempotency_record(&mut self, user: u32, token: &[u8], tuple: Vec<u8>) -> BoxResult<Tuple> {
+    pub fn put_idempotency_record(
+        &mut self,
+        user: u32,
+        token: &[u8],
+        tuple: Vec<u8>,
+    ) -> BoxResult<(Tuple, Option<index::Prehashed>)> {
         let space_id = crate::idempotency::SPACE_ID;
         // The lookup that found no record for this token worked out its key and hash.
         let miss = self.token_miss.get_mut().take().filter(|m| m.user == user && m.token == token);
@@ -260,13 +267,28 @@ impl Engine {
         };
         let Some(pk) = self.sole_idempotency_pk()? else {
             let admin = self.credentials(user_id::ADMIN);
-            return self.write(&admin, space_id, &tuple, WriteMode::Replace);
+            return Ok((self.write(&admin, space_id, &tuple, WriteMode::Replace)?, None));
         };
         let tuple: Tuple = tuple.into();
-        let old = pk.put_prehashed(&key, pre, tuple.clone());
+        let (old, hashed) = pk.put_prehashed(&key, pre, tuple.clone());
         self.acting = None;
         self.changes.push(Change::Row { space_id, pk: key, old, new: Some(tuple.clone()) });
-        Ok(tuple)
+        Ok((tuple, hashed))
+    }
+
+    /// Starts reading the records about to be evicted and their primary key
+    /// entries, all at once: each is a cache miss, and the removals that follow
+    /// would otherwise wait for them one by one.
+    pub fn warm_idempotency_records<'t>(&self, records: impl Iterator<Item = (&'t Tuple, Option<index::Prehashed>)>) {
+        let Some(pk) = self.spaces.get(&crate::idempotency::SPACE_ID).and_then(Space::primary) else {
+            return;
+        };
+        for (tuple, hashed) in records {
+            std::hint::black_box(tuple.first());
+            if let Some(pre) = hashed {
+                pk.warm(pre);
+            }
+        }
     }
 
     /// Evicts the outcome record `tuple` stored under (`user`, `token`), recorded
@@ -275,7 +297,13 @@ impl Engine {
     ///
     /// With only its primary key (the usual case) the record is found by its key's
     /// hash and its identity: no key is read back from the tuple.
-    pub fn evict_idempotency_record(&mut self, user: u32, token: &[u8], tuple: &Tuple) -> BoxResult<bool> {
+    pub fn evict_idempotency_record(
+        &mut self,
+        user: u32,
+        token: &[u8],
+        tuple: &Tuple,
+        hashed: Option<index::Prehashed>,
+    ) -> BoxResult<bool> {
         let space_id = crate::idempotency::SPACE_ID;
         let key = record_key(user, token)?;
         let Some(pk) = self.sole_idempotency_pk()? else {
@@ -286,7 +314,7 @@ impl Engine {
             }
             return Ok(current);
         };
-        if !pk.remove_exact(&key, tuple) {
+        if !pk.remove_exact_prehashed(&key, hashed, tuple) {
             return Ok(false);
         }
         self.acting = None;

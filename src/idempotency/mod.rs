@@ -26,6 +26,7 @@ use std::collections::VecDeque;
 use std::rc::Rc;
 use std::time::Instant;
 
+use crate::engine::index::Prehashed;
 use crate::engine::tuple::Tuple;
 use crate::engine::{Change, Engine};
 use crate::error::BoxResult;
@@ -444,7 +445,14 @@ struct Aged {
     /// The commit group the record was written in; 0 when it was durable when
     /// written (tickets start at 1). Not an `Option`: 8 bytes less per record.
     ticket: u64,
+    /// Its key's hash in the primary key, when the window stored it: eviction
+    /// finds its entry without hashing again, and warms it ahead.
+    hashed: Option<Prehashed>,
 }
+
+/// Records an eviction starts reading before it removes the first of them
+/// ([`Engine::warm_idempotency_records`]).
+const WARM_AHEAD: usize = 16;
 
 /// Why a record was evicted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -497,7 +505,8 @@ impl Window {
         // Records created in the same millisecond may leave in any order.
         settled.sort_unstable_by_key(|(created, _)| *created);
         self.total_size = total_size;
-        self.ages = settled.into_iter().map(|(_, tuple)| Aged { tuple, ticket: 0 }).chain(pending).collect();
+        self.ages =
+            settled.into_iter().map(|(_, tuple)| Aged { tuple, ticket: 0, hashed: None }).chain(pending).collect();
     }
 
     /// Remembered records: (count, bytes).
@@ -541,10 +550,10 @@ impl Window {
 
     /// Stores `record` in `engine` and notes it, with the commit group it will be durable in.
     pub fn store(&mut self, engine: &mut Engine, record: &Record, ticket: Option<u64>) -> BoxResult<()> {
-        let tuple = engine.put_idempotency_record(record.user_id, &record.token, record.to_tuple())?;
+        let (tuple, hashed) = engine.put_idempotency_record(record.user_id, &record.token, record.to_tuple())?;
         self.total_size += record.size();
         self.stats.executed += 1;
-        self.ages.push_back(Aged { tuple, ticket: ticket.unwrap_or(0) });
+        self.ages.push_back(Aged { tuple, ticket: ticket.unwrap_or(0), hashed });
         Ok(())
     }
 
@@ -580,8 +589,17 @@ impl Window {
         let lifetime_ms = (self.settings.lifetime_s.max(0.0) * 1000.0) as u64;
         let (mut count, _) = self.usage(engine);
         let mut evicted = 0;
+        // Front records read ahead and not yet taken.
+        let mut warmed = 0;
         while evicted < max {
-            let Some((tuple, ticket)) = self.ages.front().map(|a| (a.tuple.clone(), a.ticket)) else { break };
+            if warmed == 0 {
+                warmed = WARM_AHEAD.min(max - evicted).min(self.ages.len());
+                engine.warm_idempotency_records(self.ages.iter().take(warmed).map(|a| (&a.tuple, a.hashed)));
+            }
+            let Some((tuple, ticket, hashed)) = self.ages.front().map(|a| (a.tuple.clone(), a.ticket, a.hashed)) else {
+                break;
+            };
+            warmed = warmed.saturating_sub(1);
             let Some(head) = Head::of(&tuple) else {
                 self.ages.pop_front();
                 continue;
@@ -598,7 +616,7 @@ impl Window {
             if ticket > self.durable {
                 break;
             }
-            match engine.evict_idempotency_record(head.user_id, head.token, &tuple) {
+            match engine.evict_idempotency_record(head.user_id, head.token, &tuple, hashed) {
                 Ok(true) => {}
                 // Deleted or replaced meanwhile: not a record any more.
                 Ok(false) => {
