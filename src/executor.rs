@@ -676,6 +676,7 @@ impl Executor {
             }
             TxMessage::Requests { session_id, packets } => {
                 self.read_handled = Some((session_id, packets.len()));
+                self.warm_tokens(session_id, &packets);
                 for packet in packets {
                     match packet {
                         Inbound::Request { header, packet, decoded, fingerprint } => {
@@ -939,6 +940,22 @@ impl Executor {
         } else {
             self.deliver(reply);
         }
+    }
+
+    /// Before a read's requests run, starts reading where their tokens' records are
+    /// looked up ([`Engine::warm_idempotency_tokens`]); one request alone gains nothing.
+    fn warm_tokens(&self, session_id: u64, packets: &[Inbound]) {
+        if packets.len() < 2 || self.window.settings.mode != Mode::Persistent {
+            return;
+        }
+        let Some(session) = self.sessions.get(&session_id) else { return };
+        let tokens = packets.iter().filter_map(|p| match p {
+            Inbound::Request { header, packet, .. } if idem::is_write_type(header.request_type) => {
+                packet.get(header.idempotent_token.clone()?)
+            }
+            _ => None,
+        });
+        self.engine.warm_idempotency_tokens(session.user_id, tokens);
     }
 
     fn request(

@@ -213,9 +213,10 @@ impl HashStore {
         }
     }
 
-    /// Reads the slot a key of hash `hash` most likely sits in: the first whose
-    /// control byte matches, found without reading any slot. A hint only: the
-    /// slot's cache line is on its way when a removal looks for it.
+    /// Reads the control bytes a key of hash `hash` is looked up in, and the slot
+    /// it most likely sits in: the first whose control byte matches, found without
+    /// reading any slot. A hint only: the cache lines are on their way when a
+    /// lookup or removal needs them.
     fn warm(&self, hash: u64) {
         if let Some(slot) = self.table.find(hash, |_| true) {
             std::hint::black_box(slot.0);
@@ -442,11 +443,20 @@ impl Index {
         }
     }
 
-    /// Starts reading where the entry a [`Self::put_prehashed`] returned `pre` for
-    /// is (a HASH index only), so that its removal soon after does not wait for
-    /// memory: a million remembered tokens are far larger than the cache, and
-    /// several warmed entries are fetched at once where removals one by one wait
-    /// for each in turn.
+    /// `key`'s hash in a HASH index (`None` for other indexes), for [`Self::warm`].
+    #[must_use]
+    pub fn prehash(&self, key: &Key) -> Option<Prehashed> {
+        match &self.storage {
+            Storage::Hash(m) => Some(Prehashed { store: m.id, hash: m.hash(key) }),
+            _ => None,
+        }
+    }
+
+    /// Starts reading where the entry `pre` is the hash of is, or would go (a HASH
+    /// index only; `pre` from [`Self::prehash`] or [`Self::put_prehashed`]), so that
+    /// its lookup or removal soon after does not wait for memory: a million
+    /// remembered tokens are far larger than the cache, and several entries warmed
+    /// in a row are fetched at once where lookups one by one wait for each in turn.
     pub fn warm(&self, pre: Prehashed) {
         if let Storage::Hash(m) = &self.storage {
             if pre.store == m.id {

@@ -276,6 +276,21 @@ impl Engine {
         Ok((tuple, hashed))
     }
 
+    /// Starts reading where the records of (`user`, each of `tokens`) are looked up
+    /// (a token as sent, a msgpack value): a batch's lookups among a million
+    /// remembered tokens then miss the cache together, not one by one.
+    pub fn warm_idempotency_tokens<'t>(&self, user: u32, tokens: impl Iterator<Item = &'t [u8]>) {
+        let Some(pk) = self.spaces.get(&crate::idempotency::SPACE_ID).and_then(Space::primary) else {
+            return;
+        };
+        // Hashing first: warming back to back leaves room for the misses to overlap.
+        let hashes: smallvec::SmallVec<[index::Prehashed; 64]> =
+            tokens.filter_map(|t| pk.prehash(&idempotency_key(user, t)?)).collect();
+        for pre in hashes {
+            pk.warm(pre);
+        }
+    }
+
     /// Starts reading the records about to be evicted and their primary key
     /// entries, all at once: each is a cache miss, and the removals that follow
     /// would otherwise wait for them one by one.

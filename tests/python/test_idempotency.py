@@ -20,7 +20,7 @@ import msgpack
 import pytest
 
 from conftest import ADMIN_PASSWORD, ONCEBOX, start_oncebox, wait_port
-from iproto_raw import DELETE, INSERT, PING, REPLACE, SELECT, UPDATE, UPSERT, Raw
+from iproto_raw import DELETE, INSERT, PING, REPLACE, SELECT, UPDATE, UPSERT, Raw, packet
 
 TOKEN, STATUS = 0x0C, 0x0D
 SPACE = 600
@@ -156,6 +156,38 @@ def test_token_kinds_and_identity(ob):
     assert counter(c, 7) == 3
     for tok in kinds:
         assert incr(c, 6, tok)[0][STATUS] == REPLAYED
+
+
+def test_one_read_of_many_tokened_requests(ob):
+    """A batch TX handles together (its token lookups start at once): every kind of
+    token, a retry inside the batch, an invalid token and a read with a token, each
+    answered as if sent alone and in its own order."""
+    c = admin(ob)
+    u = msgpack.ExtType(2, uuid.uuid4().bytes)
+    bump = {0x10: SPACE, 0x20: [4], 0x21: [["+", 1, 1]]}
+    batch = [(UPDATE, bump, "b-1"), (UPDATE, bump, "b-1"), (UPDATE, bump, u), (UPDATE, bump, ""),
+             (SELECT, {0x10: SPACE, 0x12: 1, 0x20: [4]}, "b-2"), (UPDATE, bump, 77), (UPDATE, bump, None)]
+    batch += [(UPDATE, bump, f"b-many-{i}") for i in range(100)]
+    c.sock.sendall(b"".join(packet(rtype, 500 + i, body, **({} if tok is None else {"_12": tok}))
+                            for i, (rtype, body, tok) in enumerate(batch)))
+    replies = {}
+    for _ in batch:
+        h, b, _ = c.recv()
+        replies[h[1] - 500] = (h, b)
+    assert sorted(replies) == list(range(len(batch)))
+    assert replies[0][0][STATUS] == EXECUTED
+    assert replies[1][0][STATUS] in (JOINED, REPLAYED) and replies[1][1] == replies[0][1]
+    assert replies[2][0][STATUS] == EXECUTED
+    assert replies[3][0][0] == 0x8000 | 4001
+    assert replies[4][0][0] == 0 and STATUS not in replies[4][0]
+    assert replies[5][0][STATUS] == EXECUTED
+    assert replies[6][0][0] == 0 and STATUS not in replies[6][0]
+    assert all(replies[i][0][STATUS] == EXECUTED for i in range(7, len(batch)))
+    # b-1 once, the UUID, 77, the plain one and the hundred.
+    assert counter(c, 4) == 104
+    assert incr(c, 4, "b-1")[0][STATUS] == REPLAYED
+    assert incr(c, 4, u)[0][STATUS] == REPLAYED
+    assert counter(c, 4) == 104
 
 
 def test_tokens_are_scoped_per_user(ob):
