@@ -778,20 +778,21 @@ impl Engine {
         let tuple: Tuple = req.tuple.into();
         let fields = space.validate(&tuple)?;
         let pk = space.require_primary()?;
-        let existing = pk.get(&pk.entry_key(&fields)?).cloned();
-        drop(fields);
-        let (new, expected_old) = match existing {
-            None => (tuple, None),
-            Some(old) => {
-                let old_fields = split(&old)?;
-                let new = update::apply_skipping_failures(&ops, &old_fields, space);
-                drop(old_fields);
-                (new, Some(old))
-            }
+        let Some(old) = pk.get(&pk.entry_key(&fields)?).cloned() else {
+            // Nothing to update: the tuple goes in as it is, checked once.
+            let space = self.space_mut(req.space_id)?;
+            let (replaced, key) = space.write_keyed(tuple.clone(), &fields, WriteMode::Replace, None)?;
+            drop(fields);
+            return self.after_write_keyed(req.space_id, replaced, Some(tuple), key);
         };
-        let fields = space.validate(&new)?;
+        drop(fields);
+        let old_fields = split(&old)?;
+        let assembled = update::apply_skipping_failures(&ops, &old_fields, space);
+        drop(old_fields);
+        let new = assembled.tuple.clone();
+        let fields = space.validate_split(&new, assembled.fields())?;
         let space = self.space_mut(req.space_id)?;
-        let written = space.write_keyed(new.clone(), &fields, WriteMode::Replace, expected_old.as_ref());
+        let written = space.write_keyed(new.clone(), &fields, WriteMode::Replace, Some(&old));
         drop(fields);
         match written {
             Ok((replaced, key)) => self.after_write_keyed(req.space_id, replaced, Some(new), key),

@@ -400,18 +400,19 @@ pub fn apply<'a>(ops: &[Op<'a>], fields: &[&'a [u8]], space: &Space) -> BoxResul
 }
 
 /// UPSERT's rule: an operation that fails is logged and skipped; the others still apply.
-pub fn apply_skipping_failures<'a>(ops: &[Op<'a>], fields: &[&'a [u8]], space: &Space) -> Tuple {
+pub fn apply_skipping_failures<'a>(ops: &[Op<'a>], fields: &[&'a [u8]], space: &Space) -> Assembled {
     let mut slots = slots_of(fields);
     for op in ops {
-        let before: Slots<'_> = slots.iter().map(|s| Slot { bytes: s.bytes.clone(), touched: s.touched }).collect();
+        // A failed operation leaves the fields as they were (see `apply_op`).
         if let Err(e) = apply_op(&mut slots, op, space) {
             tracing::warn!(space = %space.def.name, error = %e, "UPSERT operation failed");
-            slots = before;
         }
     }
-    join_slots(&slots).tuple
+    join_slots(&slots)
 }
 
+/// Applies one operation; one that fails changes nothing (every check comes before
+/// the change, and a field's mark as updated is taken back), so UPSERT can skip it.
 fn apply_op<'a>(slots: &mut Slots<'a>, op: &Op<'a>, space: &Space) -> BoxResult<()> {
     match &op.kind {
         OpKind::Insert(v) => {
@@ -427,20 +428,28 @@ fn apply_op<'a>(slots: &mut Slots<'a>, op: &Op<'a>, space: &Space) -> BoxResult<
             slots.push(Slot { bytes: Cow::Borrowed(v), touched: true });
         }
         kind => {
-            let reach = if matches!(kind, OpKind::Set(_)) { Reach::Append } else { Reach::Existing };
-            let pos = resolve(&op.field, slots.len(), space, reach)?;
-            touch(slots, pos)?;
+            let set = matches!(kind, OpKind::Set(_));
+            let pos = resolve(&op.field, slots.len(), space, if set { Reach::Append } else { Reach::Existing })?;
+            // As 2.6: '=' may replace a field an earlier operation updated; the
+            // others may not work on such a field ("double update").
+            touch(slots, pos, !set)?;
             if let Some(slot) = slots.get_mut(pos) {
-                apply_one(slot, kind, pos + 1)?;
+                // Only '=' may find the field marked, and '=' cannot fail: a failed
+                // operation leaves it unmarked, as it found it.
+                if let Err(e) = apply_one(slot, kind, pos + 1) {
+                    slot.touched = false;
+                    return Err(e);
+                }
             }
         }
     }
     Ok(())
 }
 
-fn touch(slots: &mut [Slot<'_>], pos: usize) -> BoxResult<()> {
+/// Marks the field at `pos` as updated; `exclusive`: refuse one updated already.
+fn touch(slots: &mut [Slot<'_>], pos: usize, exclusive: bool) -> BoxResult<()> {
     if let Some(slot) = slots.get_mut(pos) {
-        if slot.touched {
+        if slot.touched && exclusive {
             return Err(BoxError::new(
                 code::UPDATE_FIELD,
                 format!("Field {} UPDATE error: double update of the same field", pos + 1),
@@ -499,7 +508,38 @@ mod tests {
         assert!(ASSEMBLY.with_borrow(Vec::capacity) <= MAX_KEPT_ASSEMBLY, "a large buffer is not kept");
         let small = [0x91, 0x07];
         assert_eq!(&apply(&bump, &split(&small).unwrap(), &space).unwrap().tuple[..], &[0x91, 0x08]);
-        let skipped = apply_skipping_failures(&bump, &split(&[0x91, 0xa1, b'z']).unwrap(), &space);
+        let skipped = apply_skipping_failures(&bump, &split(&[0x91, 0xa1, b'z']).unwrap(), &space).tuple;
         assert_eq!(&skipped[..], &[0x91, 0xa1, b'z'], "a failed operation leaves the field as it was");
+    }
+
+    #[test]
+    fn only_set_may_update_a_field_again() {
+        let old = [0x93, 0x01, 0x0a, 0xa3, b'a', b'b', b'c'];
+        let run = |list: &[(&str, u64, &[u8])]| {
+            let encoded = ops(list);
+            let parsed = parse_ops(&encoded, 1).unwrap();
+            apply(&parsed, &split(&old).unwrap(), &space()).map(|a| a.tuple.to_vec()).map_err(|e| e.code)
+        };
+        // Tarantool 2.6 (its own answers for each pair, `box.space.t:update`).
+        assert_eq!(run(&[("=", 2, &[0x07]), ("=", 2, &[0x08])]), Ok(vec![0x93, 0x01, 0x08, 0xa3, b'a', b'b', b'c']));
+        assert_eq!(run(&[("+", 2, &[0x01]), ("=", 2, &[0x08])]), Ok(vec![0x93, 0x01, 0x08, 0xa3, b'a', b'b', b'c']));
+        assert_eq!(run(&[("=", 2, &[0x07]), ("+", 2, &[0x05])]), Err(code::UPDATE_FIELD));
+        assert_eq!(run(&[("+", 2, &[0x01]), ("+", 2, &[0x05])]), Err(code::UPDATE_FIELD));
+        assert_eq!(run(&[("|", 2, &[0x01]), ("&", 2, &[0x03])]), Err(code::UPDATE_FIELD));
+        assert_eq!(run(&[("=", 2, &[0x07]), ("#", 2, &[0x01])]), Ok(vec![0x92, 0x01, 0xa3, b'a', b'b', b'c']));
+    }
+
+    #[test]
+    fn upsert_skips_a_failed_operation_and_the_next_may_update_the_same_field() {
+        let old = [0x93, 0x01, 0xa1, b'a', 0x05];
+        let ops_ok =
+            ops(&[("+", 2, &[0x01]), ("=", 2, &[0xa1, b'b']), ("#", 9, &[0x01]), ("!", 9, &[0xc0]), ("-", 3, &[0x02])]);
+        let parsed = parse_ops(&ops_ok, 1).unwrap();
+        let new = apply_skipping_failures(&parsed, &split(&old).unwrap(), &space());
+        // '+' on a string and the out-of-range '#' and '!' are skipped; '=' and '-' apply.
+        assert_eq!(&new.tuple[..], &[0x93, 0x01, 0xa1, b'b', 0x03]);
+        assert_eq!(new.fields(), split(&new.tuple).unwrap());
+        // UPDATE refuses the same list at its first failure.
+        assert!(apply(&parsed, &split(&old).unwrap(), &space()).is_err());
     }
 }

@@ -187,7 +187,7 @@ fn update_tuple(tuple: &[u8], ops: &[u8], upsert: bool) -> BoxResult<Vec<u8>> {
     let ops = update::parse_ops(ops, 1)?;
     let fields = split(tuple)?;
     if upsert {
-        Ok(update::apply_skipping_failures(&ops, &fields, &space).to_vec())
+        Ok(update::apply_skipping_failures(&ops, &fields, &space).tuple.to_vec())
     } else {
         Ok(update::apply(&ops, &fields, &space)?.tuple.to_vec())
     }
