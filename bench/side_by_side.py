@@ -567,6 +567,23 @@ the data succeeds.
   pay in two tries (branches `experiment/records-by-age` and `-2`): without eviction
   it cost the same, and with eviction the removed records' tombstones (the oldest
   keys) overlap the stored tables and compaction cost more (1.6 against 0.9 us/op).
+- 4 December, small hours: two cache misses per evicted token (perf annotate of
+  `remove_exact`: the control-byte load and the slot load, 15% of TX in a tokened run
+  with a million records) now overlap: the window keeps each record's key hash from
+  its insert, and before removing it touches the next 16 records and their slots (the
+  slot found from the control bytes alone), back to back. A read's token lookups are
+  warmed the same way before its requests run. perf of TX, tokened replace with
+  eviction running: `remove_exact` 15% -> 2% (+3.9% warming), the lookup 6.9% -> 1.8%
+  of warming; TX per tokened replace 2.9-3.8 -> 2.5-2.7 us in alternating runs (the
+  host's noise is as large). It costs 16 bytes per remembered token. UPDATE takes the
+  new tuple's fields from its assembly instead of splitting it again, and UPSERT
+  validates its tuple once (TX instructions per update 5.8k -> 5.7k, per upsert 7.0k
+  -> 6.6k). What a tokened replace still pays off TX is mostly writing: the log's
+  memtable is sealed with about a checkpoint's worth of groups not yet applied, so
+  every flush writes ~13 MiB of them to a table that is soon deleted, and those
+  tables are compacted too (17 log tables, 263 MiB, in 8 s of tokened replaces;
+  a 64 MiB memtable changed nothing). A log of its own, append-only files deleted
+  once applied, would take fjall out of that path.
 - A CALL is bound by the TX thread, and its TX time is Lua: a fiber table per request
   (its coroutine comes from a pool), mlua's value conversions, a tuple userdata per
   `get`, and LuaJIT garbage collection. Binding `box` to the engine through one `op`
