@@ -303,6 +303,12 @@ function index_methods:min(key) return maybe(op('select', self.space_id, self.id
 function index_methods:max(key) return maybe(op('select', self.space_id, self.id, key, 4, 0, 1)[1]) end
 function index_methods:count(key, opts)
     if key == nil and opts == nil then return op('len', self.space_id) end
+    local it = iterator_code(opts or {}, key)
+    if it == iterators.ALL then
+        -- As 2.6: ALL counts every tuple whatever the key (still checked against the index).
+        op('select', self.space_id, self.id, key, it, 0, 0)
+        return op('len', self.space_id)
+    end
     return #self:select(key, opts)
 end
 index_methods.len = function(self) return op('len', self.space_id) end

@@ -698,7 +698,20 @@ impl Index {
                 }
             }
             Storage::Hash(m) => {
+                // As 2.6's key check, before the iterator's: a HASH key names every
+                // part, except that ALL and (for compatibility) GT may have none.
                 let full = key.len() == self.def.parts.len();
+                let keyless = key.is_empty() && matches!(it, IteratorType::All | IteratorType::Gt);
+                if !full && !keyless {
+                    return Err(BoxError::new(
+                        136,
+                        format!(
+                            "HASH index  does not support selects via a partial key (expected {} parts, got {}). Please Consider changing index type to TREE.",
+                            self.def.parts.len(),
+                            key.len()
+                        ),
+                    ));
+                }
                 match it {
                     IteratorType::All => {
                         for (_, t) in m.table.iter() {
@@ -706,16 +719,6 @@ impl Index {
                                 break;
                             }
                         }
-                    }
-                    IteratorType::Eq if !full => {
-                        return Err(BoxError::new(
-                            136,
-                            format!(
-                                "HASH index  does not support selects via a partial key (expected {} parts, got {}). Please Consider changing index type to TREE.",
-                                self.def.parts.len(),
-                                key.len()
-                            ),
-                        ))
                     }
                     IteratorType::Eq => {
                         if let Some(t) = m.get(&self.cmp_parts, key) {
