@@ -64,7 +64,7 @@ function methods.transform(t, from, count, ...)
         error('Usage: tuple:transform(offset, len, [args...])', 2)
     end
     if from < 0 then from = n + from + 1 end
-    if from < 1 then raise(1, 'Illegal parameters, offset is out of bound') end
+    if from < 1 then error('tuple.transform(): offset is out of bound', 0) end
     local out = {}
     for i = 1, math.min(from - 1, n) do out[#out + 1] = fields[i] end
     for i = 1, select('#', ...) do out[#out + 1] = (select(i, ...)) end

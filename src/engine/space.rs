@@ -98,6 +98,23 @@ impl Space {
         })
     }
 
+    /// [`Self::unnamed`] with these field names (`tuple:update` on a tuple read
+    /// from a space names fields as that space's format does).
+    #[must_use]
+    pub fn with_field_names(names: &[String]) -> Self {
+        let mut space = Self::unnamed();
+        space.def.format = names
+            .iter()
+            .map(|name| FieldDef {
+                name: name.clone(),
+                ty: FieldType::Any,
+                nullable: true,
+                collation: Collation::Binary,
+            })
+            .collect();
+        space
+    }
+
     /// The primary key, if created.
     #[must_use]
     pub fn primary(&self) -> Option<&Index> {

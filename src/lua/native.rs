@@ -125,7 +125,7 @@ pub fn create(lua: &Lua) -> mlua::Result<Table> {
             let t = tuple.borrow::<LuaTuple>()?;
             let mut ops_bytes = Vec::new();
             convert::encode(&mut ops_bytes, &ops, 0)?;
-            let result = update_tuple(&t.0, &ops_bytes, upsert);
+            let result = update_tuple(&t.0, &t.1, &ops_bytes, upsert);
             Ok(match result {
                 Ok(bytes) => {
                     let names = t.1.clone();
@@ -181,9 +181,10 @@ fn tuple_new(lua: &Lua, v: &Value) -> mlua::Result<(Value, Value, Value)> {
     Ok((Value::UserData(lua.create_userdata(t)?), Value::Nil, Value::Nil))
 }
 
-/// `tuple:update(ops)` / `tuple:upsert(ops)`: the operations applied to a tuple outside any space.
-fn update_tuple(tuple: &[u8], ops: &[u8], upsert: bool) -> BoxResult<Vec<u8>> {
-    let space = Space::unnamed();
+/// `tuple:update(ops)` / `tuple:upsert(ops)`: the operations applied to a tuple outside
+/// any space, its fields named by `names` (its space's format, if it has one).
+fn update_tuple(tuple: &[u8], names: &[String], ops: &[u8], upsert: bool) -> BoxResult<Vec<u8>> {
+    let space = Space::with_field_names(names);
     let ops = update::parse_ops(ops, 1)?;
     let fields = split(tuple)?;
     if upsert {

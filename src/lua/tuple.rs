@@ -1,7 +1,7 @@
 //! `box.tuple`: a stored tuple seen from Lua, without copying it into a table.
 //!
-//! `t[n]` is field n (1-based), `t.name` a field by format name, `#t` the field
-//! count; `t:totable()`, `t:unpack()`, `t:tomap()`, `t:bsize()`. Other methods
+//! `t[n]` is field n (1-based), `t.name` a field by format name, `t['[4][1]']` or
+//! `t['name.sub']` a field by JSON path, `#t` the field count; `t:totable()`, `t:unpack()`, `t:tomap()`, `t:bsize()`. Other methods
 //! (`find`, `update`, `pairs`...) are Lua functions in `lua/tuple.lua`, found
 //! through the [`METHODS`] registry table when no field has the name. Sent back
 //! over IPROTO, a tuple is written as its stored bytes.
@@ -34,16 +34,84 @@ impl LuaTuple {
         let fields = split(&self.0).map_err(|e| mlua::Error::runtime(e.message))?;
         fields.iter().map(|raw| convert::decode(lua, &mut Reader::new(raw), 1, true)).collect()
     }
+
+    /// Fields `from` to `to` (1-based, inclusive; the whole tuple by default).
+    fn range(&self, lua: &Lua, from: Option<usize>, to: Option<usize>) -> mlua::Result<Vec<Value>> {
+        let all = self.all(lua)?;
+        let from = from.unwrap_or(1).max(1);
+        let to = to.unwrap_or(all.len()).min(all.len());
+        Ok(all.into_iter().skip(from - 1).take((to + 1).saturating_sub(from)).collect())
+    }
+
+    /// A field by JSON path: `[2]`, `[4][1]`, `[5].a`, `name.sub`, `name["sub"]`
+    /// (`nil` when the path leads nowhere).
+    fn field_by_path(&self, lua: &Lua, path: &str) -> mlua::Result<Value> {
+        let Some(mut steps) = path_steps(path) else { return Ok(Value::Nil) };
+        let mut value = match steps.remove(0) {
+            PathStep::Index(n) => self.field(lua, n)?,
+            PathStep::Key(name) => match self.1.iter().position(|f| *f == name) {
+                Some(i) => self.field(lua, i + 1)?,
+                None => return Ok(Value::Nil),
+            },
+        };
+        for step in steps {
+            let Value::Table(t) = value else { return Ok(Value::Nil) };
+            value = match step {
+                PathStep::Index(n) => t.raw_get(n)?,
+                PathStep::Key(k) => t.raw_get(k)?,
+            };
+        }
+        Ok(value)
+    }
+}
+
+/// One step of a tuple field's JSON path.
+#[derive(Debug, PartialEq)]
+enum PathStep {
+    /// `[n]`: 1-based.
+    Index(usize),
+    /// `.name`, `["name"]`, or a leading name.
+    Key(String),
+}
+
+/// The steps of a JSON path, or `None` when it is not one.
+fn path_steps(path: &str) -> Option<Vec<PathStep>> {
+    let mut steps = Vec::new();
+    let mut rest = path;
+    while !rest.is_empty() {
+        if let Some(inner) = rest.strip_prefix('[') {
+            let end = inner.find(']')?;
+            let token = inner[..end].trim();
+            let step = if let Some(quoted) = token.strip_prefix('"').and_then(|t| t.strip_suffix('"')) {
+                PathStep::Key(quoted.to_owned())
+            } else {
+                PathStep::Index(token.parse::<usize>().ok().filter(|n| *n >= 1)?)
+            };
+            steps.push(step);
+            rest = &inner[end + 1..];
+        } else {
+            let name = rest.strip_prefix('.').unwrap_or(rest);
+            if name.len() == rest.len() && !steps.is_empty() {
+                return None;
+            }
+            let end = name.find(['.', '[']).unwrap_or(name.len());
+            if end == 0 {
+                return None;
+            }
+            steps.push(PathStep::Key(name[..end].to_owned()));
+            rest = &name[end..];
+        }
+    }
+    (!steps.is_empty()).then_some(steps)
 }
 
 impl UserData for LuaTuple {
     fn add_methods<M: UserDataMethods<Self>>(methods: &mut M) {
-        methods.add_method("totable", |lua, this, ()| lua.create_sequence_from(this.all(lua)?));
+        methods.add_method("totable", |lua, this, (from, to): (Option<usize>, Option<usize>)| {
+            lua.create_sequence_from(this.range(lua, from, to)?)
+        });
         methods.add_method("unpack", |lua, this, (from, to): (Option<usize>, Option<usize>)| {
-            let all = this.all(lua)?;
-            let from = from.unwrap_or(1).max(1);
-            let to = to.unwrap_or(all.len()).min(all.len());
-            Ok(MultiValue::from_iter(all.into_iter().skip(from - 1).take((to + 1).saturating_sub(from))))
+            Ok(MultiValue::from_iter(this.range(lua, from, to)?))
         });
         methods.add_method("tomap", |lua, this, opts: Option<mlua::Table>| {
             let names_only = opts.and_then(|o| o.get::<bool>("names_only").ok()).unwrap_or(false);
@@ -67,18 +135,23 @@ impl UserData for LuaTuple {
             Value::Number(n) if n.fract() == 0.0 && n >= 1.0 => this.field(lua, n as usize),
             Value::String(s) => {
                 let name = s.to_str()?.to_owned();
-                match this.1.iter().position(|f| *f == name) {
-                    Some(i) => this.field(lua, i + 1),
-                    None => match lua.named_registry_value::<Option<mlua::Table>>(METHODS)? {
-                        Some(t) => t.raw_get(name.as_str()),
-                        None => Ok(Value::Nil),
-                    },
+                if let Some(i) = this.1.iter().position(|f| *f == name) {
+                    return this.field(lua, i + 1);
                 }
+                if let Some(t) = lua.named_registry_value::<Option<mlua::Table>>(METHODS)? {
+                    let method: Value = t.raw_get(name.as_str())?;
+                    if !method.is_nil() {
+                        return Ok(method);
+                    }
+                }
+                this.field_by_path(lua, &name)
             }
             _ => Ok(Value::Nil),
         });
+        // As 2.6's cdata tuples: equal when they are the same stored tuple, not when
+        // their fields are equal.
         methods.add_meta_method(MetaMethod::Eq, |_, this, other: mlua::AnyUserData| {
-            Ok(other.borrow::<LuaTuple>().is_ok_and(|o| o.0[..] == this.0[..]))
+            Ok(other.borrow::<LuaTuple>().is_ok_and(|o| Rc::ptr_eq(&o.0, &this.0)))
         });
         methods.add_meta_method(MetaMethod::ToString, |lua, this, ()| {
             // Lua's rendering (lua/tuple.lua: YAML flow style, as Tarantool), when loaded.
@@ -99,5 +172,23 @@ impl UserData for LuaTuple {
                 .collect();
             Ok(format!("[{}]", parts.join(", ")))
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{path_steps, PathStep};
+
+    #[test]
+    fn json_paths_split_into_steps() {
+        let key = |s: &str| PathStep::Key(s.to_owned());
+        assert_eq!(path_steps("[2]"), Some(vec![PathStep::Index(2)]));
+        assert_eq!(path_steps("[4][1]"), Some(vec![PathStep::Index(4), PathStep::Index(1)]));
+        assert_eq!(path_steps("[5].a"), Some(vec![PathStep::Index(5), key("a")]));
+        assert_eq!(path_steps("x.y[2]"), Some(vec![key("x"), key("y"), PathStep::Index(2)]));
+        assert_eq!(path_steps("[5][\"a b\"]"), Some(vec![PathStep::Index(5), key("a b")]));
+        for bad in ["", "[0]", "[x]", "[2", "a..b", ".", "[1]x"] {
+            assert_eq!(path_steps(bad), None, "{bad}");
+        }
     }
 }
