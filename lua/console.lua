@@ -305,6 +305,23 @@ end
 
 function json.encode(v) return json_encode(v, 0) end
 
+-- An integer literal of magnitude 10^14 or more, as 2.6 decodes it: an int64_t
+-- cdata (`5LL`), or uint64_t past int64's range, saturating at either end.
+local function json_big_integer(num)
+    local ffi = require('ffi')
+    local negative = string.sub(num, 1, 1) == '-'
+    local max = negative and 9223372036854775808ULL or 18446744073709551615ULL
+    local v = 0ULL
+    for i = negative and 2 or 1, #num do
+        local d = string.byte(num, i) - 48
+        if v > (max - d) / 10 then return negative and ffi.cast('int64_t', 0ULL - max) or max end
+        v = v * 10 + d
+    end
+    if negative then return ffi.cast('int64_t', 0ULL - v) end
+    if v > 9223372036854775807ULL then return v end
+    return ffi.cast('int64_t', v)
+end
+
 function json.decode(s)
     if type(s) ~= 'string' then error('json.decode: expected a string', 0) end
     local pos = 1
@@ -398,7 +415,11 @@ function json.decode(s)
             local num = string.match(s, '^-?%d+%.?%d*[eE]?[-+]?%d*', pos)
             if num == nil or num == '' then fail('unexpected symbol') end
             pos = pos + #num
-            return tonumber(num)
+            local n = tonumber(num)
+            if n ~= nil and (n >= 1e14 or n <= -1e14) and not string.find(num, '[.eE]') then
+                return json_big_integer(num)
+            end
+            return n
         end
     end
     local v = value(0)

@@ -7,7 +7,8 @@
 //! `__serialize = 'map'`; a tuple is written as its stored bytes; `box.NULL`
 //! is nil; a 64-bit integer cdata (`1ULL`) is an integer.
 //!
-//! msgpack → Lua: maps get a `__serialize = 'map'` metatable so an empty map
+//! msgpack → Lua: an integer of magnitude 10^14 or more is a 64-bit integer cdata,
+//! as in 2.6 (a number below); maps get a `__serialize = 'map'` metatable so an empty map
 //! stays a map when sent back; nil inside an array is `box.NULL`, which keeps
 //! the array's positions; an extension value (decimal, uuid, ...) is a
 //! [`LuaExt`] that is sent back as the same extension value.
@@ -236,6 +237,38 @@ fn hint_mt(lua: &Lua, array: bool) -> mlua::Result<Table> {
     Ok(mt)
 }
 
+/// The magnitude from which 2.6 gives Lua an integer as a 64-bit cdata (`5ULL`,
+/// `-5LL`) rather than a number: a double holds integers exactly only up to
+/// 2^53, and LuaJIT prints numbers with 14 significant digits.
+const BIG_INTEGER: u64 = 100_000_000_000_000;
+
+/// Registry key of the Lua function that makes a 64-bit integer cdata.
+const INT64_MAKER: &str = "oncebox.int64";
+
+/// An integer as LuaJIT's `uint64_t` cdata, or `int64_t` when `negative` (`bits`
+/// then hold its two's complement), as 2.6's decoders give large integers.
+fn big_integer(lua: &Lua, negative: bool, bits: u64) -> mlua::Result<Value> {
+    let make = match lua.named_registry_value::<Option<mlua::Function>>(INT64_MAKER)? {
+        Some(f) => f,
+        None => {
+            let f: mlua::Function = lua
+                .load(
+                    "local ffi = require('ffi')\n\
+                     return function(negative, hi, lo)\n\
+                       local v = ffi.cast('uint64_t', hi) * 4294967296ULL + lo\n\
+                       if negative then return ffi.cast('int64_t', v) end\n\
+                       return v\n\
+                     end",
+                )
+                .set_name("=int64")
+                .eval()?;
+            lua.set_named_registry_value(INT64_MAKER, &f)?;
+            f
+        }
+    };
+    make.call((negative, bits >> 32, bits & 0xffff_ffff))
+}
+
 /// Decodes one msgpack value into Lua (`in_array`: nil becomes `box.NULL`).
 pub fn decode(lua: &Lua, r: &mut Reader<'_>, depth: usize, in_array: bool) -> mlua::Result<Value> {
     let bad = |_| mlua::Error::runtime("invalid msgpack");
@@ -253,8 +286,10 @@ pub fn decode(lua: &Lua, r: &mut Reader<'_>, depth: usize, in_array: bool) -> ml
         }
         MpType::Bool => Value::Boolean(r.read_bool().map_err(bad)?),
         MpType::Uint | MpType::Int => match r.read_integer().map_err(bad)? {
-            #[allow(clippy::cast_precision_loss, reason = "Lua numbers are doubles")]
-            Integer::Unsigned(u) => i64::try_from(u).map_or(Value::Number(u as f64), Value::Integer),
+            Integer::Unsigned(u) if u >= BIG_INTEGER => big_integer(lua, false, u)?,
+            #[allow(clippy::cast_possible_wrap, reason = "below BIG_INTEGER")]
+            Integer::Unsigned(u) => Value::Integer(u as i64),
+            Integer::Negative(i) if i <= -BIG_INTEGER.cast_signed() => big_integer(lua, true, i.cast_unsigned())?,
             Integer::Negative(i) => Value::Integer(i),
         },
         MpType::Float | MpType::Double => Value::Number(r.read_f64().map_err(bad)?),
