@@ -108,6 +108,12 @@ end
 
 -- As Tarantool: integral values in the 64-bit range in full, others with 14 digits (inf, nan as printf).
 local function number(n)
+    if n ~= n then
+        -- printf writes a NaN's sign, and LuaJIT's own 0/0 is negative: '-nan'.
+        local ffi = require('ffi')
+        local negative = ffi.cast('uint64_t *', ffi.new('double[1]', n))[0] >= 0x8000000000000000ULL
+        return negative and '-nan' or 'nan'
+    end
     if n == 0 then return '0' end
     if n == math.floor(n) and n >= -2^63 and n < 2^64 then return string.format('%.0f', n) end
     return string.format('%.14g', n)

@@ -1,0 +1,47 @@
+"""json, msgpack and yaml encoders and decoders from Lua compared with Tarantool 2.6
+line for line: integers (to 64 bits), floats, inf and nan (yaml writes a NaN's sign,
+as printf does), strings with escapes, empty, sparse and nested tables, cdata
+integers; JSON and msgpack decoding.
+
+Left out, known to differ: json.decode's error texts, and msgpack.decode of a bare
+nil (box.NULL there, nil here: box.NULL is not a cdata here).
+"""
+from conftest import run_script_on_both
+
+SCRIPT = r"""
+box.cfg{work_dir = os.getenv('WORK'), log_level = 1}
+local json, msgpack, yaml = require('json'), require('msgpack'), require('yaml')
+local function hex(s) return (s:gsub('.', function(c) return string.format('%02x', c:byte()) end)) end
+local vals = {
+  {'int', 1}, {'neg', -1}, {'big', 2^53}, {'float', 1.5}, {'nan', 0/0}, {'inf', 1/0}, {'ninf', -1/0},
+  {'str', 'héllo\n"q"'}, {'empty_t', {}}, {'arr', {1, 2, 3}}, {'map', {a = 1}}, {'sparse', {[1] = 1, [3] = 3}},
+  {'nested', {1, {2, {3}}}}, {'bool', true}, {'ll', 123456789012345678LL}, {'ull', 18446744073709551615ULL},
+  {'negll', -9007199254740993LL}, {'small_float', 1e-300}, {'int_float', 3.0}, {'neg_zero', -0.0},
+}
+for _, v in ipairs(vals) do
+  local name, x = v[1], v[2]
+  local okj, j = pcall(json.encode, x)
+  local okm, m = pcall(msgpack.encode, x)
+  local oky, y = pcall(yaml.encode, x)
+  print(name, okj and j or ('E:' .. tostring(j)), okm and hex(m) or ('E:' .. tostring(m)), oky and y:gsub('\n', '\\n') or ('E:' .. tostring(y)))
+end
+for _, s in ipairs({'[1,2]', '{"a":[1,{"b":null}]}', '1e400', '"\\u00e9"', '12345678901234567890', '-0', '0.1'}) do
+  local ok, r = pcall(json.decode, s)
+  print('jdec', s, ok, ok and json.encode(r) or tostring(r))
+end
+for _, h in ipairs({'93010203', 'cf0000000000000001', 'd3ffffffffffffffff', 'cb3ff8000000000000', 'ca3fc00000', 'a3616263', 'c403616263', '81a16101'}) do
+  local bin = h:gsub('..', function(b) return string.char(tonumber(b, 16)) end)
+  local ok, r = pcall(msgpack.decode, bin)
+  print('mdec', h, ok, ok and (type(r) == 'table' and json.encode(r) or tostring(r)) or tostring(r))
+end
+local pos_nan = msgpack.decode('\xcb\x7f\xf8\x00\x00\x00\x00\x00\x00')
+print('nan', (yaml.encode(0/0):gsub('\n', ' ')), (yaml.encode(-(0/0)):gsub('\n', ' ')), (yaml.encode(pos_nan):gsub('\n', ' ')))
+os.exit(0)
+"""
+
+
+def test_encoders_match_tarantool(tmp_path):
+    tarantool, oncebox = run_script_on_both(tmp_path, "encoders.lua", SCRIPT)
+    mismatches = [(t, o) for t, o in zip(tarantool, oncebox) if t != o]
+    assert not mismatches and len(tarantool) == len(oncebox) == 36, (mismatches, len(tarantool))
+    assert "nan\t--- -nan ... \t--- nan ... \t--- -nan ... " in tarantool
