@@ -151,3 +151,13 @@ def run_script_on_both(tmp_path, name, source):
         assert r.returncode == 0, (binary, r.stdout, r.stderr)
         outs.append([line for line in r.stdout.splitlines() if not line.startswith("oncebox listening")])
     return outs
+
+
+def same_output_on_both(tmp_path, name, source, lines):
+    """Runs a Lua script on both (`run_script_on_both`) and checks that it printed
+    `lines` lines, equal line for line; returns Tarantool's lines."""
+    tarantool, oncebox = run_script_on_both(tmp_path, name, source)
+    mismatches = [(t, o) for t, o in zip(tarantool, oncebox) if t != o]
+    assert not mismatches, mismatches[:5]
+    assert len(tarantool) == len(oncebox) == lines, (len(tarantool), len(oncebox), tarantool[-3:])
+    return tarantool

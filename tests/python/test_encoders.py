@@ -6,7 +6,7 @@ integers; JSON and msgpack decoding.
 Left out, known to differ: json.decode's error texts, and msgpack.decode of a bare
 nil (box.NULL there, nil here: box.NULL is not a cdata here).
 """
-from conftest import run_script_on_both
+from conftest import same_output_on_both
 
 SCRIPT = r"""
 box.cfg{work_dir = os.getenv('WORK'), log_level = 1}
@@ -41,7 +41,5 @@ os.exit(0)
 
 
 def test_encoders_match_tarantool(tmp_path):
-    tarantool, oncebox = run_script_on_both(tmp_path, "encoders.lua", SCRIPT)
-    mismatches = [(t, o) for t, o in zip(tarantool, oncebox) if t != o]
-    assert not mismatches and len(tarantool) == len(oncebox) == 36, (mismatches, len(tarantool))
+    tarantool = same_output_on_both(tmp_path, "encoders.lua", SCRIPT, 36)
     assert "nan\t--- -nan ... \t--- nan ... \t--- -nan ... " in tarantool

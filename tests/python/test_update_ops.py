@@ -7,7 +7,7 @@ same tuple, and prints each result or error: the outputs must be equal line for
 line. The pairs are where 2.6's rules are subtle ('=' may set a field again, the
 other operations may not; UPSERT skips a failing operation and goes on).
 """
-from conftest import run_script_on_both
+from conftest import same_output_on_both
 
 SCRIPT = r"""
 box.cfg{work_dir = os.getenv('WORK'), log_level = 1}
@@ -47,10 +47,8 @@ os.exit(0)
 
 
 def test_operations_and_pairs_match_tarantool(tmp_path):
-    tarantool, oncebox = run_script_on_both(tmp_path, "update_ops.lua", SCRIPT)
+    tarantool = same_output_on_both(tmp_path, "update_ops.lua", SCRIPT, 421)
     assert tarantool[-1] == "cases\t420"
-    mismatches = [(t, o) for t, o in zip(tarantool, oncebox) if t != o]
-    assert not mismatches and len(tarantool) == len(oncebox), mismatches[:5]
     # The matrix holds both kinds of answer: results and 2.6's double-update refusal.
     assert any("double update of the same field" in line for line in tarantool)
     assert sum("update: [" in line for line in tarantool) > 200
