@@ -70,9 +70,9 @@ pub async fn open_binary(ctx: &NetContext, addr: &str, instance_uuid: uuid::Uuid
         });
         bound
     };
+    // Into the log only: a script's stdout is its own, as under tarantool
+    // (`box.info.listen` tells a script the bound address).
     tracing::info!(addr = %bound, "listening");
-    // A machine-readable line for scripts that start oncebox on port 0.
-    println!("oncebox listening on {bound}");
     start_tick(ctx);
     Ok(BinaryListener { bound, token })
 }

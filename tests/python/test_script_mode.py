@@ -168,3 +168,14 @@ def test_listen_set_after_setup_and_changed_at_runtime(tmp_path):
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_a_listening_script_prints_only_what_it_prints(tmp_path):
+    """As under tarantool, binding a listen address writes nothing to the script's stdout."""
+    script = tmp_path / "quiet.lua"
+    script.write_text("box.cfg{work_dir = os.getenv('WORK'), listen = os.getenv('LISTEN')}\n"
+                      "print(box.info.listen == os.getenv('LISTEN'))\nos.exit(0)\n")
+    env = dict(os.environ, WORK=str(tmp_path), LISTEN=f"127.0.0.1:{free_port()}")
+    out = subprocess.run([ONCEBOX, str(script)], env=env, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == "true\n"
