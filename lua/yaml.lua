@@ -492,7 +492,7 @@ function Parser:mapping(indent)
             if i2 == indent and string.find(t2, '^:') then
                 rest = string.gsub(string.sub(t2, 2), '^%s+', '')
                 local v = self:value_after(rest, indent, indent + #t2 - #rest, false)
-                if k ~= nil then t[k] = v == nil and '' or v end
+                if k ~= nil then t[k] = rawequal(v, nil) and '' or v end
             elseif k ~= nil then
                 t[k] = ''
             end
@@ -507,7 +507,7 @@ function Parser:mapping(indent)
             rest = string.gsub(string.sub(text, colon + 1), '^%s+', '')
             local v = self:value_after(rest, indent, indent + #text - #rest, true)
             -- As Tarantool: a key without a value maps to an empty string.
-            if k ~= nil and k ~= box.NULL then t[k] = v == nil and '' or v end
+            if k ~= nil and k ~= box.NULL then t[k] = rawequal(v, nil) and '' or v end
         end
     end
     local i = self:peek()

@@ -5,15 +5,17 @@
 //! holes are nils, unless too sparse) or its metatable says
 //! `__serialize = 'seq'`, a map otherwise or with
 //! `__serialize = 'map'`; a tuple is written as its stored bytes; `box.NULL`
-//! is nil; a 64-bit integer cdata (`1ULL`) is an integer.
+//! (LuaJIT's `void *` NULL cdata, as in 2.6) is nil; a 64-bit integer cdata
+//! (`1ULL`) is an integer.
 //!
 //! msgpack → Lua: an integer of magnitude 10^14 or more is a 64-bit integer cdata,
 //! as in 2.6 (a number below); maps get a `__serialize = 'map'` metatable so an empty map
-//! stays a map when sent back; nil inside an array is `box.NULL`, which keeps
-//! the array's positions; an extension value (decimal, uuid, ...) is a
-//! [`LuaExt`] that is sent back as the same extension value.
+//! stays a map when sent back; nil is `box.NULL` wherever it stands (so an array
+//! keeps its positions and a map its keys, and `v == nil` still holds); an
+//! extension value (decimal, uuid, ...) is a [`LuaExt`] that is sent back as the
+//! same extension value.
 
-use mlua::{LightUserData, Lua, MetaMethod, Table, UserData, UserDataMethods, Value};
+use mlua::{Lua, MetaMethod, Table, UserData, UserDataMethods, Value};
 
 use super::tuple::LuaTuple;
 use crate::protocol::msgpack::{write, Integer, MpType, Reader};
@@ -21,14 +23,42 @@ use crate::protocol::msgpack::{write, Integer, MpType, Reader};
 /// Deepest nesting converted either way.
 pub const MAX_DEPTH: usize = 128;
 
-/// The value Lua code sees as `box.NULL`.
-#[must_use]
-pub fn null() -> Value {
-    Value::LightUserData(LightUserData(std::ptr::null_mut()))
+/// Registry key of `box.NULL`.
+const NULL_KEY: &str = "oncebox.null";
+
+/// Where `box.NULL` lives in its Lua state (app data), to recognise it without
+/// rendering it.
+struct NullAddress(usize);
+
+/// `box.NULL`: as in 2.6, a `void *` NULL cdata, so `box.NULL == nil` holds while
+/// it still takes a place in a table. One value per Lua state, made on first use.
+pub fn null(lua: &Lua) -> mlua::Result<Value> {
+    let v: Value = lua.named_registry_value(NULL_KEY)?;
+    if !v.is_nil() {
+        return Ok(v);
+    }
+    // A 64-bit literal makes LuaJIT load its ffi module (on demand, as its lexer
+    // does) in a state that was not given it.
+    let v: Value = lua.load("local _ = 0ULL\nreturn require('ffi').cast('void *', 0)").set_name("=box.NULL").eval()?;
+    lua.set_named_registry_value(NULL_KEY, &v)?;
+    lua.set_app_data(NullAddress(v.to_pointer() as usize));
+    Ok(v)
 }
 
-fn is_null(v: &Value) -> bool {
-    matches!(v, Value::LightUserData(p) if p.0.is_null())
+/// How LuaJIT renders a `void *` NULL cdata.
+const NULL_TEXT: &str = "cdata<void *>: NULL";
+
+/// Whether a value is this Lua state's `box.NULL` (the same object, found without rendering it).
+fn is_box_null(v: &Value) -> bool {
+    let Value::Other(_) = v else { return false };
+    v.weak_lua()
+        .and_then(mlua::WeakLua::try_upgrade)
+        .is_some_and(|lua| lua.app_data_ref::<NullAddress>().is_some_and(|a| a.0 == v.to_pointer() as usize))
+}
+
+/// Whether a value is a `void *` NULL cdata (`box.NULL`, `msgpack.NULL`, `ffi.cast('void *', 0)`).
+pub fn is_null(v: &Value) -> bool {
+    is_box_null(v) || matches!(v, Value::Other(_)) && v.to_string().is_ok_and(|s| s == NULL_TEXT)
 }
 
 /// An MP_EXT value (decimal, uuid, ...) seen from Lua: its whole encoding, written back unchanged.
@@ -111,7 +141,7 @@ pub fn encode(out: &mut Vec<u8>, v: &Value, depth: usize) -> mlua::Result<()> {
     }
     match v {
         Value::Nil => write::nil(out),
-        v if is_null(v) => write::nil(out),
+        v if is_box_null(v) => write::nil(out),
         Value::Boolean(b) => write::bool(out, *b),
         Value::Integer(i) => write::int(out, *i),
         Value::Number(n) => number(out, *n),
@@ -126,9 +156,10 @@ pub fn encode(out: &mut Vec<u8>, v: &Value, depth: usize) -> mlua::Result<()> {
                 return Err(mlua::Error::runtime("unsupported Lua type 'userdata'"));
             }
         }
-        Value::Other(_) => match cdata_integer(v) {
-            Some(Integer::Unsigned(u)) => write::uint(out, u),
-            Some(Integer::Negative(i)) => write::int(out, i),
+        Value::Other(_) => match cdata_value(v) {
+            Some(CData::Null) => write::nil(out),
+            Some(CData::Integer(Integer::Unsigned(u))) => write::uint(out, u),
+            Some(CData::Integer(Integer::Negative(i))) => write::int(out, i),
             None => return Err(mlua::Error::runtime("unsupported Lua type 'cdata'")),
         },
         other => return Err(mlua::Error::runtime(format!("unsupported Lua type '{}'", other.type_name()))),
@@ -136,14 +167,25 @@ pub fn encode(out: &mut Vec<u8>, v: &Value, depth: usize) -> mlua::Result<()> {
     Ok(())
 }
 
-/// A LuaJIT 64-bit integer cdata (`5ULL`, `-5LL`, as `clock.time64()` returns) as an integer.
-fn cdata_integer(v: &Value) -> Option<Integer> {
+/// A cdata that has a msgpack form.
+enum CData {
+    /// A `void *` NULL (nil).
+    Null,
+    /// A 64-bit integer (`5ULL`, `-5LL`, as `clock.time64()` returns).
+    Integer(Integer),
+}
+
+/// What a cdata is, from its rendering; `None` for the kinds msgpack has no form for.
+fn cdata_value(v: &Value) -> Option<CData> {
     let text = v.to_string().ok()?;
+    if text == NULL_TEXT {
+        return Some(CData::Null);
+    }
     if let Some(digits) = text.strip_suffix("ULL") {
-        return digits.parse().ok().map(Integer::Unsigned);
+        return digits.parse().ok().map(|u| CData::Integer(Integer::Unsigned(u)));
     }
     let n: i64 = text.strip_suffix("LL")?.parse().ok()?;
-    Some(u64::try_from(n).map_or(Integer::Negative(n), Integer::Unsigned))
+    Some(CData::Integer(u64::try_from(n).map_or(Integer::Negative(n), Integer::Unsigned)))
 }
 
 fn number(out: &mut Vec<u8>, n: f64) {
@@ -269,8 +311,8 @@ fn big_integer(lua: &Lua, negative: bool, bits: u64) -> mlua::Result<Value> {
     make.call((negative, bits >> 32, bits & 0xffff_ffff))
 }
 
-/// Decodes one msgpack value into Lua (`in_array`: nil becomes `box.NULL`).
-pub fn decode(lua: &Lua, r: &mut Reader<'_>, depth: usize, in_array: bool) -> mlua::Result<Value> {
+/// Decodes one msgpack value into Lua (nil is `box.NULL`).
+pub fn decode(lua: &Lua, r: &mut Reader<'_>, depth: usize) -> mlua::Result<Value> {
     let bad = |_| mlua::Error::runtime("invalid msgpack");
     if depth > MAX_DEPTH {
         return Err(mlua::Error::runtime("too many nested values to decode"));
@@ -278,11 +320,7 @@ pub fn decode(lua: &Lua, r: &mut Reader<'_>, depth: usize, in_array: bool) -> ml
     Ok(match r.peek_type().map_err(bad)? {
         MpType::Nil => {
             r.read_nil().map_err(bad)?;
-            if in_array {
-                null()
-            } else {
-                Value::Nil
-            }
+            null(lua)?
         }
         MpType::Bool => Value::Boolean(r.read_bool().map_err(bad)?),
         MpType::Uint | MpType::Int => match r.read_integer().map_err(bad)? {
@@ -300,7 +338,7 @@ pub fn decode(lua: &Lua, r: &mut Reader<'_>, depth: usize, in_array: bool) -> ml
             let n = r.read_array_len().map_err(bad)?;
             let t = lua.create_table_with_capacity(n.min(1 << 16) as usize, 0)?;
             for i in 1..=n {
-                t.raw_set(i, decode(lua, r, depth + 1, true)?)?;
+                t.raw_set(i, decode(lua, r, depth + 1)?)?;
             }
             t.set_metatable(Some(hint_mt(lua, true)?))?;
             Value::Table(t)
@@ -309,8 +347,8 @@ pub fn decode(lua: &Lua, r: &mut Reader<'_>, depth: usize, in_array: bool) -> ml
             let n = r.read_map_len().map_err(bad)?;
             let t = lua.create_table_with_capacity(0, n.min(1 << 16) as usize)?;
             for _ in 0..n {
-                let k = decode(lua, r, depth + 1, false)?;
-                let v = decode(lua, r, depth + 1, false)?;
+                let k = decode(lua, r, depth + 1)?;
+                let v = decode(lua, r, depth + 1)?;
                 if !matches!(k, Value::Nil) {
                     t.raw_set(k, v)?;
                 }
@@ -326,7 +364,7 @@ pub fn decode_args_into(lua: &Lua, args: &[u8], out: &mut impl Extend<Value>) ->
     let mut r = Reader::new(args);
     let n = r.read_array_len().map_err(|_| mlua::Error::runtime("arguments must be an array"))?;
     for _ in 0..n {
-        out.extend(std::iter::once(decode(lua, &mut r, 1, false)?));
+        out.extend(std::iter::once(decode(lua, &mut r, 1)?));
     }
     Ok(())
 }
@@ -346,12 +384,31 @@ mod tests {
         ]);
         let other: &[u8] = &[0xc7, 0x03, 0x7f, 1, 2, 3];
         for raw in [decimal, &uuid, other] {
-            let v = decode(&lua, &mut Reader::new(raw), 0, false).unwrap();
+            let v = decode(&lua, &mut Reader::new(raw), 0).unwrap();
             let mut out = Vec::new();
             encode(&mut out, &v, 0).unwrap();
             assert_eq!(out, raw);
         }
-        let v = decode(&lua, &mut Reader::new(&uuid), 0, false).unwrap();
+        let v = decode(&lua, &mut Reader::new(&uuid), 0).unwrap();
         assert_eq!(v.to_string().unwrap(), "f47ac10b-58cc-4372-a567-0e02b2c3d479");
+    }
+
+    #[test]
+    fn nil_decodes_to_box_null_and_encodes_back() {
+        let lua = Lua::new();
+        let v = decode(&lua, &mut Reader::new(&[0x92, 0xc0, 0x01]), 0).unwrap();
+        let Value::Table(t) = &v else { panic!("not a table: {v:?}") };
+        let first: Value = t.raw_get(1).unwrap();
+        assert!(is_null(&first));
+        assert_eq!(first.to_string().unwrap(), NULL_TEXT);
+        assert!(!is_null(&Value::Nil) && !is_null(&Value::Integer(0)));
+        let mut out = Vec::new();
+        encode(&mut out, &v, 0).unwrap();
+        assert_eq!(out, [0x92, 0xc0, 0x01]);
+        // Another NULL pointer of the same ctype is nil too; a non-NULL one has no msgpack form.
+        let other: Value = lua.load("return require('ffi').cast('void *', 0)").eval().unwrap();
+        assert!(is_null(&other));
+        let pointer: Value = lua.load("return require('ffi').cast('void *', 1)").eval().unwrap();
+        assert!(encode(&mut Vec::new(), &pointer, 0).is_err());
     }
 }

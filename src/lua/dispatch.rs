@@ -354,7 +354,7 @@ fn run(lua: &Lua, cx: &mut Context, op: &str, args: &[Value]) -> Result<Value, F
             let data = data.as_bytes();
             let pos: usize = arg::<Option<usize>>(lua, args, 2)?.unwrap_or(1).max(1);
             let mut r = crate::protocol::msgpack::Reader::new(data.get(pos - 1..).unwrap_or(&[]));
-            let v = convert::decode(lua, &mut r, 0, false)?;
+            let v = convert::decode(lua, &mut r, 0)?;
             let t = lua.create_table()?;
             t.raw_set(1, v)?;
             t.raw_set(2, pos + r.position())?;
@@ -605,7 +605,7 @@ fn idem_lookup(lua: &Lua, cx: &mut Context, args: &[Value]) -> Result<Value, Fai
         cx.window.stats.replays += 1;
     }
     let mut r = crate::protocol::msgpack::Reader::new(&record.reply);
-    Ok(convert::decode(lua, &mut r, 0, false)?)
+    Ok(convert::decode(lua, &mut r, 0)?)
 }
 
 fn idem_stat(lua: &Lua, cx: &mut Context) -> Result<Value, Failure> {

@@ -217,7 +217,7 @@ impl LuaRuntime {
         let lua = Lua::new();
         let init = || -> mlua::Result<()> {
             let b = lua.create_table()?;
-            b.set("NULL", convert::null())?;
+            b.set("NULL", convert::null(&lua)?)?;
             lua.globals().set("box", b)?;
             Ok(())
         };
@@ -637,7 +637,7 @@ impl LuaRuntime {
                     HeaderValue::Num(n) => t.set(*k, *n)?,
                     HeaderValue::Raw(bytes) => {
                         let mut r = crate::protocol::msgpack::Reader::new(bytes);
-                        t.set(*k, convert::decode(lua, &mut r, 0, false)?)?;
+                        t.set(*k, convert::decode(lua, &mut r, 0)?)?;
                     }
                 }
             }

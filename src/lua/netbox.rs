@@ -205,7 +205,7 @@ fn request_args(ty: u64, body: &Value, token: &Value, timeout: Option<f64>) -> m
 
 /// A reply as the Lua values `code, body` (the body decoded; nil when empty).
 pub fn reply_values(lua: &Lua, code: u64, reply: &[u8]) -> mlua::Result<MultiValue> {
-    let body = if reply.is_empty() { Value::Nil } else { convert::decode(lua, &mut Reader::new(reply), 0, false)? };
+    let body = if reply.is_empty() { Value::Nil } else { convert::decode(lua, &mut Reader::new(reply), 0)? };
     #[allow(clippy::cast_precision_loss, reason = "reply codes are small")]
     Ok(MultiValue::from_vec(vec![Value::Number(code as f64), body]))
 }

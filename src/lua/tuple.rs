@@ -25,14 +25,14 @@ impl LuaTuple {
     fn field(&self, lua: &Lua, n: usize) -> mlua::Result<Value> {
         let fields = split(&self.0).map_err(|e| mlua::Error::runtime(e.message))?;
         match n.checked_sub(1).and_then(|i| fields.get(i)) {
-            Some(raw) => convert::decode(lua, &mut Reader::new(raw), 1, false),
+            Some(raw) => convert::decode(lua, &mut Reader::new(raw), 1),
             None => Ok(Value::Nil),
         }
     }
 
     fn all(&self, lua: &Lua) -> mlua::Result<Vec<Value>> {
         let fields = split(&self.0).map_err(|e| mlua::Error::runtime(e.message))?;
-        fields.iter().map(|raw| convert::decode(lua, &mut Reader::new(raw), 1, true)).collect()
+        fields.iter().map(|raw| convert::decode(lua, &mut Reader::new(raw), 1)).collect()
     }
 
     /// Fields `from` to `to` (1-based, inclusive; the whole tuple by default).
@@ -44,7 +44,7 @@ impl LuaTuple {
     }
 
     /// A field by JSON path: `[2]`, `[4][1]`, `[5].a`, `name.sub`, `name["sub"]`
-    /// (`nil` when the path leads nowhere).
+    /// (`nil` when the path leads nowhere or to a msgpack nil, as in 2.6).
     fn field_by_path(&self, lua: &Lua, path: &str) -> mlua::Result<Value> {
         let Some(mut steps) = path_steps(path) else { return Ok(Value::Nil) };
         let mut value = match steps.remove(0) {
@@ -61,7 +61,16 @@ impl LuaTuple {
                 PathStep::Key(k) => t.raw_get(k)?,
             };
         }
-        Ok(value)
+        Ok(nil_for_null(value))
+    }
+}
+
+/// `box.NULL` as plain nil; any other value as it is.
+fn nil_for_null(v: Value) -> Value {
+    if convert::is_null(&v) {
+        Value::Nil
+    } else {
+        v
     }
 }
 
@@ -136,7 +145,8 @@ impl UserData for LuaTuple {
             Value::String(s) => {
                 let name = s.to_str()?.to_owned();
                 if let Some(i) = this.1.iter().position(|f| *f == name) {
-                    return this.field(lua, i + 1);
+                    // By name, a nil field is plain nil (by number it is box.NULL), as in 2.6.
+                    return this.field(lua, i + 1).map(nil_for_null);
                 }
                 if let Some(t) = lua.named_registry_value::<Option<mlua::Table>>(METHODS)? {
                     let method: Value = t.raw_get(name.as_str())?;
@@ -166,7 +176,7 @@ impl UserData for LuaTuple {
                 .map(|v| match v {
                     Value::String(s) => format!("'{}'", s.to_string_lossy()),
                     Value::Nil => "null".into(),
-                    Value::LightUserData(p) if p.0.is_null() => "null".into(),
+                    v if convert::is_null(v) => "null".into(),
                     other => other.to_string().unwrap_or_default(),
                 })
                 .collect();

@@ -139,7 +139,7 @@ def server(request):
 def run_script_on_both(tmp_path, name, source):
     """Runs a Lua script with `tarantool` and with oncebox, each in a work directory of
     its own (`WORK`) with a free `LISTEN` address; returns both stdouts as lines
-    (tarantool's first), without oncebox's `oncebox listening on` line."""
+    (tarantool's first)."""
     script = tmp_path / name
     script.write_text(source)
     outs = []
@@ -149,7 +149,7 @@ def run_script_on_both(tmp_path, name, source):
         env = dict(os.environ, WORK=str(work), LISTEN=f"127.0.0.1:{free_port()}")
         r = subprocess.run([binary, str(script)], env=env, capture_output=True, text=True, timeout=60, cwd=work)
         assert r.returncode == 0, (binary, r.stdout, r.stderr)
-        outs.append([line for line in r.stdout.splitlines() if not line.startswith("oncebox listening")])
+        outs.append(r.stdout.splitlines())
     return outs
 
 

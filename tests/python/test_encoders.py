@@ -3,8 +3,8 @@ line for line: integers (to 64 bits), floats, inf and nan (yaml writes a NaN's s
 as printf does), strings with escapes, empty, sparse and nested tables, cdata
 integers; JSON and msgpack decoding.
 
-Left out, known to differ: json.decode's error texts, and msgpack.decode of a bare
-nil (box.NULL there, nil here: box.NULL is not a cdata here).
+Left out, known to differ: json.decode's error texts. box.NULL has a test of its
+own (test_box_null.py).
 """
 from conftest import same_output_on_both
 
