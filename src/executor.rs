@@ -23,7 +23,7 @@ use crate::error::{code, BoxError, BoxResult};
 use crate::id_map::IdMap;
 use crate::idempotency::fingerprint::Fingerprint;
 use crate::idempotency::token::Token;
-use crate::idempotency::{self as idem, fingerprint, Mode, Record, Window};
+use crate::idempotency::{self as idem, fingerprint, Mode, NewRecord, Record, Window};
 use crate::lua::{Caller, DueFiber, FiberKind, HeaderValue, Host, LuaRuntime, Resumed, Shape, Step};
 use crate::protocol::frame::FrameError;
 use crate::protocol::header::Header;
@@ -1028,7 +1028,7 @@ impl Executor {
             return;
         }
         if let (Ok(()), Some((token, fp))) = (&result, owner) {
-            result = self.store_outcome(user, header.sync, token, fp, &mut reply);
+            result = self.store_outcome(user, token, fp, &mut reply);
         }
         let sv = self.engine.schema_version();
         let changes = self.engine.take_changes();
@@ -1108,26 +1108,17 @@ impl Executor {
     }
 
     /// Stores the outcome of a first attempt in the same commit as its changes, and marks the reply executed.
-    fn store_outcome(
-        &mut self,
-        user: u32,
-        sync: u64,
-        token: Token,
-        fp: Fingerprint,
-        reply: &mut Vec<u8>,
-    ) -> BoxResult<()> {
-        let body = reply.get(response::HEADER_SIZE..).unwrap_or(&[]).to_vec();
-        let record = Record {
+    fn store_outcome(&mut self, user: u32, token: Token, fp: Fingerprint, reply: &mut Vec<u8>) -> BoxResult<()> {
+        let record = NewRecord {
             user_id: user,
-            token: token.encoded,
+            token: &token.encoded,
             fingerprint: fp,
             created_ms: self.window.clock.now_ms(),
-            reply: body,
+            reply: reply.get(response::HEADER_SIZE..).unwrap_or(&[]),
         };
         let ticket = self.wal.is_some().then_some(self.next_ticket);
         self.window.store(&mut self.engine, &record, ticket)?;
-        reply.clear();
-        response::ok_with_status(reply, sync, self.engine.schema_version(), idem::STATUS_EXECUTED, &record.reply);
+        response::add_status(reply, idem::STATUS_EXECUTED);
         Ok(())
     }
 

@@ -256,7 +256,7 @@ impl Engine {
         &mut self,
         user: u32,
         token: &[u8],
-        tuple: Vec<u8>,
+        tuple: &[u8],
     ) -> BoxResult<(Tuple, Option<index::Prehashed>)> {
         let space_id = crate::idempotency::SPACE_ID;
         // The lookup that found no record for this token worked out its key and hash.
@@ -267,7 +267,7 @@ impl Engine {
         };
         let Some(pk) = self.sole_idempotency_pk()? else {
             let admin = self.credentials(user_id::ADMIN);
-            return Ok((self.write(&admin, space_id, &tuple, WriteMode::Replace)?, None));
+            return Ok((self.write(&admin, space_id, tuple, WriteMode::Replace)?, None));
         };
         let tuple: Tuple = tuple.into();
         let (old, hashed) = pk.put_prehashed(&key, pre, tuple.clone());

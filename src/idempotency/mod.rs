@@ -166,24 +166,66 @@ pub struct Record {
     pub reply: Vec<u8>,
 }
 
-impl Record {
+/// A record about to be stored, borrowing its token and reply (from the request
+/// and the reply just built: nothing is copied before the tuple is written).
+#[derive(Debug, Clone, Copy)]
+pub struct NewRecord<'a> {
+    /// The user the token belongs to.
+    pub user_id: u32,
+    /// The token's msgpack encoding.
+    pub token: &'a [u8],
+    /// Fingerprint of the request that owns the token.
+    pub fingerprint: fingerprint::Fingerprint,
+    /// Service time of creation, milliseconds.
+    pub created_ms: u64,
+    /// The reply body sent the first time.
+    pub reply: &'a [u8],
+}
+
+impl NewRecord<'_> {
     /// Bytes this record counts against `idempotency_max_size`.
     #[must_use]
     pub fn size(&self) -> u64 {
         (self.reply.len() + self.token.len()) as u64
     }
 
+    /// Appends the `_idempotency` tuple: `[user_id, token, fingerprint, created, reply, size]`.
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        out.reserve(64 + self.reply.len() + self.token.len());
+        write::array_len(out, 6);
+        write::uint(out, u64::from(self.user_id));
+        out.extend_from_slice(self.token);
+        write::bin(out, &self.fingerprint);
+        write::uint(out, self.created_ms);
+        write::bin(out, self.reply);
+        write::uint(out, self.size());
+    }
+}
+
+impl Record {
+    /// The record as a [`NewRecord`] borrowing from it.
+    #[must_use]
+    pub fn as_new(&self) -> NewRecord<'_> {
+        NewRecord {
+            user_id: self.user_id,
+            token: &self.token,
+            fingerprint: self.fingerprint,
+            created_ms: self.created_ms,
+            reply: &self.reply,
+        }
+    }
+
+    /// Bytes this record counts against `idempotency_max_size`.
+    #[must_use]
+    pub fn size(&self) -> u64 {
+        self.as_new().size()
+    }
+
     /// The `_idempotency` tuple: `[user_id, token, fingerprint, created, reply, size]`.
     #[must_use]
     pub fn to_tuple(&self) -> Vec<u8> {
-        let mut t = Vec::with_capacity(64 + self.reply.len() + self.token.len());
-        write::array_len(&mut t, 6);
-        write::uint(&mut t, u64::from(self.user_id));
-        t.extend_from_slice(&self.token);
-        write::bin(&mut t, &self.fingerprint);
-        write::uint(&mut t, self.created_ms);
-        write::bin(&mut t, &self.reply);
-        write::uint(&mut t, self.size());
+        let mut t = Vec::new();
+        self.as_new().encode(&mut t);
         t
     }
 
@@ -334,9 +376,9 @@ mod tests {
         let mut engine = Engine::bootstrap(&uuid::Uuid::nil()).unwrap();
         let settings = Settings { max_count: 1, ..Settings::default() };
         let mut w = Window::new(settings, 0, &engine);
-        w.store(&mut engine, &record("a", 1), Some(1)).unwrap();
-        w.store(&mut engine, &record("b", 2), Some(2)).unwrap();
-        w.store(&mut engine, &record("c", 3), Some(3)).unwrap();
+        w.store(&mut engine, &record("a", 1).as_new(), Some(1)).unwrap();
+        w.store(&mut engine, &record("b", 2).as_new(), Some(2)).unwrap();
+        w.store(&mut engine, &record("c", 3).as_new(), Some(3)).unwrap();
         // Nothing is durable: nothing goes, and every record is in flight in its group.
         assert_eq!(w.evict_step(&mut engine, 10), 0);
         assert_eq!(w.in_flight(&stored(&engine, "b").unwrap()), Some(2));
@@ -356,7 +398,7 @@ mod tests {
         let mut engine = Engine::bootstrap(&uuid::Uuid::nil()).unwrap();
         let settings = Settings { max_count: 0, ..Settings::default() };
         let mut w = Window::new(settings, 0, &engine);
-        w.store(&mut engine, &record("a", 1), None).unwrap();
+        w.store(&mut engine, &record("a", 1).as_new(), None).unwrap();
         // Replaced outside the window: the window's entry no longer is the record.
         let admin = engine.credentials(crate::engine::access::user_id::ADMIN);
         let replacement = record("a", 5).to_tuple();
@@ -380,8 +422,8 @@ mod tests {
         engine.write(&admin, index_space, &by_created, crate::engine::space::WriteMode::Insert).unwrap();
         let settings = Settings { max_count: 1, ..Settings::default() };
         let mut w = Window::new(settings, 0, &engine);
-        w.store(&mut engine, &record("a", 1), None).unwrap();
-        w.store(&mut engine, &record("b", 2), None).unwrap();
+        w.store(&mut engine, &record("a", 1).as_new(), None).unwrap();
+        w.store(&mut engine, &record("b", 2).as_new(), None).unwrap();
         assert_eq!(w.evict_step(&mut engine, 10), 1);
         assert!(stored(&engine, "a").is_none() && stored(&engine, "b").is_some());
         let space = engine.space(SPACE_ID).unwrap();
@@ -397,7 +439,7 @@ mod tests {
         let mut engine = Engine::bootstrap(&uuid::Uuid::nil()).unwrap();
         let settings = Settings { max_count: 0, ..Settings::default() };
         let mut w = Window::new(settings, 0, &engine);
-        w.store(&mut engine, &record("new", 50), Some(1)).unwrap();
+        w.store(&mut engine, &record("new", 50).as_new(), Some(1)).unwrap();
         // Written outside the window: one dated later than the in-flight record, one earlier.
         let admin = engine.credentials(crate::engine::access::user_id::ADMIN);
         for r in [record("late", 90), record("early", 10)] {
@@ -436,6 +478,8 @@ pub struct Window {
     durable: u64,
     /// Sum of [`Record::size`] over `_idempotency`.
     total_size: u64,
+    /// Where a record's tuple is encoded before it is stored (kept: no allocation per record).
+    scratch: Vec<u8>,
 }
 
 /// A record in the age queue.
@@ -473,6 +517,7 @@ impl Window {
             ages: VecDeque::new(),
             durable: 0,
             total_size: 0,
+            scratch: Vec::new(),
         };
         w.recount(engine);
         let newest = w.ages.back().and_then(|a| Head::of(&a.tuple)).map_or(0, |h| h.created_ms);
@@ -549,8 +594,10 @@ impl Window {
     }
 
     /// Stores `record` in `engine` and notes it, with the commit group it will be durable in.
-    pub fn store(&mut self, engine: &mut Engine, record: &Record, ticket: Option<u64>) -> BoxResult<()> {
-        let (tuple, hashed) = engine.put_idempotency_record(record.user_id, &record.token, record.to_tuple())?;
+    pub fn store(&mut self, engine: &mut Engine, record: &NewRecord<'_>, ticket: Option<u64>) -> BoxResult<()> {
+        self.scratch.clear();
+        record.encode(&mut self.scratch);
+        let (tuple, hashed) = engine.put_idempotency_record(record.user_id, record.token, &self.scratch)?;
         self.total_size += record.size();
         self.stats.executed += 1;
         self.ages.push_back(Aged { tuple, ticket: ticket.unwrap_or(0), hashed });

@@ -18,7 +18,7 @@ use crate::engine::tuple::Tuple;
 use crate::engine::Engine;
 use crate::error::BoxError;
 use crate::idempotency::token::Token;
-use crate::idempotency::{self as idem, fingerprint, Mode, Record, Window};
+use crate::idempotency::{self as idem, fingerprint, Mode, NewRecord, Record, Window};
 use crate::protocol::request::{Delete, Select, Update, Upsert};
 
 /// What `box.internal.op` works on: the engine and the idempotency window, lent to
@@ -364,12 +364,12 @@ fn run(lua: &Lua, cx: &mut Context, op: &str, args: &[Value]) -> Result<Value, F
         "idem_store" => {
             let token = token_arg(cx, args)?;
             let reply = bytes_of(args, 2)?;
-            let record = Record {
+            let record = NewRecord {
                 user_id: cx.creds.user_id,
-                token: token.encoded,
+                token: &token.encoded,
                 fingerprint: fingerprint::lua_api(),
                 created_ms: cx.window.clock.now_ms(),
-                reply,
+                reply: &reply,
             };
             cx.window.store(&mut cx.engine, &record, cx.ticket)?;
             Value::Nil

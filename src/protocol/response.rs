@@ -124,6 +124,28 @@ pub fn ok_with_status(out: &mut Vec<u8>, sync: u64, schema_version: u64, status:
     finish(out, start);
 }
 
+/// Adds the idempotency status to a reply that [`begin`] started at the start of
+/// `out` and [`finish`]ed: the same reply as [`ok_with_status`] writes, made by
+/// moving the body over rather than copying it out and back.
+pub fn add_status(out: &mut Vec<u8>, status: u64) {
+    if out.len() < HEADER_SIZE {
+        return;
+    }
+    let mut entry = smallvec::SmallVec::<[u8; 10]>::new();
+    entry.push(key::IDEMPOTENT_STATUS);
+    match u8::try_from(status) {
+        Ok(fixint) if fixint < 0x80 => entry.push(fixint),
+        _ => {
+            let mut wide = Vec::new();
+            write::uint(&mut wide, status);
+            entry.extend_from_slice(&wide);
+        }
+    }
+    out.splice(HEADER_SIZE..HEADER_SIZE, entry);
+    out[5] = 0x84;
+    finish(out, 0);
+}
+
 /// Appends the error stack map `{0: [entry]}` (also the MP_ERROR ext payload).
 pub fn error_stack(out: &mut Vec<u8>, err: &BoxError) {
     out.extend_from_slice(&[0x81, 0x00]);
@@ -214,6 +236,19 @@ mod tests {
         assert_eq!(out[5], 0x84);
         assert_eq!(&out[HEADER_SIZE..], &[0x0d, 0x03, 0x80]);
         assert_eq!(out.len() - 5, u32::from_be_bytes([out[1], out[2], out[3], out[4]]) as usize);
+    }
+
+    #[test]
+    fn a_status_added_afterwards_makes_the_same_reply() {
+        let body = [0x81, key::DATA, 0x91, 0x92, 0x01, 0xa1, b'x'];
+        let mut direct = Vec::new();
+        ok_with_status(&mut direct, 9, 3, 2, &body);
+        let mut later = Vec::new();
+        let start = begin(&mut later, request_type::OK, 9, 3);
+        later.extend_from_slice(&body);
+        finish(&mut later, start);
+        add_status(&mut later, 2);
+        assert_eq!(later, direct);
     }
 
     #[test]
