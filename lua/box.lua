@@ -1179,11 +1179,38 @@ end
 -- Modules
 --------------------------------------------------------------------------------
 
+-- msgpack works before box.cfg{}, as in Tarantool: it touches no engine state.
+-- array_mt and map_mt (the metatables of decoded tables) are set from Rust.
 local msgpack = {NULL = box.NULL}
-function msgpack.encode(v) return op('msgpack_encode', v) end
-function msgpack.decode(s, pos)
-    local r = op('msgpack_decode', s, pos or 1)
-    return r[1], r[2]
+function msgpack.encode(...)
+    if select('#', ...) == 0 then error('msgpack.encode: a Lua object expected', 2) end
+    -- Tarantool's second argument is an ibuf to encode into; there are none here.
+    if select(2, ...) ~= nil then error("msgpack.encode: argument 2 must be of type 'struct ibuf'", 2) end
+    local bytes, err = internal.native.msgpack_encode((...))
+    if bytes == nil then error(err, 2) end
+    return bytes
 end
+local function decoder(check_bounds)
+    local name = 'msgpack.decode'
+    return function(...)
+        local s, pos = ...
+        if type(s) ~= 'string' then error(name .. ": a Lua string or 'char *' expected", 2) end
+        if select('#', ...) == 1 then pos = 1 end
+        -- A position given, even as nil, must be a number (luaL_checkinteger's words).
+        if tonumber(pos) == nil then
+            error(string.format("bad argument #2 to '?' (number expected, got %s)", type(pos)), 2)
+        end
+        pos = tonumber(pos)
+        pos = math.floor(pos)
+        if check_bounds and #s > 0 and (pos < 1 or pos > #s) then
+            error(name .. ': offset is out of bounds', 2)
+        end
+        local v, next_pos = internal.native.msgpack_decode(s, math.max(pos, 1))
+        if next_pos == nil then error(name .. ': invalid MsgPack', 2) end
+        return v, next_pos
+    end
+end
+msgpack.decode = decoder(true)
+msgpack.decode_unchecked = decoder(false)
 package.loaded.msgpack = msgpack
 package.loaded.box = box

@@ -268,7 +268,7 @@ fn table(out: &mut Vec<u8>, t: &Table, depth: usize) -> mlua::Result<()> {
 
 /// The metatable given to decoded maps (`__serialize = 'map'`), or arrays (`'seq'`),
 /// as 2.6's msgpack decoder does: they keep their kind and print in flow style.
-fn hint_mt(lua: &Lua, array: bool) -> mlua::Result<Table> {
+pub fn hint_mt(lua: &Lua, array: bool) -> mlua::Result<Table> {
     let (key, hint) = if array { ("oncebox.seq_mt", "seq") } else { ("oncebox.map_mt", "map") };
     if let Ok(t) = lua.named_registry_value::<Table>(key) {
         return Ok(t);

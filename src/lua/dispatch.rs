@@ -348,18 +348,6 @@ fn run(lua: &Lua, cx: &mut Context, op: &str, args: &[Value]) -> Result<Value, F
             tuple_value(lua, bytes.into(), &Rc::new(Vec::new()))?
         }
         "is_tuple" => Value::Boolean(super::is_tuple(args.get(1).unwrap_or(&Value::Nil))),
-        "msgpack_encode" => Value::String(lua.create_string(bytes_of(args, 1)?)?),
-        "msgpack_decode" => {
-            let data: mlua::LuaString = arg(lua, args, 1)?;
-            let data = data.as_bytes();
-            let pos: usize = arg::<Option<usize>>(lua, args, 2)?.unwrap_or(1).max(1);
-            let mut r = crate::protocol::msgpack::Reader::new(data.get(pos - 1..).unwrap_or(&[]));
-            let v = convert::decode(lua, &mut r, 0)?;
-            let t = lua.create_table()?;
-            t.raw_set(1, v)?;
-            t.raw_set(2, pos + r.position())?;
-            Value::Table(t)
-        }
         "idem_lookup" => idem_lookup(lua, cx, args)?,
         "idem_store" => {
             let token = token_arg(cx, args)?;

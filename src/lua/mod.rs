@@ -231,7 +231,11 @@ impl LuaRuntime {
         lua.load(NET_BOX).set_name("=net_box.lua").exec().map_err(|e| lua_err(&e))?;
         let bind = || -> mlua::Result<()> {
             let internal: Table = lua.globals().get::<Table>("box")?.get("internal")?;
-            internal.set("native", native::create(&lua)?)
+            internal.set("native", native::create(&lua)?)?;
+            // Decoded arrays and maps carry these metatables; msgpack shows them.
+            let msgpack: Table = lua.globals().get::<Table>("package")?.get::<Table>("loaded")?.get("msgpack")?;
+            msgpack.set("array_mt", convert::hint_mt(&lua, true)?)?;
+            msgpack.set("map_mt", convert::hint_mt(&lua, false)?)
         };
         bind().map_err(|e| lua_err(&e))?;
         for (name, source) in MODULES {

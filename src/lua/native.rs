@@ -66,6 +66,31 @@ pub fn create(lua: &Lua) -> mlua::Result<Table> {
             Err(msg) => Ok((Value::Nil, Value::String(lua.create_string(msg)?))),
         })?,
     )?;
+    t.set(
+        "msgpack_encode",
+        // The encoding, or nil and why not (lua/box.lua raises it as msgpack.encode's error).
+        lua.create_function(|lua, v: Value| {
+            let mut out = Vec::new();
+            Ok(match convert::encode(&mut out, &v, 0) {
+                Ok(()) => (Value::String(lua.create_string(out)?), Value::Nil),
+                Err(mlua::Error::RuntimeError(why)) => (Value::Nil, Value::String(lua.create_string(why)?)),
+                Err(e) => return Err(e),
+            })
+        })?,
+    )?;
+    t.set(
+        "msgpack_decode",
+        // The value at 1-based `pos` and the position after it, or nil when the bytes
+        // there are not one whole msgpack value (lua/box.lua checks `pos` first).
+        lua.create_function(|lua, (data, pos): (LuaString, usize)| {
+            let data = data.as_bytes();
+            let mut r = crate::protocol::msgpack::Reader::new(data.get(pos.saturating_sub(1)..).unwrap_or(&[]));
+            Ok(match convert::decode(lua, &mut r, 0) {
+                Ok(v) => (v, Some(pos + r.position())),
+                Err(_) => (Value::Nil, None),
+            })
+        })?,
+    )?;
     t.set("crc32c", lua.create_function(|_, (crc, data): (u32, LuaString)| Ok(crc32c_update(crc, &data.as_bytes())))?)?;
     t.set("murmur", lua.create_function(|_, (data, seed): (LuaString, u32)| Ok(murmur3_32(&data.as_bytes(), seed)))?)?;
     t.set("guava", lua.create_function(|_, (state, buckets): (i64, i32)| Ok(guava(state, buckets)))?)?;

@@ -43,3 +43,37 @@ os.exit(0)
 def test_encoders_match_tarantool(tmp_path):
     tarantool = same_output_on_both(tmp_path, "encoders.lua", SCRIPT, 36)
     assert "nan\t--- -nan ... \t--- nan ... \t--- -nan ... " in tarantool
+
+
+# msgpack before box.cfg{} (scripts encode their settings first), its argument
+# checks and error texts, positions, decode_unchecked and the decoded tables' metatables.
+MSGPACK_SCRIPT = r"""
+local msgpack = require('msgpack')
+local function p(...)
+  local t = {...}
+  for i = 1, select('#', ...) do t[i] = tostring(t[i]) end
+  print(table.concat(t, ' | '))
+end
+local function hex(s) return (s:gsub('.', function(c) return string.format('%02x', c:byte()) end)) end
+p('encode', hex(msgpack.encode({1, {a = 2}, 'x'})))
+local v, pos = msgpack.decode(msgpack.encode({1, {a = 2}, 'x'}))
+p('decode', v[1], v[2].a, v[3], pos)
+p('second', msgpack.decode(msgpack.encode(1) .. msgpack.encode(2), 2))
+p('unchecked', msgpack.decode_unchecked(msgpack.encode(5)))
+p('hints', getmetatable(msgpack.decode('\x90')) == msgpack.array_mt, getmetatable(msgpack.decode('\x80')) == msgpack.map_mt,
+  msgpack.array_mt.__serialize, msgpack.map_mt.__serialize,
+  msgpack.encode(setmetatable({}, msgpack.map_mt)) == '\x80', msgpack.encode(setmetatable({}, msgpack.array_mt)) == '\x90')
+for _, args in ipairs({{'\x92\x01'}, {'\x92\x01', nil, n = 2}, {1}, {msgpack.encode(1), 5}, {'abc', 0}, {'\x01\x02', 3}, {''}, {'\x91', 1}}) do
+  p('bad decode', pcall(msgpack.decode, unpack(args, 1, args.n or #args)))
+end
+p('bad encode', pcall(msgpack.encode, print))
+p('no argument', pcall(msgpack.encode))
+p('ibuf argument', pcall(msgpack.encode, 1, 2))
+box.cfg{work_dir = os.getenv('WORK'), log_level = 1}
+p('after cfg', hex(msgpack.encode({1, 2})), msgpack.decode('\x93\x01\x02\x03')[3])
+os.exit(0)
+"""
+
+
+def test_msgpack_works_before_box_cfg_as_in_tarantool(tmp_path):
+    same_output_on_both(tmp_path, "msgpack.lua", MSGPACK_SCRIPT, 17)
