@@ -59,7 +59,9 @@ local codes = {
     PRIV_GRANTED = 89, ROLE_GRANTED = 90, PRIV_NOT_GRANTED = 91, ROLE_NOT_GRANTED = 92,
     NO_SUCH_INDEX_NAME = 148, NO_SUCH_FIELD_NAME = 201, TIMEOUT = 78, NO_TRANSACTION = 114,
     ACTIVE_TRANSACTION = 79, WRONG_SCHEMA_VERSION = 109, UPDATE_FIELD = 29, TRANSACTION_YIELD = 154,
-    FUNCTION_TX_ACTIVE = 30,
+    FUNCTION_TX_ACTIVE = 30, MODIFY_INDEX = 14, CREATE_SEQUENCE = 142, ALTER_SEQUENCE = 143,
+    DROP_SEQUENCE = 144, NO_SUCH_SEQUENCE = 145, SEQUENCE_EXISTS = 146, SEQUENCE_OVERFLOW = 147,
+    SEQUENCE_NOT_STARTED = 212,
 }
 
 local function make_error(code, message, etype, extra)
@@ -379,6 +381,11 @@ function space_methods:truncate()
     T:update({self.id}, {{'+', 2, 1}})
 end
 function space_methods:drop()
+    local link = box.space._space_sequence:get{self.id}
+    if link ~= nil then
+        box.space._space_sequence:delete{self.id}
+        if link[3] then box.schema.sequence.drop(link[2]) end
+    end
     local ids = {}
     for iid in pairs(self.index) do if type(iid) == 'number' then ids[#ids + 1] = iid end end
     table.sort(ids, function(a, b) return a > b end)
@@ -407,6 +414,9 @@ fill_space = function(s, info)
     for iid, ix in pairs(info.index) do
         local index = setmetatable({id = iid, name = ix.name, type = ix.type, unique = ix.unique,
                                     space_id = info.id, parts = ix.parts}, index_methods)
+        if iid == 0 and info.sequence_id ~= nil then
+            index.sequence_id, index.sequence_fieldno = info.sequence_id, info.sequence_field + 1
+        end
         s.index[iid] = index
         s.index[ix.name] = index
     end
@@ -566,7 +576,9 @@ function internal.create_index(space, name, opts)
     local unique = opts.unique
     if unique == nil then unique = true end
     local itype = opts.type or 'tree'
+    local sequence = internal.index_sequence(space, name, iid, parts, opts.sequence)
     box.space._index:insert{space.id, iid, name, itype, map{unique = unique}, parts}
+    if sequence ~= nil then internal.link_sequence(space, sequence) end
     return box.space[space.id].index[name]
 end
 
@@ -788,6 +800,176 @@ function box.schema.func.drop(name, opts)
         box.space._priv:delete{p[2], p[3], p[4]}
     end
     box.space._func:delete{f[1]}
+end
+
+-- Sequences: definitions in _sequence, values in _sequence_data. next() is the
+-- engine's (src/engine/sequence.rs), which also fills the key of a space linked to
+-- a sequence in _space_sequence (create_index{sequence = ...}).
+
+box.schema.sequence = {}
+local INT64_MAX = 9223372036854775807LL
+local INT64_MIN = -9223372036854775807LL - 1
+local sequence_fields = {id = 1, uid = 2, name = 3, step = 4, min = 5, max = 6, start = 7, cache = 8, cycle = 9}
+local sequence_options = {step = 'number', min = 'number', max = 'number', start = 'number', cache = 'number',
+                          cycle = 'boolean', if_not_exists = 'boolean', name = 'string'}
+local sequence_methods = {}
+local sequence_objects = setmetatable({}, {__mode = 'v'})
+
+local function sequence_row(id_or_name)
+    if type(id_or_name) == 'number' then return box.space._sequence:get{id_or_name} end
+    return box.space._sequence.index.name:get{id_or_name}
+end
+
+-- A sequence object reads its definition afresh, so it follows alter().
+local sequence_mt = {
+    __index = function(self, k)
+        if sequence_methods[k] ~= nil then return sequence_methods[k] end
+        local f = sequence_fields[k]
+        if f == nil then return nil end
+        local row = box.space._sequence:get{rawget(self, 'id')}
+        local v = row and row[f]
+        -- 2.6 gives the definition's large integers as int64 cdata (9223372036854775807LL).
+        if type(v) == 'cdata' then v = require('ffi').cast('int64_t', v) end
+        return v
+    end,
+    __serialize = function(self)
+        local row = box.space._sequence:get{rawget(self, 'id')}
+        local out = {}
+        if row ~= nil then for k, f in pairs(sequence_fields) do out[k] = row[f] end end
+        return out
+    end,
+}
+
+local function sequence_object(id)
+    local s = sequence_objects[id]
+    if s == nil then
+        s = setmetatable({id = id}, sequence_mt)
+        sequence_objects[id] = s
+    end
+    return s
+end
+
+box.sequence = setmetatable({}, {
+    __index = function(_, k)
+        local row = sequence_row(k)
+        return row and sequence_object(row[1])
+    end,
+    __serialize = 'map',
+})
+
+local function check_sequence_options(opts)
+    for k, v in pairs(opts) do
+        local want = sequence_options[k]
+        if want == nil then raise(1, "Illegal parameters, unexpected option '%s'", k) end
+        local got = type(v)
+        if got == 'cdata' and want == 'number' and tonumber(v) ~= nil then got = 'number' end
+        if got ~= want then raise(1, "Illegal parameters, options parameter '%s' should be of type %s", k, want) end
+    end
+end
+
+-- The definition's values with `opts` applied, or the reason they do not hold.
+local function sequence_definition(opts, row)
+    local d = {}
+    for k, f in pairs(sequence_fields) do d[k] = row and row[f] end
+    local step = opts.step or d.step or 1
+    if step == 0 then return nil, 'step option must be non-zero' end
+    local ascending = step > 0
+    d.step = step
+    d.min = opts.min or d.min or (ascending and 1 or INT64_MIN)
+    d.max = opts.max or d.max or (ascending and INT64_MAX or -1)
+    d.start = opts.start or (row == nil and (ascending and d.min or d.max)) or d.start
+    d.cache = opts.cache or d.cache or 0
+    if opts.cycle ~= nil then d.cycle = opts.cycle elseif d.cycle == nil then d.cycle = false end
+    if d.min > d.max then return nil, 'max must be greater than or equal to min' end
+    if d.start < d.min or d.start > d.max then return nil, 'start must be between min and max' end
+    return d
+end
+
+function box.schema.sequence.create(name, opts)
+    opts = opts or {}
+    if type(name) ~= 'string' then raise(1, 'Illegal parameters, name should be a string') end
+    check_sequence_options(opts)
+    local existing = sequence_row(name)
+    if existing ~= nil then
+        if opts.if_not_exists then return sequence_object(existing[1]), 'not created' end
+        raise(146, "Sequence '%s' already exists", name)
+    end
+    local d, why = sequence_definition(opts)
+    if d == nil then raise(142, "Failed to create sequence '%s': %s", name, why) end
+    local last = box.space._sequence.index[0]:max()
+    local id = last and last[1] + 1 or 1
+    box.space._sequence:insert{id, session_uid(), name, d.step, d.min, d.max, d.start, d.cache, d.cycle}
+    return sequence_object(id)
+end
+
+function box.schema.sequence.alter(name, opts)
+    opts = opts or {}
+    check_sequence_options(opts)
+    local row = sequence_row(name)
+    if row == nil then raise(145, "Sequence '%s' does not exist", name) end
+    local d, why = sequence_definition(opts, row)
+    if d == nil then raise(143, "Can't modify sequence '%s': %s", row[3], why) end
+    box.space._sequence:replace{row[1], row[2], opts.name or row[3], d.step, d.min, d.max, d.start, d.cache, d.cycle}
+end
+
+function box.schema.sequence.drop(name, opts)
+    local row = sequence_row(name)
+    if row == nil then
+        if opts and opts.if_exists then return end
+        raise(145, "Sequence '%s' does not exist", name)
+    end
+    for _, link in box.space._space_sequence:pairs() do
+        if link[2] == row[1] then raise(144, "Can't drop sequence '%s': the sequence is in use", row[3]) end
+    end
+    for _, p in ipairs(box.space._priv.index.object:select{'sequence', row[1]}) do
+        box.space._priv:delete{p[2], p[3], p[4]}
+    end
+    box.space._sequence_data:delete{row[1]}
+    box.space._sequence:delete{row[1]}
+end
+
+function sequence_methods:next() return op('sequence_next', self.id) end
+function sequence_methods:current()
+    local data = box.space._sequence_data:get{self.id}
+    if data == nil then raise(212, "Sequence '%s' is not started", self.name) end
+    return require('ffi').cast('int64_t', data[2])
+end
+function sequence_methods:set(value)
+    if tonumber(value) == nil then error('expected int64_t as 2 argument', 2) end
+    box.space._sequence_data:replace{self.id, value}
+end
+function sequence_methods:reset() box.space._sequence_data:delete{self.id} end
+function sequence_methods:alter(opts) box.schema.sequence.alter(self.id, opts) end
+function sequence_methods:drop() box.schema.sequence.drop(self.id) end
+
+-- create_index's `sequence` option: the sequence (made for the space when `true`)
+-- and the key field it fills, checked before the index is made.
+function internal.index_sequence(space, name, iid, parts, seq)
+    if seq == nil or seq == false then return nil end
+    local function refuse(why) raise(14, "Can't create or modify index '%s' in space '%s': %s", name, space.name, why) end
+    if iid ~= 0 then refuse('sequence cannot be used with a secondary key') end
+    local field
+    if type(seq) == 'table' then seq, field = seq.id, seq.field end
+    if field == nil then
+        field = parts[1][1] or parts[1].field
+    else
+        if type(field) == 'string' then field = space_fieldno(space, field) or field end
+        if type(field) == 'number' then field = field - 1 end
+    end
+    local part
+    for _, p in ipairs(parts) do if (p[1] or p.field) == field then part = p end end
+    if part == nil then refuse('sequence field must be a part of the index') end
+    local ptype = part[2] or part.type
+    if ptype ~= 'unsigned' and ptype ~= 'integer' then refuse('sequence cannot be used with a non-integer key') end
+    if seq ~= true and sequence_row(seq) == nil then raise(145, "Sequence '%s' does not exist", tostring(seq)) end
+    return {sequence = seq, field = field}
+end
+
+function internal.link_sequence(space, link)
+    local generated = link.sequence == true
+    local row = generated and box.space._sequence:get{box.schema.sequence.create(space.name .. '_seq').id}
+        or sequence_row(link.sequence)
+    box.space._space_sequence:insert{space.id, row[1], generated, link.field, ''}
 end
 
 --------------------------------------------------------------------------------

@@ -72,6 +72,9 @@ pub mod code {
     pub const VIEW_IS_RO: u32 = 113;
     pub const NO_SUCH_INDEX_NAME: u32 = 148;
     pub const WRONG_SPACE_FORMAT: u32 = 141;
+    pub const DROP_SEQUENCE: u32 = 144;
+    pub const NO_SUCH_SEQUENCE: u32 = 145;
+    pub const SEQUENCE_OVERFLOW: u32 = 147;
     pub const NO_SUCH_COLLATION: u32 = 166;
     pub const NULLABLE_PRIMARY: u32 = 152;
     pub const NO_SUCH_FIELD_NAME: u32 = 201;

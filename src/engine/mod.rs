@@ -7,6 +7,7 @@
 pub mod access;
 pub mod catalog;
 pub mod index;
+pub mod sequence;
 pub mod space;
 pub mod tuple;
 pub mod update;
@@ -183,12 +184,20 @@ impl Engine {
     /// The row was checked when it was first written, so only its keys are
     /// computed here.
     pub fn load_row(&mut self, space_id: u32, tuple: &[u8]) -> BoxResult<()> {
-        self.space_mut(space_id)?.load(tuple.into())
+        self.space_mut(space_id)?.load(tuple.into())?;
+        if space_id == space_id::SPACE_SEQUENCE {
+            self.relink_sequences();
+        }
+        Ok(())
     }
 
     /// Adds a space's stored tuples in one build of each index (recovery).
     pub fn load_rows(&mut self, space_id: u32, tuples: Vec<Tuple>) -> BoxResult<()> {
-        self.space_mut(space_id)?.load_all(tuples)
+        self.space_mut(space_id)?.load_all(tuples)?;
+        if space_id == space_id::SPACE_SEQUENCE {
+            self.relink_sequences();
+        }
+        Ok(())
     }
 
     /// Sets a user's password, as `box.schema.user.passwd` does (a `_user` replace).
@@ -737,6 +746,16 @@ impl Engine {
         if space.def.engine == EngineKind::Blackhole {
             return Ok(tuple.into());
         }
+        // A space with a sequence gets its field filled (and the sequence moved) first.
+        let filled;
+        let (space, tuple) = match space.sequence {
+            None => (space, tuple),
+            Some(link) => {
+                filled = self.apply_sequence(link, tuple)?;
+                self.act_as(creds);
+                (self.space(space_id)?, filled.as_deref().unwrap_or(tuple))
+            }
+        };
         let tuple: Tuple = tuple.into();
         let fields = space.validate(&tuple)?;
         let space = self.space_mut(space_id)?;
@@ -959,7 +978,12 @@ impl Engine {
                 // Functions are not schema in 2.6's sense: no version bump.
                 return Ok(());
             }
-            space_id::SEQUENCE | space_id::SPACE_SEQUENCE => {}
+            space_id::SEQUENCE => {
+                if let (Some(old), None) = (old, new) {
+                    self.check_sequence_drop(old)?;
+                }
+            }
+            space_id::SPACE_SEQUENCE => self.relink_sequences(),
             _ => return Ok(()),
         }
         self.schema_version += 1;

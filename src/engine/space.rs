@@ -74,13 +74,15 @@ pub struct Space {
     pub def: SpaceDef,
     /// Indexes by id; id 0 is the primary key.
     pub indexes: BTreeMap<u32, Index>,
+    /// The sequence that fills a primary key field on INSERT and REPLACE (`_space_sequence`).
+    pub sequence: Option<super::sequence::SequenceLink>,
 }
 
 impl Space {
     /// A space with no indexes.
     #[must_use]
     pub fn new(def: SpaceDef) -> Self {
-        Self { def, indexes: BTreeMap::new() }
+        Self { def, indexes: BTreeMap::new(), sequence: None }
     }
 
     /// A temporary space with no name, format or indexes: where operations on a
@@ -279,7 +281,7 @@ impl Space {
         mode: WriteMode,
         expected_old: Option<&Tuple>,
     ) -> BoxResult<(Option<Tuple>, Key)> {
-        let Self { def, indexes } = self;
+        let Self { def, indexes, .. } = self;
         let mut ixs = indexes.values_mut();
         let Some(pk) = ixs.next().filter(|ix| ix.def.id == 0) else {
             return Err(no_primary(def));

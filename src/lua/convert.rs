@@ -311,6 +311,17 @@ fn big_integer(lua: &Lua, negative: bool, bits: u64) -> mlua::Result<Value> {
     make.call((negative, bits >> 32, bits & 0xffff_ffff))
 }
 
+/// A 64-bit signed integer as 2.6 gives one from C (`luaL_pushint64`): a number
+/// within ±2^53, an `int64_t` cdata beyond.
+pub fn int64(lua: &Lua, v: i64) -> mlua::Result<Value> {
+    const EXACT: i64 = 1 << 53;
+    #[allow(clippy::cast_precision_loss, reason = "within ±2^53 a double is exact")]
+    if (-EXACT..=EXACT).contains(&v) {
+        return Ok(Value::Number(v as f64));
+    }
+    big_integer(lua, true, v.cast_unsigned())
+}
+
 /// Decodes one msgpack value into Lua (nil is `box.NULL`).
 pub fn decode(lua: &Lua, r: &mut Reader<'_>, depth: usize) -> mlua::Result<Value> {
     let bad = |_| mlua::Error::runtime("invalid msgpack");

@@ -307,6 +307,10 @@ fn run(lua: &Lua, cx: &mut Context, op: &str, args: &[Value]) -> Result<Value, F
             let t = engine.write(&creds, space_id, &tuple, mode)?;
             tuple_value(lua, t, &names(engine.space(space_id)?))?
         }
+        "sequence_next" => {
+            let value = engine.sequence_next(u32_arg(1)?)?;
+            convert::int64(lua, value)?
+        }
         "update" => {
             let (key, ops) = (key_of(args, 3)?, bytes_of(args, 4)?);
             let req = Update { space_id: u32_arg(1)?, index_id: u32_arg(2)?, key: &key, ops: &ops, index_base: 1 };
@@ -522,6 +526,10 @@ fn space_info(lua: &Lua, engine: &Engine, which: Option<&Value>) -> mlua::Result
     t.set("owner", space.def.owner)?;
     t.set("field_count", space.def.field_count)?;
     t.set("temporary", space.def.temporary)?;
+    if let Some(link) = space.sequence {
+        t.set("sequence_id", link.sequence_id)?;
+        t.set("sequence_field", link.field)?;
+    }
     let format = lua.create_table()?;
     for (i, f) in space.def.format.iter().enumerate() {
         let ft = lua.create_table()?;

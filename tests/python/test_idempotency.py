@@ -20,7 +20,7 @@ import msgpack
 import pytest
 
 from conftest import ADMIN_PASSWORD, ONCEBOX, start_oncebox, wait_port
-from iproto_raw import DELETE, INSERT, PING, REPLACE, SELECT, UPDATE, UPSERT, Raw, packet
+from iproto_raw import DELETE, EVAL, INSERT, PING, REPLACE, SELECT, UPDATE, UPSERT, Raw, packet
 
 TOKEN, STATUS = 0x0C, 0x0D
 SPACE = 600
@@ -90,6 +90,21 @@ def test_replay_returns_the_first_reply_byte_for_byte(ob):
     d = admin(ob)
     assert incr(d, 1, "t-1")[0][STATUS] == REPLAYED
     assert counter(d, 1) == 1
+
+
+def test_a_retried_insert_keeps_the_key_its_sequence_gave_it(ob):
+    """The sequence's step is part of the tokened write: a retry replays the first
+    key and does not draw another."""
+    c = admin(ob)
+    made = "box.schema.space.create('gen'):create_index('pk', {sequence = true}) return box.space.gen.id"
+    h, b, _ = c.request(EVAL, {0x27: made, 0x21: []})
+    assert h[0] == 0, b
+    gen = b[0x30][0]
+    first = c.request(INSERT, {0x10: gen, 0x21: [None, "x"]}, _12="seq-1")
+    again = c.request(INSERT, {0x10: gen, 0x21: [None, "x"]}, _12="seq-1")
+    assert first[0][STATUS] == EXECUTED and again[0][STATUS] == REPLAYED
+    assert first[1][0x30] == again[1][0x30] == [[1, "x"]]
+    assert c.request(INSERT, {0x10: gen, 0x21: [None, "y"]})[1][0x30] == [[2, "y"]]
 
 
 def test_plain_requests_get_no_new_header_keys(ob):

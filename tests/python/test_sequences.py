@@ -1,0 +1,108 @@
+"""Sequences compared with Tarantool 2.6 line for line: box.schema.sequence
+create/alter/drop with their options, defaults and errors; next, current, set, reset;
+wrapping and overflow both ways; create_index{sequence = true | name} filling the key on
+INSERT and REPLACE from Lua and over IPROTO (net.box), explicit keys moving the
+sequence on; the generated sequence dropped with its space; and, after a restart,
+sequences and links that carry on where they were.
+"""
+import os
+import subprocess
+
+from conftest import ONCEBOX, same_output_on_both
+
+SCRIPT = r"""
+box.cfg{work_dir = os.getenv('WORK'), log_level = 1, listen = os.getenv('LISTEN')}
+local function p(...)
+  local t = {...}
+  for i = 1, select('#', ...) do t[i] = tostring(t[i]) end
+  print(table.concat(t, ' | '))
+end
+local s = box.schema.sequence.create('s1')
+p('create', s.name, s.id, s.step, s.min, s.max, s.start, s.cycle, s.cache, s.uid)
+p('next', s:next(), s:next(), box.sequence.s1:next())
+p('current', pcall(s.current, s))
+p('set', s:set(100), s:next(), s:current())
+p('reset', s:reset(), s:next())
+p('not started', pcall(function() s:reset() return s:current() end))
+p('exists', pcall(box.schema.sequence.create, 's1'))
+p('if_not_exists', box.schema.sequence.create('s1', {if_not_exists = true}).id)
+local c = box.schema.sequence.create('c', {start = 5, min = 1, max = 7, step = 2, cycle = true})
+p('cycle', c:next(), c:next(), c:next(), c:next())
+local o = box.schema.sequence.create('o', {max = 2})
+p('overflow', o:next(), o:next(), pcall(o.next, o))
+local d = box.schema.sequence.create('d', {step = -1, min = -2, max = 0, start = 0})
+p('down', d:next(), d:next(), d:next(), pcall(d.next, d))
+p('bad opts', pcall(box.schema.sequence.create, 'b', {start = 10, max = 5}))
+p('bad step', pcall(box.schema.sequence.create, 'b', {step = 0}))
+p('bad opt', pcall(box.schema.sequence.create, 'b', {bogus = 1}))
+s:alter({step = 10})
+p('alter', s.step, s:next(), s:next())
+s:alter({name = 's2'})
+p('rename', box.sequence.s1, box.sequence.s2.name)
+p('_sequence', box.space._sequence:get(box.sequence.s2.id))
+p('_sequence_data', box.space._sequence_data:get(box.sequence.s2.id))
+box.sequence.s2:drop()
+p('dropped', box.sequence.s2, box.space._sequence:get(1), box.space._sequence_data:get(1))
+p('no such', pcall(box.schema.sequence.drop, 'zzz'))
+-- sequences on indexes
+local t = box.schema.space.create('t')
+t:create_index('pk', {sequence = true})
+p('auto', t:insert{box.NULL, 'a'}, t:insert{nil, 'b'}, t:insert{10, 'c'}, t:insert{box.NULL, 'd'})
+p('replace', t:replace{box.NULL, 'e'}, t:replace{5, 'f'}, t:insert{box.NULL, 'g'})
+p('seq name', box.sequence.t_seq ~= nil, box.sequence.t_seq:current())
+p('_space_sequence', box.space._space_sequence:get(t.id))
+p('index.sequence', t.index.pk.sequence_id == box.sequence.t_seq.id, t.index.pk.sequence_fieldno)
+local u = box.schema.space.create('u')
+local us = box.schema.sequence.create('us')
+u:create_index('pk', {sequence = 'us'})
+p('named', u:insert{box.NULL}, u:insert{box.NULL}, us:current())
+p('drop seq in use', pcall(us.drop, us))
+p('str pk', pcall(function() local v = box.schema.space.create('v') v:create_index('pk', {parts = {1, 'string'}, sequence = true}) end))
+t:drop()
+p('space drop drops generated', box.sequence.t_seq)
+box.schema.user.grant('guest', 'super')
+local w = box.schema.space.create('w')
+w:create_index('pk', {sequence = true})
+local conn = require('net.box').connect(box.info.listen)
+p('iproto', conn.space.w:insert{box.NULL, 'x'}, conn.space.w:insert{box.NULL, 'y'}, conn.space.w:replace{box.NULL, 'z'})
+conn:close()
+os.exit(0)
+"""
+
+BEFORE_RESTART = r"""
+box.cfg{work_dir = os.getenv('WORK'), log_level = 1}
+local t = box.schema.space.create('t')
+t:create_index('pk', {sequence = true})
+local s = box.schema.sequence.create('counter', {start = 100, step = 10})
+print(t:insert{box.NULL, 'a'}, t:insert{box.NULL, 'b'}, s:next(), s:next())
+os.exit(0)
+"""
+
+AFTER_RESTART = r"""
+box.cfg{work_dir = os.getenv('WORK'), log_level = 1}
+print(box.space.t:insert{box.NULL, 'c'}, box.sequence.t_seq:current(), box.sequence.counter:next(),
+      box.space.t.index.pk.sequence_fieldno)
+os.exit(0)
+"""
+
+
+def test_sequences_behave_as_in_tarantool(tmp_path):
+    same_output_on_both(tmp_path, "sequences.lua", SCRIPT, 30)
+
+
+def test_sequences_and_their_links_survive_a_restart(tmp_path):
+    outs = []
+    for binary in ("tarantool", ONCEBOX):
+        work = tmp_path / os.path.basename(binary)
+        work.mkdir()
+        env = dict(os.environ, WORK=str(work))
+        lines = []
+        for name, source in (("before.lua", BEFORE_RESTART), ("after.lua", AFTER_RESTART)):
+            script = tmp_path / name
+            script.write_text(source)
+            r = subprocess.run([binary, str(script)], env=env, capture_output=True, text=True, timeout=60, cwd=work)
+            assert r.returncode == 0, (binary, r.stdout, r.stderr)
+            lines += r.stdout.splitlines()
+        outs.append(lines)
+    assert outs[0] == outs[1]
+    assert outs[0] == ["[1, 'a']\t[2, 'b']\t100\t110", "[3, 'c']\t3LL\t120\t1"]
