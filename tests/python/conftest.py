@@ -153,6 +153,16 @@ def run_script_on_both(tmp_path, name, source):
     return outs
 
 
+# A Lua helper for differential scripts: `p(...)` prints its arguments, nils
+# included, as strings joined by " | ".
+LUA_PRINT_ROW = """local function p(...)
+  local t = {...}
+  for i = 1, select('#', ...) do t[i] = tostring(t[i]) end
+  print(table.concat(t, ' | '))
+end
+"""
+
+
 def same_output_on_both(tmp_path, name, source, lines):
     """Runs a Lua script on both (`run_script_on_both`) and checks that it printed
     `lines` lines, equal line for line; returns Tarantool's lines."""

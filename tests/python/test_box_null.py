@@ -4,16 +4,12 @@ decode nil to it wherever it stands (top level, arrays, map values, CALL and EVA
 arguments, net.box results); a tuple's nil field is box.NULL by number, plain nil by
 name or JSON path; and every encoder writes it as nil/null.
 """
-from conftest import same_output_on_both
+from conftest import LUA_PRINT_ROW, same_output_on_both
 
 SCRIPT = r"""
 box.cfg{work_dir = os.getenv('WORK'), log_level = 1, listen = os.getenv('LISTEN')}
 local msgpack, json, yaml = require('msgpack'), require('json'), require('yaml')
-local function p(...)
-  local t = {...}
-  for i = 1, select('#', ...) do t[i] = tostring(t[i]) end
-  print(table.concat(t, ' | '))
-end
+""" + LUA_PRINT_ROW + r"""
 p('null', type(box.NULL), box.NULL == nil, tostring(box.NULL), box.NULL and 'truthy' or 'falsy')
 p('aliases', type(json.NULL), type(yaml.NULL), type(msgpack.NULL), json.NULL == nil)
 p('compare', box.NULL == {}, box.NULL == 'abc', box.NULL == 0, box.NULL == false, #{box.NULL, box.NULL})

@@ -6,7 +6,7 @@ integers; JSON and msgpack decoding.
 Left out, known to differ: json.decode's error texts. box.NULL has a test of its
 own (test_box_null.py).
 """
-from conftest import same_output_on_both
+from conftest import LUA_PRINT_ROW, same_output_on_both
 
 SCRIPT = r"""
 box.cfg{work_dir = os.getenv('WORK'), log_level = 1}
@@ -49,11 +49,7 @@ def test_encoders_match_tarantool(tmp_path):
 # checks and error texts, positions, decode_unchecked and the decoded tables' metatables.
 MSGPACK_SCRIPT = r"""
 local msgpack = require('msgpack')
-local function p(...)
-  local t = {...}
-  for i = 1, select('#', ...) do t[i] = tostring(t[i]) end
-  print(table.concat(t, ' | '))
-end
+""" + LUA_PRINT_ROW + r"""
 local function hex(s) return (s:gsub('.', function(c) return string.format('%02x', c:byte()) end)) end
 p('encode', hex(msgpack.encode({1, {a = 2}, 'x'})))
 local v, pos = msgpack.decode(msgpack.encode({1, {a = 2}, 'x'}))

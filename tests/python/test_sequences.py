@@ -8,15 +8,11 @@ sequences and links that carry on where they were.
 import os
 import subprocess
 
-from conftest import ONCEBOX, same_output_on_both
+from conftest import LUA_PRINT_ROW, ONCEBOX, same_output_on_both
 
 SCRIPT = r"""
 box.cfg{work_dir = os.getenv('WORK'), log_level = 1, listen = os.getenv('LISTEN')}
-local function p(...)
-  local t = {...}
-  for i = 1, select('#', ...) do t[i] = tostring(t[i]) end
-  print(table.concat(t, ' | '))
-end
+""" + LUA_PRINT_ROW + r"""
 local s = box.schema.sequence.create('s1')
 p('create', s.name, s.id, s.step, s.min, s.max, s.start, s.cycle, s.cache, s.uid)
 p('next', s:next(), s:next(), box.sequence.s1:next())
