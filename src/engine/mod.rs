@@ -778,7 +778,8 @@ impl Engine {
         let old_fields = split(&old)?;
         let assembled = update::apply(&ops, &old_fields, space)?;
         let new = assembled.tuple.clone();
-        let fields = space.validate_split(&new, assembled.fields())?;
+        let fields = assembled.fields();
+        space.validate_split(&new, &fields)?;
         let space = self.space_mut(req.space_id)?;
         let (replaced, key) = space.write_keyed(new.clone(), &fields, WriteMode::Replace, Some(&old))?;
         drop(fields);
@@ -809,7 +810,8 @@ impl Engine {
         let assembled = update::apply_skipping_failures(&ops, &old_fields, space);
         drop(old_fields);
         let new = assembled.tuple.clone();
-        let fields = space.validate_split(&new, assembled.fields())?;
+        let fields = assembled.fields();
+        space.validate_split(&new, &fields)?;
         let space = self.space_mut(req.space_id)?;
         let written = space.write_keyed(new.clone(), &fields, WriteMode::Replace, Some(&old));
         drop(fields);
