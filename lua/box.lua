@@ -918,14 +918,12 @@ function box.schema.sequence.drop(name, opts)
         if opts and opts.if_exists then return end
         raise(145, "Sequence '%s' does not exist", name)
     end
-    for _, link in box.space._space_sequence:pairs() do
-        if link[2] == row[1] then raise(144, "Can't drop sequence '%s': the sequence is in use", row[3]) end
-    end
+    -- The definition first: the engine refuses it while a space uses the sequence.
+    box.space._sequence:delete{row[1]}
+    box.space._sequence_data:delete{row[1]}
     for _, p in ipairs(box.space._priv.index.object:select{'sequence', row[1]}) do
         box.space._priv:delete{p[2], p[3], p[4]}
     end
-    box.space._sequence_data:delete{row[1]}
-    box.space._sequence:delete{row[1]}
 end
 
 function sequence_methods:next() return op('sequence_next', self.id) end

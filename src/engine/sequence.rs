@@ -26,6 +26,8 @@ pub struct SequenceLink {
 /// A `_sequence` row: `[id, owner, name, step, min, max, start, cache, cycle]`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SequenceDef {
+    /// Its id.
+    pub id: u32,
     /// Its name.
     pub name: String,
     /// The distance between two values (never 0).
@@ -55,7 +57,7 @@ impl SequenceDef {
         if r.read_array_len().ok()? < 9 {
             return None;
         }
-        r.skip().ok()?;
+        let id = u32::try_from(r.read_uint().ok()?).ok()?;
         r.skip().ok()?;
         let name = String::from_utf8_lossy(r.read_str().ok()?).into_owned();
         let step = read_i64(&mut r)?;
@@ -64,7 +66,7 @@ impl SequenceDef {
         let start = read_i64(&mut r)?;
         r.skip().ok()?;
         let cycle = r.read_bool().ok()?;
-        Some(Self { name, step, min, max, start, cycle })
+        Some(Self { id, name, step, min, max, start, cycle })
     }
 
     /// The value after `current` (`None`: not started), or `None` on overflow.
@@ -158,26 +160,19 @@ impl Engine {
     pub(super) fn apply_sequence(&mut self, link: SequenceLink, tuple: &[u8]) -> BoxResult<Option<Vec<u8>>> {
         let fields = split(tuple)?;
         let at = link.field as usize;
-        match fields.get(at) {
-            Some(raw) if *raw == [0xc0] => {
-                let value = self.sequence_next(link.sequence_id)?;
-                Ok(Some(with_field(&fields, at, value)))
-            }
-            None if at == fields.len() => {
-                let value = self.sequence_next(link.sequence_id)?;
-                Ok(Some(with_field(&fields, at, value)))
-            }
-            Some(raw) => {
-                if let Some(value) = read_i64(&mut Reader::new(raw)) {
-                    let def = self.sequence_def(link.sequence_id)?;
-                    if let Some(moved) = def.observe(self.sequence_value(link.sequence_id), value) {
-                        self.set_sequence_value(link.sequence_id, moved)?;
-                    }
-                }
-                Ok(None)
-            }
-            None => Ok(None),
+        // Nil, or the field just past the last: the sequence gives the value.
+        let missing = fields.get(at).map_or(at == fields.len(), |raw| *raw == [0xc0]);
+        if missing {
+            let value = self.sequence_next(link.sequence_id)?;
+            return Ok(Some(with_field(&fields, at, value)));
         }
+        if let Some(value) = fields.get(at).and_then(|raw| read_i64(&mut Reader::new(raw))) {
+            let def = self.sequence_def(link.sequence_id)?;
+            if let Some(moved) = def.observe(self.sequence_value(link.sequence_id), value) {
+                self.set_sequence_value(link.sequence_id, moved)?;
+            }
+        }
+        Ok(None)
     }
 
     /// Sets every space's sequence link from `_space_sequence` (after it changes, and at load).
@@ -201,9 +196,7 @@ impl Engine {
     /// Refuses to drop a sequence a space still uses.
     pub(super) fn check_sequence_drop(&self, old: &Tuple) -> BoxResult<()> {
         let Some(def) = SequenceDef::parse(old) else { return Ok(()) };
-        let mut r = Reader::new(old);
-        let id = r.read_array_len().ok().and_then(|_| r.read_uint().ok()).unwrap_or(0);
-        if self.spaces.values().any(|s| s.sequence.is_some_and(|l| u64::from(l.sequence_id) == id)) {
+        if self.spaces.values().any(|s| s.sequence.is_some_and(|l| l.sequence_id == def.id)) {
             return Err(BoxError::new(
                 code::DROP_SEQUENCE,
                 format!("Can't drop sequence '{}': the sequence is in use", def.name),
@@ -233,7 +226,7 @@ mod tests {
     use super::*;
 
     fn def(step: i64, min: i64, max: i64, start: i64, cycle: bool) -> SequenceDef {
-        SequenceDef { name: "s".into(), step, min, max, start, cycle }
+        SequenceDef { id: 1, name: "s".into(), step, min, max, start, cycle }
     }
 
     #[test]

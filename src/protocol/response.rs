@@ -131,17 +131,12 @@ pub fn add_status(out: &mut Vec<u8>, status: u64) {
     if out.len() < HEADER_SIZE {
         return;
     }
-    let mut entry = smallvec::SmallVec::<[u8; 10]>::new();
-    entry.push(key::IDEMPOTENT_STATUS);
-    match u8::try_from(status) {
-        Ok(fixint) if fixint < 0x80 => entry.push(fixint),
-        _ => {
-            let mut wide = Vec::new();
-            write::uint(&mut wide, status);
-            entry.extend_from_slice(&wide);
-        }
-    }
-    out.splice(HEADER_SIZE..HEADER_SIZE, entry);
+    // Appended after the body, then turned round to stand before it.
+    let body_end = out.len();
+    out.push(key::IDEMPOTENT_STATUS);
+    write::uint(out, status);
+    let entry_len = out.len() - body_end;
+    out[HEADER_SIZE..].rotate_right(entry_len);
     out[5] = 0x84;
     finish(out, 0);
 }
