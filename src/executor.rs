@@ -842,6 +842,17 @@ impl Executor {
             // The window counted these itself: no recount (a scan of every record).
             let changes = self.engine.take_changes();
             self.join_group(changes);
+            self.log_records_floor();
+        }
+    }
+
+    /// After evictions: tells storage how old the oldest remembered record is, so
+    /// that checkpoints can drop the segments of records all gone.
+    fn log_records_floor(&mut self) {
+        if self.wal.is_some() {
+            if let Some(floor) = self.window.records_floor(&self.engine) {
+                group::records_floor(&mut self.group_log, floor);
+            }
         }
     }
 
@@ -851,12 +862,19 @@ impl Executor {
         if self.wal_failed.is_some() || self.shutting_down {
             return;
         }
+        if !self.window.is_ordered() {
+            // Until the out-of-order record goes, no records floor is logged.
+            self.window.check_order();
+        }
         let evicted = self.window.evict_step(&mut self.engine, EVICTIONS_PER_TICK);
         let changes = self.engine.take_changes();
         if evicted > 0 {
             tracing::debug!(evicted, "idempotency records evicted");
         }
         self.join_group(changes);
+        if evicted > 0 {
+            self.log_records_floor();
+        }
         if self.wal.is_some() && self.group_log.is_empty() && self.ticks.is_multiple_of(CLOCK_TICKS) {
             // A clock-only commit: the service clock survives an idle crash.
             group::clock(&mut self.group_log, self.window.clock.now_ms());

@@ -480,6 +480,11 @@ pub struct Window {
     total_size: u64,
     /// Where a record's tuple is encoded before it is stored (kept: no allocation per record).
     scratch: Vec<u8>,
+    /// Whether `ages` is in creation order, so that its front is the oldest record
+    /// (false after a record created in the future was written by hand).
+    ordered: bool,
+    /// The newest creation time in `ages`.
+    newest_ms: u64,
 }
 
 /// A record in the age queue.
@@ -518,6 +523,8 @@ impl Window {
             durable: 0,
             total_size: 0,
             scratch: Vec::new(),
+            ordered: true,
+            newest_ms: 0,
         };
         w.recount(engine);
         let newest = w.ages.back().and_then(|a| Head::of(&a.tuple)).map_or(0, |h| h.created_ms);
@@ -552,6 +559,39 @@ impl Window {
         self.total_size = total_size;
         self.ages =
             settled.into_iter().map(|(_, tuple)| Aged { tuple, ticket: 0, hashed: None }).chain(pending).collect();
+        self.check_order();
+    }
+
+    /// Works out whether the age queue is in creation order (a pass over it).
+    pub fn check_order(&mut self) {
+        let mut newest = 0;
+        self.ordered = true;
+        for created in self.ages.iter().map(|a| Head::of(&a.tuple).map_or(u64::MAX, |h| h.created_ms)) {
+            self.ordered &= created >= newest;
+            newest = newest.max(created);
+        }
+        self.newest_ms = newest;
+    }
+
+    /// Whether the age queue is known to be in creation order.
+    #[must_use]
+    pub fn is_ordered(&self) -> bool {
+        self.ordered
+    }
+
+    /// A service time no remembered record was created before (the oldest
+    /// record's), when the window can tell it cheaply: storage drops the
+    /// segments of records older than that ([`crate::storage::records`]).
+    #[must_use]
+    pub fn records_floor(&self, engine: &Engine) -> Option<u64> {
+        if !self.ordered || self.ages.len() < engine.space(SPACE_ID).map_or(0, |s| s.len()) {
+            return None;
+        }
+        match self.ages.front() {
+            None => Some(u64::MAX),
+            // The front may be stale (deleted since): it is older still, so a safe floor.
+            Some(oldest) => Head::of(&oldest.tuple).map(|h| h.created_ms),
+        }
     }
 
     /// Remembered records: (count, bytes).
@@ -600,6 +640,8 @@ impl Window {
         let (tuple, hashed) = engine.put_idempotency_record(record.user_id, record.token, &self.scratch)?;
         self.total_size += record.size();
         self.stats.executed += 1;
+        self.ordered &= record.created_ms >= self.newest_ms;
+        self.newest_ms = self.newest_ms.max(record.created_ms);
         self.ages.push_back(Aged { tuple, ticket: ticket.unwrap_or(0), hashed });
         Ok(())
     }
@@ -710,6 +752,12 @@ impl<'a> Head<'a> {
         let reply = r.read_bin().ok()?.len();
         Some(Self { user_id, token, created_ms, size: (token.len() + reply) as u64 })
     }
+}
+
+/// The creation time (service ms) of an `_idempotency` tuple, if it has the record layout.
+#[must_use]
+pub fn created_ms_of(tuple: &[u8]) -> Option<u64> {
+    Head::of(tuple).map(|h| h.created_ms)
 }
 
 /// Every tuple of `_idempotency`.

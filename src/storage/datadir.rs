@@ -6,18 +6,20 @@
 //!   oncebox.lock    held (flock) while a server uses the directory
 //!   fjall/          the log database: keyspaces `log` and `meta`
 //!   fjall-rows/     the rows database: keyspace `rows`
+//!   records/        `_idempotency`'s records: segment files (see [`super::records`])
 //! ```
 //! A directory with other files but no FORMAT, or with an unknown version, is
 //! refused: oncebox never starts empty on top of data it does not understand.
-//! Format 1 kept `rows` in the log database; such a directory is opened, its rows
-//! moved (see [`super::fjall_store::FjallStore::open`]) and its FORMAT rewritten.
+//! Format 1 kept `rows` in the log database, format 2 kept the records among the
+//! rows; such a directory is opened, its rows or records moved (see
+//! [`super::fjall_store::FjallStore::open`]) and its FORMAT rewritten.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// The on-disk format this build writes.
-pub const FORMAT_VERSION: u32 = 2;
+pub const FORMAT_VERSION: u32 = 3;
 /// The oldest format this build reads (and upgrades).
 pub const OLDEST_FORMAT_VERSION: u32 = 1;
 const FORMAT_FILE: &str = "FORMAT";
@@ -25,6 +27,9 @@ const LOCK_FILE: &str = "oncebox.lock";
 const FORMAT_MAGIC: &str = "oncebox-data";
 const LOG_DIR: &str = "fjall";
 const ROWS_DIR: &str = "fjall-rows";
+/// `_idempotency`'s segments ([`super::records`]); beside the rows database, as
+/// [`super::fjall_store::FjallStore::open`] expects.
+const RECORDS_DIR: &str = "records";
 
 /// Why a data directory cannot be used.
 #[derive(Debug)]
@@ -94,7 +99,7 @@ impl DataDir {
         } else {
             // Only our own files from a first start that never finished (nothing
             // was served before FORMAT is written) may be here; they are redone.
-            let ours = [LOCK_FILE, LOG_DIR, ROWS_DIR, "FORMAT.tmp"];
+            let ours = [LOCK_FILE, LOG_DIR, ROWS_DIR, RECORDS_DIR, "FORMAT.tmp"];
             let others = fs::read_dir(root)
                 .map_err(io)?
                 .filter_map(Result::ok)
@@ -102,7 +107,7 @@ impl DataDir {
             if others {
                 return Err(DataDirError::NotOncebox(root.to_path_buf()));
             }
-            for unfinished in [LOG_DIR, ROWS_DIR].map(|d| root.join(d)) {
+            for unfinished in [LOG_DIR, ROWS_DIR, RECORDS_DIR].map(|d| root.join(d)) {
                 if unfinished.exists() {
                     fs::remove_dir_all(&unfinished).map_err(io)?;
                 }

@@ -7,7 +7,9 @@
 //! `meta` holds the instance uuid and the service clock as of the last checkpoint.
 //!
 //! The rows database (`fjall-rows/`) has one keyspace, `rows`, mapping a storage
-//! key ([`super::keys`]) to a tuple: the image of every group applied so far.
+//! key ([`super::keys`]) to a tuple: the image of every group applied so far,
+//! except `_idempotency`'s records, which checkpoints write to segment files in
+//! `records/` beside it ([`super::records`]).
 //! Applying groups (a checkpoint) happens in the background and once more at
 //! open, so recovery reads `rows` alone. Appending a group costs one key in the
 //! log instead of one per row, and a checkpoint writes each row once however
@@ -31,6 +33,7 @@ use fjall::{CompressionType, Database, Keyspace, KeyspaceCreateOptions, PersistM
 use super::background;
 use super::group::Op;
 use super::keys::space_prefix;
+use super::records::{is_record_op, Segments};
 use super::{RowOp, WalMode};
 
 /// A storage failure, with the message given to operators.
@@ -81,6 +84,8 @@ pub struct FjallStore {
     rows: Keyspace,
     meta: Keyspace,
     log: Keyspace,
+    /// `_idempotency`'s records, kept apart from `rows`.
+    records: Arc<Segments>,
     durability: Option<PersistMode>,
     path: std::path::PathBuf,
     /// Every group up to this sequence number is applied and removed from the log:
@@ -115,8 +120,10 @@ const MAX_CHECKPOINT_OPS_HINT: usize = 2 * 1024 * 1024;
 const LOG_MEMTABLE_BYTES: u64 = 2 * super::wal::CHECKPOINT_AFTER_BYTES as u64;
 
 impl FjallStore {
-    /// Opens (or creates) the log database at `log_path` and the rows database at
-    /// `rows_path`, moving the rows of a format-1 directory over first.
+    /// Opens (or creates) the log database at `log_path`, the rows database at
+    /// `rows_path` and the records' segments in `records/` beside it, moving the
+    /// rows of a format-1 directory, and the records a format-2 one kept as rows,
+    /// over first.
     pub fn open(log_path: &Path, rows_path: &Path, mode: WalMode) -> Result<Self, StoreError> {
         // The journal is written uncompressed: commit groups are mostly fresh tuples,
         // and compressing them cost the WAL thread a third of its time.
@@ -141,6 +148,8 @@ impl FjallStore {
         if db.keyspace_exists("rows") {
             move_rows(&db, &rows_db, &rows)?;
         }
+        let records = Segments::open(&rows_path.parent().unwrap_or(Path::new("")).join("records"))?;
+        move_records(&rows_db, &rows, &records)?;
         let meta = db.keyspace("meta", KeyspaceCreateOptions::default)?;
         let log = db.keyspace("log", || {
             KeyspaceCreateOptions::default()
@@ -159,6 +168,7 @@ impl FjallStore {
             rows,
             meta,
             log,
+            records: Arc::new(records),
             durability,
             path: log_path.to_path_buf(),
             applied_up_to: Arc::new(AtomicU64::new(0)),
@@ -213,6 +223,7 @@ impl FjallStore {
         let Some(last_applied) = logged.last().map(|(k, _)| group_seq(k)).transpose()? else {
             return Ok(0);
         };
+        let first_applied = logged.first().map(|(k, _)| group_seq(k)).transpose()?.unwrap_or(from);
         // The operations borrow the logged groups: nothing is copied until ingestion.
         // Room for as many as the last checkpoint had, and a little more: the vector
         // is not regrown (and copied) a dozen times on the way.
@@ -228,6 +239,25 @@ impl FjallStore {
             Op::Clock { ms } => Some(*ms),
             _ => None,
         });
+        // `_idempotency`'s operations go to a segment of their own, synced before the
+        // groups leave the log.
+        let mut record_ops = Vec::new();
+        let mut records_floor = None;
+        ops.retain(|op| match op {
+            Op::RecordsFloor { ms } => {
+                records_floor = Some(*ms);
+                false
+            }
+            op if is_record_op(op) => {
+                record_ops.push(*op);
+                false
+            }
+            _ => true,
+        });
+        let records_emptied = record_ops.iter().any(|op| matches!(op, Op::Truncate { .. }));
+        if !record_ops.is_empty() {
+            self.records.write(last_applied, &record_ops)?;
+        }
         let truncated;
         let resolved: Vec<(&[u8], Option<&[u8]>)> = if ops.iter().any(|op| matches!(op, Op::Truncate { .. })) {
             // Rare (a space emptied since the last checkpoint): the owned path.
@@ -258,6 +288,7 @@ impl FjallStore {
         }
         batch.commit()?;
         self.applied_up_to.fetch_max(last_applied, Ordering::AcqRel);
+        self.records.drop_dead(first_applied, records_floor, records_emptied)?;
         Ok(applied)
     }
 
@@ -272,6 +303,17 @@ impl FjallStore {
         let Some(v) = self.meta.get(META_SERVICE_CLOCK)? else { return Ok(0) };
         let bytes: [u8; 8] = v.as_ref().try_into().map_err(|_| StoreError("damaged service clock".into()))?;
         Ok(u64::from_be_bytes(bytes))
+    }
+
+    /// The records the segments hold (tuples of `_idempotency`), in no order.
+    pub fn records(&self) -> Result<Vec<crate::engine::tuple::Tuple>, StoreError> {
+        self.records.replay()
+    }
+
+    /// How many records segments there are.
+    #[cfg(test)]
+    pub(crate) fn record_segments(&self) -> usize {
+        self.records.count()
     }
 
     /// Visits every row of one space in key order.
@@ -363,7 +405,7 @@ impl FjallStore {
                 RowOp::Delete { key } => {
                     out.insert(key, None);
                 }
-                RowOp::Clock { .. } => {}
+                RowOp::Clock { .. } | RowOp::RecordsFloor { .. } => {}
                 RowOp::Truncate { space_id } => {
                     let prefix = space_prefix(space_id);
                     for item in self.rows.prefix(prefix) {
@@ -391,7 +433,7 @@ fn last_writes(ops: Vec<Op<'_>>) -> Vec<(&[u8], Option<&[u8]>)> {
         .filter_map(|op| match op {
             Op::Put { key, tuple } => Some((key, Some(tuple))),
             Op::Delete { key } => Some((key, None)),
-            Op::Truncate { .. } | Op::Clock { .. } => None,
+            Op::Truncate { .. } | Op::Clock { .. } | Op::RecordsFloor { .. } => None,
         })
         .collect();
     let order = super::key_order::sorted(writes.len(), |i| writes[i].0);
@@ -434,6 +476,36 @@ fn move_rows(db: &Database, rows_db: &Database, rows: &Keyspace) -> Result<(), S
     db.delete_keyspace(old)?;
     db.persist(PersistMode::SyncAll)?;
     tracing::info!(rows = copied, elapsed_ms = started.elapsed().as_millis(), "moved rows to their own database");
+    Ok(())
+}
+
+/// Moves the `_idempotency` records a format-2 directory kept as rows into a
+/// segment (the oldest, 0), then removes them from the rows.
+///
+/// The segment is synced before the rows are removed: a crash in between writes
+/// it again (the same records), never loses them.
+fn move_records(rows_db: &Database, rows: &Keyspace, records: &Segments) -> Result<(), StoreError> {
+    let started = std::time::Instant::now();
+    let mut kept: Vec<(Slice, Slice)> = Vec::new();
+    for item in rows.prefix(space_prefix(crate::idempotency::SPACE_ID)) {
+        kept.push(item.into_inner()?);
+    }
+    if kept.is_empty() {
+        return Ok(());
+    }
+    let ops: Vec<Op<'_>> = kept.iter().map(|(k, v)| Op::Put { key: k, tuple: v }).collect();
+    records.write(0, &ops)?;
+    let mut ingestion = rows.start_ingestion()?;
+    for (k, _) in &kept {
+        ingestion.write_tombstone(k.as_ref())?;
+    }
+    ingestion.finish()?;
+    rows_db.persist(PersistMode::SyncAll)?;
+    tracing::info!(
+        records = kept.len(),
+        elapsed_ms = started.elapsed().as_millis(),
+        "moved idempotency records to their own segments"
+    );
     Ok(())
 }
 
@@ -590,6 +662,106 @@ mod tests {
         assert!(store.apply_log(6).is_err(), "a damaged group is reported, not skipped");
         drop(store);
         assert!(FjallStore::open(&dir.join("log"), &dir.join("rows"), WalMode::Write).is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A record tuple (`[user, token, fingerprint, created, reply, size]`) and its key.
+    fn record(token: u8, created_ms: u64) -> (Vec<u8>, Vec<u8>) {
+        use crate::engine::value::KeyPart;
+        let key =
+            super::super::keys::row_key(crate::idempotency::SPACE_ID, &[KeyPart::Uint(1), KeyPart::Uint(token.into())]);
+        let mut tuple = Vec::new();
+        crate::idempotency::NewRecord { user_id: 1, token: &[token], fingerprint: [0; 16], created_ms, reply: b"\x80" }
+            .encode(&mut tuple);
+        (key, tuple)
+    }
+
+    fn record_put(token: u8, created_ms: u64) -> RowOp {
+        let (key, tuple) = record(token, created_ms);
+        RowOp::Put { key, tuple: tuple.into() }
+    }
+
+    fn stored_records(store: &FjallStore) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let tuples: Vec<Vec<u8>> = store.records().unwrap().iter().map(|t| t.to_vec()).collect();
+        // Paired with their keys, to compare with `record`.
+        let mut v: Vec<_> = tuples
+            .into_iter()
+            .map(|t| {
+                let token = t[2];
+                (record(token, crate::idempotency::created_ms_of(&t).unwrap()).0, t)
+            })
+            .collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn records_go_to_segments_and_leave_them_below_the_floor() {
+        let dir = std::env::temp_dir().join(format!("oncebox-fjall-records-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let row = RowOp::Put { key: vec![0, 0, 2, 0, 1], tuple: vec![0x91, 1].into() };
+        let open = || FjallStore::open(&dir.join("log"), &dir.join("rows"), WalMode::Write).unwrap();
+        {
+            let store = open();
+            store.append(1, encoded(&[row.clone(), record_put(1, 10), record_put(2, 20)])).unwrap();
+            store.apply_log(1).unwrap();
+            store.append(2, encoded(&[record_put(3, 30)])).unwrap();
+            store.apply_log(2).unwrap();
+            assert_eq!(store.all_rows(), vec![(vec![0, 0, 2, 0, 1], vec![0x91, 1])], "no record among the rows");
+            assert_eq!(store.record_segments(), 2);
+            assert_eq!(stored_records(&store), vec![record(1, 10), record(2, 20), record(3, 30)]);
+            // Evictions of 1 and 2, with the floor they leave (30): the first segment goes.
+            let (k1, k2) = (record(1, 10).0, record(2, 20).0);
+            store
+                .append(
+                    3,
+                    encoded(&[RowOp::Delete { key: k1 }, RowOp::Delete { key: k2 }, RowOp::RecordsFloor { ms: 30 }]),
+                )
+                .unwrap();
+            store.apply_log(3).unwrap();
+            assert_eq!(store.record_segments(), 2, "segment 1 dropped, segment 3 (the deletes) written");
+            assert_eq!(stored_records(&store), vec![record(3, 30)]);
+            // Dropped without a checkpoint, as after kill -9: the log is applied at open.
+            store
+                .append(
+                    4,
+                    encoded(&[
+                        record_put(4, 40),
+                        RowOp::Truncate { space_id: crate::idempotency::SPACE_ID },
+                        record_put(5, 50),
+                    ]),
+                )
+                .unwrap();
+        }
+        let store = open();
+        assert_eq!(stored_records(&store), vec![record(5, 50)], "the truncate cleared what came before");
+        assert_eq!(store.record_segments(), 1, "and every earlier segment is gone");
+        drop(store);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn the_records_a_format_2_directory_kept_as_rows_move_to_a_segment() {
+        let dir = std::env::temp_dir().join(format!("oncebox-fjall-move-records-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let (log, rows) = (dir.join("log"), dir.join("rows"));
+        {
+            // Format 2: records are rows like any other.
+            let db = Database::builder(&rows).open().unwrap();
+            let ks = db.keyspace("rows", KeyspaceCreateOptions::default).unwrap();
+            ks.insert(vec![0, 0, 2, 0, 1], vec![0x91, 1]).unwrap();
+            for (token, created) in [(1, 10), (2, 20)] {
+                let (key, tuple) = record(token, created);
+                ks.insert(key, tuple).unwrap();
+            }
+            db.persist(PersistMode::SyncAll).unwrap();
+        }
+        for _ in 0..2 {
+            let store = FjallStore::open(&log, &rows, WalMode::Write).unwrap();
+            assert_eq!(store.all_rows(), vec![(vec![0, 0, 2, 0, 1], vec![0x91, 1])]);
+            assert_eq!(stored_records(&store), vec![record(1, 10), record(2, 20)]);
+            assert_eq!(store.record_segments(), 1);
+        }
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -11,6 +11,7 @@
 //! | 2 | delete | key length, key |
 //! | 3 | truncate | space id (u32) |
 //! | 4 | service clock | milliseconds (u64) |
+//! | 5 | records floor | milliseconds (u64): no `_idempotency` record left was created earlier |
 
 use super::keys::encode_row_key;
 use super::RowOp;
@@ -20,6 +21,7 @@ const PUT: u8 = 1;
 const DELETE: u8 = 2;
 const TRUNCATE: u8 = 3;
 const CLOCK: u8 = 4;
+const RECORDS_FLOOR: u8 = 5;
 
 /// Appends one row write (`tuple` under the primary key `pk` of `space_id`).
 pub fn put(out: &mut Vec<u8>, space_id: u32, pk: &[KeyPart], tuple: &[u8]) {
@@ -47,20 +49,33 @@ pub fn clock(out: &mut Vec<u8>, ms: u64) {
     out.extend_from_slice(&ms.to_le_bytes());
 }
 
+/// Appends the records floor: every `_idempotency` record created before `ms`
+/// (service time) is gone (see [`super::records`]).
+pub fn records_floor(out: &mut Vec<u8>, ms: u64) {
+    out.push(RECORDS_FLOOR);
+    out.extend_from_slice(&ms.to_le_bytes());
+}
+
 /// Appends an operation given in its decoded form.
 pub fn encode(out: &mut Vec<u8>, op: &RowOp) {
-    match op {
-        RowOp::Put { key, tuple } => {
+    encode_op(out, &op.as_op());
+}
+
+/// Appends an operation borrowing its bytes.
+pub fn encode_op(out: &mut Vec<u8>, op: &Op<'_>) {
+    match *op {
+        Op::Put { key, tuple } => {
             out.push(PUT);
             bytes(out, key);
             bytes(out, tuple);
         }
-        RowOp::Delete { key } => {
+        Op::Delete { key } => {
             out.push(DELETE);
             bytes(out, key);
         }
-        RowOp::Truncate { space_id } => truncate(out, *space_id),
-        RowOp::Clock { ms } => clock(out, *ms),
+        Op::Truncate { space_id } => truncate(out, space_id),
+        Op::Clock { ms } => clock(out, ms),
+        Op::RecordsFloor { ms } => records_floor(out, ms),
     }
 }
 
@@ -89,6 +104,11 @@ pub enum Op<'a> {
         /// Milliseconds.
         ms: u64,
     },
+    /// No `_idempotency` record left was created before this service time.
+    RecordsFloor {
+        /// Milliseconds.
+        ms: u64,
+    },
 }
 
 /// Appends the operations of an encoded group to `ops`, in order, without
@@ -104,6 +124,7 @@ pub fn ops_into<'a>(mut data: &'a [u8], ops: &mut Vec<Op<'a>>) -> Option<()> {
             DELETE => Op::Delete { key: take_bytes(&mut data)? },
             TRUNCATE => Op::Truncate { space_id: u32::from_le_bytes(take(&mut data, 4)?.try_into().ok()?) },
             CLOCK => Op::Clock { ms: u64::from_le_bytes(take(&mut data, 8)?.try_into().ok()?) },
+            RECORDS_FLOOR => Op::RecordsFloor { ms: u64::from_le_bytes(take(&mut data, 8)?.try_into().ok()?) },
             _ => return None,
         };
         ops.push(op);
@@ -129,6 +150,7 @@ impl Op<'_> {
             Op::Delete { key } => RowOp::Delete { key: key.to_vec() },
             Op::Truncate { space_id } => RowOp::Truncate { space_id },
             Op::Clock { ms } => RowOp::Clock { ms },
+            Op::RecordsFloor { ms } => RowOp::RecordsFloor { ms },
         }
     }
 }
@@ -142,6 +164,7 @@ impl RowOp {
             RowOp::Delete { key } => Op::Delete { key },
             RowOp::Truncate { space_id } => Op::Truncate { space_id: *space_id },
             RowOp::Clock { ms } => Op::Clock { ms: *ms },
+            RowOp::RecordsFloor { ms } => Op::RecordsFloor { ms: *ms },
         }
     }
 }
@@ -193,6 +216,7 @@ mod tests {
         delete(&mut buf, 513, &pk);
         truncate(&mut buf, 514);
         clock(&mut buf, 12345);
+        records_floor(&mut buf, 777);
         encode(&mut buf, &RowOp::Put { key: vec![1, 2], tuple: b"\x90"[..].into() });
         let ops = decode(&buf).unwrap();
         assert_eq!(
@@ -202,6 +226,7 @@ mod tests {
                 RowOp::Delete { key: row_key(513, &pk) },
                 RowOp::Truncate { space_id: 514 },
                 RowOp::Clock { ms: 12345 },
+                RowOp::RecordsFloor { ms: 777 },
                 RowOp::Put { key: vec![1, 2], tuple: b"\x90"[..].into() },
             ]
         );

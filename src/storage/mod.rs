@@ -4,6 +4,7 @@
 //! - [`fjall_store`]: rows in fjall; each commit group is one atomic batch into its
 //!   `log` keyspace, applied to the `rows` keyspace in the background (a checkpoint).
 //! - [`group`]: the byte form of a commit group.
+//! - [`records`]: `_idempotency`'s records, kept in segment files apart from the rows.
 //! - [`wal`]: the WAL thread that groups commits (group commit) and syncs per `wal_mode`.
 //! - [`keys`]: how a row's storage key is derived from its primary key.
 //! - `key_order`: a checkpoint's writes in key order (a radix sort).
@@ -19,6 +20,7 @@ pub mod fjall_store;
 pub mod group;
 mod key_order;
 pub mod keys;
+pub mod records;
 pub mod recovery;
 pub mod wal;
 pub mod writeback;
@@ -81,6 +83,12 @@ pub enum RowOp {
     /// Record the service clock (milliseconds the server has run, over all restarts).
     Clock {
         /// Current service time.
+        ms: u64,
+    },
+    /// No `_idempotency` record left was created before this service time (lets
+    /// checkpoints drop segments of records that are all gone; see [`records`]).
+    RecordsFloor {
+        /// Service time, milliseconds.
         ms: u64,
     },
 }

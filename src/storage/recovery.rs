@@ -62,6 +62,12 @@ pub fn open_engine(dir: &DataDir, store: &FjallStore) -> Result<(Engine, uuid::U
     if let Some(done) = space_rows {
         load_space(&mut engine, done)?;
     }
+    // `_idempotency`'s records, from their segments.
+    let records = store.records()?;
+    if !records.is_empty() {
+        rows += records.len() as u64;
+        load_space(&mut engine, (crate::idempotency::SPACE_ID, records))?;
+    }
     tracing::info!(rows, elapsed_ms = started.elapsed().as_millis(), "recovered data directory");
     // Directories made before `_idempotency` existed get it now.
     if engine.ensure_idempotency_space().map_err(|e| StoreError(format!("creating _idempotency: {e}")))? {

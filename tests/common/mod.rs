@@ -167,6 +167,19 @@ impl Conn {
         Reply::parse(raw)
     }
 
+    /// Reads one reply whose header may have more keys than Tarantool's fixed three
+    /// (an idempotency status): its header as (key, unsigned value) pairs.
+    pub fn recv_header(&mut self) -> Vec<(u64, u64)> {
+        let mut prefix = [0u8; 5];
+        self.stream.read_exact(&mut prefix).expect("reply length");
+        let len = u32::from_be_bytes([prefix[1], prefix[2], prefix[3], prefix[4]]) as usize;
+        let mut rest = vec![0u8; len];
+        self.stream.read_exact(&mut rest).expect("reply");
+        let mut r = oncebox::protocol::msgpack::Reader::new(&rest);
+        let n = r.read_map_len().expect("header map");
+        (0..n).map(|_| (r.read_uint().expect("key"), r.read_uint().expect("value"))).collect()
+    }
+
     /// Whether the server closed the connection (read returns EOF within the timeout).
     pub fn is_closed(&mut self) -> bool {
         let mut b = [0u8; 1];

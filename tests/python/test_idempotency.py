@@ -368,6 +368,62 @@ def test_eviction_keeps_age_order_across_restart_and_for_records_an_admin_added(
     assert incr(c, 1, "r-0")[0][STATUS] == EXECUTED
 
 
+SEGMENTS_ARGS = ("--idempotency-max-count", "100", "--checkpoint-wal-threshold", "4096")
+
+
+def segments(ob):
+    return sorted(f for f in os.listdir(os.path.join(ob.workdir, "data", "records")) if f.endswith(".seg"))
+
+
+def settled_segments(ob, at_most, timeout=10):
+    """The segment files, once checkpoints have brought them down to `at_most`."""
+    deadline = time.time() + timeout
+    while len(segments(ob)) > at_most and time.time() < deadline:
+        time.sleep(0.1)
+    return segments(ob)
+
+
+@pytest.mark.parametrize("ob", [SEGMENTS_ARGS], indirect=True)
+def test_segments_of_evicted_records_are_dropped_and_the_rest_survive_kill9(ob):
+    """Records are checkpointed to segment files; eviction lets checkpoints drop the old ones."""
+    c = admin(ob)
+    for i in range(3000):
+        assert incr(c, 1, f"seg-{i}")[0][STATUS] == EXECUTED
+    left = records_once_at_most(c, 100)
+    assert len(left) <= 100
+    # About a hundred checkpoints wrote a segment each; those of evicted records went.
+    assert 0 < len(settled_segments(ob, 10)) <= 10, segments(ob)
+    restart(ob, *SEGMENTS_ARGS)
+    c = admin(ob)
+    assert sorted(records(c)) == sorted(left), "the records left are exactly those after a kill -9"
+    assert incr(c, 1, "seg-2999")[0][STATUS] == REPLAYED
+    assert incr(c, 1, "seg-0")[0][STATUS] == EXECUTED, "an evicted token runs again"
+    assert counter(c, 1) == 3001
+
+
+@pytest.mark.parametrize("ob", [SEGMENTS_ARGS], indirect=True)
+def test_a_record_dated_in_the_future_loses_no_segment_of_a_live_record(ob):
+    """A hand-made record newer than the ones after it puts the age queue out of
+    order: no floor is logged until the queue is in order again, and its segment
+    stays until the service clock passes its creation time."""
+    c = admin(ob)
+    assert incr(c, 1, "fut-first")[0][STATUS] == EXECUTED
+    # Two seconds ahead of the service clock.
+    future = [1, "future", b"\0" * 16, records(c)[0][3] + 2000, b"\x80", 7]
+    assert c.request(INSERT, {0x10: 500, 0x21: future})[0][0] == 0
+    for i in range(1499):
+        assert incr(c, 1, f"fut-{i}")[0][STATUS] == EXECUTED
+    left = records_once_at_most(c, 100)
+    restart(ob, *SEGMENTS_ARGS)
+    c = admin(ob)
+    assert sorted(records(c)) == sorted(left)
+    time.sleep(2)
+    for i in range(300):
+        assert incr(c, 1, f"after-{i}")[0][STATUS] == EXECUTED
+    assert 0 < len(settled_segments(ob, 10)) <= 10, segments(ob)
+    assert counter(c, 1) == 1800
+
+
 def test_kill9_then_retry_is_replayed(ob):
     c = admin(ob)
     assert incr(c, 1, "t-crash")[0][STATUS] == EXECUTED
