@@ -64,6 +64,8 @@ local codes = {
     SEQUENCE_NOT_STARTED = 212,
 }
 
+internal.error_codes = codes
+
 local function make_error(code, message, etype, extra)
     local e = setmetatable({code = code, message = message, type = etype or 'ClientError',
                             base_type = etype or 'ClientError'}, error_mt)

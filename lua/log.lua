@@ -98,6 +98,20 @@ function log.log_format(name)
     log.cfg.format = name
 end
 
+-- A script's main fiber failed after box.cfg{}: 2.6's logger writes the error
+-- (`main <where> E> <text>`, `where` being where it was raised) and then
+-- `main F> fatal error, exiting the event loop`, under the cord's name alone.
+function box.internal.log_script_failure(text, where)
+    local function line(level, located)
+        if level > current_level() then return end
+        native.log_write(string.format('%s [%d] main %s%s> %s', timestamp(' '), native.pid(),
+            located and (where .. ' ') or '', LETTERS[level], level == LEVELS.fatal and
+            'fatal error, exiting the event loop' or text))
+    end
+    line(LEVELS.error, where ~= nil)
+    line(LEVELS.fatal, false)
+end
+
 function log.pid() return native.pid() end
 function log.rotate() return true end
 

@@ -392,7 +392,7 @@ impl Executor {
     fn script_ended(&mut self, result: BoxResult<Vec<u8>>) {
         let Some(script) = self.script.take() else { return };
         if let Err(e) = &result {
-            eprintln!("{}", e.message);
+            self.lua.log_script_failure(e);
             self.exit_code = 1;
         }
         let serving = script.listening || self.is_serving();

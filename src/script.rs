@@ -91,12 +91,35 @@ pub fn run(
 ) {
     let code = match drive(script, args, rx, notify, events, control) {
         Ok(code) => code,
-        Err(msg) => {
-            eprintln!("{msg}");
-            1
+        Err(failure) if failure.on_stdout => {
+            println!("{}", failure.text);
+            failure.status
+        }
+        Err(failure) => {
+            eprintln!("{}", failure.text);
+            failure.status
         }
     };
     let _ = events.send(ScriptEvent::Done { code, serving: false });
+}
+
+/// Why a script stopped before `box.cfg{}` served: what to print (on stderr, or
+/// on stdout as 2.6 prints a script it cannot open), the exit status.
+struct Failure {
+    text: String,
+    status: i32,
+    on_stdout: bool,
+}
+
+impl From<String> for Failure {
+    fn from(text: String) -> Self {
+        Self { text, status: 1, on_stdout: false }
+    }
+}
+
+/// A script's own error before `box.cfg{}`, printed as tarantool 2.6 prints it.
+fn fatal(lua: &LuaRuntime, e: &crate::error::BoxError) -> Failure {
+    Failure::from(format!("{}\nfatal error, exiting the event loop", lua.script_error_text(e)))
 }
 
 /// A script that ended without `box.cfg`: if it left fibers, they run on with no
@@ -133,10 +156,15 @@ fn drive(
     notify: &UnboundedSender<TxMessage>,
     events: &UnboundedSender<ScriptEvent>,
     control: UnboundedSender<crate::executor::Control>,
-) -> Result<i32, String> {
+) -> Result<i32, Failure> {
+    if let Err(e) = std::fs::File::open(script) {
+        let (_, text) = crate::lua::socket::os_error(&e);
+        let text = format!("Can't open script {}: {text}", script.display());
+        return Err(Failure { text, status: 2, on_stdout: true });
+    }
     let lua = LuaRuntime::new().map_err(|e| e.message)?;
-    let co = lua.load_script(script, args).map_err(|e| e.message)?;
-    let opts = match lua.resume_unbound(&co).map_err(|e| e.message)? {
+    let co = lua.load_script(script, args).map_err(|e| fatal(&lua, &e))?;
+    let opts = match lua.resume_unbound(&co).map_err(|e| fatal(&lua, &e))? {
         None => {
             run_without_box(&lua, rx, events)?;
             return Ok(0);

@@ -196,6 +196,21 @@ impl std::fmt::Debug for LuaRuntime {
     }
 }
 
+/// Lua around a script's main chunk: a value the script raises is kept (boxed,
+/// as it may be nil) in `box.internal.script_error` on its way up (mlua gives only
+/// its text).
+/// LuaJIT yields across `xpcall`, so `box.cfg{}` and fibers work as before.
+const SCRIPT_WRAPPER: &str = r"
+local chunk = ...
+return function(...)
+    return (function(ok, ...)
+        if ok then return ... end
+        box.internal.script_error = {(...)}
+        error((...), 0)
+    end)(xpcall(chunk, function(e) return e end, ...))
+end
+";
+
 fn lua_err(e: &mlua::Error) -> BoxError {
     let mut err = BoxError::new(code::PROC_LUA, lua_message(e));
     err.kind = ErrorKind::Luajit;
@@ -347,14 +362,78 @@ impl LuaRuntime {
                 source
             };
             let func = self.lua.load(source).set_name(format!("@{}", path.display())).into_function()?;
-            self.lua.create_thread(func)
+            let wrapped: Function = self.lua.load(SCRIPT_WRAPPER).set_name("=script").call(func)?;
+            self.lua.create_thread(wrapped)
         };
         setup().map_err(|e| lua_err(&e))
     }
 
+    /// The error a script raised, as Tarantool sees it: the raised value itself
+    /// when the script's wrapper kept it (a `box.error` keeps its code), otherwise
+    /// `e`'s text as a LuajitError.
+    fn script_raised(&self, e: &mlua::Error) -> BoxError {
+        let kept = (|| -> mlua::Result<Option<Value>> {
+            let internal: Table = self.lua.globals().get::<Table>("box")?.get("internal")?;
+            let boxed: Option<Table> = internal.raw_get("script_error")?;
+            internal.raw_set("script_error", Value::Nil)?;
+            boxed.map(|b| b.raw_get::<Value>(1)).transpose()
+        })();
+        match kept {
+            Ok(Some(v)) => error_from_value(&self.lua, v),
+            Ok(None) | Err(_) => lua_err(e),
+        }
+    }
+
+    /// How tarantool 2.6 names a script's fatal error: `LuajitError: <text>` for a
+    /// Lua error, `ER_<NAME>: <message>` for a `box.error` (`ER_UNKNOWN` for codes
+    /// it has no name for).
+    #[must_use]
+    pub fn script_error_text(&self, e: &BoxError) -> String {
+        match e.kind {
+            ErrorKind::Luajit => format!("LuajitError: {}", e.message),
+            // 2.6 leaves its format's %s in (a bug, kept: the oracle's bytes).
+            ErrorKind::Custom => format!("Custom type %s: {}", e.message),
+            _ => format!("ER_{}: {}", self.error_code_name(e.code), e.message),
+        }
+    }
+
+    /// The name of a `box.error` code (`NO_SUCH_SPACE`), or `UNKNOWN`.
+    fn error_code_name(&self, code: u32) -> String {
+        let found = (|| -> mlua::Result<Option<String>> {
+            let codes: Table = self.lua.globals().get::<Table>("box")?.get::<Table>("internal")?.get("error_codes")?;
+            for pair in codes.pairs::<String, u32>() {
+                let (name, c) = pair?;
+                if c == code {
+                    return Ok(Some(name));
+                }
+            }
+            Ok(None)
+        })();
+        found.ok().flatten().unwrap_or_else(|| "UNKNOWN".to_owned())
+    }
+
+    /// Logs a script's fatal error after `box.cfg{}` as 2.6's logger does: the error
+    /// (where it was raised: 2.6's `utils.c:1005` for a Lua error, the `box.error`'s
+    /// trace for the others) then `fatal error, exiting the event loop`.
+    pub fn log_script_failure(&self, e: &BoxError) {
+        let where_ = match e.kind {
+            ErrorKind::Luajit => Some("utils.c:1005".to_owned()),
+            // Without its directory, as 2.6's logger writes a location.
+            _ if e.line != 0 && !e.file.ends_with(".rs") => {
+                Some(format!("{}:{}", e.file.rsplit('/').next().unwrap_or(&e.file), e.line))
+            }
+            _ => None,
+        };
+        let text = self.script_error_text(e);
+        let logged = internal_fn(&self.lua, "log_script_failure").and_then(|f| f.call::<()>((text.clone(), where_)));
+        if logged.is_err() {
+            eprintln!("{text}\nfatal error, exiting the event loop");
+        }
+    }
+
     /// Runs a script until its first `box.cfg{}`: returns the options, or `None` if it ended first.
     pub fn resume_unbound(&self, co: &mlua::Thread) -> BoxResult<Option<Table>> {
-        let out: MultiValue = co.resume(()).map_err(|e| lua_err(&e))?;
+        let out: MultiValue = co.resume(()).map_err(|e| self.script_raised(&e))?;
         if co.status() != mlua::thread::ThreadStatus::Resumable {
             return Ok(None);
         }

@@ -110,7 +110,7 @@ pub struct Sock {
 }
 
 /// The text Tarantool shows for an OS error (strerror), and its errno.
-fn os_error(e: &std::io::Error) -> (i32, String) {
+pub(crate) fn os_error(e: &std::io::Error) -> (i32, String) {
     if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) {
         return (ETIMEDOUT, "Connection timed out".into());
     }

@@ -1,11 +1,14 @@
 """Script mode: `oncebox app.lua`, and `tarantool app.lua` / `#!/usr/bin/env tarantool`
 through a symlink, as connector test suites start their servers."""
 import os
+import re
+import shutil
 import signal
 import stat
 import subprocess
 import textwrap
 
+import pytest
 import tarantool
 
 from conftest import ONCEBOX, free_port, wait_port
@@ -59,6 +62,59 @@ def test_script_errors_exit_1_with_the_lua_message(tmp_path):
     out = subprocess.run([ONCEBOX, str(script)], capture_output=True, text=True, timeout=60, cwd=tmp_path)
     assert out.returncode == 1
     assert "Incorrect value for option 'bogus': unexpected option" in out.stderr
+
+
+FATAL_SCRIPTS = {
+    # Before box.cfg{}: plain lines on stderr.
+    "lua_error.lua": "print('before')\nlocal x = nil\nx.y = 1\n",
+    "error_call.lua": "error('boom')\n",
+    "error_level0.lua": "error('bare', 0)\n",
+    "error_nil.lua": "error()\n",
+    "error_tostring.lua": "error(setmetatable({}, {__tostring = function() return 'TS' end}))\n",
+    "box_error.lua": "box.error(box.error.NO_SUCH_SPACE, 'zz')\n",
+    "box_error_unknown.lua": "box.error({code = 555, reason = 'x'})\n",
+    "box_error_custom.lua": "box.error(box.error.new({type = 'MyErr', reason = 'y'}))\n",
+    "syntax.lua": "x = = 1\n",
+    "bad_cfg.lua": "box.cfg{bogus = 1}\n",
+    # After box.cfg{}: through the logger, then the fatal line.
+    "after_cfg_lua.lua": "box.cfg{work_dir = os.getenv('WORK')}\nerror('after cfg')\n",
+    "after_cfg_box.lua": "box.cfg{work_dir = os.getenv('WORK')}\nbox.error(box.error.NO_SUCH_SPACE, 'qq')\n",
+    "after_cfg_quiet.lua": "box.cfg{work_dir = os.getenv('WORK'), log_level = 1}\nerror('x')\n",
+}
+
+
+def fatal_output(binary, script, work):
+    """A failing script's exit status, stdout and stderr, log lines with their time,
+    pid and fiber left out, and only errors and fatal lines kept."""
+    r = subprocess.run([binary, str(script)], env=dict(os.environ, WORK=str(work)), capture_output=True,
+                       text=True, timeout=60, cwd=work)
+    lines = []
+    for line in r.stderr.splitlines():
+        m = re.match(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} \[\d+\] (\S+) (.*)$", line)
+        if m is None:
+            lines.append(line)
+        elif re.search(r"\b[EF]> ", m.group(2)):
+            lines.append(m.group(1) + " " + m.group(2))
+    return r.returncode, r.stdout, lines
+
+
+def test_fatal_script_errors_print_as_tarantool_prints_them(tmp_path):
+    """`LuajitError: ...` or `ER_NAME: ...` and `fatal error, exiting the event loop`,
+    on stderr before box.cfg{} and through the logger after it; exit status 1, and 2
+    with `Can't open script` on stdout for a missing file."""
+    if not shutil.which("tarantool"):
+        pytest.skip("real tarantool is not installed")
+    for name, source in [*FATAL_SCRIPTS.items(), ("missing.lua", None)]:
+        script = tmp_path / name
+        if source is not None:
+            script.write_text(source)
+        outputs = []
+        for binary in ("tarantool", ONCEBOX):
+            work = tmp_path / f"{name}-{os.path.basename(binary)}"
+            work.mkdir()
+            outputs.append(fatal_output(binary, script, work))
+        assert outputs[0] == outputs[1], (name, outputs)
+        assert outputs[1][0] in (1, 2), (name, outputs[1])
 
 
 def test_shebang_script_through_a_tarantool_symlink(tmp_path):
