@@ -1255,6 +1255,28 @@ local cfg_known = {
 }
 local cfg_values = nil
 
+-- Checks one option's value as 2.6's box.cfg does; log_level takes a number or a level's name.
+local LOG_LEVEL_NAMES = {fatal = true, syserror = true, error = true, crit = true, warn = true, info = true,
+                         verbose = true, debug = true}
+local function check_cfg_value(k, v)
+    local want = cfg_known[k]
+    if want == nil then
+        raise(59, "Incorrect value for option '%s': unexpected option", tostring(k))
+    end
+    if k == 'log_level' then
+        if type(v) == 'string' then
+            if not LOG_LEVEL_NAMES[v] then
+                raise(59, "Incorrect value for option 'log_level': " ..
+                    "expected crit,warn,info,debug,syserror,verbose,fatal,error")
+            end
+        elseif type(v) ~= 'number' then
+            raise(59, "Incorrect value for option 'log_level': must be a number or a string")
+        end
+    elseif want ~= 'any' and type(v) ~= want then
+        raise(59, "Incorrect value for option '%s': should be of type %s", k, want)
+    end
+end
+
 local function cfg_load()
     if cfg_values ~= nil then return end
     cfg_values = {}
@@ -1279,11 +1301,7 @@ box.cfg = setmetatable({}, {
     __call = function(_, opts)
         if internal.script_mode and not internal.booted then
             -- The first box.cfg of a script: the server boots the engine, then resumes here.
-            for k, v in pairs(opts or {}) do
-                if cfg_known[k] == nil then
-                    raise(59, "Incorrect value for option '%s': unexpected option", tostring(k))
-                end
-            end
+            for k, v in pairs(opts or {}) do check_cfg_value(k, v) end
             coroutine.yield('box.cfg', opts or {})
             internal.booted = true
             cfg_values = nil
@@ -1297,15 +1315,7 @@ box.cfg = setmetatable({}, {
             return
         end
         cfg_load()
-        for k, v in pairs(opts or {}) do
-            local want = cfg_known[k]
-            if want == nil then
-                raise(59, "Incorrect value for option '%s': unexpected option", tostring(k))
-            end
-            if want ~= 'any' and type(v) ~= want then
-                raise(59, "Incorrect value for option '%s': should be of type %s", k, want)
-            end
-        end
+        for k, v in pairs(opts or {}) do check_cfg_value(k, v) end
         for k, v in pairs(opts or {}) do
             if cfg_static[k] and cfg_values[k] ~= nil and cfg_values[k] ~= v then
                 raise(58, "Can't set option '%s' dynamically", k)

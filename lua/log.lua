@@ -17,6 +17,7 @@ local level_override, format = nil, 'plain'
 local function current_level()
     if level_override ~= nil then return level_override end
     local ok, v = pcall(function() return box.cfg.log_level end)
+    if ok and type(v) == 'string' then return LEVELS[v] or 5 end
     return ok and tonumber(v) or 5
 end
 

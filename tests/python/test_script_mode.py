@@ -11,7 +11,7 @@ import textwrap
 import pytest
 import tarantool
 
-from conftest import ONCEBOX, free_port, wait_port
+from conftest import ONCEBOX, free_port, same_output_on_both, wait_port
 
 APP = textwrap.dedent("""\
     #!/usr/bin/env tarantool
@@ -76,6 +76,8 @@ FATAL_SCRIPTS = {
     "box_error_custom.lua": "box.error(box.error.new({type = 'MyErr', reason = 'y'}))\n",
     "syntax.lua": "x = = 1\n",
     "bad_cfg.lua": "box.cfg{bogus = 1}\n",
+    "bad_log_level.lua": "box.cfg{log_level = 'x'}\n",
+    "bad_option_type.lua": "box.cfg{readahead = 'x'}\n",
     # After box.cfg{}: through the logger, then the fatal line.
     "after_cfg_lua.lua": "box.cfg{work_dir = os.getenv('WORK')}\nerror('after cfg')\n",
     "after_cfg_box.lua": "box.cfg{work_dir = os.getenv('WORK')}\nbox.error(box.error.NO_SUCH_SPACE, 'qq')\n",
@@ -235,3 +237,19 @@ def test_a_listening_script_prints_only_what_it_prints(tmp_path):
     out = subprocess.run([ONCEBOX, str(script)], env=env, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout == "true\n"
+
+
+def test_log_level_takes_a_number_or_a_level_name(tmp_path):
+    same_output_on_both(tmp_path, "log_level.lua", textwrap.dedent("""\
+        local function try(opts) local ok, e = pcall(box.cfg, opts) print(ok, ok or e.message) end
+        box.cfg{log_level = 'info', work_dir = os.getenv('WORK')}
+        print(box.cfg.log_level)
+        try{log_level = 'warn'}
+        print(box.cfg.log_level)
+        try{log_level = 'x'}
+        try{log_level = 7}
+        print(box.cfg.log_level)
+        try{log_level = true}
+        try{readahead = 'x'}
+        os.exit(0)
+    """), 8)
