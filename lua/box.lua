@@ -32,6 +32,9 @@ end
 -- The Lua frame `level` above the caller, as 2.6's error trace: {{file = ..., line = ...}}.
 local function trace_at(level)
     local source, line = box.internal.frame(level + 1)
+    -- Raised straight from a C function (pcall(box.error, ...)): 2.6 names it [C],
+    -- line -1 as an unsigned 32-bit number.
+    if source == '=[C]' then return {{file = '[C]', line = 4294967295}} end
     if source == nil or line == nil then return nil end
     local file = string.gsub(source, '^[@=]', '')
     return {{file = file, line = line}}
