@@ -975,6 +975,50 @@ function internal.link_sequence(space, link)
     box.space._space_sequence:insert{space.id, row[1], generated, link.field, ''}
 end
 
+-- index:alter(opts): rewrites the index's _index row (its name, type, uniqueness or
+-- parts; the engine rebuilds it, or refuses, as for a direct _index replace), and
+-- its sequence, as 2.6's alter does.
+local ALTER_OPTIONS = {id = true, name = true, type = true, parts = true, unique = true, sequence = true,
+                       dimension = true, distance = true, bloom_fpr = true, page_size = true,
+                       run_count_per_level = true, run_size_ratio = true, range_size = true, hint = true,
+                       func = true}
+function index_methods:alter(opts)
+    if opts == nil then return end
+    if type(opts) ~= 'table' then raise(1, 'Illegal parameters, options should be a table') end
+    for k in pairs(opts) do
+        if not ALTER_OPTIONS[k] then raise(1, "Illegal parameters, unexpected option '%s'", tostring(k)) end
+    end
+    local space = box.space[self.space_id]
+    if space == nil then raise(36, "Space '%s' does not exist", '#' .. self.space_id) end
+    local row = box.space._index:get{self.space_id, self.id}
+    if row == nil then raise(35, "No index #%u is defined in space '%s'", self.id, space.name) end
+    local iid, name = opts.id or row[2], opts.name or row[3]
+    local flags = map{}
+    for k, v in pairs(row[5]) do flags[k] = v end
+    if opts.unique ~= nil then flags.unique = opts.unique end
+    local parts = opts.parts ~= nil and normalize_parts(space, opts.parts) or row[6]
+    local link = box.space._space_sequence:get{space.id}
+    local sequence
+    if opts.sequence ~= nil and opts.sequence ~= false then
+        sequence = internal.index_sequence(space, name, iid, parts, opts.sequence)
+    elseif opts.sequence == nil and link ~= nil and iid == 0 and opts.parts ~= nil then
+        -- The linked sequence must still fit the new parts.
+        internal.index_sequence(space, name, iid, parts, {id = link[2], field = link[4] + 1})
+    end
+    if iid ~= row[2] then
+        -- As 2.6 (an update of the row's key): refused.
+        box.space._index:update({space.id, row[2]}, {{'=', 2, iid}})
+    end
+    box.space._index:replace{space.id, iid, name, opts.type or row[4], flags, parts}
+    if opts.sequence ~= nil and link ~= nil then
+        box.space._space_sequence:delete{space.id}
+        if link[3] then box.schema.sequence.drop(link[2]) end
+    end
+    if sequence ~= nil then internal.link_sequence(space, sequence) end
+    -- Space objects held by the caller see the new definition at once.
+    local _ = box.space[space.id]
+end
+
 --------------------------------------------------------------------------------
 -- Transactions: the request's changes commit together; rollback undoes them.
 --------------------------------------------------------------------------------
