@@ -294,6 +294,8 @@ impl Executor {
         uuid: &uuid::Uuid,
         cfg: Vec<(String, String)>,
     ) -> Self {
+        let mut engine = engine;
+        engine.set_service_clock(window.clock.clone());
         Self {
             window,
             ticks: 0,

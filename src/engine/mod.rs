@@ -80,6 +80,9 @@ pub struct Engine {
     /// The last token looked up and not found: the insert that usually follows
     /// reuses its key and hash.
     token_miss: RefCell<Option<TokenMiss>>,
+    /// The idempotency window's service clock, once there is one: a record written
+    /// into `_idempotency` by hand may not be created after it.
+    service_clock: Option<crate::idempotency::ServiceClock>,
 }
 
 /// A token [`Engine::idempotency_record`] did not find.
@@ -176,6 +179,7 @@ impl Engine {
             acting: None,
             read_only: false,
             token_miss: RefCell::new(None),
+            service_clock: None,
         })
     }
 
@@ -865,6 +869,12 @@ impl Engine {
         if space_id < space_id::USER_MIN && space_id != crate::idempotency::SPACE_ID {
             return self.after_write(space_id, old, new);
         }
+        if space_id == crate::idempotency::SPACE_ID {
+            if let Err(e) = self.check_record_time(new.as_ref()) {
+                self.undo_row(space_id, old.as_ref(), new.as_ref())?;
+                return Err(e);
+            }
+        }
         if self.spaces.get(&space_id).is_some_and(|s| !s.def.temporary) {
             self.changes.push(Change::Row { space_id, pk: key, old, new });
         }
@@ -986,9 +996,34 @@ impl Engine {
                 }
             }
             space_id::SPACE_SEQUENCE => self.relink_sequences(),
+            crate::idempotency::SPACE_ID => return self.check_record_time(new),
             _ => return Ok(()),
         }
         self.schema_version += 1;
+        Ok(())
+    }
+
+    /// Sets the service clock the idempotency window runs on.
+    pub fn set_service_clock(&mut self, clock: crate::idempotency::ServiceClock) {
+        self.service_clock = Some(clock);
+    }
+
+    /// A record written into `_idempotency` (not by the window, which stamps its
+    /// records with the clock itself) may not be created in the future: the clock
+    /// resumes at the newest record's time after a restart, so such a record would
+    /// age every other one at once and lifetime eviction would take them.
+    fn check_record_time(&self, new: Option<&Tuple>) -> BoxResult<()> {
+        let (Some(clock), Some(created)) =
+            (&self.service_clock, new.and_then(|t| crate::idempotency::created_ms_of(t)))
+        else {
+            return Ok(());
+        };
+        let now = clock.now_ms();
+        if created > now {
+            return Err(BoxError::illegal_params(&format!(
+                "_idempotency record created at {created} ms of service time, after the clock's {now}"
+            )));
+        }
         Ok(())
     }
 

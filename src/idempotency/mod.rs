@@ -435,6 +435,48 @@ mod tests {
     }
 
     #[test]
+    fn no_records_floor_while_the_age_queue_is_out_of_order() {
+        let mut engine = Engine::bootstrap(&uuid::Uuid::nil()).unwrap();
+        let settings = Settings { max_count: 0, ..Settings::default() };
+        let mut w = Window::new(settings, 0, &engine);
+        assert_eq!(w.records_floor(&engine), Some(u64::MAX), "no record left: any segment may go");
+        let admin = engine.credentials(crate::engine::access::user_id::ADMIN);
+        engine
+            .write(&admin, SPACE_ID, &record("early", 10).to_tuple(), crate::engine::space::WriteMode::Insert)
+            .unwrap();
+        w.recount(&engine);
+        w.store(&mut engine, &record("new", 50).as_new(), Some(1)).unwrap();
+        assert_eq!(w.records_floor(&engine), Some(10), "the oldest record's creation");
+        // Written outside the window while 'new' is in flight: settled records go
+        // first, so a later one now stands before an earlier one.
+        engine
+            .write(&admin, SPACE_ID, &record("late", 90).to_tuple(), crate::engine::space::WriteMode::Insert)
+            .unwrap();
+        w.recount(&engine);
+        assert!(!w.is_ordered());
+        assert_eq!(w.records_floor(&engine), None, "the front is not the oldest: no floor");
+        w.durable_up_to(1);
+        assert_eq!(w.evict_step(&mut engine, 2), 2, "'early' and 'late' go");
+        assert_eq!(w.records_floor(&engine), None, "in order again only once checked");
+        w.check_order();
+        assert_eq!(w.records_floor(&engine), Some(50));
+    }
+
+    #[test]
+    fn a_record_written_by_hand_may_not_be_created_after_the_clock() {
+        let mut engine = Engine::bootstrap(&uuid::Uuid::nil()).unwrap();
+        engine.set_service_clock(ServiceClock::resume(1_000_000));
+        let admin = engine.credentials(crate::engine::access::user_id::ADMIN);
+        let insert = crate::engine::space::WriteMode::Insert;
+        let err = engine.write(&admin, SPACE_ID, &record("future", 1 << 40).to_tuple(), insert).unwrap_err();
+        assert_eq!(err.code, crate::error::code::ILLEGAL_PARAMS);
+        assert!(err.message.contains("after the clock"), "{}", err.message);
+        assert!(stored(&engine, "future").is_none(), "refused, not written");
+        engine.write(&admin, SPACE_ID, &record("past", 5).to_tuple(), insert).unwrap();
+        assert!(stored(&engine, "past").is_some());
+    }
+
+    #[test]
     fn a_recount_orders_by_creation_and_keeps_records_in_flight_last() {
         let mut engine = Engine::bootstrap(&uuid::Uuid::nil()).unwrap();
         let settings = Settings { max_count: 0, ..Settings::default() };
