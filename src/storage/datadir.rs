@@ -27,9 +27,8 @@ const LOCK_FILE: &str = "oncebox.lock";
 const FORMAT_MAGIC: &str = "oncebox-data";
 const LOG_DIR: &str = "fjall";
 const ROWS_DIR: &str = "fjall-rows";
-/// `_idempotency`'s segments ([`super::records`]); beside the rows database, as
-/// [`super::fjall_store::FjallStore::open`] expects.
-const RECORDS_DIR: &str = "records";
+/// `_idempotency`'s segments ([`super::records`]).
+const RECORDS_DIR: &str = super::records::DIR;
 
 /// Why a data directory cannot be used.
 #[derive(Debug)]

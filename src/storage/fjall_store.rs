@@ -148,7 +148,7 @@ impl FjallStore {
         if db.keyspace_exists("rows") {
             move_rows(&db, &rows_db, &rows)?;
         }
-        let records = Segments::open(&rows_path.parent().unwrap_or(Path::new("")).join("records"))?;
+        let records = Segments::open(&rows_path.parent().unwrap_or(Path::new("")).join(super::records::DIR))?;
         move_records(&rows_db, &rows, &records)?;
         let meta = db.keyspace("meta", KeyspaceCreateOptions::default)?;
         let log = db.keyspace("log", || {

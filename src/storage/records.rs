@@ -34,6 +34,10 @@ use super::keys::space_prefix;
 use crate::engine::tuple::Tuple;
 use crate::idempotency::{created_ms_of, SPACE_ID};
 
+/// The directory of the segments, beside the rows database's (see
+/// [`super::datadir`] and [`super::fjall_store::FjallStore::open`]).
+pub const DIR: &str = "records";
+
 /// The first bytes of a segment file.
 pub const MAGIC: &[u8; 8] = b"obrecs01";
 
@@ -192,8 +196,8 @@ impl Segments {
     }
 
     /// How many segments there are.
-    #[must_use]
-    pub fn count(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn count(&self) -> usize {
         self.list.lock().unwrap_or_else(std::sync::PoisonError::into_inner).len()
     }
 
