@@ -202,15 +202,6 @@ impl Space {
                 format!("Tuple field count {} does not match space field count {}", fields.len(), self.def.field_count),
             ));
         }
-        // The first required field past the end of the tuple.
-        let required_len = self.required_field_count();
-        if fields.len() < required_len {
-            let missing = (fields.len()..required_len).find(|&i| self.is_required(i)).unwrap_or(fields.len());
-            return Err(BoxError::new(
-                code::FIELD_MISSING,
-                format!("Tuple field {} required by space format is missing", missing + 1),
-            ));
-        }
         // The first field (in field order) a format entry or an index part rejects;
         // on one field the format is checked before the parts, the parts in index order.
         let mut rejected: Option<(usize, FieldType)> = None;
@@ -234,6 +225,15 @@ impl Space {
         }
         if let Some((i, ty)) = rejected {
             return Err(BoxError::field_type(&(i + 1).to_string(), ty.name()));
+        }
+        // As 2.6: the fields present are checked before any missing one is named.
+        let required_len = self.required_field_count();
+        if fields.len() < required_len {
+            let missing = (fields.len()..required_len).find(|&i| self.is_required(i)).unwrap_or(fields.len());
+            return Err(BoxError::new(
+                code::FIELD_MISSING,
+                format!("Tuple field {} required by space format is missing", missing + 1),
+            ));
         }
         Ok(())
     }

@@ -52,3 +52,50 @@ def test_operations_and_pairs_match_tarantool(tmp_path):
     # The matrix holds both kinds of answer: results and 2.6's double-update refusal.
     assert any("double update of the same field" in line for line in tarantool)
     assert sum("update: [" in line for line in tarantool) > 200
+
+
+CHECKS_SCRIPT = r"""
+box.cfg{work_dir = os.getenv('WORK'), log_level = 1}
+local json = require('json')
+local s = box.schema.space.create('f', {format = {
+  {name = 'id', type = 'unsigned'}, {name = 'n', type = 'integer'},
+  {name = 's', type = 'string'}, {name = 'o', type = 'number', is_nullable = true},
+  {name = 'x', type = 'any'},
+}})
+s:create_index('pk')
+s:create_index('by_x', {parts = {{5, 'unsigned'}}, unique = false})
+s:create_index('by_s', {parts = {{3, 'string'}, {6, 'string', is_nullable = true}}})
+local cases = {
+  {{'=', 2, 'text'}}, {{'+', 2, 1}}, {{'=', 2, -7}}, {{'=', 3, 9}}, {{':', 3, 1, 1, 'Q'}},
+  {{'=', 4, box.NULL}}, {{'=', 4, 'no'}}, {{'+', 4, 0.5}}, {{'=', 5, 'str'}}, {{'=', 5, 12}},
+  {{'=', 6, 7}}, {{'=', 6, 'six'}}, {{'=', 1, 99}}, {{'+', 1, 0}}, {{'=', 2, 3}, {'=', 3, 4}},
+  {{'=', 3, 'ok'}, {'=', 2, 'bad'}}, {{'#', 2, 1}}, {{'#', 3, 1}}, {{'!', 2, 'in'}},
+  {{'!', 3, 5}}, {{'#', 4, 2}}, {{'=', 2, 1}, {'#', 4, 1}}, {{'|', 5, 8}}, {{'=', 7, 'tail'}},
+  {{'=', 'n', 'named'}}, {{'=', 'o', 'named'}}, {{'=', 's', 'ok'}, {'=', 'x', -1}},
+}
+for i, ops in ipairs(cases) do
+  local t = {i, 10, 's' .. i, 1.5, 100 + i}
+  s:replace(t)
+  local ok, err = pcall(s.update, s, i, ops)
+  print(i, json.encode(ops), ok and json.encode(s:get(i)) or ('error: ' .. tostring(err)))
+  if not ok then print('', err.code) end
+  s:replace(t)
+  local ok2, err2 = pcall(s.upsert, s, t, ops)
+  print('', 'upsert', ok2 and json.encode(s:get(i)) or ('error: ' .. tostring(err2)))
+end
+for i, t in ipairs({{1, 'x'}, {2, 3, 's'}, {3, 3, 's', 'bad'}, {4, 3, 5}, {5, 3, 's', box.NULL, 'x'}}) do
+  local ok, err = pcall(s.insert, s, t)
+  print('insert', i, ok and 'ok' or tostring(err))
+end
+print('cases', #cases)
+os.exit(0)
+"""
+
+
+def test_an_update_is_checked_against_format_and_indexes_like_tarantool(tmp_path):
+    """Every field an operation changed, moved or added is checked as 2.6 checks it:
+    the format's type, each index part's type, nullability; fields left alone pass.
+    The fields present are checked before a missing one is named (an insert too)."""
+    tarantool = same_output_on_both(tmp_path, "update_checks.lua", CHECKS_SCRIPT, 78)
+    assert tarantool[-1] == "cases\t27"
+    assert sum("does not match" in line or "Tuple field" in line for line in tarantool) >= 8
