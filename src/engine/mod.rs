@@ -779,11 +779,10 @@ impl Engine {
         let Some(old) = index.get(&key).cloned() else {
             return Ok(None);
         };
-        let old_fields = split(&old)?;
-        let assembled = update::apply(&ops, &old_fields, space)?;
+        let assembled = update::apply_to_tuple(&ops, &old, space)?;
         let new = assembled.tuple.clone();
         let fields = assembled.fields();
-        space.validate_split(&new, &fields)?;
+        space.validate_update(&new, &fields, assembled.changed_fields())?;
         let space = self.space_mut(req.space_id)?;
         let (replaced, key) = space.write_keyed(new.clone(), &fields, WriteMode::Replace, Some(&old))?;
         drop(fields);

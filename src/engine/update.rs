@@ -335,6 +335,18 @@ fn slots_of<'a>(fields: &[&'a [u8]]) -> Slots<'a> {
     fields.iter().map(|f| Slot { bytes: Cow::Borrowed(*f), touched: false }).collect()
 }
 
+/// Fills `slots` with a tuple's fields, read from it directly (no field list first).
+fn fill_slots<'a>(tuple: &'a [u8], slots: &mut Slots<'a>) -> BoxResult<()> {
+    let mut r = Reader::new(tuple);
+    let n = r.read_array_len().map_err(|_| BoxError::new(code::TUPLE_NOT_ARRAY, "Tuple/Key must be MsgPack array"))?;
+    slots.reserve(n.min(1024) as usize);
+    for _ in 0..n {
+        let bytes = r.skip().map_err(|_| BoxError::invalid_msgpack("tuple"))?;
+        slots.push(Slot { bytes: Cow::Borrowed(bytes), touched: false });
+    }
+    Ok(())
+}
+
 thread_local! {
     /// Where a new tuple is assembled before it is copied into an allocation of its
     /// own, so that an update allocates once for the tuple and not also for a vector.
@@ -353,6 +365,9 @@ pub struct Assembled {
     first: u32,
     /// Where each field ends.
     ends: smallvec::SmallVec<[u32; 8]>,
+    /// The positions of the fields operations changed, ascending; `None` when a
+    /// field was inserted, deleted or appended (every field may have moved).
+    changed: Option<smallvec::SmallVec<[u32; 4]>>,
 }
 
 impl Assembled {
@@ -367,9 +382,16 @@ impl Assembled {
         }
         fields
     }
+
+    /// The positions of the fields the operations changed, ascending, when no
+    /// field moved: the others are the old tuple's, as they were.
+    #[must_use]
+    pub fn changed_fields(&self) -> Option<&[u32]> {
+        self.changed.as_deref()
+    }
 }
 
-fn join_slots(slots: &[Slot<'_>]) -> Assembled {
+fn join_slots(slots: &[Slot<'_>], reshaped: bool) -> Assembled {
     ASSEMBLY.with_borrow_mut(|out| {
         out.clear();
         #[allow(clippy::cast_possible_truncation, reason = "field counts fit u32")]
@@ -386,46 +408,71 @@ fn join_slots(slots: &[Slot<'_>]) -> Assembled {
         if out.capacity() > MAX_KEPT_ASSEMBLY {
             *out = Vec::new();
         }
-        Assembled { tuple, first, ends }
+        #[allow(clippy::cast_possible_truncation, reason = "field counts fit u32")]
+        let changed =
+            (!reshaped).then(|| slots.iter().enumerate().filter(|(_, s)| s.touched).map(|(i, _)| i as u32).collect());
+        Assembled { tuple, first, ends, changed }
     })
 }
 
 /// Applies `ops` to a tuple's fields and returns the new tuple (not yet validated).
 pub fn apply<'a>(ops: &[Op<'a>], fields: &[&'a [u8]], space: &Space) -> BoxResult<Assembled> {
     let mut slots = slots_of(fields);
+    let reshaped = apply_all(ops, &mut slots, space)?;
+    Ok(join_slots(&slots, reshaped))
+}
+
+/// [`apply`] to a tuple given whole (a stored one: a valid MessagePack array).
+pub fn apply_to_tuple<'a>(ops: &[Op<'a>], tuple: &'a [u8], space: &Space) -> BoxResult<Assembled> {
+    // Filled in place: a slot vector is a few hundred bytes to move.
+    let mut slots = Slots::new();
+    fill_slots(tuple, &mut slots)?;
+    let reshaped = apply_all(ops, &mut slots, space)?;
+    Ok(join_slots(&slots, reshaped))
+}
+
+/// Applies every operation in turn; returns whether fields moved.
+fn apply_all<'a>(ops: &[Op<'a>], slots: &mut Slots<'a>, space: &Space) -> BoxResult<bool> {
+    let mut reshaped = false;
     for op in ops {
-        apply_op(&mut slots, op, space)?;
+        reshaped |= apply_op(slots, op, space)?;
     }
-    Ok(join_slots(&slots))
+    Ok(reshaped)
 }
 
 /// UPSERT's rule: an operation that fails is logged and skipped; the others still apply.
 pub fn apply_skipping_failures<'a>(ops: &[Op<'a>], fields: &[&'a [u8]], space: &Space) -> Assembled {
     let mut slots = slots_of(fields);
+    let mut reshaped = false;
     for op in ops {
         // A failed operation leaves the fields as they were (see `apply_op`).
-        if let Err(e) = apply_op(&mut slots, op, space) {
-            tracing::warn!(space = %space.def.name, error = %e, "UPSERT operation failed");
+        match apply_op(&mut slots, op, space) {
+            Ok(moved) => reshaped |= moved,
+            Err(e) => tracing::warn!(space = %space.def.name, error = %e, "UPSERT operation failed"),
         }
     }
-    join_slots(&slots)
+    join_slots(&slots, reshaped)
 }
 
 /// Applies one operation; one that fails changes nothing (every check comes before
 /// the change, and a field's mark as updated is taken back), so UPSERT can skip it.
-fn apply_op<'a>(slots: &mut Slots<'a>, op: &Op<'a>, space: &Space) -> BoxResult<()> {
+/// Returns whether fields moved (one was inserted, deleted or appended).
+fn apply_op<'a>(slots: &mut Slots<'a>, op: &Op<'a>, space: &Space) -> BoxResult<bool> {
     match &op.kind {
         OpKind::Insert(v) => {
             let pos = resolve(&op.field, slots.len(), space, Reach::Insert)?;
             slots.insert(pos, Slot { bytes: Cow::Borrowed(v), touched: false });
+            return Ok(true);
         }
         OpKind::Delete(count) => {
             let pos = resolve(&op.field, slots.len(), space, Reach::Existing)?;
             let end = usize::try_from(*count).unwrap_or(usize::MAX).saturating_add(pos).min(slots.len());
             slots.drain(pos..end);
+            return Ok(true);
         }
         OpKind::Set(v) if resolve(&op.field, slots.len(), space, Reach::Append)? == slots.len() => {
             slots.push(Slot { bytes: Cow::Borrowed(v), touched: true });
+            return Ok(true);
         }
         kind => {
             let set = matches!(kind, OpKind::Set(_));
@@ -443,7 +490,7 @@ fn apply_op<'a>(slots: &mut Slots<'a>, op: &Op<'a>, space: &Space) -> BoxResult<
             }
         }
     }
-    Ok(())
+    Ok(false)
 }
 
 /// Marks the field at `pos` as updated; `exclusive`: refuse one updated already.
@@ -510,6 +557,25 @@ mod tests {
         assert_eq!(&apply(&bump, &split(&small).unwrap(), &space).unwrap().tuple[..], &[0x91, 0x08]);
         let skipped = apply_skipping_failures(&bump, &split(&[0x91, 0xa1, b'z']).unwrap(), &space).tuple;
         assert_eq!(&skipped[..], &[0x91, 0xa1, b'z'], "a failed operation leaves the field as it was");
+    }
+
+    #[test]
+    fn the_changed_fields_are_listed_unless_a_field_moved() {
+        let old = [0x94, 0x01, 0x05, 0xa1, b'a', 0x07];
+        let changed = |list: &[(&str, u64, &[u8])]| {
+            let encoded = ops(list);
+            let parsed = parse_ops(&encoded, 1).unwrap();
+            let new = apply_to_tuple(&parsed, &old, &space()).unwrap();
+            assert_eq!(new.fields(), split(&new.tuple).unwrap());
+            new.changed_fields().map(<[u32]>::to_vec)
+        };
+        assert_eq!(changed(&[("+", 4, &[0x01]), ("=", 2, &[0x02])]), Some(vec![1, 3]));
+        let failing = ops(&[("+", 3, &[0x01]), ("=", 2, &[0x02])]);
+        let skipped = apply_skipping_failures(&parse_ops(&failing, 1).unwrap(), &split(&old).unwrap(), &space());
+        assert_eq!(skipped.changed_fields(), Some(&[1][..]), "a skipped operation changed nothing");
+        assert_eq!(changed(&[("=", 5, &[0x02])]), None, "appended");
+        assert_eq!(changed(&[("!", 2, &[0x02])]), None, "inserted");
+        assert_eq!(changed(&[("=", 2, &[0x02]), ("#", 4, &[0x01])]), None, "deleted");
     }
 
     #[test]
