@@ -328,110 +328,250 @@ local function json_big_integer(num)
     return ffi.cast('int64_t', v)
 end
 
-function json.decode(s)
-    if type(s) ~= 'string' then error('json.decode: expected a string', 0) end
-    local pos = 1
-    local function fail(what) error(string.format("json.decode: %s at character %d", what, pos), 0) end
-    local function ws() pos = string.find(s, '[^ \t\r\n]', pos) or #s + 1 end
-    local value
-    local function str()
+-- json.decode follows the lua-cjson decoder 2.6 ships: the same tokens, numbers as
+-- its strtod/strtoll read them, a NUL ending the text, and its error texts
+-- ("Expected <what> but found <token> on line L at character C").
+local JSON_SINGLE = {[123] = 'T_OBJ_BEGIN', [125] = 'T_OBJ_END', [91] = 'T_ARR_BEGIN', [93] = 'T_ARR_END',
+    [44] = 'T_COMMA', [58] = 'T_COLON'}
+local JSON_ESCAPES = {[34] = '"', [92] = '\\', [47] = '/', [98] = '\b', [116] = '\t', [110] = '\n', [102] = '\f',
+    [114] = '\r'}
+-- What `decode_invalid_numbers` lets through, in the order they are tried.
+local JSON_NON_FINITE = {{'inf', math.huge}, {'-inf', -math.huge}, {'-nan', 0 / 0}, {'nan', 0 / 0}}
+-- The default of `decode_max_depth`.
+local JSON_MAX_DEPTH = 128
+
+local function utf8_char(cp)
+    if cp < 0x80 then return string.char(cp) end
+    if cp < 0x800 then return string.char(0xC0 + math.floor(cp / 64), 0x80 + cp % 64) end
+    if cp < 0x10000 then
+        return string.char(0xE0 + math.floor(cp / 4096), 0x80 + math.floor(cp / 64) % 64, 0x80 + cp % 64)
+    end
+    return string.char(0xF0 + math.floor(cp / 262144), 0x80 + math.floor(cp / 4096) % 64,
+        0x80 + math.floor(cp / 64) % 64, 0x80 + cp % 64)
+end
+
+local function json_decoder(s, max_depth, invalid_numbers, hints)
+    local pos, line, line_start, depth = 1, 1, 1, 0
+    -- A NUL ends the text, as the end does.
+    local function byte(p) return string.byte(s, p) or 0 end
+    local function hex4(p)
+        local digits = string.match(s, '^%x%x%x%x', p)
+        return digits and tonumber(digits, 16)
+    end
+
+    -- Returns the token's kind, its value and where it starts (for an error
+    -- token: its text and where the error is).
+    local function string_token()
+        local start = pos
         pos = pos + 1
-        local out = {}
+        local parts, n = {}, 0
         while true do
-            local c = string.sub(s, pos, pos)
-            if c == '' then fail('unterminated string') end
-            if c == '"' then pos = pos + 1 break end
-            if c == '\\' then
-                local e = string.sub(s, pos + 1, pos + 1)
-                local map = {b = '\b', f = '\f', n = '\n', r = '\r', t = '\t', ['"'] = '"', ['\\'] = '\\', ['/'] = '/'}
-                if map[e] then
-                    out[#out + 1] = map[e]
-                    pos = pos + 2
-                elseif e == 'u' then
-                    local code = tonumber(string.sub(s, pos + 2, pos + 5), 16) or fail('bad \\u escape')
-                    if code < 0x80 then
-                        out[#out + 1] = string.char(code)
-                    elseif code < 0x800 then
-                        out[#out + 1] = string.char(0xC0 + math.floor(code / 64), 0x80 + code % 64)
-                    else
-                        out[#out + 1] = string.char(0xE0 + math.floor(code / 4096), 0x80 + math.floor(code / 64) % 64,
-                                                    0x80 + code % 64)
-                    end
-                    pos = pos + 6
-                else
-                    fail('bad escape')
-                end
-            else
-                out[#out + 1] = c
-                pos = pos + 1
-            end
-        end
-        return table.concat(out)
-    end
-    value = function(depth)
-        if depth > 128 then fail('too deeply nested') end
-        ws()
-        local c = string.sub(s, pos, pos)
-        if c == '{' then
-            pos = pos + 1
-            local t = setmetatable({}, {__serialize = 'map'})
-            ws()
-            if string.sub(s, pos, pos) == '}' then pos = pos + 1 return t end
-            while true do
-                ws()
-                if string.sub(s, pos, pos) ~= '"' then fail('expected a key') end
-                local k = str()
-                ws()
-                if string.sub(s, pos, pos) ~= ':' then fail("expected ':'") end
-                pos = pos + 1
-                t[k] = value(depth + 1)
-                ws()
-                local d = string.sub(s, pos, pos)
-                pos = pos + 1
-                if d == '}' then return t end
-                if d ~= ',' then fail("expected ',' or '}'") end
-            end
-        elseif c == '[' then
-            pos = pos + 1
-            local t = setmetatable({}, {__serialize = 'seq'})
-            ws()
-            if string.sub(s, pos, pos) == ']' then pos = pos + 1 return t end
-            local n = 0
-            while true do
+            local q = string.find(s, '["\\%z]', pos) or #s + 1
+            if q > pos then
                 n = n + 1
-                t[n] = value(depth + 1)
-                ws()
-                local d = string.sub(s, pos, pos)
+                parts[n] = string.sub(s, pos, q - 1)
+            end
+            pos = q
+            local b = byte(q)
+            if b == 34 then
                 pos = pos + 1
-                if d == ']' then return t end
-                if d ~= ',' then fail("expected ',' or ']'") end
+                return 'T_STRING', table.concat(parts), start
+            elseif b == 0 then
+                return 'T_ERROR', 'unexpected end of string', pos
             end
-        elseif c == '"' then
-            return str()
-        elseif string.find(s, '^true', pos) then
-            pos = pos + 4
-            return true
-        elseif string.find(s, '^false', pos) then
-            pos = pos + 5
-            return false
-        elseif string.find(s, '^null', pos) then
-            pos = pos + 4
-            return box.NULL
-        else
-            local num = string.match(s, '^-?%d+%.?%d*[eE]?[-+]?%d*', pos)
-            if num == nil or num == '' then fail('unexpected symbol') end
-            pos = pos + #num
-            local n = tonumber(num)
-            if n ~= nil and (n >= 1e14 or n <= -1e14) and not string.find(num, '[.eE]') then
-                return json_big_integer(num)
+            local e = byte(pos + 1)
+            if e == 117 then
+                local cp, len = hex4(pos + 2), 6
+                if cp and cp >= 0xD800 and cp < 0xE000 then
+                    -- A high surrogate, and a low one escaped right after it.
+                    local low = cp < 0xDC00 and byte(pos + 6) == 92 and byte(pos + 7) == 117 and hex4(pos + 8)
+                    if low and low >= 0xDC00 and low < 0xE000 then
+                        cp, len = (cp - 0xD800) * 1024 + (low - 0xDC00) + 0x10000, 12
+                    else
+                        cp = nil
+                    end
+                end
+                if not cp then return 'T_ERROR', 'invalid unicode escape code', pos end
+                n = n + 1
+                parts[n] = utf8_char(cp)
+                pos = pos + len
+            else
+                local c = JSON_ESCAPES[e]
+                if not c then return 'T_ERROR', 'invalid escape code', pos end
+                n = n + 1
+                parts[n] = c
+                pos = pos + 2
             end
-            return n
         end
     end
-    local v = value(0)
-    ws()
-    if pos <= #s then fail('trailing garbage') end
-    return v
+
+    -- A number as strict JSON starts one: an optional '-', then a digit, and no
+    -- leading zero or hex prefix.
+    local function number_starts(p)
+        if byte(p) == 45 then p = p + 1 end
+        local b = byte(p)
+        if b == 48 then
+            local next = byte(p + 1)
+            return not (next == 120 or next == 88 or (next >= 48 and next <= 57))
+        end
+        return b >= 48 and b <= 57
+    end
+
+    local function number_token()
+        local start = pos
+        local int = string.match(s, '^-?%d+', pos)
+        local after = byte(pos + #int)
+        if after == 46 or after == 101 or after == 69 then
+            -- strtod: the longest prefix that reads as a number.
+            local frac = string.match(s, '^%.%d*', pos + #int) or ''
+            local exp = string.match(s, '^[eE][-+]?%d+', pos + #int + #frac) or ''
+            pos = pos + #int + #frac + #exp
+            return 'T_NUMBER', tonumber(int .. frac .. exp), start
+        end
+        pos = pos + #int
+        local digits = string.gsub(int, '^-', '')
+        local uint = #int == #digits and (#digits > 19 or (#digits == 19 and digits >= '9223372036854775807'))
+        local n = tonumber(int)
+        if uint then return 'T_UINT', require('ffi').cast('uint64_t', json_big_integer(int)), start end
+        if n >= 1e14 or n <= -1e14 then return 'T_INT', json_big_integer(int), start end
+        -- strtoll reads -0 as 0.
+        return 'T_INT', n + 0, start
+    end
+
+    local function token()
+        while true do
+            local b = byte(pos)
+            if b == 10 then
+                line, line_start = line + 1, pos + 1
+            elseif b ~= 32 and b ~= 9 and b ~= 13 then
+                break
+            end
+            pos = pos + 1
+        end
+        local b, at = byte(pos), pos
+        if b == 0 then return 'T_END', nil, at end
+        local single = JSON_SINGLE[b]
+        if single then
+            pos = pos + 1
+            return single, nil, at
+        end
+        if b == 34 then return string_token() end
+        if number_starts(pos) then return number_token() end
+        if b == 116 and string.sub(s, pos, pos + 3) == 'true' then
+            pos = pos + 4
+            return 'T_BOOLEAN', true, at
+        elseif b == 102 and string.sub(s, pos, pos + 4) == 'false' then
+            pos = pos + 5
+            return 'T_BOOLEAN', false, at
+        elseif b == 110 and string.sub(s, pos, pos + 3) == 'null' then
+            pos = pos + 4
+            return 'T_NULL', box.NULL, at
+        end
+        if invalid_numbers then
+            for _, word in ipairs(JSON_NON_FINITE) do
+                if string.sub(s, pos, pos + #word[1] - 1) == word[1] then
+                    pos = pos + #word[1]
+                    return 'T_NUMBER', word[2], at
+                end
+            end
+        end
+        return 'T_ERROR', 'invalid token', at
+    end
+
+    local function fail(expected, kind, value, at)
+        local found = kind == 'T_ERROR' and value or kind
+        error(string.format('Expected %s but found %s on line %d at character %d', expected, found, line,
+            at - line_start + 1), 0)
+    end
+
+    local function descend()
+        depth = depth + 1
+        if depth > max_depth then
+            error(string.format('Found too many nested data structures (%d) on line %d at character %d', depth,
+                line, pos - line_start), 0)
+        end
+    end
+
+    local value
+    local function object()
+        descend()
+        local t = hints and setmetatable({}, {__serialize = 'map'}) or {}
+        local kind, v, at = token()
+        if kind == 'T_OBJ_END' then
+            depth = depth - 1
+            return t
+        end
+        while true do
+            if kind ~= 'T_STRING' then fail('object key string', kind, v, at) end
+            local key = v
+            kind, v, at = token()
+            if kind ~= 'T_COLON' then fail('colon', kind, v, at) end
+            t[key] = value(token())
+            kind, v, at = token()
+            if kind == 'T_OBJ_END' then
+                depth = depth - 1
+                return t
+            end
+            if kind ~= 'T_COMMA' then fail('comma or object end', kind, v, at) end
+            kind, v, at = token()
+        end
+    end
+    local function array()
+        descend()
+        local t = hints and setmetatable({}, {__serialize = 'seq'}) or {}
+        local kind, v, at = token()
+        if kind == 'T_ARR_END' then
+            depth = depth - 1
+            return t
+        end
+        local n = 0
+        while true do
+            n = n + 1
+            t[n] = value(kind, v, at)
+            kind, v, at = token()
+            if kind == 'T_ARR_END' then
+                depth = depth - 1
+                return t
+            end
+            if kind ~= 'T_COMMA' then fail('comma or array end', kind, v, at) end
+            kind, v, at = token()
+        end
+    end
+    value = function(kind, v, at)
+        if kind == 'T_STRING' or kind == 'T_INT' or kind == 'T_UINT' or kind == 'T_BOOLEAN' or kind == 'T_NULL' then
+            return v
+        elseif kind == 'T_NUMBER' then
+            if not invalid_numbers and (v ~= v or v == math.huge or v == -math.huge) then
+                error('number must not be NaN or Inf', 0)
+            end
+            return v
+        elseif kind == 'T_OBJ_BEGIN' then
+            return object()
+        elseif kind == 'T_ARR_BEGIN' then
+            return array()
+        end
+        fail('value', kind, v, at)
+    end
+
+    local result = value(token())
+    local kind, v, at = token()
+    if kind ~= 'T_END' then fail('the end', kind, v, at) end
+    return result
+end
+
+function json.decode(...)
+    local n, s, opts = select('#', ...), ...
+    if n ~= 1 and n ~= 2 then error("bad argument #1 to '?' (expected 1 or 2 arguments)", 0) end
+    if type(s) == 'number' then s = tostring(s) end
+    if type(s) ~= 'string' then error(string.format("bad argument #1 to '?' (string expected, got %s)", type(s)), 0) end
+    local max_depth, invalid_numbers, hints = JSON_MAX_DEPTH, true, true
+    if n == 2 then
+        if type(opts) ~= 'table' then error(string.format('attempt to index a %s value', type(opts)), 0) end
+        if opts.decode_max_depth ~= nil then max_depth = opts.decode_max_depth end
+        if opts.decode_invalid_numbers ~= nil then invalid_numbers = opts.decode_invalid_numbers end
+        if opts.decode_save_metatables ~= nil then hints = opts.decode_save_metatables end
+    end
+    return json_decoder(s, max_depth, invalid_numbers, hints)
 end
 
 package.loaded.json = json

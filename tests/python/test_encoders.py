@@ -1,10 +1,8 @@
 """json, msgpack and yaml encoders and decoders from Lua compared with Tarantool 2.6
 line for line: integers (to 64 bits), floats, inf and nan (yaml writes a NaN's sign,
 as printf does), strings with escapes, empty, sparse and nested tables, cdata
-integers; JSON and msgpack decoding.
-
-Left out, known to differ: json.decode's error texts. box.NULL has a test of its
-own (test_box_null.py).
+integers; JSON and msgpack decoding, json.decode token by token with its errors.
+box.NULL has a test of its own (test_box_null.py).
 """
 from conftest import LUA_PRINT_ROW, same_output_on_both
 
@@ -73,3 +71,53 @@ os.exit(0)
 
 def test_msgpack_works_before_box_cfg_as_in_tarantool(tmp_path):
     same_output_on_both(tmp_path, "msgpack.lua", MSGPACK_SCRIPT, 17)
+
+
+JSON_DECODE_SCRIPT = r"""
+local json = require('json')
+local function show(ok, r)
+  if not ok then return 'err', tostring(r) end
+  return 'ok', type(r), type(r) == 'table' and json.encode(r) or tostring(r)
+end
+local cases = {
+  '1e', '', ' ', '{', '[1,', '{"a":1,}', '[1 2]', 'nul', 'tru', '"abc', '"\\x"', '1.5.2', '{"a" 1}', '{1:2}',
+  '[1]x', 'abc', '-', '01', '0x10', '1e400', '-0', '"\\u00e9"', '"\\ud83d\\ude00"', '[[[[]]]]',
+  '{"a":[1,{"b":null}]}', '  5  ', 'NaN', 'inf', '[1,2,]', '"a\tb"', '1E2', '.5', '5.', '"\\u12"',
+  '[1 18446744073709551615]', '[1 1.5]', '[1 "a"]', '[1 true]', '[1 null]', '[1 :]', '[1 {]', '[1 [',
+  '{"a":1 "b"}', '{"a":1 ]', '[1,\n 2 3]', '[1,\r\n  2\n 3]', '{"a"}', '{"a":}', '[1 ,]', '[1 -2]',
+  '"\\u0041\\u00"', '"\\ud83d"', '"\\ude00"', '"\\ud83dx"', '"\\ud83d\\u0041"', '"\\u0000"', '"a\0b"', '[1]\0',
+  '\0', '-inf', '-nan', 'nan', 'Infinity', '+1', '1e5', '1E+2', '12345678901234567890', '-9223372036854775809',
+  '100000000000000', '-100000000000000', '99999999999999', '9223372036854775807', '1.0', '3.14159', '0.1',
+  '1e-5', '123e-2', '1.e2', '[1e2]', '"\\/"', '{"a":1,"a":2}', '[]', '{}', '[[],{}]', 'true false', '"\1"',
+  '"\\uD83D\\uDE00"', '"\\u20AC"', '{"n":[true,false,null]}', '\f1', '1 \n\n x',
+}
+for i, s in ipairs(cases) do
+  print(i, (s:gsub('\n', '\\n'):gsub('%z', '\\0')), show(pcall(json.decode, s)))
+end
+for _, v in ipairs({5, 1.5, true, box.NULL}) do print(type(v), show(pcall(json.decode, v))) end
+print('none', show(pcall(json.decode)))
+print('nil', show(pcall(json.decode, nil)))
+print('three', show(pcall(json.decode, '[1]', {}, 3)))
+for _, d in ipairs({0, 1, 2}) do
+  for _, s in ipairs({'[1]', '[[1]]', '{"a":{"b":1}}', '5', '[\n[1]]'}) do
+    print('depth', d, s, show(pcall(json.decode, s, {decode_max_depth = d})))
+  end
+end
+print('deep', show(pcall(json.decode, string.rep('[', 130) .. string.rep(']', 130))))
+print('deep128', show(pcall(json.decode, string.rep('[', 128) .. string.rep(']', 128))))
+print('opt', show(pcall(json.decode, 'inf', {decode_invalid_numbers = false})))
+print('opt', show(pcall(json.decode, '1e400', {decode_invalid_numbers = false})))
+print('opt', show(pcall(json.decode, '[1]', {bogus = 1})))
+print('opt', show(pcall(json.decode, '[1]', 5)))
+local t = json.decode('{"a":[1,2]}')
+print(type(getmetatable(t)), type(getmetatable(t.a)), json.decode('[1]')[1] == 1, type(json.decode('[1.5]')[1]))
+os.exit(0)
+"""
+
+
+def test_json_decode_matches_tarantool_token_by_token(tmp_path):
+    """lua-cjson's decoder as 2.6 has it: numbers as strtod and strtoll read them (no
+    leading zeros, '1e' stops before the 'e', inf and nan), surrogate pairs, a NUL
+    ending the text, the nesting limit, options, and every error's text and place."""
+    tarantool = same_output_on_both(tmp_path, "json_decode.lua", JSON_DECODE_SCRIPT, 125)
+    assert any("Expected comma or array end but found T_INT on line 2" in line for line in tarantool)
