@@ -32,7 +32,7 @@ use crate::protocol::{request_type, response};
 use crate::script::ScriptEvent;
 use crate::storage::group;
 use crate::storage::keys::row_key;
-use crate::storage::wal::{WalDone, WalRequest, WalSender};
+use crate::storage::wal::{OnDurable, WalDone, WalRequest, WalSender};
 use crate::storage::RowOp;
 
 /// What a connection's writer receives.
@@ -153,6 +153,11 @@ struct HeldReply {
 struct InFlight {
     ticket: u64,
     undo: Vec<Change>,
+    /// Replies the WAL thread sends once the group is durable, as (session, sync):
+    /// answered with ER_WAL_IO here if it is not.
+    sent_with_group: Vec<(u64, u64)>,
+    /// Replies held for the group after it was sent (a retry joining it): sent
+    /// from here when it is reported durable.
     replies: Vec<HeldReply>,
 }
 
@@ -629,13 +634,43 @@ impl Executor {
         group::clock(&mut ops, self.window.clock.now_ms());
         let undo = std::mem::replace(&mut self.group_undo, Vec::with_capacity(sizes.1));
         let replies = std::mem::replace(&mut self.group_replies, Vec::with_capacity(sizes.2));
+        let sent_with_group = replies.iter().map(|r| (r.session_id, r.sync)).collect();
+        let on_durable = self.replies_by_connection(replies);
         let ticket = self.next_ticket;
         self.next_ticket += 1;
-        let sent = self.wal.as_ref().is_some_and(|wal| wal.send(WalRequest { ticket, group: ops }).is_ok());
-        self.in_flight.push_back(InFlight { ticket, undo, replies });
+        let request = WalRequest { ticket, group: ops, on_durable };
+        let sent = self.wal.as_ref().is_some_and(|wal| wal.send(request).is_ok());
+        self.in_flight.push_back(InFlight { ticket, undo, sent_with_group, replies: Vec::new() });
         if !sent {
             self.wal_failure(ticket, "the WAL thread is gone".into());
         }
+    }
+
+    /// A group's replies gathered into one buffer per connection, and sent by
+    /// the WAL thread once the group is durable (a connection gone meanwhile is
+    /// skipped): sending them from here would wait for the TX thread to hear
+    /// the group is durable and to come round to them.
+    fn replies_by_connection(&self, replies: Vec<HeldReply>) -> Option<OnDurable> {
+        let mut outgoing: Vec<(u64, crate::server::sink::ReplySink, Vec<u8>)> = Vec::new();
+        for reply in replies {
+            // Usually one connection per group, and its replies in a row.
+            match outgoing.iter_mut().rev().find(|(id, ..)| *id == reply.session_id) {
+                Some((_, _, bytes)) => bytes.extend_from_slice(&reply.bytes),
+                None => {
+                    if let Some(session) = self.sessions.get(&reply.session_id) {
+                        outgoing.push((reply.session_id, session.out.clone(), reply.bytes));
+                    }
+                }
+            }
+        }
+        if outgoing.is_empty() {
+            return None;
+        }
+        Some(Box::new(move || {
+            for (_, sink, bytes) in outgoing {
+                sink.send(bytes);
+            }
+        }))
     }
 
     fn buffer(&mut self, session_id: u64) -> Option<&mut Vec<u8>> {
@@ -749,6 +784,7 @@ impl Executor {
         failed.push(InFlight {
             ticket: u64::MAX,
             undo: std::mem::take(&mut self.group_undo),
+            sent_with_group: Vec::new(),
             replies: std::mem::take(&mut self.group_replies),
         });
         self.group_log.clear();
@@ -764,10 +800,11 @@ impl Executor {
         self.window.forget_in_flight(&self.engine);
         let sv = self.engine.schema_version();
         for f in failed {
-            for r in f.replies {
+            let held = f.replies.into_iter().map(|r| (r.session_id, r.sync));
+            for (session_id, sync) in f.sent_with_group.into_iter().chain(held) {
                 let mut bytes = Vec::new();
-                response::error(&mut bytes, r.sync, sv, &BoxError::wal_io());
-                self.deliver(HeldReply { bytes, ..r });
+                response::error(&mut bytes, sync, sv, &BoxError::wal_io());
+                self.deliver(HeldReply { session_id, sync, bytes });
             }
         }
     }

@@ -15,12 +15,28 @@ use std::thread::JoinHandle;
 use super::fjall_store::FjallStore;
 
 /// A commit group from the TX thread.
-#[derive(Debug)]
 pub struct WalRequest {
     /// Increasing id of the group.
     pub ticket: u64,
     /// Everything the group changed, encoded (see [`super::group`]).
     pub group: Vec<u8>,
+    /// Run by the WAL thread once the group is durable, after its [`WalDone`] is
+    /// reported (the replies that waited for it go out without a round trip
+    /// through the TX thread); dropped unrun if the group cannot be made durable.
+    pub on_durable: Option<OnDurable>,
+}
+
+/// What the WAL thread does once a group is durable.
+pub type OnDurable = Box<dyn FnOnce() + Send>;
+
+impl std::fmt::Debug for WalRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WalRequest")
+            .field("ticket", &self.ticket)
+            .field("group", &self.group.len())
+            .field("on_durable", &self.on_durable.is_some())
+            .finish()
+    }
 }
 
 /// Bytes of logged groups after which the checkpoint thread applies them to the
@@ -91,14 +107,17 @@ fn run(store: &FjallStore, rx: &mut WalReceiver, done: &dyn Fn(WalDone)) {
     let mut checkpoints = Checkpoints::new(store);
     let mut pacer = store.writeback_pacer();
     let mut logged = 0usize;
+    let mut on_durable: Vec<OnDurable> = Vec::new();
     while let Some(first) = rx.blocking_recv() {
         let mut ticket = first.ticket;
         let mut group = first.group;
+        on_durable.extend(first.on_durable);
         for _ in 1..MAX_GROUPS_PER_BATCH {
             match rx.try_recv() {
                 Ok(more) => {
                     ticket = more.ticket;
                     group.extend_from_slice(&more.group);
+                    on_durable.extend(more.on_durable);
                 }
                 Err(_) => break,
             }
@@ -130,7 +149,16 @@ fn run(store: &FjallStore, rx: &mut WalReceiver, done: &dyn Fn(WalDone)) {
                 tracing::error!(error = %msg, "WAL write failed: refusing writes until restart");
             }
         }
+        // Reported before the replies go out: a client's next request, sent once it
+        // has its reply, reaches the TX thread after the report does.
         done(WalDone { ticket, result: failed.clone().map_or(Ok(()), Err) });
+        if failed.is_none() {
+            for then in on_durable.drain(..) {
+                then();
+            }
+        } else {
+            on_durable.clear();
+        }
     }
     // The TX thread is gone: make everything written so far durable, and
     // leave the directory quick to open.

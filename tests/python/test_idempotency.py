@@ -124,6 +124,22 @@ def test_reads_accept_and_ignore_tokens(ob):
         assert h[0] == 0 and STATUS not in h
 
 
+def test_a_retry_sent_after_the_reply_is_replayed_not_joined(ob):
+    """The WAL thread sends a group's replies itself once the group is durable; it
+    reports the group to the TX thread first, so a retry sent after its reply came
+    (here on another connection, the quickest way round) finds the first attempt
+    finished: status 2, never 3, every time."""
+    first, second = admin(ob), admin(ob)
+    for i in range(300):
+        token = f"after-reply-{i}"
+        assert incr(first, 1, token)[0][STATUS] == EXECUTED
+        h, _, _ = incr(second, 1, token)
+        assert h[STATUS] == REPLAYED, (i, h)
+    assert counter(first, 1) == 300
+    first.close()
+    second.close()
+
+
 def test_mismatch_is_refused_and_applies_nothing(ob):
     c = admin(ob)
     assert incr(c, 3, "t-m")[0][STATUS] == EXECUTED
