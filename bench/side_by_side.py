@@ -608,6 +608,20 @@ the data succeeds.
   op, and those are where a record still costs as much as the write: TX 1.85, WAL
   0.65, network 0.47 us per tokened replace against 0.88, 0.32 and 0.31 per plain one
   (the same binary reaches 380k, 430k and 492k ops/s at depth 64, 128 and 256).
+- 4 December, afternoon: a write's reply waited for its group to be written, then
+  for the WAL thread to tell TX, then for TX to finish the batch it was in and send
+  it. The WAL thread now sends a group's replies itself right after the write (TX
+  keeps their syncs, to answer ER_WAL_IO if the write fails). TX no longer makes the
+  send calls (with loopback's receive path, 11% of its time under pipelined updates),
+  and the idle cores per request fell by about half: replace 567k -> 657k ops/s, update
+  496k -> 561k, tokened replace 313k -> 339k (`bench/cpu_per_op.py`, 3 alternating
+  rounds each; idle 0.63 -> 0.29, 0.79 -> 0.42, 1.15 -> 0.69 us per op). Pipelined p99
+  stayed where it was (replace 1290-1664 against 1326-1653 us in the same runs). Not
+  kept: letting the WAL thread report to TX only when TX waits for something (an
+  atomic ticket read at each message instead of a wake-up per batch) changed nothing
+  for plain writes and cost tokened ones about 10%. An UPDATE that moves no field
+  checks only the fields it changed against the format and indexes (TX instructions
+  per update 5.9k -> 5.5k, TX 1.155 -> 1.075 us per op).
 - A CALL is bound by the TX thread, and its TX time is Lua: a fiber table per request
   (its coroutine comes from a pool), mlua's value conversions, a tuple userdata per
   `get`, and LuaJIT garbage collection. Binding `box` to the engine through one `op`

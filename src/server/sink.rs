@@ -1,4 +1,5 @@
-//! Where the TX thread puts a connection's replies.
+//! Where the TX thread puts a connection's replies, and the WAL thread those that
+//! waited for their commit to be durable (it sends them once it is).
 //!
 //! A reply goes straight to the socket when the socket takes it at once (a
 //! non-blocking send on a duplicate of the connection's descriptor) and nothing
@@ -9,7 +10,7 @@
 //! the TX thread's time under pipelined reads.
 //!
 //! The connection's reader uses the same path for the PINGs it answers itself
-//! (see [`ReplySink::ping_schema_version`]); a lock keeps the two senders' replies
+//! (see [`ReplySink::ping_schema_version`]); a lock keeps the senders' replies
 //! whole and in order. The connection's [`Backlog`] (replies unsent, requests not
 //! yet answered) tells the reader when to stop reading ([`ReplySink::room`]).
 
