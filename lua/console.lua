@@ -350,6 +350,9 @@ local function utf8_char(cp)
         0x80 + math.floor(cp / 64) % 64, 0x80 + cp % 64)
 end
 
+-- yaml.lua's double-quoted strings encode their \u escapes with it too.
+box.internal.utf8_char = utf8_char
+
 local function json_decoder(s, max_depth, invalid_numbers, hints)
     local pos, line, line_start, depth = 1, 1, 1, 0
     -- A NUL ends the text, as the end does.

@@ -77,15 +77,7 @@ end
 local function unescape_double(s, line)
     local map = {n = '\n', t = '\t', r = '\r', ['"'] = '"', ['\\'] = '\\', ['/'] = '/', ['0'] = '\0', a = '\a',
                  b = '\b', e = '\27', f = '\f', v = '\v', [' '] = ' ', N = '\194\133', _ = '\194\160'}
-    local function utf8(code)
-        if code < 0x80 then return string.char(code) end
-        if code < 0x800 then return string.char(0xC0 + math.floor(code / 64), 0x80 + code % 64) end
-        if code < 0x10000 then
-            return string.char(0xE0 + math.floor(code / 4096), 0x80 + math.floor(code / 64) % 64, 0x80 + code % 64)
-        end
-        return string.char(0xF0 + math.floor(code / 262144), 0x80 + math.floor(code / 4096) % 64,
-                           0x80 + math.floor(code / 64) % 64, 0x80 + code % 64)
-    end
+    local utf8 = box.internal.utf8_char
     local out, i = {}, 1
     while i <= #s do
         local c = string.sub(s, i, i)
