@@ -100,8 +100,16 @@ impl Space {
         })
     }
 
-    /// [`Self::unnamed`] with these field names (`tuple:update` on a tuple read
-    /// from a space names fields as that space's format does).
+    /// This space's definition and indexes without their entries: what a tuple
+    /// made outside the space from one of its tuples is checked against.
+    #[must_use]
+    pub fn shape(&self) -> Self {
+        let pk_parts = self.indexes.get(&0).map(|pk| pk.def.parts.clone()).unwrap_or_default();
+        let indexes = self.indexes.iter().map(|(id, ix)| (*id, Index::new(ix.def.clone(), &pk_parts))).collect();
+        Self { def: self.def.clone(), indexes, sequence: None }
+    }
+
+    /// [`Self::unnamed`] with these field names (a tuple made by `box.tuple.new`).
     #[must_use]
     pub fn with_field_names(names: &[String]) -> Self {
         let mut space = Self::unnamed();

@@ -10,7 +10,7 @@ use std::rc::Rc;
 use mlua::{FromLua, Lua, MultiValue, Table, Value};
 
 use super::convert;
-use super::tuple::LuaTuple;
+use super::tuple::{LuaTuple, TupleFormat};
 use crate::engine::access::Credentials;
 use crate::engine::index::IndexKind;
 use crate::engine::space::{Space, WriteMode};
@@ -178,12 +178,27 @@ fn toggle<K: std::hash::Hash + Eq>(set: &mut std::collections::HashSet<K>, key: 
     }
 }
 
-fn names(space: &Space) -> Rc<Vec<String>> {
-    Rc::new(space.def.format.iter().map(|f| f.name.clone()).collect())
+thread_local! {
+    /// The tuple format of each space a tuple was read from, with the schema
+    /// version it was made at: made again only after a schema change.
+    static FORMATS: std::cell::RefCell<std::collections::HashMap<u32, (u64, Rc<TupleFormat>)>> =
+        std::cell::RefCell::default();
 }
 
-fn tuple_value(lua: &Lua, t: Tuple, names: &Rc<Vec<String>>) -> mlua::Result<Value> {
-    Ok(Value::UserData(lua.create_userdata(LuaTuple(t, names.clone()))?))
+/// The format tuples of `space` get in Lua (`schema_version`: the engine's now).
+fn format_of(space: &Space, schema_version: u64) -> Rc<TupleFormat> {
+    FORMATS.with_borrow_mut(|formats| match formats.get(&space.def.id) {
+        Some((version, format)) if *version == schema_version => format.clone(),
+        _ => {
+            let format = Rc::new(TupleFormat::of(space));
+            formats.insert(space.def.id, (schema_version, format.clone()));
+            format
+        }
+    })
+}
+
+fn tuple_value(lua: &Lua, t: Tuple, format: &Rc<TupleFormat>) -> mlua::Result<Value> {
+    Ok(Value::UserData(lua.create_userdata(LuaTuple(t, format.clone()))?))
 }
 
 /// The error table handed to the prelude.
@@ -275,7 +290,7 @@ fn run(lua: &Lua, cx: &mut Context, op: &str, args: &[Value]) -> Result<Value, F
                 key: &key,
             };
             let tuples = engine.select(&creds, &req)?;
-            let names = names(engine.space(req.space_id)?);
+            let names = format_of(engine.space(req.space_id)?, engine.schema_version());
             let out = lua.create_table_with_capacity(tuples.len(), 0)?;
             for (i, t) in tuples.into_iter().enumerate() {
                 out.raw_set(i + 1, tuple_value(lua, t, &names)?)?;
@@ -288,14 +303,14 @@ fn run(lua: &Lua, cx: &mut Context, op: &str, args: &[Value]) -> Result<Value, F
             if space.def.engine != crate::engine::space::EngineKind::Memtx {
                 // Views answer through select.
                 let req = Select { space_id, index_id: u32_arg(2)?, iterator: 0, offset: 0, limit: 1, key: &key };
-                let names = names(space);
+                let names = format_of(space, engine.schema_version());
                 match engine.select(&creds, &req)?.into_iter().next() {
                     Some(t) => tuple_value(lua, t, &names)?,
                     None => Value::Nil,
                 }
             } else {
                 match engine.get(&creds, space_id, u32_arg(2)?, &key)? {
-                    Some(t) => tuple_value(lua, t, &names(engine.space(space_id)?))?,
+                    Some(t) => tuple_value(lua, t, &format_of(engine.space(space_id)?, engine.schema_version()))?,
                     None => Value::Nil,
                 }
             }
@@ -305,7 +320,7 @@ fn run(lua: &Lua, cx: &mut Context, op: &str, args: &[Value]) -> Result<Value, F
             let tuple = bytes_of(args, 2)?;
             let mode = if op == "insert" { WriteMode::Insert } else { WriteMode::Replace };
             let t = engine.write(&creds, space_id, &tuple, mode)?;
-            tuple_value(lua, t, &names(engine.space(space_id)?))?
+            tuple_value(lua, t, &format_of(engine.space(space_id)?, engine.schema_version()))?
         }
         "sequence_next" => {
             let value = engine.sequence_next(u32_arg(1)?)?;
@@ -315,7 +330,7 @@ fn run(lua: &Lua, cx: &mut Context, op: &str, args: &[Value]) -> Result<Value, F
             let (key, ops) = (key_of(args, 3)?, bytes_of(args, 4)?);
             let req = Update { space_id: u32_arg(1)?, index_id: u32_arg(2)?, key: &key, ops: &ops, index_base: 1 };
             match engine.update(&creds, &req)? {
-                Some(t) => tuple_value(lua, t, &names(engine.space(req.space_id)?))?,
+                Some(t) => tuple_value(lua, t, &format_of(engine.space(req.space_id)?, engine.schema_version()))?,
                 None => Value::Nil,
             }
         }
@@ -328,7 +343,7 @@ fn run(lua: &Lua, cx: &mut Context, op: &str, args: &[Value]) -> Result<Value, F
             let key = key_of(args, 3)?;
             let req = Delete { space_id: u32_arg(1)?, index_id: u32_arg(2)?, key: &key };
             match engine.delete(&creds, &req)? {
-                Some(t) => tuple_value(lua, t, &names(engine.space(req.space_id)?))?,
+                Some(t) => tuple_value(lua, t, &format_of(engine.space(req.space_id)?, engine.schema_version()))?,
                 None => Value::Nil,
             }
         }
@@ -349,7 +364,7 @@ fn run(lua: &Lua, cx: &mut Context, op: &str, args: &[Value]) -> Result<Value, F
                     BoxError::new(crate::error::code::TUPLE_NOT_ARRAY, "Tuple/Key must be MsgPack array").into()
                 );
             }
-            tuple_value(lua, bytes.into(), &Rc::new(Vec::new()))?
+            tuple_value(lua, bytes.into(), &Rc::new(TupleFormat::default()))?
         }
         "is_tuple" => Value::Boolean(super::is_tuple(args.get(1).unwrap_or(&Value::Nil))),
         "idem_lookup" => idem_lookup(lua, cx, args)?,
@@ -472,7 +487,7 @@ fn run(lua: &Lua, cx: &mut Context, op: &str, args: &[Value]) -> Result<Value, F
                     _ => None,
                 })
                 .collect();
-            let names = names(engine.space(space_id)?);
+            let names = format_of(engine.space(space_id)?, engine.schema_version());
             let out = lua.create_table_with_capacity(rows.len(), 0)?;
             for (i, (old, new)) in rows.into_iter().enumerate() {
                 let pair = lua.create_table()?;

@@ -12,7 +12,7 @@ use mlua::{Lua, LuaString, Table, Value};
 use sha1::Digest as _;
 
 use super::convert;
-use super::tuple::LuaTuple;
+use super::tuple::{LuaTuple, TupleFormat};
 use crate::engine::space::Space;
 use crate::engine::tuple::split;
 use crate::engine::update;
@@ -153,8 +153,8 @@ pub fn create(lua: &Lua) -> mlua::Result<Table> {
             let result = update_tuple(&t.0, &t.1, &ops_bytes, upsert);
             Ok(match result {
                 Ok(bytes) => {
-                    let names = t.1.clone();
-                    (Value::UserData(lua.create_userdata(LuaTuple(bytes.into(), names))?), Value::Nil, Value::Nil)
+                    let format = t.1.clone();
+                    (Value::UserData(lua.create_userdata(LuaTuple(bytes.into(), format))?), Value::Nil, Value::Nil)
                 }
                 Err(e) => {
                     (Value::Nil, Value::Integer(i64::from(e.code)), Value::String(lua.create_string(&e.message)?))
@@ -202,21 +202,33 @@ fn tuple_new(lua: &Lua, v: &Value) -> mlua::Result<(Value, Value, Value)> {
         let msg = lua.create_string("Tuple/Key must be MsgPack array")?;
         return Ok((Value::Nil, Value::Integer(i64::from(code::TUPLE_NOT_ARRAY)), Value::String(msg)));
     }
-    let t = LuaTuple(bytes.into(), Rc::new(Vec::new()));
+    let t = LuaTuple(bytes.into(), Rc::new(TupleFormat::default()));
     Ok((Value::UserData(lua.create_userdata(t)?), Value::Nil, Value::Nil))
 }
 
 /// `tuple:update(ops)` / `tuple:upsert(ops)`: the operations applied to a tuple outside
-/// any space, its fields named by `names` (its space's format, if it has one).
-fn update_tuple(tuple: &[u8], names: &[String], ops: &[u8], upsert: bool) -> BoxResult<Vec<u8>> {
-    let space = Space::with_field_names(names);
+/// any space; one from a space gives a tuple its space's format and indexes accept,
+/// as in 2.6 (fields are named by the format in either case).
+fn update_tuple(tuple: &[u8], format: &TupleFormat, ops: &[u8], upsert: bool) -> BoxResult<Vec<u8>> {
+    let unnamed;
+    let space = match &format.shape {
+        Some(space) => space,
+        None => {
+            unnamed = Space::with_field_names(&format.names);
+            &unnamed
+        }
+    };
     let ops = update::parse_ops(ops, 1)?;
     let fields = split(tuple)?;
-    if upsert {
-        Ok(update::apply_skipping_failures(&ops, &fields, &space).tuple.to_vec())
+    let new = if upsert {
+        update::apply_skipping_failures(&ops, &fields, space)
     } else {
-        Ok(update::apply(&ops, &fields, &space)?.tuple.to_vec())
+        update::apply(&ops, &fields, space)?
+    };
+    if format.shape.is_some() {
+        space.validate_split(&new.tuple, &new.fields())?;
     }
+    Ok(new.tuple.to_vec())
 }
 
 /// AES-256 in CBC mode with PKCS#7 padding; the error is Tarantool's message.

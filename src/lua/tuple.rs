@@ -11,15 +11,36 @@ use std::rc::Rc;
 use mlua::{Lua, MetaMethod, MultiValue, UserData, UserDataMethods, Value};
 
 use super::convert;
+use crate::engine::space::Space;
 use crate::engine::tuple::{split, Tuple};
 use crate::protocol::msgpack::Reader;
 
 /// Registry key of the table of tuple methods written in Lua.
 pub const METHODS: &str = "oncebox.tuple_methods";
 
-/// A tuple with the field names of its space's format.
+/// A tuple with what it keeps of its space ([`TupleFormat`]).
 #[derive(Debug, Clone)]
-pub struct LuaTuple(pub Tuple, pub Rc<Vec<String>>);
+pub struct LuaTuple(pub Tuple, pub Rc<TupleFormat>);
+
+/// What a tuple read from a space keeps of it, as a 2.6 tuple keeps its format:
+/// the field names (`t.name`, `t:tomap()`), and the rules a tuple made from it
+/// by `t:update()` must keep.
+#[derive(Debug, Default)]
+pub struct TupleFormat {
+    /// The format's field names, in field order.
+    pub names: Vec<String>,
+    /// The space's definition and its indexes' parts (no entries), when the
+    /// tuple came from a space; `None` for `box.tuple.new`.
+    pub shape: Option<Space>,
+}
+
+impl TupleFormat {
+    /// The format of `space`'s tuples.
+    #[must_use]
+    pub fn of(space: &Space) -> Self {
+        Self { names: space.def.format.iter().map(|f| f.name.clone()).collect(), shape: Some(space.shape()) }
+    }
+}
 
 impl LuaTuple {
     fn field(&self, lua: &Lua, n: usize) -> mlua::Result<Value> {
@@ -49,7 +70,7 @@ impl LuaTuple {
         let Some(mut steps) = path_steps(path) else { return Ok(Value::Nil) };
         let mut value = match steps.remove(0) {
             PathStep::Index(n) => self.field(lua, n)?,
-            PathStep::Key(name) => match self.1.iter().position(|f| *f == name) {
+            PathStep::Key(name) => match self.1.names.iter().position(|f| *f == name) {
                 Some(i) => self.field(lua, i + 1)?,
                 None => return Ok(Value::Nil),
             },
@@ -126,10 +147,10 @@ impl UserData for LuaTuple {
             let names_only = opts.and_then(|o| o.get::<bool>("names_only").ok()).unwrap_or(false);
             let t = lua.create_table()?;
             for (i, v) in this.all(lua)?.into_iter().enumerate() {
-                if !names_only || this.1.get(i).is_none() {
+                if !names_only || this.1.names.get(i).is_none() {
                     t.raw_set(i + 1, v.clone())?;
                 }
-                if let Some(name) = this.1.get(i) {
+                if let Some(name) = this.1.names.get(i) {
                     t.raw_set(name.as_str(), v)?;
                 }
             }
@@ -144,7 +165,7 @@ impl UserData for LuaTuple {
             Value::Number(n) if n.fract() == 0.0 && n >= 1.0 => this.field(lua, n as usize),
             Value::String(s) => {
                 let name = s.to_str()?.to_owned();
-                if let Some(i) = this.1.iter().position(|f| *f == name) {
+                if let Some(i) = this.1.names.iter().position(|f| *f == name) {
                     // By name, a nil field is plain nil (by number it is box.NULL), as in 2.6.
                     return this.field(lua, i + 1).map(nil_for_null);
                 }
