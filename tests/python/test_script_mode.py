@@ -157,10 +157,15 @@ def test_admin_console_as_connector_suites_use_it(tmp_path):
     """))
     port, admin_port = free_port(), free_port()
     env = dict(os.environ, LISTEN=f"127.0.0.1:{port}", ADMIN=f"127.0.0.1:{admin_port}")
+    stderr = open(tmp_path / "stderr", "w")
     proc = subprocess.Popen([ONCEBOX, str(script)], cwd=tmp_path, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                            stdout=subprocess.DEVNULL, stderr=stderr)
     try:
-        wait_port(admin_port, proc)
+        try:
+            wait_port(admin_port, proc)
+        except RuntimeError as e:
+            # Say why (once in CI it exited at start, not reproduced in 40 tries).
+            raise RuntimeError(f"{e}: {(tmp_path / 'stderr').read_text()[-2000:]}") from e
         with socket.create_connection(("127.0.0.1", admin_port), timeout=10) as s:
             greeting = s.recv(256)
             assert greeting.startswith(b"Tarantool 2.6.0 (Lua console)") and len(greeting) == 128
@@ -182,6 +187,7 @@ def test_admin_console_as_connector_suites_use_it(tmp_path):
     finally:
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=30) == 0
+        stderr.close()
 
 
 def test_listen_failure_stops_the_script(tmp_path):
