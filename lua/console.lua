@@ -496,49 +496,51 @@ local function json_decoder(s, max_depth, invalid_numbers, hints)
     end
 
     local value
-    local function object()
+    -- The first token inside a container: nil, the container closed at once.
+    local function first_inside(closing)
         descend()
-        local t = hints and setmetatable({}, {__serialize = 'map'}) or {}
         local kind, v, at = token()
-        if kind == 'T_OBJ_END' then
+        if kind == closing then
             depth = depth - 1
-            return t
+            return nil
         end
-        while true do
+        return kind, v, at
+    end
+    -- After a member or an element: whether the container closed; past a comma, no.
+    local function closed(closing, expected)
+        local kind, v, at = token()
+        if kind == closing then
+            depth = depth - 1
+            return true
+        end
+        if kind ~= 'T_COMMA' then fail(expected, kind, v, at) end
+        return false
+    end
+    local function object()
+        local t = hints and setmetatable({}, {__serialize = 'map'}) or {}
+        local kind, v, at = first_inside('T_OBJ_END')
+        while kind do
             if kind ~= 'T_STRING' then fail('object key string', kind, v, at) end
             local key = v
             kind, v, at = token()
             if kind ~= 'T_COLON' then fail('colon', kind, v, at) end
             t[key] = value(token())
-            kind, v, at = token()
-            if kind == 'T_OBJ_END' then
-                depth = depth - 1
-                return t
-            end
-            if kind ~= 'T_COMMA' then fail('comma or object end', kind, v, at) end
+            if closed('T_OBJ_END', 'comma or object end') then break end
             kind, v, at = token()
         end
+        return t
     end
     local function array()
-        descend()
         local t = hints and setmetatable({}, {__serialize = 'seq'}) or {}
-        local kind, v, at = token()
-        if kind == 'T_ARR_END' then
-            depth = depth - 1
-            return t
-        end
+        local kind, v, at = first_inside('T_ARR_END')
         local n = 0
-        while true do
+        while kind do
             n = n + 1
             t[n] = value(kind, v, at)
-            kind, v, at = token()
-            if kind == 'T_ARR_END' then
-                depth = depth - 1
-                return t
-            end
-            if kind ~= 'T_COMMA' then fail('comma or array end', kind, v, at) end
+            if closed('T_ARR_END', 'comma or array end') then break end
             kind, v, at = token()
         end
+        return t
     end
     value = function(kind, v, at)
         if kind == 'T_STRING' or kind == 'T_INT' or kind == 'T_UINT' or kind == 'T_BOOLEAN' or kind == 'T_NULL' then

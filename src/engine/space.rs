@@ -7,7 +7,7 @@ use super::index::{Index, IndexDef, Part};
 use super::tuple::{split, Tuple, TupleFields};
 use super::value::{Collation, FieldType, Key};
 use crate::error::{code, BoxError, BoxResult};
-use crate::protocol::msgpack::{MpType, Reader};
+use crate::protocol::msgpack::Reader;
 
 /// One field of a space format.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -202,9 +202,7 @@ impl Space {
             // On one field the format is checked before the parts, the parts in index order.
             let format = self.def.format.get(at).map(|f| (f.ty, f.nullable));
             let mut wanted = format.into_iter().chain(self.parts_on_field(at).map(|p| (p.ty, p.nullable)));
-            if let Some((want, _)) =
-                wanted.find(|&(want, nullable)| !(want.accepts(ty) || (ty == MpType::Nil && nullable)))
-            {
+            if let Some((want, _)) = wanted.find(|&(want, nullable)| !want.admits(ty, nullable)) {
                 return Err(BoxError::field_type(&(at + 1).to_string(), want.name()));
             }
         }
@@ -241,7 +239,7 @@ impl Space {
         let type_of = |i: usize| Reader::new(fields[i]).peek_type().map_err(|_| BoxError::invalid_msgpack("tuple"));
         for (i, f) in self.def.format.iter().enumerate().take(fields.len()) {
             let ty = type_of(i)?;
-            if !(f.ty.accepts(ty) || (ty == MpType::Nil && f.nullable)) {
+            if !f.ty.admits(ty, f.nullable) {
                 rejected = Some((i, f.ty));
                 break;
             }
@@ -252,7 +250,7 @@ impl Space {
                 continue;
             }
             let ty = type_of(i)?;
-            if !(part.ty.accepts(ty) || (ty == MpType::Nil && part.nullable)) {
+            if !part.ty.admits(ty, part.nullable) {
                 rejected = Some((i, part.ty));
             }
         }
@@ -460,7 +458,7 @@ impl Space {
                 match fields.get(part.field_no as usize) {
                     Some(raw) => {
                         let ty = Reader::new(raw).peek_type().map_err(|_| BoxError::invalid_msgpack("tuple"))?;
-                        if !(part.ty.accepts(ty) || (ty == MpType::Nil && part.nullable)) {
+                        if !part.ty.admits(ty, part.nullable) {
                             return Err(BoxError::field_type(&(part.field_no + 1).to_string(), part.ty.name()));
                         }
                     }

@@ -80,6 +80,13 @@ impl FieldType {
         }
     }
 
+    /// Whether a value of msgpack type `ty` may be stored in a field of this type
+    /// (`nullable`: also nil).
+    #[must_use]
+    pub fn admits(self, ty: MpType, nullable: bool) -> bool {
+        self.accepts(ty) || (ty == MpType::Nil && nullable)
+    }
+
     /// Whether a value of msgpack type `ty` fits this field type.
     #[must_use]
     pub fn accepts(self, ty: MpType) -> bool {

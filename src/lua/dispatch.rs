@@ -179,21 +179,20 @@ fn toggle<K: std::hash::Hash + Eq>(set: &mut std::collections::HashSet<K>, key: 
 }
 
 thread_local! {
-    /// The tuple format of each space a tuple was read from, with the schema
-    /// version it was made at: made again only after a schema change.
-    static FORMATS: std::cell::RefCell<std::collections::HashMap<u32, (u64, Rc<TupleFormat>)>> =
+    /// The tuple format of each space a tuple was read from, made at the schema
+    /// version kept beside them: all are dropped when it changes.
+    static FORMATS: std::cell::RefCell<(u64, std::collections::HashMap<u32, Rc<TupleFormat>>)> =
         std::cell::RefCell::default();
 }
 
 /// The format tuples of `space` get in Lua (`schema_version`: the engine's now).
 fn format_of(space: &Space, schema_version: u64) -> Rc<TupleFormat> {
-    FORMATS.with_borrow_mut(|formats| match formats.get(&space.def.id) {
-        Some((version, format)) if *version == schema_version => format.clone(),
-        _ => {
-            let format = Rc::new(TupleFormat::of(space));
-            formats.insert(space.def.id, (schema_version, format.clone()));
-            format
+    FORMATS.with_borrow_mut(|(version, formats)| {
+        if *version != schema_version {
+            *version = schema_version;
+            formats.clear();
         }
+        formats.entry(space.def.id).or_insert_with(|| Rc::new(TupleFormat::of(space))).clone()
     })
 }
 
@@ -290,10 +289,10 @@ fn run(lua: &Lua, cx: &mut Context, op: &str, args: &[Value]) -> Result<Value, F
                 key: &key,
             };
             let tuples = engine.select(&creds, &req)?;
-            let names = format_of(engine.space(req.space_id)?, engine.schema_version());
+            let format = format_of(engine.space(req.space_id)?, engine.schema_version());
             let out = lua.create_table_with_capacity(tuples.len(), 0)?;
             for (i, t) in tuples.into_iter().enumerate() {
-                out.raw_set(i + 1, tuple_value(lua, t, &names)?)?;
+                out.raw_set(i + 1, tuple_value(lua, t, &format)?)?;
             }
             Value::Table(out)
         }
@@ -303,9 +302,9 @@ fn run(lua: &Lua, cx: &mut Context, op: &str, args: &[Value]) -> Result<Value, F
             if space.def.engine != crate::engine::space::EngineKind::Memtx {
                 // Views answer through select.
                 let req = Select { space_id, index_id: u32_arg(2)?, iterator: 0, offset: 0, limit: 1, key: &key };
-                let names = format_of(space, engine.schema_version());
+                let format = format_of(space, engine.schema_version());
                 match engine.select(&creds, &req)?.into_iter().next() {
-                    Some(t) => tuple_value(lua, t, &names)?,
+                    Some(t) => tuple_value(lua, t, &format)?,
                     None => Value::Nil,
                 }
             } else {
@@ -487,15 +486,15 @@ fn run(lua: &Lua, cx: &mut Context, op: &str, args: &[Value]) -> Result<Value, F
                     _ => None,
                 })
                 .collect();
-            let names = format_of(engine.space(space_id)?, engine.schema_version());
+            let format = format_of(engine.space(space_id)?, engine.schema_version());
             let out = lua.create_table_with_capacity(rows.len(), 0)?;
             for (i, (old, new)) in rows.into_iter().enumerate() {
                 let pair = lua.create_table()?;
                 if let Some(t) = old {
-                    pair.raw_set(1, tuple_value(lua, t, &names)?)?;
+                    pair.raw_set(1, tuple_value(lua, t, &format)?)?;
                 }
                 if let Some(t) = new {
-                    pair.raw_set(2, tuple_value(lua, t, &names)?)?;
+                    pair.raw_set(2, tuple_value(lua, t, &format)?)?;
                 }
                 out.raw_set(i + 1, pair)?;
             }
