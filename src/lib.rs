@@ -10,6 +10,8 @@
 //! - [`config`]: command-line settings.
 
 pub mod alarm;
+#[allow(unsafe_code, reason = "a global allocator is an unsafe trait and calls C; see the module")]
+pub mod allocator;
 pub mod config;
 pub mod engine;
 pub mod error;

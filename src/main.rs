@@ -2,9 +2,10 @@
 
 use oncebox::config::{parse_args, Command, USAGE};
 
-/// mimalloc for every allocation the server makes (see Cargo.toml for why).
+/// mimalloc for every allocation the server makes (see Cargo.toml and
+/// [`oncebox::allocator`] for why).
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: oncebox::allocator::Allocator = oncebox::allocator::Allocator;
 
 fn main() {
     // No transparent huge pages for this process. The heap grows all the time (a
