@@ -349,6 +349,17 @@ pub struct FuncRow {
     pub setuid: bool,
 }
 
+/// The fields of a `_func` row that define the function: all before `created`
+/// (its 18th field), so two rows that differ only in their times are equal.
+pub fn func_definition(tuple: &[u8]) -> BoxResult<smallvec::SmallVec<[&[u8]; 8]>> {
+    let mut fields = split(tuple)?;
+    fields.truncate(FUNC_CREATED_FIELD);
+    Ok(fields)
+}
+
+/// `_func`'s `created` field, 0-based.
+const FUNC_CREATED_FIELD: usize = 17;
+
 /// Decodes a `_func` row.
 pub fn parse_func(tuple: &[u8]) -> BoxResult<FuncRow> {
     let f = split(tuple)?;

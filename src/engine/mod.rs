@@ -15,6 +15,7 @@ pub mod value;
 
 use crate::id_map::IdMap;
 use std::cell::RefCell;
+use std::collections::HashMap;
 use std::rc::Rc;
 
 use access::{access_name, privilege, user_id, Credentials, Grant, ObjectType};
@@ -80,9 +81,26 @@ pub struct Engine {
     /// The last token looked up and not found: the insert that usually follows
     /// reuses its key and hash.
     token_miss: RefCell<Option<TokenMiss>>,
+    /// `_func` rows by name as CALL checks them (found or not), dropped whenever
+    /// `_func` changes: every CALL looks its function up.
+    funcs: RefCell<HashMap<Box<[u8]>, Option<FuncAccess>>>,
     /// The idempotency window's service clock, once there is one: a record written
     /// into `_idempotency` by hand may not be created after it.
     service_clock: Option<crate::idempotency::ServiceClock>,
+}
+
+/// How many function names [`Engine::check_call_access`] remembers before it starts over.
+const MAX_REMEMBERED_FUNCS: usize = 1024;
+
+/// What CALL needs of a `_func` row: whose rights it runs with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FuncAccess {
+    /// Function id.
+    pub id: u32,
+    /// Owner user id.
+    pub owner: u32,
+    /// Whether it runs with the owner's rights.
+    pub setuid: bool,
 }
 
 /// A token [`Engine::idempotency_record`] did not find.
@@ -179,6 +197,7 @@ impl Engine {
             acting: None,
             read_only: false,
             token_miss: RefCell::new(None),
+            funcs: RefCell::default(),
             service_clock: None,
         })
     }
@@ -510,6 +529,21 @@ impl Engine {
         index.get(&str_key(name)).and_then(|t| catalog::parse_func(t).ok())
     }
 
+    /// What CALL needs of the `_func` row named `name`, remembered until `_func` changes.
+    fn func_access(&self, name: &[u8]) -> Option<FuncAccess> {
+        if let Some(found) = self.funcs.borrow().get(name) {
+            return *found;
+        }
+        let found = self.func_by_name(name).map(|f| FuncAccess { id: f.id, owner: f.owner, setuid: f.setuid });
+        let mut funcs = self.funcs.borrow_mut();
+        // Names of functions that do not exist are remembered too: bounded.
+        if funcs.len() >= MAX_REMEMBERED_FUNCS {
+            funcs.clear();
+        }
+        funcs.insert(name.into(), found);
+        found
+    }
+
     /// Checks an AUTH request and returns the user id the session becomes.
     pub fn authenticate(&self, user: &[u8], tuple: &[u8], salt: &[u8]) -> BoxResult<u32> {
         let name = String::from_utf8_lossy(user);
@@ -570,9 +604,9 @@ impl Engine {
 
     /// Checks the right to call `name` (a `_func` entry or, failing that, any global);
     /// returns the `_func` entry, if there is one.
-    pub fn check_call_access(&self, creds: &Credentials, name: &[u8]) -> BoxResult<Option<catalog::FuncRow>> {
+    pub fn check_call_access(&self, creds: &Credentials, name: &[u8]) -> BoxResult<Option<FuncAccess>> {
         self.check_usage(creds)?;
-        let func = self.func_by_name(name);
+        let func = self.func_access(name);
         let allowed = match &func {
             Some(f) => creds.has(ObjectType::Function, f.id, Some(f.owner), privilege::EXECUTE),
             None => creds.universe & privilege::EXECUTE != 0,
@@ -928,6 +962,7 @@ impl Engine {
                 }
             }
             Change::Truncate { space_id, removed } => {
+                self.funcs.borrow_mut().clear();
                 let Ok(space) = self.space_mut(space_id) else { return };
                 space.truncate();
                 for t in removed {
@@ -966,6 +1001,7 @@ impl Engine {
                     space.truncate();
                     self.record_reset(id, removed);
                 }
+                self.funcs.borrow_mut().clear();
                 // 2.6 keeps the schema version across truncation.
                 return Ok(());
             }
@@ -977,6 +1013,13 @@ impl Engine {
                 return Ok(());
             }
             space_id::FUNC => {
+                if let (Some(old), Some(new)) = (old, new) {
+                    // As in 2.6, a function's definition cannot change in place
+                    // (rewriting the same definition is allowed; its times may differ).
+                    if catalog::func_definition(old)? != catalog::func_definition(new)? {
+                        return Err(BoxError::new(code::UNSUPPORTED, "function does not support alter"));
+                    }
+                }
                 if let Some(t) = new {
                     let f = catalog::parse_func(t)?;
                     // Creating a function needs the create right on functions (2.6: on
@@ -986,6 +1029,7 @@ impl Engine {
                     }
                 }
                 self.creds.borrow_mut().clear();
+                self.funcs.borrow_mut().clear();
                 // Functions are not schema in 2.6's sense: no version bump.
                 return Ok(());
             }
