@@ -10,6 +10,8 @@
 
 local internal = box.internal
 local native = internal.native
+-- The globals a CALL names functions in (whatever a script later assigns to `_G`).
+local globals = _G
 
 local function now()
     local s, ns = native.clock('monotonic')
@@ -65,12 +67,23 @@ end
 local WORKER_DONE = {}
 local idle_workers = {}
 local MAX_IDLE_WORKERS = 64
--- The results of the request a worker just finished: pcall's, packed.
-local worker_result = nil
+
+-- The end of a request's fiber: a transaction left open is rolled back and fails
+-- the call. Takes and returns pcall's results (no table: one CALL makes as little
+-- garbage as it can).
+local function request_end(ok, ...)
+    local open = internal.txn_leave(current)
+    if current.atomic_aborted then
+        return false, internal.make_error(154, 'Transaction has been aborted by a fiber yield')
+    end
+    if ok and open then
+        return false, internal.make_error(30, 'Transaction is active at return from function')
+    end
+    return ok, ...
+end
 
 local function worker(fn, ...)
-    worker_result = internal.fiber_request_end(pack(pcall(fn, ...)))
-    return worker(coroutine.yield(WORKER_DONE))
+    return worker(coroutine.yield(WORKER_DONE, request_end(pcall(fn, ...))))
 end
 
 -- A request's fiber (fn == nil) takes an idle worker coroutine, and is listed in
@@ -105,7 +118,44 @@ end
 
 local wake
 
--- Resumes f until it yields or ends. Returns the coroutine's results when it ended.
+-- The resumer of a fiber is switched back in: for it, the fiber's run was a yield.
+local function switch_back(prev)
+    current = prev
+    if prev ~= nil then
+        prev.state = 'running'
+        internal.txn_on_resume(prev)
+    end
+end
+
+-- A fiber ended.
+local function ended(f)
+    f.state = 'dead'
+    fibers[f.fid] = nil
+    sleeping[f] = nil
+    alive_count = alive_count - 1
+    if f.joiner then wake(f.joiner) end
+end
+
+-- After a request's worker ran: true and pcall's results when the request ended,
+-- false when it waits. A worker that ended its request goes back to the pool.
+local function worker_ran(f, prev, ok, marker, ...)
+    switch_back(prev)
+    if ok and marker == WORKER_DONE then
+        local co = f.co
+        f.co = nil
+        if #idle_workers < MAX_IDLE_WORKERS then idle_workers[#idle_workers + 1] = co end
+        ended(f)
+        return true, ...
+    elseif not ok then
+        ended(f)
+        return true, false, marker
+    end
+    f.state = 'suspended'
+    return false
+end
+
+-- Resumes f until it yields or ends. Returns true and how it ended (`ok, results...`,
+-- as pcall's) when it ended, false when it waits.
 local function resume(f, ...)
     local prev = current
     if prev ~= nil then
@@ -117,36 +167,16 @@ local function resume(f, ...)
     f.state = 'running'
     if f.queued then f.queued = false end
     local co = f.co
-    local r
     if f.request and not f.script then
-        -- A request's worker: its results are pcall's, as the worker left them.
-        local ok, marker = coroutine.resume(co, ...)
-        if ok and marker == WORKER_DONE then
-            r, worker_result = worker_result, nil
-            f.co = nil
-            if #idle_workers < MAX_IDLE_WORKERS then table.insert(idle_workers, co) end
-        elseif not ok then
-            r = {n = 2, false, marker}
-        end
-    else
-        r = pack(coroutine.resume(co, ...))
-        if coroutine.status(co) ~= 'dead' then r = nil end
+        return worker_ran(f, prev, coroutine.resume(co, ...))
     end
-    current = prev
-    if prev ~= nil then
-        prev.state = 'running'
-        internal.txn_on_resume(prev)
-    end
-    if r == nil then
+    local r = pack(coroutine.resume(co, ...))
+    switch_back(prev)
+    if coroutine.status(co) ~= 'dead' then
         f.state = 'suspended'
         return false
     end
-    f.state = 'dead'
-    fibers[f.fid] = nil
-    sleeping[f] = nil
-    alive_count = alive_count - 1
     if not f.request then
-        report_count()
         local cancelled = type(r[2]) == 'table' and r[2].type == 'FiberIsCancelled'
         if not r[1] and not f.joinable and not cancelled then
             -- An error that ends a plain fiber is logged, as in Tarantool.
@@ -155,8 +185,9 @@ local function resume(f, ...)
         end
         f.result = r
     end
-    if f.joiner then wake(f.joiner) end
-    return true, r
+    ended(f)
+    if not f.request then report_count() end
+    return true, unpack(r, 1, r.n)
 end
 
 -- A script's main chunk before box.cfg is not resumed by the server's scheduler:
@@ -493,32 +524,39 @@ internal.main_fiber = setmetatable({fid = 103, name_ = 'main', txn = outside.txn
                                     storage = {}},
                                    fiber_mt)
 
--- Starts a request's fiber: runs fn(...) under pcall until it yields or ends.
--- Returns true, ok, results... when it ended; false, fid when it waits.
-function internal.fiber_request(session_id, uid, atomic, fn, ...)
-    local f = new_fiber(nil, 'main', session_id, uid)
-    if atomic then f.atomic = true end
-    local done, r = resume(f, fn, ...)
-    if done then
-        report_count()
-        return true, unpack(r, 1, r.n)
-    end
-    fibers[f.fid] = f
+-- The engine's `op`, which a request's fiber binds while it runs (set once by the server).
+local request_op = nil
+function internal.set_request_op(op) request_op = op end
+
+-- A request's fiber left (ended or waits): the end-of-call checks run and `op` is unbound.
+local function request_left(f, done, ...)
+    if not done then fibers[f.fid] = f end
     report_count()
-    return false, f.fid
+    local open = internal.end_call()
+    internal.op = nil
+    if done then return true, open, ... end
+    return false, open, f.fid
 end
 
--- The end of a request's fiber: a transaction left open is rolled back and fails the call.
--- Takes and returns pcall's results as a packed table.
-function internal.fiber_request_end(r)
-    local open = internal.txn_leave(current)
-    if current.atomic_aborted then
-        return {n = 2, false, internal.make_error(154, 'Transaction has been aborted by a fiber yield')}
+-- Starts a request's fiber: runs fn(...) under pcall until it yields or ends, with
+-- `op` bound. `fn` may be a global's name. Returns true, in_txn, ok, results... when
+-- it ended; false, in_txn, fid when it waits; nil when there is no such global.
+-- (`in_txn`: the call left a transaction open outside any fiber; it is rolled back.)
+-- `session_uid`: the session's own user while `uid` is a setuid function's owner
+-- (as under box.session.su), or false.
+function internal.fiber_request(session_id, uid, session_uid, atomic, fn, ...)
+    internal.op = request_op
+    if type(fn) == 'string' then
+        fn = globals[fn]
+        if fn == nil then
+            internal.op = nil
+            return nil
+        end
     end
-    if r[1] and open then
-        return {n = 2, false, internal.make_error(30, 'Transaction is active at return from function')}
-    end
-    return r
+    local f = new_fiber(nil, 'main', session_id, uid)
+    if atomic then f.atomic = true end
+    if session_uid then f.su_uid = session_uid end
+    return request_left(f, resume(f, fn, ...))
 end
 
 -- Adopts the script's coroutine as the main fiber, run by the scheduler from now on.
@@ -548,17 +586,19 @@ function internal.fiber_next(limit)
     return nil
 end
 
+local function resumed(f, done, ...)
+    report_count()
+    -- The script's own coroutine has no pcall around it: its first result says how it ended.
+    if done and f.request then return true, ... end
+    return done
+end
+
 -- Resumes fiber `fid` (with the bound engine). Returns true, ok, results... when a
 -- request's fiber ended, true when another fiber ended, false when it waits again.
 function internal.fiber_resume(fid)
     local f = fibers[fid]
     if f == nil then return true end
-    local done, r = resume(f)
-    report_count()
-    -- The script's own coroutine has no pcall around it: its first result says how it ended.
-    if done and f.request then return true, unpack(r, 1, r.n) end
-    if done then return true end
-    return false
+    return resumed(f, resume(f))
 end
 
 -- Seconds until the scheduler has work: 0 when a fiber is ready, nil when none waits on a time.

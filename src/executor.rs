@@ -1182,6 +1182,7 @@ impl Executor {
     fn caller(&self, creds: Rc<Credentials>, session_id: u64) -> Caller {
         Caller {
             creds,
+            session_user: None,
             session_id,
             instance_uuid: self.instance_uuid.clone(),
             cfg: self.cfg.clone(),
@@ -1301,11 +1302,13 @@ impl Executor {
                 let func = self.engine.check_call_access(&creds, c.name)?;
                 let shape = if header.request_type == request_type::CALL { Shape::Call } else { Shape::Call16 };
                 // A setuid function runs with its owner's rights.
-                let creds = match func {
-                    Some(f) if f.setuid => self.engine.credentials(f.owner),
-                    _ => creds,
+                let caller = match func {
+                    Some(f) if f.setuid => Caller {
+                        session_user: Some(creds.user_id),
+                        ..self.caller(self.engine.credentials(f.owner), session_id)
+                    },
+                    _ => self.caller(creds, session_id),
                 };
-                let caller = self.caller(creds, session_id);
                 let mut host = Host {
                     engine: &mut self.engine,
                     window: &mut self.window,

@@ -64,6 +64,9 @@ pub enum Shape {
 pub struct Caller {
     /// The effective user's rights.
     pub creds: Rc<Credentials>,
+    /// The session's own user while a setuid function runs as its owner
+    /// (`box.session.uid()` names it, `box.session.euid()` the owner).
+    pub session_user: Option<u32>,
     /// The session's id.
     pub session_id: u64,
     /// The instance uuid.
@@ -277,6 +280,8 @@ impl LuaRuntime {
             }
             dispatch(lua, &mut cx, args)
         })?;
+        // A request's fiber binds `op` itself (see `start_request`).
+        internal.get::<Function>("set_request_op")?.call::<()>(&op)?;
         let hot = Hot {
             fiber_request: internal.get("fiber_request")?,
             end_call: internal.get("end_call")?,
@@ -300,6 +305,28 @@ impl LuaRuntime {
         caller: &Caller,
         f: impl FnOnce(&Lua) -> mlua::Result<BoxResult<T>>,
     ) -> (mlua::Result<BoxResult<T>>, Option<u64>) {
+        self.lent(host, caller, |lua, hot| {
+            hot.internal.raw_set(&hot.op_key, &hot.op)?;
+            let r = f(lua);
+            let in_txn = hot.end_call.call::<bool>(());
+            hot.internal.raw_set(&hot.op_key, Value::Nil)?;
+            match r {
+                Ok(Ok(_)) if in_txn? => Ok(Err(transaction_active())),
+                other => other,
+            }
+        })
+    }
+
+    /// Swaps the host's engine and window into the bound [`Context`] as the caller
+    /// (back out afterwards, by [`Lend`], on every path) and runs `f`, which binds
+    /// `box.internal.op` for its entry: [`Self::with_engine`] does in Rust, a
+    /// request's fiber does in Lua (one call into Lua per request, not three).
+    fn lent<T>(
+        &self,
+        host: &mut Host<'_>,
+        caller: &Caller,
+        f: impl FnOnce(&Lua, &Hot) -> mlua::Result<BoxResult<T>>,
+    ) -> (mlua::Result<BoxResult<T>>, Option<u64>) {
         let hot = match self.hot() {
             Ok(hot) => hot,
             Err(e) => return (Err(e), None),
@@ -312,18 +339,7 @@ impl LuaRuntime {
         if let Err(e) = published {
             return (Err(e), None);
         }
-        let result = (|| {
-            hot.internal.raw_set(&hot.op_key, &hot.op)?;
-            let r = f(&self.lua);
-            let in_txn = hot.end_call.call::<bool>(());
-            hot.internal.raw_set(&hot.op_key, Value::Nil)?;
-            match r {
-                Ok(Ok(_)) if in_txn? => {
-                    Ok(Err(BoxError::new(code::FUNCTION_TX_ACTIVE, "Transaction is active at return from function")))
-                }
-                other => other,
-            }
-        })();
+        let result = f(&self.lua, hot);
         if result.is_err() {
             // `op` must not outlive the entry, whatever failed.
             let _ = hot.internal.raw_set(&hot.op_key, Value::Nil);
@@ -602,15 +618,14 @@ impl LuaRuntime {
     /// Starts one console line (`require('console').eval`) in a fiber of its own:
     /// its YAML text, or the fiber it waits in ([`Shape::Text`] when it ends).
     pub fn console_eval(&self, host: &mut Host<'_>, caller: &Caller, line: &str) -> Step {
-        let (outcome, _) = self.with_engine(host, caller, |lua| {
+        let (outcome, _) = self.lent(host, caller, |lua, hot| {
             let console: Table = lua.globals().get::<Table>("package")?.get::<Table>("loaded")?.get("console")?;
             let eval: Function = console.get("eval")?;
             let args = |all: &mut MultiValue| {
                 all.push_back(Value::String(lua.create_string(line)?));
                 Ok(())
             };
-            start_request(lua, &self.hot()?.fiber_request, caller, false, Value::Function(eval), args, Shape::Text)
-                .map(Ok)
+            start_request(lua, hot, caller, false, Callee::Value(Value::Function(eval)), args, Shape::Text)
         });
         step_of(outcome)
     }
@@ -743,29 +758,37 @@ impl LuaRuntime {
         atomic: bool,
     ) -> Outcome {
         let name = String::from_utf8_lossy(name);
-        let (outcome, wait) = self.with_engine(host, caller, |lua| {
-            let Some((func, receiver)) = resolve(lua, &name)? else {
-                return Ok(Err(BoxError::new(code::NO_SUCH_PROC, format!("Procedure '{name}' is not defined"))));
+        let (outcome, wait) = self.lent(host, caller, |lua, hot| {
+            if !name.contains(['.', ':']) {
+                // A global's name: the fiber looks it up, as the global it names now.
+                let values = |all: &mut MultiValue| convert::decode_args_into(lua, args, &mut **all);
+                return start_request(lua, hot, caller, atomic, Callee::Global(&name), values, shape);
+            }
+            // A path is walked here, with `op` bound: an `__index` on the way may use box.
+            hot.internal.raw_set(&hot.op_key, &hot.op)?;
+            let found = resolve(lua, &name);
+            hot.internal.raw_set(&hot.op_key, Value::Nil)?;
+            let Some((func, receiver)) = found? else {
+                return Ok(Err(no_such_procedure(&name)));
             };
             let values = |all: &mut MultiValue| {
                 all.extend(receiver);
                 convert::decode_args_into(lua, args, &mut **all)
             };
-            start_request(lua, &self.hot()?.fiber_request, caller, atomic, func, values, shape).map(Ok)
+            start_request(lua, hot, caller, atomic, Callee::Value(func), values, shape)
         });
         (step_of(outcome), wait)
     }
 
     /// EVAL: runs `expr` as a chunk named `eval` with `...` bound to the arguments, in a fiber of its own.
     pub fn eval(&self, host: &mut Host<'_>, caller: &Caller, expr: &[u8], args: &[u8], atomic: bool) -> Outcome {
-        let (outcome, wait) = self.with_engine(host, caller, |lua| {
+        let (outcome, wait) = self.lent(host, caller, |lua, hot| {
             let func = match lua.load(expr).set_name("=eval").into_function() {
                 Ok(f) => f,
                 Err(e) => return Ok(Err(lua_err(&e))),
             };
             let values = |all: &mut MultiValue| convert::decode_args_into(lua, args, &mut **all);
-            start_request(lua, &self.hot()?.fiber_request, caller, atomic, Value::Function(func), values, Shape::Call)
-                .map(Ok)
+            start_request(lua, hot, caller, atomic, Callee::Value(Value::Function(func)), values, Shape::Call)
         });
         (step_of(outcome), wait)
     }
@@ -784,30 +807,65 @@ fn step_of(outcome: mlua::Result<BoxResult<Step>>) -> Step {
     }
 }
 
-/// Starts a request's fiber (`box.internal.fiber_request`) and runs it until it yields or ends.
+/// What a request's fiber runs.
+enum Callee<'a> {
+    /// A function (or anything callable).
+    Value(Value),
+    /// The global of this name, looked up by the fiber.
+    Global(&'a str),
+}
+
+/// Starts a request's fiber (`box.internal.fiber_request`) and runs it until it yields
+/// or ends; the fiber binds `box.internal.op` while it runs and runs the end-of-call
+/// checks ([`LuaRuntime::with_engine`]'s) before it returns.
 /// `args` appends the function's arguments to the call's values (no vector of their own).
 fn start_request(
     lua: &Lua,
-    start: &Function,
+    hot: &Hot,
     caller: &Caller,
     atomic: bool,
-    func: Value,
+    callee: Callee<'_>,
     args: impl FnOnce(&mut MultiValue) -> mlua::Result<()>,
     shape: Shape,
-) -> mlua::Result<Step> {
+) -> mlua::Result<BoxResult<Step>> {
     let mut all = MultiValue::with_capacity(8);
     #[allow(clippy::cast_precision_loss, reason = "session ids stay far below 2^53")]
     all.push_back(Value::Number(caller.session_id as f64));
     all.push_back(Value::Integer(i64::from(caller.creds.user_id)));
+    all.push_back(caller.session_user.map_or(Value::Boolean(false), |u| Value::Integer(i64::from(u))));
     all.push_back(Value::Boolean(atomic));
-    all.push_back(func);
+    let name = match callee {
+        Callee::Value(func) => {
+            all.push_back(func);
+            None
+        }
+        Callee::Global(name) => {
+            all.push_back(Value::String(lua.create_string(name)?));
+            Some(name)
+        }
+    };
     args(&mut all)?;
-    let mut out = start.call::<MultiValue>(all)?;
+    let mut out = hot.fiber_request.call::<MultiValue>(all)?;
     let out: &[Value] = out.make_contiguous();
-    match out.first() {
-        Some(Value::Boolean(true)) => Ok(Step::Done(request_end(lua, &out[1..], shape))),
-        _ => Ok(Step::Parked(u64::from_lua(out.get(1).cloned().unwrap_or(Value::Nil), lua)?)),
+    // `done, in_txn, ...`, or nil when the global is not there.
+    let (Some(Value::Boolean(done)), Some(in_txn)) = (out.first(), out.get(1)) else {
+        return Ok(Err(no_such_procedure(name.unwrap_or_default())));
+    };
+    if matches!(in_txn, Value::Boolean(true)) {
+        return Ok(Err(transaction_active()));
     }
+    if *done {
+        return Ok(Ok(Step::Done(request_end(lua, &out[2..], shape))));
+    }
+    Ok(Ok(Step::Parked(u64::from_lua(out.get(2).cloned().unwrap_or(Value::Nil), lua)?)))
+}
+
+fn no_such_procedure(name: &str) -> BoxError {
+    BoxError::new(code::NO_SUCH_PROC, format!("Procedure '{name}' is not defined"))
+}
+
+fn transaction_active() -> BoxError {
+    BoxError::new(code::FUNCTION_TX_ACTIVE, "Transaction is active at return from function")
 }
 
 /// A request fiber's end, `ok, results...`, as a reply body (or the error it raised).
@@ -1066,6 +1124,7 @@ mod tests {
         let mut engine = Engine::bootstrap(&uuid::Uuid::nil()).expect("an engine");
         let mut window = Window::new(Settings::default(), 0, &engine);
         let caller = Caller {
+            session_user: None,
             creds: engine.credentials(user_id::ADMIN),
             session_id: 1,
             instance_uuid: Rc::from(""),

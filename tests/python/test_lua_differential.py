@@ -146,6 +146,28 @@ def test_call_rights(servers):
     g(CALL, {0x22: "multi", 0x21: []})
 
 
+def test_call_rights_follow_function_changes(servers):
+    """CALL checks a function's `_func` row as it is now: created, recreated setuid
+    and dropped between one user's calls (oncebox remembers the rows CALL looked
+    up). A definition cannot be altered in place, as 2.6 says."""
+    real, ours = servers
+    admin = admin_pair(servers)
+    carol = Pair(Raw(real.host, real.port), Raw(ours.host, ours.port))
+    carol.auth("carol", "c")
+    carol(CALL, {0x22: "later", 0x21: []})
+    ev(admin, "function later() return box.session.euid(), box.session.uid() end "
+              "box.schema.func.create('later') box.schema.user.grant('carol', 'execute', 'function', 'later')")
+    carol(CALL, {0x22: "later", 0x21: []})
+    ev(admin, "return box.space._func.index.name:update('later', {{'=', 4, 1}})")
+    ev(admin, "return box.space._func:replace(box.space._func.index.name:get('later'))[3]")
+    carol(CALL, {0x22: "later", 0x21: []})
+    ev(admin, "box.schema.func.drop('later') box.schema.func.create('later', {setuid = true}) "
+              "box.schema.user.grant('carol', 'execute', 'function', 'later')")
+    carol(CALL, {0x22: "later", 0x21: []})
+    ev(admin, "box.schema.func.drop('later')")
+    carol(CALL, {0x22: "later", 0x21: []})
+
+
 def test_space_methods(servers):
     p = admin_pair(servers)
     for code in ("return box.space.people:update(1, {{'+', 3, 1}})", "return box.space.people:update(99, {{'+', 3, 1}})",
