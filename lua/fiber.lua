@@ -86,6 +86,15 @@ local function worker(fn, ...)
     return worker(coroutine.yield(WORKER_DONE, request_end(pcall(fn, ...))))
 end
 
+-- The idle worker coroutine last put back, taken from the pool (nil when none).
+local function idle_worker()
+    local n = #idle_workers
+    if n == 0 then return nil end
+    local co = idle_workers[n]
+    idle_workers[n] = nil
+    return co
+end
+
 -- A request's fiber (fn == nil) takes an idle worker coroutine, and is listed in
 -- `fibers` only if it yields (most end at once). Fields a fiber rarely has (a
 -- transaction, a wake-up time, a joiner) are added when needed: a request's fiber
@@ -93,7 +102,7 @@ end
 local function new_fiber(fn, name, session_id, uid)
     local f = setmetatable({fid = next_fid, name_ = name, state = 'suspended', session_id = session_id,
                             uid = uid or false, request = fn == nil, storage = {},
-                            co = fn and coroutine.create(fn) or table.remove(idle_workers) or coroutine.create(worker)},
+                            co = fn and coroutine.create(fn) or idle_worker() or coroutine.create(worker)},
                            fiber_mt)
     next_fid = next_fid + 1
     if fn ~= nil then fibers[f.fid] = f end
@@ -532,7 +541,10 @@ function internal.set_request_op(op) request_op = op end
 local function request_left(f, done, ...)
     if not done then fibers[f.fid] = f end
     report_count()
-    local open = internal.end_call()
+    -- A request's code runs in its fiber, so what runs outside fibers is as every
+    -- entry leaves it (internal.end_call resets it): checked, and reset if not.
+    local open = false
+    if outside.txn.mark ~= nil or outside.su_uid ~= nil then open = internal.end_call() end
     internal.op = nil
     if done then return true, open, ... end
     return false, open, f.fid
@@ -556,7 +568,12 @@ function internal.fiber_request(session_id, uid, session_uid, atomic, fn, ...)
     local f = new_fiber(nil, 'main', session_id, uid)
     if atomic then f.atomic = true end
     if session_uid then f.su_uid = session_uid end
-    return request_left(f, resume(f, fn, ...))
+    if current ~= nil then return request_left(f, resume(f, fn, ...)) end
+    -- Started by the server, outside any fiber: resume's first run, without its
+    -- cases for a resumer and for other kinds of fiber.
+    current = f
+    f.state = 'running'
+    return request_left(f, worker_ran(f, nil, coroutine.resume(f.co, fn, ...)))
 end
 
 -- Adopts the script's coroutine as the main fiber, run by the scheduler from now on.

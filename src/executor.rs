@@ -207,7 +207,8 @@ const SCRIPT_FIBER: u64 = 103;
 
 /// The TX thread's state.
 pub struct Executor {
-    engine: Engine,
+    /// Boxed, as the window: lending them to Lua swaps pointers.
+    engine: Box<Engine>,
     sessions: IdMap<u64, Session>,
     /// Sessions with replies waiting to be flushed.
     dirty: Vec<u64>,
@@ -224,7 +225,7 @@ pub struct Executor {
     wal_failed: Option<String>,
     shutting_down: bool,
     /// The idempotency window.
-    window: Window,
+    window: Box<Window>,
     ticks: u64,
     /// The Lua VM for CALL and EVAL.
     lua: LuaRuntime,
@@ -302,7 +303,7 @@ impl Executor {
         let mut engine = engine;
         engine.set_service_clock(window.clock.clone());
         Self {
-            window,
+            window: Box::new(window),
             ticks: 0,
             lua,
             instance_uuid: uuid.hyphenated().to_string().into(),
@@ -323,7 +324,7 @@ impl Executor {
             script_mode: false,
             reader_pings: 0,
             read_handled: None,
-            engine,
+            engine: Box::new(engine),
             sessions: IdMap::default(),
             dirty: Vec::new(),
             wal,

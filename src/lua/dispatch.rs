@@ -32,10 +32,10 @@ pub struct Context {
     pub internal: Table,
     /// Whether the engine is lent now (outside an entry, `engine` is an empty stand-in).
     pub lent: bool,
-    /// The engine.
-    pub engine: Engine,
-    /// The idempotency window.
-    pub window: Window,
+    /// The engine (boxed: lending it swaps two pointers, not two large structs).
+    pub engine: Box<Engine>,
+    /// The idempotency window (boxed, as the engine).
+    pub window: Box<Window>,
     /// The effective user's rights.
     pub creds: Rc<Credentials>,
     /// The calling session's id.
@@ -63,8 +63,8 @@ impl Context {
         Self {
             internal,
             lent: false,
-            engine,
-            window,
+            engine: Box::new(engine),
+            window: Box::new(window),
             creds: Rc::new(Credentials::default()),
             session_id: 0,
             instance_uuid: Rc::from(""),

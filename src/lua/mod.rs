@@ -80,9 +80,9 @@ pub struct Caller {
 /// What a Lua call may touch: the engine and the idempotency window.
 pub struct Host<'a> {
     /// The engine.
-    pub engine: &'a mut Engine,
+    pub engine: &'a mut Box<Engine>,
     /// The idempotency window.
-    pub window: &'a mut Window,
+    pub window: &'a mut Box<Window>,
     /// The commit group this request's changes join (`None` without a WAL).
     pub ticket: Option<u64>,
 }
@@ -157,8 +157,8 @@ struct Hot {
 /// entry and swapped back when this is dropped (on every path out, errors included).
 struct Lend<'a> {
     bound: &'a std::cell::RefCell<Context>,
-    engine: &'a mut Engine,
-    window: &'a mut Window,
+    engine: &'a mut Box<Engine>,
+    window: &'a mut Box<Window>,
 }
 
 impl<'a> Lend<'a> {
@@ -1121,8 +1121,8 @@ mod tests {
     #[test]
     fn the_engine_is_lent_for_one_entry_and_op_is_unbound_after_it() {
         let rt = LuaRuntime::new().expect("a runtime");
-        let mut engine = Engine::bootstrap(&uuid::Uuid::nil()).expect("an engine");
-        let mut window = Window::new(Settings::default(), 0, &engine);
+        let mut engine = Box::new(Engine::bootstrap(&uuid::Uuid::nil()).expect("an engine"));
+        let mut window = Box::new(Window::new(Settings::default(), 0, &engine));
         let caller = Caller {
             session_user: None,
             creds: engine.credentials(user_id::ADMIN),
@@ -1131,7 +1131,7 @@ mod tests {
             cfg: Rc::new(Vec::new()),
             control: None,
         };
-        let run = |engine: &mut Engine, window: &mut Window, code: &[u8]| {
+        let run = |engine: &mut Box<Engine>, window: &mut Box<Window>, code: &[u8]| {
             let mut host = Host { engine, window, ticket: None };
             match rt.eval(&mut host, &caller, code, &[0x90], false).0 {
                 Step::Done(r) => r,
