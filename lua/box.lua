@@ -360,15 +360,21 @@ function space_methods:update(key, ops)
 end
 function space_methods:upsert(t, ops) triggered(self.id, 'UPSERT', op, 'upsert', self.id, t, ops) end
 function space_methods:delete(key) return maybe(triggered(self.id, 'DELETE', op, 'delete', self.id, 0, key)) end
-function space_methods:get(key) return self.index[0]:get(key) end
+function space_methods:get(key) return maybe(op('get', self.id, 0, key)) end
 function space_methods:select(key, opts)
     if self.index[0] == nil then raise(35, "No index #0 is defined in space '%s'", self.name) end
     return self.index[0]:select(key, opts)
 end
-function space_methods:pairs(key, opts) return self.index[0]:pairs(key, opts) end
+function space_methods:pairs(key, opts)
+    -- A space with no index yet has no rows to walk (2.6 returns an empty iterator).
+    if self.index[0] == nil then return package.loaded.fun.iter({}) end
+    return self.index[0]:pairs(key, opts)
+end
 space_methods.__call = space_methods.pairs
 function space_methods:count(key, opts)
     if key == nil and opts == nil then return op('len', self.id) end
+    -- With no index yet, nothing matches (as in 2.6).
+    if self.index[0] == nil then return 0 end
     return self.index[0]:count(key, opts)
 end
 function space_methods:len() return op('len', self.id) end

@@ -66,3 +66,38 @@ def test_index_reads_match_tarantool(tmp_path):
     # Both kinds of HASH refusal are in the matrix, in Tarantool's order of checks.
     assert any("does not support selects via a partial key" in line for line in tarantool)
     assert any("does not support requested iterator type" in line for line in tarantool)
+
+
+NO_INDEX_SCRIPT = r"""
+box.cfg{work_dir = os.getenv('WORK'), log_level = 1}
+local s = box.schema.space.create('noidx')
+local function show(f) print(pcall(f)) end
+show(function() return s:get(1) end)
+show(function() return s:get{1} end)
+show(function() return s:count(1) end)
+show(function() return s:count() end)
+show(function() return s:update(1, {}) end)
+show(function() return s:delete(1) end)
+show(function() return s:insert{1} end)
+show(function() return s:replace{1} end)
+show(function() return s:upsert({1}, {}) end)
+show(function() return s:select() end)
+show(function() return s:len() end)
+show(function() local n = 0 for _ in s:pairs() do n = n + 1 end return n end)
+show(function() return #s:pairs({1}, {iterator = 'GE'}):totable() end)
+local t = box.schema.space.create('t')
+t:create_index('pk')
+t:insert{1, 2}
+show(function() return t:get(1) end)
+show(function() return t:get{1, 2} end)
+show(function() return t:get('x') end)
+show(function() return t:get() end)
+show(function() return t:get(nil) end)
+print(select('#', t:get(5)), select('#', t:get(1)))
+os.exit(0)
+"""
+
+
+def test_reads_of_a_space_without_an_index_match_tarantool(tmp_path):
+    """space:get/count/pairs before the first index (and get's key checks after it)."""
+    same_output_on_both(tmp_path, "no_index.lua", NO_INDEX_SCRIPT, 19)
