@@ -271,7 +271,8 @@ box.internal.yaml = yaml
 -- json: encode and decode, as Tarantool's json module for common values.
 --------------------------------------------------------------------------------
 
-local json = {NULL = box.NULL}
+-- array_mt and map_mt (shared with msgpack and yaml) are set from Rust.
+local json = {NULL = box.NULL, null = box.NULL}
 
 local escapes = {['"'] = '\\"', ['\\'] = '\\\\', ['\b'] = '\\b', ['\f'] = '\\f', ['\n'] = '\\n',
                  ['\r'] = '\\r', ['\t'] = '\\t', ['/'] = '\\/'}
@@ -517,7 +518,7 @@ local function json_decoder(s, max_depth, invalid_numbers, hints)
         return false
     end
     local function object()
-        local t = hints and setmetatable({}, {__serialize = 'map'}) or {}
+        local t = hints and setmetatable({}, json.map_mt) or {}
         local kind, v, at = first_inside('T_OBJ_END')
         while kind do
             if kind ~= 'T_STRING' then fail('object key string', kind, v, at) end
@@ -531,7 +532,7 @@ local function json_decoder(s, max_depth, invalid_numbers, hints)
         return t
     end
     local function array()
-        local t = hints and setmetatable({}, {__serialize = 'seq'}) or {}
+        local t = hints and setmetatable({}, json.array_mt) or {}
         local kind, v, at = first_inside('T_ARR_END')
         local n = 0
         while kind do

@@ -7,8 +7,9 @@
 
 local emitter = box.internal.yaml
 local yaml = {NULL = box.NULL}
-yaml.map_mt = {__serialize = 'map'}
-yaml.array_mt = {__serialize = 'seq'}
+-- The metatables of decoded maps and arrays, shared with msgpack and json (as in 2.6).
+yaml.map_mt = package.loaded.msgpack.map_mt
+yaml.array_mt = package.loaded.msgpack.array_mt
 
 --------------------------------------------------------------------------------
 -- encode

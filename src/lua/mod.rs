@@ -250,10 +250,15 @@ impl LuaRuntime {
         let bind = || -> mlua::Result<()> {
             let internal: Table = lua.globals().get::<Table>("box")?.get("internal")?;
             internal.set("native", native::create(&lua)?)?;
-            // Decoded arrays and maps carry these metatables; msgpack shows them.
-            let msgpack: Table = lua.globals().get::<Table>("package")?.get::<Table>("loaded")?.get("msgpack")?;
-            msgpack.set("array_mt", convert::hint_mt(&lua, true)?)?;
-            msgpack.set("map_mt", convert::hint_mt(&lua, false)?)
+            // Decoded arrays and maps carry these metatables; msgpack and json show
+            // them (yaml takes them from msgpack), one pair shared as in 2.6.
+            let loaded: Table = lua.globals().get::<Table>("package")?.get("loaded")?;
+            for module in ["msgpack", "json"] {
+                let m: Table = loaded.get(module)?;
+                m.set("array_mt", convert::hint_mt(&lua, true)?)?;
+                m.set("map_mt", convert::hint_mt(&lua, false)?)?;
+            }
+            Ok(())
         };
         bind().map_err(|e| lua_err(&e))?;
         for (name, source) in MODULES {

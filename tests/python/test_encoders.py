@@ -121,3 +121,24 @@ def test_json_decode_matches_tarantool_token_by_token(tmp_path):
     ending the text, the nesting limit, options, and every error's text and place."""
     tarantool = same_output_on_both(tmp_path, "json_decode.lua", JSON_DECODE_SCRIPT, 125)
     assert any("Expected comma or array end but found T_INT on line 2" in line for line in tarantool)
+
+
+SHARED_MT_SCRIPT = r"""
+local json, yaml, msgpack = require('json'), require('yaml'), require('msgpack')
+print(json.array_mt == msgpack.array_mt, json.map_mt == msgpack.map_mt, yaml.array_mt == msgpack.array_mt, yaml.map_mt == msgpack.map_mt)
+print(json.array_mt.__serialize, json.map_mt.__serialize, json.null == json.NULL, json.null == nil, json.NULL == msgpack.NULL)
+print(getmetatable(json.decode('[1]')) == json.array_mt, getmetatable(json.decode('{"a":1}')) == json.map_mt)
+print(getmetatable(json.decode('[1]', {decode_save_metatables = false})))
+print(getmetatable(yaml.decode('[1]')) == yaml.array_mt, getmetatable(yaml.decode('{a: 1}')) == yaml.map_mt)
+print(getmetatable(msgpack.decode(msgpack.encode({1}))) == msgpack.array_mt)
+print(json.encode(setmetatable({}, json.array_mt)), json.encode(setmetatable({}, json.map_mt)))
+print(json.encode(setmetatable({1, 2}, msgpack.map_mt)))
+print(yaml.encode(setmetatable({}, json.array_mt)))
+os.exit(0)
+"""
+
+
+def test_serializers_share_array_mt_and_map_mt_like_tarantool(tmp_path):
+    """json, yaml and msgpack hand out one array_mt and one map_mt, which their
+    decoders set on what they decode; json.null is json.NULL."""
+    same_output_on_both(tmp_path, "shared_mt.lua", SHARED_MT_SCRIPT, 11)
