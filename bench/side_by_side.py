@@ -622,11 +622,22 @@ the data succeeds.
   for plain writes and cost tokened ones about 10%. An UPDATE that moves no field
   checks only the fields it changed against the format and indexes (TX instructions
   per update 5.9k -> 5.5k, TX 1.155 -> 1.075 us per op).
-- A CALL is bound by the TX thread, and its TX time is Lua: a fiber table per request
-  (its coroutine comes from a pool), mlua's value conversions, a tuple userdata per
-  `get`, and LuaJIT garbage collection. Binding `box` to the engine through one `op`
-  function made once, instead of an mlua scope per call, and no throwaway vectors on
-  the way in and out took its TX instructions from 32.2k to 24.8k (a select takes 1.7k).
+- 4 December, evening: a CALL is bound by the TX thread, and its TX time was mostly
+  the way into Lua and back. Per CALL the runtime made three calls into Lua through
+  mlua (bind `op`, run the request's fiber, the end-of-call checks) and looked the
+  global up from Rust; the fiber packed its results into a table; every CALL looked
+  its function up in `_func` and parsed the row; LuaJIT's allocations went through
+  mimalloc's aligned entry point, which over-allocates when the next free block is
+  off a 16-byte boundary. Now the fiber binds `op`, looks the global up and runs the
+  checks in one call, results travel as varargs, `_func` lookups are remembered
+  until `_func` changes, the allocator calls plain `mi_malloc` for alignments up to
+  16 bytes, and the engine is lent to Lua by pointer. TX instructions per CALL of
+  this row's function (callgrind, 1 x 16) went from 25.5k to 19.2k; a CALL of a
+  function that returns 1 from 11.5k to 10.2k, 357k -> 698k ops/s and TX 2.78 -> 1.41
+  us per CALL (`bench/cpu_per_op.py`, 3 alternating rounds; Tarantool 0.69 us). What
+  is left is Lua: the fiber's own bookkeeping, mlua's value conversions, a tuple
+  userdata per `get` (with the empty environment table mlua gives every userdata
+  under LuaJIT), and garbage collection.
 - Memory: a tuple in a TREE over one unsigned field costs the tuple itself (its bytes
   and 16 bytes of reference counts) and a 24-byte tree entry; other TREE keys are
   decoded (72 bytes an entry). Entries inserted in key order leave the B-tree's nodes
