@@ -121,9 +121,11 @@ end
 
 -- A table's length as an array, or nil for a map. As Tarantool: only positive
 -- integer keys make an array, holes are nulls, but an excessively sparse one
--- (largest key over 10 and over twice the key count) is a map.
-local function sequence_length(t)
-    local mt = getmetatable(t)
+-- (largest key over `encode_sparse_safe`, 10, and over `encode_sparse_ratio`, 2,
+-- times the key count) is a map, or an error without `encode_sparse_convert`.
+-- `cfg`: a serializer's options (json's), or nil for the defaults.
+local function sequence_length(t, cfg)
+    local mt = (cfg == nil or cfg.encode_load_metatables) and getmetatable(t)
     if mt and mt.__serialize then
         local s = mt.__serialize
         if s == 'seq' or s == 'sequence' or s == 'array' then return #t end
@@ -135,7 +137,12 @@ local function sequence_length(t)
         count = count + 1
         if k > max then max = k end
     end
-    if max > 10 and max > 2 * count then return nil end
+    local ratio, safe = 2, 10
+    if cfg ~= nil then ratio, safe = cfg.encode_sparse_ratio, cfg.encode_sparse_safe end
+    if ratio > 0 and max > count * ratio and max > safe then
+        if cfg ~= nil and not cfg.encode_sparse_convert then error('excessively sparse array', 0) end
+        return nil
+    end
     return max
 end
 
@@ -272,7 +279,58 @@ box.internal.yaml = yaml
 --------------------------------------------------------------------------------
 
 -- array_mt and map_mt (shared with msgpack and yaml) are set from Rust.
-local json = {NULL = box.NULL, null = box.NULL}
+-- The options of a serializer instance, with 2.6's defaults (json.cfg shows them).
+local SERIALIZER_OPTIONS = {
+    encode_sparse_convert = true, encode_sparse_ratio = 2, encode_sparse_safe = 10,
+    encode_max_depth = 128, encode_deep_as_nil = false, encode_invalid_numbers = true,
+    encode_number_precision = 14, encode_load_metatables = true, encode_use_tostring = false,
+    encode_invalid_as_nil = false, decode_invalid_numbers = true, decode_save_metatables = true,
+    decode_max_depth = 128,
+}
+
+-- A serializer's `cfg`: its options as fields; called with a table, it sets the
+-- options named there (other keys are ignored, as in 2.6). `honored`: the
+-- options the serializer acts on (nil: all); setting another to anything but
+-- its current value is refused rather than ignored.
+local function serializer_cfg(name, honored)
+    local cfg = {}
+    for k, v in pairs(SERIALIZER_OPTIONS) do cfg[k] = v end
+    return setmetatable(cfg, {__call = function(self, opts)
+        if type(opts) ~= 'table' then
+            error(string.format("bad argument #2 to '?' (table expected, got %s)", opts == nil and 'no value' or type(opts)), 2)
+        end
+        for k in pairs(SERIALIZER_OPTIONS) do
+            local v = opts[k]
+            if v ~= nil and v ~= self[k] and honored ~= nil and not honored[k] then
+                error(string.format("%s.cfg: oncebox does not support changing '%s'", name, k), 2)
+            end
+        end
+        for k in pairs(SERIALIZER_OPTIONS) do
+            if opts[k] ~= nil then self[k] = opts[k] end
+        end
+    end})
+end
+box.internal.serializer_cfg = serializer_cfg
+-- msgpack (box.lua) shows the options; its encoder and decoder do not take them
+-- yet. new() makes an instance with options of its own.
+package.loaded.msgpack.cfg = serializer_cfg('msgpack', {})
+function package.loaded.msgpack.new()
+    local copy = {}
+    for k, v in pairs(package.loaded.msgpack) do copy[k] = v end
+    copy.cfg = serializer_cfg('msgpack', {})
+    return copy
+end
+
+-- One call's options: the instance's `cfg`, with those in `opts` (a table) over them.
+local function call_options(cfg, opts)
+    local o = {}
+    for k in pairs(SERIALIZER_OPTIONS) do
+        local v = opts[k]
+        if v == nil then v = cfg[k] end
+        o[k] = v
+    end
+    return o
+end
 
 local escapes = {['"'] = '\\"', ['\\'] = '\\\\', ['\b'] = '\\b', ['\f'] = '\\f', ['\n'] = '\\n',
                  ['\r'] = '\\r', ['\t'] = '\\t', ['/'] = '\\/'}
@@ -283,34 +341,49 @@ local function json_string(s)
     end) .. '"'
 end
 
-local function json_encode(v, depth)
-    if depth > 128 then error('json.encode: too deeply nested', 0) end
+-- A value that is no JSON value (a function, a userdata): its tostring() with
+-- `encode_use_tostring`, null with `encode_invalid_as_nil`, else an error.
+local function json_other(v, cfg)
+    if cfg.encode_use_tostring then return json_string(tostring(v)) end
+    if cfg.encode_invalid_as_nil then return 'null' end
+    error("unsupported Lua type '" .. type(v) .. "'", 0)
+end
+
+local function json_number(v, cfg)
+    if v ~= v or v == math.huge or v == -math.huge then
+        if cfg.encode_invalid_numbers then return tostring(v) end
+        if cfg.encode_invalid_as_nil then return 'null' end
+        error('number must not be NaN or Inf', 0)
+    end
+    if v == 0 then return '0' end
+    if math.floor(v) == v and v >= -2^63 and v < 2^64 then return string.format('%.0f', v) end
+    return string.format('%.' .. cfg.encode_number_precision .. 'g', v)
+end
+
+local function json_encode(v, depth, cfg)
     if is_null(v) then return 'null' end
     local ty = type(v)
     if ty == 'boolean' then return tostring(v) end
-    if ty == 'number' then
-        if v ~= v or v == math.huge or v == -math.huge then return tostring(v) end
-        if v == 0 then return '0' end
-        if math.floor(v) == v and v >= -2^63 and v < 2^64 then return string.format('%.0f', v) end
-        return string.format('%.14g', v)
-    end
+    if ty == 'number' then return json_number(v, cfg) end
     if ty == 'string' then return json_string(v) end
     if cdata_integer(v) then return cdata_integer(v) end
     if box.tuple.is(v) then v = v:totable() end
-    if type(v) ~= 'table' then error("json.encode: unsupported Lua type '" .. type(v) .. "'", 0) end
+    if type(v) ~= 'table' then return json_other(v, cfg) end
+    if depth >= cfg.encode_max_depth then
+        if cfg.encode_deep_as_nil then return 'null' end
+        error('Too high nest level', 0)
+    end
     local parts = {}
-    local n = sequence_length(v)
+    local n = sequence_length(v, cfg)
     if n then
-        for i = 1, n do parts[i] = json_encode(v[i], depth + 1) end
+        for i = 1, n do parts[i] = json_encode(v[i], depth + 1, cfg) end
         return '[' .. table.concat(parts, ',') .. ']'
     end
     for k, x in pairs(v) do
-        parts[#parts + 1] = json_string(tostring(k)) .. ':' .. json_encode(x, depth + 1)
+        parts[#parts + 1] = json_string(tostring(k)) .. ':' .. json_encode(x, depth + 1, cfg)
     end
     return '{' .. table.concat(parts, ',') .. '}'
 end
-
-function json.encode(v) return json_encode(v, 0) end
 
 -- An integer literal of magnitude 10^14 or more, as 2.6 decodes it: an int64_t
 -- cdata (`5LL`), or uint64_t past int64's range, saturating at either end.
@@ -338,8 +411,6 @@ local JSON_ESCAPES = {[34] = '"', [92] = '\\', [47] = '/', [98] = '\b', [116] = 
     [114] = '\r'}
 -- What `decode_invalid_numbers` lets through, in the order they are tried.
 local JSON_NON_FINITE = {{'inf', math.huge}, {'-inf', -math.huge}, {'-nan', 0 / 0}, {'nan', 0 / 0}}
--- The default of `decode_max_depth`.
-local JSON_MAX_DEPTH = 128
 
 local function utf8_char(cp)
     if cp < 0x80 then return string.char(cp) end
@@ -491,8 +562,9 @@ local function json_decoder(s, max_depth, invalid_numbers, hints)
     local function descend()
         depth = depth + 1
         if depth > max_depth then
-            error(string.format('Found too many nested data structures (%d) on line %d at character %d', depth,
-                line, pos - line_start), 0)
+            -- Raised with the position of json.decode's caller, as lua-cjson's luaL_error is.
+            error({nesting = string.format('Found too many nested data structures (%d) on line %d at character %d',
+                depth, line, pos - line_start)}, 0)
         end
     end
 
@@ -518,7 +590,7 @@ local function json_decoder(s, max_depth, invalid_numbers, hints)
         return false
     end
     local function object()
-        local t = hints and setmetatable({}, json.map_mt) or {}
+        local t = hints and setmetatable({}, package.loaded.json.map_mt) or {}
         local kind, v, at = first_inside('T_OBJ_END')
         while kind do
             if kind ~= 'T_STRING' then fail('object key string', kind, v, at) end
@@ -532,7 +604,7 @@ local function json_decoder(s, max_depth, invalid_numbers, hints)
         return t
     end
     local function array()
-        local t = hints and setmetatable({}, json.array_mt) or {}
+        local t = hints and setmetatable({}, package.loaded.json.array_mt) or {}
         local kind, v, at = first_inside('T_ARR_END')
         local n = 0
         while kind do
@@ -565,22 +637,47 @@ local function json_decoder(s, max_depth, invalid_numbers, hints)
     return result
 end
 
-function json.decode(...)
-    local n, s, opts = select('#', ...), ...
-    if n ~= 1 and n ~= 2 then error("bad argument #1 to '?' (expected 1 or 2 arguments)", 0) end
-    if type(s) == 'number' then s = tostring(s) end
-    if type(s) ~= 'string' then error(string.format("bad argument #1 to '?' (string expected, got %s)", type(s)), 0) end
-    local max_depth, invalid_numbers, hints = JSON_MAX_DEPTH, true, true
-    if n == 2 then
-        if type(opts) ~= 'table' then error(string.format('attempt to index a %s value', type(opts)), 0) end
-        if opts.decode_max_depth ~= nil then max_depth = opts.decode_max_depth end
-        if opts.decode_invalid_numbers ~= nil then invalid_numbers = opts.decode_invalid_numbers end
-        if opts.decode_save_metatables ~= nil then hints = opts.decode_save_metatables end
+-- A json serializer: `cfg` and the functions that follow it. array_mt and map_mt
+-- (shared with msgpack and yaml) are the module's, set from Rust.
+local function new_json()
+    local json = {NULL = box.NULL, null = box.NULL, cfg = serializer_cfg('json')}
+    local module = package.loaded.json
+    if module ~= nil then json.array_mt, json.map_mt = module.array_mt, module.map_mt end
+
+    function json.encode(...)
+        local n, v, opts = select('#', ...), ...
+        if n ~= 1 and n ~= 2 then error("bad argument #1 to '?' (expected 1 or 2 arguments)", 0) end
+        local cfg = json.cfg
+        if n == 2 then
+            if type(opts) ~= 'table' then error(string.format('attempt to index a %s value', type(opts)), 0) end
+            cfg = call_options(cfg, opts)
+        end
+        return json_encode(v, 0, cfg)
     end
-    return json_decoder(s, max_depth, invalid_numbers, hints)
+
+    function json.decode(...)
+        local n, s, opts = select('#', ...), ...
+        if n ~= 1 and n ~= 2 then error("bad argument #1 to '?' (expected 1 or 2 arguments)", 0) end
+        if type(s) == 'number' then s = tostring(s) end
+        if type(s) ~= 'string' then error(string.format("bad argument #1 to '?' (string expected, got %s)", type(s)), 0) end
+        local cfg = json.cfg
+        if n == 2 then
+            if type(opts) ~= 'table' then error(string.format('attempt to index a %s value', type(opts)), 0) end
+            cfg = call_options(cfg, opts)
+        end
+        local ok, r = pcall(json_decoder, s, cfg.decode_max_depth, cfg.decode_invalid_numbers,
+                            cfg.decode_save_metatables)
+        if ok then return r end
+        if type(r) == 'table' and r.nesting then error(r.nesting, 2) end
+        error(r, 0)
+    end
+
+    -- A new serializer with options of its own, at their defaults.
+    json.new = new_json
+    return json
 end
 
-package.loaded.json = json
+package.loaded.json = new_json()
 
 --------------------------------------------------------------------------------
 -- uuid (fiber is lua/fiber.lua).

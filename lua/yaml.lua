@@ -566,11 +566,13 @@ function yaml.decode(s)
     return unpack(out, 1, #docs)
 end
 
--- Tarantool's serializer options and instances: accepted, the defaults stay.
-yaml.cfg = setmetatable({}, {__call = function() end})
+-- Tarantool's serializer options, shown at their defaults; yaml does not take
+-- them yet, so changing one is refused. new() makes an instance with its own.
+yaml.cfg = box.internal.serializer_cfg('yaml', {})
 function yaml.new()
     local copy = {}
     for k, v in pairs(yaml) do copy[k] = v end
+    copy.cfg = box.internal.serializer_cfg('yaml', {})
     return copy
 end
 

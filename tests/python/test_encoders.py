@@ -4,7 +4,9 @@ as printf does), strings with escapes, empty, sparse and nested tables, cdata
 integers; JSON and msgpack decoding, json.decode token by token with its errors.
 box.NULL has a test of its own (test_box_null.py).
 """
-from conftest import LUA_PRINT_ROW, same_output_on_both
+import subprocess
+
+from conftest import LUA_PRINT_ROW, ONCEBOX, same_output_on_both
 
 SCRIPT = r"""
 box.cfg{work_dir = os.getenv('WORK'), log_level = 1}
@@ -142,3 +144,101 @@ def test_serializers_share_array_mt_and_map_mt_like_tarantool(tmp_path):
     """json, yaml and msgpack hand out one array_mt and one map_mt, which their
     decoders set on what they decode; json.null is json.NULL."""
     same_output_on_both(tmp_path, "shared_mt.lua", SHARED_MT_SCRIPT, 11)
+
+
+SERIALIZER_CFG_SCRIPT = r"""
+local json = require('json')
+local function show(...) print(pcall(...)) end
+local keys = {} for k, v in pairs(json.cfg) do table.insert(keys, k .. '=' .. tostring(v)) end table.sort(keys) print(table.concat(keys, ' '))
+print(json.encode(1/3), json.encode({1/3}, {encode_number_precision = 3}))
+print(json.encode(0/0), json.encode(math.huge), json.encode(-math.huge))
+show(json.encode, 0/0, {encode_invalid_numbers = false})
+show(json.encode, {math.huge}, {encode_invalid_numbers = false, encode_invalid_as_nil = true})
+show(json.encode, function() end)
+show(json.encode, {f = function() end}, {encode_invalid_as_nil = true})
+local p = newproxy(true)
+getmetatable(p).__tostring = function() return 'proxy' end
+show(json.encode, p, {encode_use_tostring = true})
+show(json.encode, {p}, {encode_use_tostring = true, encode_invalid_as_nil = true})
+show(json.encode, {[20] = 1})
+show(json.encode, {[20] = 1}, {encode_sparse_convert = false})
+show(json.encode, {[20] = 1}, {encode_sparse_safe = 30})
+show(json.encode, {[5] = 1}, {encode_sparse_safe = 2})
+show(json.encode, {[5] = 1}, {encode_sparse_safe = 2, encode_sparse_ratio = 0})
+show(json.encode, {[3] = 1, [4] = 2}, {encode_sparse_safe = 2, encode_sparse_ratio = 3})
+show(json.encode, setmetatable({1, 2}, {__serialize = 'map'}), {encode_load_metatables = false})
+show(json.encode, setmetatable({1, 2}, {__serialize = 'map'}))
+local function nest(n) local t = 1 for i = 1, n do t = {t} end return t end
+for _, n in ipairs({127, 128, 129}) do local ok, r = pcall(json.encode, nest(n)) print(n, ok, ok and #r or r) end
+show(json.encode, nest(4), {encode_max_depth = 2, encode_deep_as_nil = true})
+show(json.encode, nest(4), {encode_max_depth = 2})
+show(json.encode, {a = {b = {c = 1}}}, {encode_max_depth = 2, encode_deep_as_nil = true})
+json.cfg{encode_number_precision = 5}
+print(json.cfg.encode_number_precision, json.encode(1/3))
+local j2 = json.new()
+print(j2.cfg.encode_number_precision, j2.encode(1/3), j2.new ~= nil, j2.array_mt == json.array_mt, j2.NULL == json.NULL)
+j2.cfg{encode_invalid_as_nil = true, no_such_option = 1}
+print(j2.encode({function() end}), j2.cfg.no_such_option, json.cfg.encode_invalid_as_nil)
+json.cfg{encode_number_precision = 14}
+json.cfg{decode_max_depth = 2}
+show(function() return json.encode(json.decode('[[[1]]]')) end)
+json.cfg{decode_max_depth = 128}
+show(function() return json.encode(json.decode('[[[1]]]')) end)
+json.cfg{decode_save_metatables = false}
+print(getmetatable(json.decode('[1]')))
+json.cfg{decode_save_metatables = true}
+print(select('#', json.cfg{}))
+show(json.cfg, 5)
+show(json.encode)
+show(json.encode, 1, 2, 3)
+show(json.encode, 1, 5)
+show(json.encode, 1, {})
+print(pcall(function() return json.decode('[') end))
+print(pcall(function() return json.decode() end))
+print(pcall(function() return json.decode(1, 2) end))
+print(pcall(function() return json.encode(function() end) end))
+print(pcall(function() return json.encode() end))
+print(pcall(function() return json.encode(1, 2) end))
+print(pcall(function() return json.encode(0/0, {encode_invalid_numbers = false}) end))
+print(pcall(function() local t = 1 for i = 1, 200 do t = {t} end return json.encode(t) end))
+print(pcall(function() return json.encode({[20] = 1}, {encode_sparse_convert = false}) end))
+print(pcall(function() return json.cfg(5) end))
+local function opts(cfg) local keys = {} for k, v in pairs(cfg) do table.insert(keys, k .. '=' .. tostring(v)) end table.sort(keys) return table.concat(keys, ' ') end
+local msgpack, yaml = require('msgpack'), require('yaml')
+print(opts(msgpack.cfg) == opts(json.cfg), opts(yaml.cfg) == opts(json.cfg))
+local m2, y2 = msgpack.new(), yaml.new()
+print(m2.cfg ~= msgpack.cfg, y2.cfg ~= yaml.cfg, opts(m2.cfg) == opts(json.cfg), type(m2.encode), type(y2.decode))
+print(m2.decode(m2.encode({1, 'a'}))[2], y2.decode(y2.encode({1, 'a'}))[2])
+msgpack.cfg{encode_max_depth = 128}
+yaml.cfg{encode_use_tostring = false}
+print(msgpack.cfg.encode_max_depth, yaml.cfg.encode_use_tostring)
+os.exit(0)
+"""
+
+
+def test_serializer_options_and_instances_match_tarantool(tmp_path):
+    """json.cfg and json.encode/decode's option tables (sparse arrays, depth, number
+    precision, invalid numbers, unsupported values), json.new() instances with
+    options of their own, 2.6's error texts; msgpack and yaml show the same options
+    and make instances."""
+    same_output_on_both(tmp_path, "serializer_cfg.lua", SERIALIZER_CFG_SCRIPT, 49)
+
+
+def test_serializer_options_oncebox_does_not_take_are_refused(tmp_path):
+    """msgpack and yaml encode and decode as with 2.6's default options; changing
+    one is refused with a clear error rather than ignored (json takes them all)."""
+    script = tmp_path / "refused.lua"
+    script.write_text(
+        "print(pcall(require('msgpack').cfg, {encode_max_depth = 3}))\n"
+        "print(pcall(require('yaml').new().cfg, {encode_use_tostring = true}))\n"
+        "print(pcall(require('msgpack').cfg, {encode_max_depth = 128}))\n"
+        "print(pcall(require('json').cfg, {encode_max_depth = 3}), require('json').cfg.encode_max_depth)\n"
+        "os.exit(0)\n")
+    r = subprocess.run([ONCEBOX, str(script)], capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == [
+        "false\tmsgpack.cfg: oncebox does not support changing 'encode_max_depth'",
+        "false\tyaml.cfg: oncebox does not support changing 'encode_use_tostring'",
+        "true",
+        "true\t3",
+    ]
