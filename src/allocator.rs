@@ -5,10 +5,10 @@
 //! through mlua asks for it) mimalloc v3 takes its fast path only while the next
 //! free block happens to be aligned, and otherwise falls back to over-allocating
 //! unless the size is a power of two: about six slow allocations per Lua CALL.
-//! Here a request aligned to 16 bytes or less is rounded up to a multiple of its
-//! alignment and goes to plain `mi_malloc`: mimalloc's size classes that are
-//! multiples of 16 bytes hold only 16-byte-aligned blocks (checked, with the
-//! aligned entry point as a fallback), and every block is 8-byte aligned.
+//! Here a request aligned to 16 bytes or less goes to plain `mi_malloc`, its size
+//! rounded up to a multiple of 16 when it asks for 16: mimalloc's size classes
+//! that are multiples of 16 bytes hold only 16-byte-aligned blocks (checked, with
+//! the aligned entry point as a fallback), and every block is 8-byte aligned.
 
 use std::alloc::{GlobalAlloc, Layout};
 use std::ffi::c_void;
@@ -37,46 +37,47 @@ fn is_aligned(p: *mut c_void, align: usize) -> bool {
     (p as usize) & (align - 1) == 0
 }
 
+/// A mimalloc entry point that allocates `size` bytes (`mi_malloc`, `mi_zalloc`).
+type Plain = unsafe extern "C" fn(usize) -> *mut c_void;
+/// A mimalloc entry point that allocates `size` bytes aligned to `alignment`.
+type Aligned = unsafe extern "C" fn(usize, usize) -> *mut c_void;
+
+/// Allocates for `layout` with `plain` when its alignment allows, checking the
+/// block's alignment, and with `aligned` otherwise.
+///
+/// # Safety
+/// As [`GlobalAlloc::alloc`]; `plain` and `aligned` are mimalloc's.
+unsafe fn allocate(layout: Layout, plain: Plain, aligned: Aligned) -> *mut u8 {
+    let align = layout.align();
+    if align > PLAIN_ALIGN {
+        // SAFETY: mimalloc's own aligned allocation.
+        return unsafe { aligned(layout.size(), align) }.cast();
+    }
+    let size = plain_size(layout.size(), align);
+    // SAFETY: a plain allocation; freed below if it is not aligned enough.
+    let p = unsafe { plain(size) };
+    if is_aligned(p, align) {
+        return p.cast();
+    }
+    // SAFETY: `p` is mimalloc's and unused.
+    unsafe {
+        mi_free(p);
+        aligned(size, align).cast()
+    }
+}
+
 // SAFETY: every block handed out is at least the layout's size and aligned to its
 // alignment (checked where mimalloc does not guarantee it), and every block is
 // mimalloc's, which frees and resizes a block whatever layout it is handed.
 unsafe impl GlobalAlloc for Allocator {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let align = layout.align();
-        if align > PLAIN_ALIGN {
-            // SAFETY: mimalloc's own aligned allocation.
-            return unsafe { mi_malloc_aligned(layout.size(), align) }.cast();
-        }
-        let size = plain_size(layout.size(), align);
-        // SAFETY: a plain allocation; freed below if it is not aligned enough.
-        let p = unsafe { mi_malloc(size) };
-        if is_aligned(p, align) {
-            return p.cast();
-        }
-        // SAFETY: `p` is mimalloc's and unused.
-        unsafe {
-            mi_free(p);
-            mi_malloc_aligned(size, align).cast()
-        }
+        // SAFETY: as the caller promises; mimalloc's allocating entry points.
+        unsafe { allocate(layout, mi_malloc, mi_malloc_aligned) }
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        let align = layout.align();
-        if align > PLAIN_ALIGN {
-            // SAFETY: mimalloc's own aligned allocation.
-            return unsafe { mi_zalloc_aligned(layout.size(), align) }.cast();
-        }
-        let size = plain_size(layout.size(), align);
-        // SAFETY: as for `alloc`.
-        let p = unsafe { mi_zalloc(size) };
-        if is_aligned(p, align) {
-            return p.cast();
-        }
-        // SAFETY: `p` is mimalloc's and unused.
-        unsafe {
-            mi_free(p);
-            mi_zalloc_aligned(size, align).cast()
-        }
+        // SAFETY: as the caller promises; mimalloc's zeroing entry points.
+        unsafe { allocate(layout, mi_zalloc, mi_zalloc_aligned) }
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, _layout: Layout) {
