@@ -1110,7 +1110,8 @@ end
 
 -- A request's fiber ends: a transaction left open is rolled back; returns whether one was.
 function internal.txn_leave(locals)
-    local txn = locals.txn
+    -- rawget: a fiber's missing field is not looked for in its metatable (once per request).
+    local txn = rawget(locals, 'txn')
     if txn == nil or txn.mark == nil then return false end
     op('txn_rollback', txn.mark)
     txn_clear(txn)

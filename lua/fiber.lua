@@ -73,7 +73,8 @@ local MAX_IDLE_WORKERS = 64
 -- garbage as it can).
 local function request_end(ok, ...)
     local open = internal.txn_leave(current)
-    if current.atomic_aborted then
+    -- rawget, here and in ended(): fields most fibers lack, read without a metatable lookup.
+    if rawget(current, 'atomic_aborted') then
         return false, internal.make_error(154, 'Transaction has been aborted by a fiber yield')
     end
     if ok and open then
@@ -142,7 +143,8 @@ local function ended(f)
     fibers[f.fid] = nil
     sleeping[f] = nil
     alive_count = alive_count - 1
-    if f.joiner then wake(f.joiner) end
+    local joiner = rawget(f, 'joiner')
+    if joiner then wake(joiner) end
 end
 
 -- After a request's worker ran: true and pcall's results when the request ended,

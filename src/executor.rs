@@ -235,8 +235,9 @@ pub struct Executor {
     cfg: Rc<Vec<(String, String)>>,
     /// Set by a Lua call whose reply must wait for an earlier commit group.
     wait_for: Option<u64>,
-    /// Requests to the network side (console listeners).
-    control: Option<UnboundedSender<Control>>,
+    /// Requests to the network side (console listeners); an `Rc`, as every Lua
+    /// entry hands it on (the sender's own clone is an atomic increment).
+    control: Option<Rc<UnboundedSender<Control>>>,
     /// Reused reply buffer, so answering a request does not allocate.
     scratch: Vec<u8>,
     /// CALL/EVAL fibers that yielded, by fiber id.
@@ -347,7 +348,7 @@ impl Executor {
     /// Lets Lua ask the network side for console listeners.
     #[must_use]
     pub fn with_control(mut self, control: UnboundedSender<Control>) -> Self {
-        self.control = Some(control);
+        self.control = Some(Rc::new(control));
         self
     }
 

@@ -45,7 +45,7 @@ pub struct Context {
     /// Startup configuration, for `box.cfg` reads.
     pub cfg: Rc<Vec<(String, String)>>,
     /// Where console listen requests go.
-    pub control: Option<tokio::sync::mpsc::UnboundedSender<crate::executor::Control>>,
+    pub control: Option<Rc<tokio::sync::mpsc::UnboundedSender<crate::executor::Control>>>,
     /// The commit group this request's changes join (`None` without a WAL).
     pub ticket: Option<u64>,
     /// Set when the reply must wait until an earlier group is durable (a joined token).

@@ -74,7 +74,7 @@ pub struct Caller {
     /// Startup configuration (`box.cfg` values), as strings.
     pub cfg: Rc<Vec<(String, String)>>,
     /// Where console listen requests go.
-    pub control: Option<tokio::sync::mpsc::UnboundedSender<crate::executor::Control>>,
+    pub control: Option<Rc<tokio::sync::mpsc::UnboundedSender<crate::executor::Control>>>,
 }
 
 /// What a Lua call may touch: the engine and the idempotency window.
