@@ -167,12 +167,17 @@ end
 function box.error.raise(e) error(e, 2) end
 function box.error.is(e) return getmetatable(e) == error_mt end
 
+-- The numbers box.internal.op also takes for its common operations (filled from
+-- Rust, dispatch.rs's OP_CODES): a number crosses into Rust more cheaply than a string.
+internal.op_codes = {}
+local op_codes = internal.op_codes
+
 -- Calls into the engine; a failure is raised as a box.error at the caller's caller.
 local function op(name, ...)
     if internal.op == nil then
         error(make_error(0, 'Please call box.cfg{} first'), 3)
     end
-    local ok, res = internal.op(name, ...)
+    local ok, res = internal.op(op_codes[name] or name, ...)
     if not ok then
         error(make_error(res.code, res.message, res.type, res), 3)
     end

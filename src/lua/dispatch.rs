@@ -212,16 +212,30 @@ pub fn error_table(lua: &Lua, e: &BoxError) -> mlua::Result<Table> {
     Ok(t)
 }
 
+/// The operations `box.internal.op` also takes by number (its index here, from 1):
+/// the ones every `box.space` call makes. A string argument crosses from Lua as a
+/// reference mlua makes and frees on each call; a number does not. `box.internal.op_codes`
+/// maps the names to the numbers.
+pub const OP_CODES: [&str; 10] =
+    ["", "get", "select", "insert", "replace", "update", "upsert", "delete", "len", "txn_mark"];
+
 /// Runs one operation.
 ///
 /// Runs on every Lua call into the engine, so it borrows: the arguments stay in
 /// the `MultiValue` mlua built, and the operation's name is read in place.
 pub fn dispatch(lua: &Lua, cx: &mut Context, mut args: MultiValue) -> mlua::Result<(bool, Value)> {
     let args: &[Value] = args.make_contiguous();
-    let Some(Value::String(name)) = args.first() else {
-        return Err(mlua::Error::runtime("box.internal.op: the operation name must be a string"));
+    let text;
+    let name: &str = match args.first() {
+        Some(Value::String(name)) => {
+            text = name.to_str()?;
+            &text
+        }
+        // The code of one of the common operations (box.lua's `op` sends these).
+        Some(Value::Integer(code)) => usize::try_from(*code).ok().and_then(|i| OP_CODES.get(i)).copied().unwrap_or(""),
+        _ => return Err(mlua::Error::runtime("box.internal.op: the operation name must be a string")),
     };
-    let result = run(lua, cx, &name.to_str()?, args);
+    let result = run(lua, cx, name, args);
     publish_schema(cx)?;
     match result {
         Ok(v) => Ok((true, v)),

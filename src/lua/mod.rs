@@ -250,6 +250,10 @@ impl LuaRuntime {
         let bind = || -> mlua::Result<()> {
             let internal: Table = lua.globals().get::<Table>("box")?.get("internal")?;
             internal.set("native", native::create(&lua)?)?;
+            let codes: Table = internal.get("op_codes")?;
+            for (code, name) in dispatch::OP_CODES.iter().enumerate().skip(1) {
+                codes.raw_set(*name, code)?;
+            }
             // Decoded arrays and maps carry these metatables; msgpack and json show
             // them (yaml takes them from msgpack), one pair shared as in 2.6.
             let loaded: Table = lua.globals().get::<Table>("package")?.get("loaded")?;
