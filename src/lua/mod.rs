@@ -1044,61 +1044,52 @@ fn encode_results(values: &[Value], shape: Shape) -> BoxResult<Vec<u8>> {
     let enc = |out: &mut Vec<u8>, v: &Value| {
         convert::encode(out, v, 0).map_err(|e| BoxError::new(code::PROC_LUA, lua_message(&e)))
     };
-    let mut items: Vec<Vec<u8>> = Vec::new();
-    match shape {
-        Shape::Text => {
-            return match values.first() {
-                Some(Value::String(s)) => Ok(s.as_bytes().to_vec()),
-                _ => Err(BoxError::new(code::PROC_LUA, "console.eval returned no text")),
-            };
-        }
-        Shape::Call => {
-            for v in values {
-                let mut b = Vec::new();
-                enc(&mut b, v)?;
-                items.push(b);
-            }
-        }
-        Shape::Call16 => {
-            // 1.6 shape: a list of tuples; scalars are wrapped into one-field tuples.
-            let wrap = |out: &mut Vec<u8>, v: &Value| -> BoxResult<()> {
-                if is_scalar(v) || is_map(v) {
-                    out.push(0x91);
-                }
-                enc(out, v)
-            };
-            match values {
-                [Value::Table(t)] if !is_map(&values[0]) => {
-                    let first: Value = t.raw_get(1).unwrap_or(Value::Nil);
-                    if t.raw_len() == 0 || is_scalar(&first) {
-                        let mut b = Vec::new();
-                        enc(&mut b, &values[0])?;
-                        items.push(b);
-                    } else {
-                        for i in 1..=t.raw_len() {
-                            let v: Value = t.raw_get(i).unwrap_or(Value::Nil);
-                            let mut b = Vec::new();
-                            wrap(&mut b, &v)?;
-                            items.push(b);
-                        }
-                    }
-                }
-                _ => {
-                    for v in values {
-                        let mut b = Vec::new();
-                        wrap(&mut b, v)?;
-                        items.push(b);
-                    }
-                }
-            }
-        }
+    if let Shape::Text = shape {
+        return match values.first() {
+            Some(Value::String(s)) => Ok(s.as_bytes().to_vec()),
+            _ => Err(BoxError::new(code::PROC_LUA, "console.eval returned no text")),
+        };
     }
+    // {IPROTO_DATA: [items]}, the items encoded in place after an array32 header
+    // whose count is filled in at the end (as Tarantool, always 32 bits wide).
     let mut body = vec![0x81, key::DATA];
-    #[allow(clippy::cast_possible_truncation, reason = "result counts fit u32")]
-    write::array32_len(&mut body, items.len() as u32);
-    for i in items {
-        body.extend_from_slice(&i);
+    let header = body.len();
+    write::array32_len(&mut body, 0);
+    let mut count: u32 = 0;
+    let mut item = |body: &mut Vec<u8>, v: &Value, wrapped: bool| -> BoxResult<()> {
+        if wrapped && (is_scalar(v) || is_map(v)) {
+            body.push(0x91);
+        }
+        enc(body, v)?;
+        count += 1;
+        Ok(())
+    };
+    if matches!(shape, Shape::Call16) {
+        // 1.6 shape: a list of tuples; scalars are wrapped into one-field tuples.
+        match values {
+            [Value::Table(t)] if !is_map(&values[0]) => {
+                let first: Value = t.raw_get(1).unwrap_or(Value::Nil);
+                if t.raw_len() == 0 || is_scalar(&first) {
+                    item(&mut body, &values[0], false)?;
+                } else {
+                    for i in 1..=t.raw_len() {
+                        let v: Value = t.raw_get(i).unwrap_or(Value::Nil);
+                        item(&mut body, &v, true)?;
+                    }
+                }
+            }
+            _ => {
+                for v in values {
+                    item(&mut body, v, true)?;
+                }
+            }
+        }
+    } else {
+        for v in values {
+            item(&mut body, v, false)?;
+        }
     }
+    body[header + 1..header + 5].copy_from_slice(&count.to_be_bytes());
     Ok(body)
 }
 
