@@ -278,7 +278,6 @@ box.internal.yaml = yaml
 -- json: encode and decode, as Tarantool's json module for common values.
 --------------------------------------------------------------------------------
 
--- array_mt and map_mt (shared with msgpack and yaml) are set from Rust.
 -- The options of a serializer instance, with 2.6's defaults (json.cfg shows them).
 local SERIALIZER_OPTIONS = {
     encode_sparse_convert = true, encode_sparse_ratio = 2, encode_sparse_safe = 10,
@@ -310,19 +309,25 @@ local function serializer_cfg(name, honored)
         end
     end})
 end
-box.internal.serializer_cfg = serializer_cfg
--- msgpack (box.lua) shows the options; its encoder and decoder do not take them
--- yet. new() makes an instance with options of its own.
-package.loaded.msgpack.cfg = serializer_cfg('msgpack', {})
-function package.loaded.msgpack.new()
-    local copy = {}
-    for k, v in pairs(package.loaded.msgpack) do copy[k] = v end
-    copy.cfg = serializer_cfg('msgpack', {})
-    return copy
-end
 
--- One call's options: the instance's `cfg`, with those in `opts` (a table) over them.
-local function call_options(cfg, opts)
+-- A serializer whose encoder and decoder take no options yet (msgpack, yaml): its
+-- `cfg` shows them, and new() makes an instance of `module` with a `cfg` of its own.
+function box.internal.fixed_serializer(module, name)
+    module.cfg = serializer_cfg(name, {})
+    function module.new()
+        local copy = {}
+        for k, v in pairs(module) do copy[k] = v end
+        copy.cfg = serializer_cfg(name, {})
+        return copy
+    end
+end
+box.internal.fixed_serializer(package.loaded.msgpack, 'msgpack')
+
+-- One encode or decode call's options: with `n` (2) arguments, the instance's
+-- `cfg` with those in `opts` (a table) over them; with one, `cfg`.
+local function call_options(cfg, n, opts)
+    if n == 1 then return cfg end
+    if type(opts) ~= 'table' then error(string.format('attempt to index a %s value', type(opts)), 0) end
     local o = {}
     for k in pairs(SERIALIZER_OPTIONS) do
         local v = opts[k]
@@ -647,12 +652,7 @@ local function new_json()
     function json.encode(...)
         local n, v, opts = select('#', ...), ...
         if n ~= 1 and n ~= 2 then error("bad argument #1 to '?' (expected 1 or 2 arguments)", 0) end
-        local cfg = json.cfg
-        if n == 2 then
-            if type(opts) ~= 'table' then error(string.format('attempt to index a %s value', type(opts)), 0) end
-            cfg = call_options(cfg, opts)
-        end
-        return json_encode(v, 0, cfg)
+        return json_encode(v, 0, call_options(json.cfg, n, opts))
     end
 
     function json.decode(...)
@@ -660,11 +660,7 @@ local function new_json()
         if n ~= 1 and n ~= 2 then error("bad argument #1 to '?' (expected 1 or 2 arguments)", 0) end
         if type(s) == 'number' then s = tostring(s) end
         if type(s) ~= 'string' then error(string.format("bad argument #1 to '?' (string expected, got %s)", type(s)), 0) end
-        local cfg = json.cfg
-        if n == 2 then
-            if type(opts) ~= 'table' then error(string.format('attempt to index a %s value', type(opts)), 0) end
-            cfg = call_options(cfg, opts)
-        end
+        local cfg = call_options(json.cfg, n, opts)
         local ok, r = pcall(json_decoder, s, cfg.decode_max_depth, cfg.decode_invalid_numbers,
                             cfg.decode_save_metatables)
         if ok then return r end

@@ -568,12 +568,6 @@ end
 
 -- Tarantool's serializer options, shown at their defaults; yaml does not take
 -- them yet, so changing one is refused. new() makes an instance with its own.
-yaml.cfg = box.internal.serializer_cfg('yaml', {})
-function yaml.new()
-    local copy = {}
-    for k, v in pairs(yaml) do copy[k] = v end
-    copy.cfg = box.internal.serializer_cfg('yaml', {})
-    return copy
-end
+box.internal.fixed_serializer(yaml, 'yaml')
 
 package.loaded.yaml = yaml

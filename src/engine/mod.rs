@@ -962,7 +962,9 @@ impl Engine {
                 }
             }
             Change::Truncate { space_id, removed } => {
-                self.funcs.borrow_mut().clear();
+                if space_id == space_id::FUNC {
+                    self.funcs.borrow_mut().clear();
+                }
                 let Ok(space) = self.space_mut(space_id) else { return };
                 space.truncate();
                 for t in removed {
@@ -1000,8 +1002,10 @@ impl Engine {
                         space.primary().map(|pk| pk.iter().cloned().collect()).unwrap_or_default();
                     space.truncate();
                     self.record_reset(id, removed);
+                    if id == space_id::FUNC {
+                        self.funcs.borrow_mut().clear();
+                    }
                 }
-                self.funcs.borrow_mut().clear();
                 // 2.6 keeps the schema version across truncation.
                 return Ok(());
             }
