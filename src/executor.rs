@@ -878,22 +878,21 @@ impl Executor {
             return;
         }
         let evicted = self.window.evict_step(&mut self.engine, EVICTIONS_PER_BATCH);
-        if evicted > 0 {
-            tracing::debug!(evicted, "idempotency records evicted over the limits");
+        if evicted.count > 0 {
+            tracing::debug!(evicted = evicted.count, "idempotency records evicted over the limits");
             // The window counted these itself: no recount (a scan of every record).
-            let changes = self.engine.take_changes();
-            self.join_group(changes);
-            self.log_records_floor();
+            self.log_evictions(evicted);
         }
     }
 
-    /// After evictions: tells storage how old the oldest remembered record is, so
-    /// that checkpoints can drop the segments of records all gone.
-    fn log_records_floor(&mut self) {
-        if self.wal.is_some() {
-            if let Some(floor) = self.window.records_floor(&self.engine) {
-                group::records_floor(&mut self.group_log, floor);
-            }
+    /// Logs an eviction step: the deletes the engine recorded, then the records
+    /// floor, which logs the other evicted records and lets checkpoints drop the
+    /// segments of records all gone.
+    fn log_evictions(&mut self, evicted: idem::Evicted) {
+        let changes = self.engine.take_changes();
+        self.join_group(changes);
+        if let (Some(floor), true) = (evicted.floor, self.wal.is_some()) {
+            group::records_floor(&mut self.group_log, floor);
         }
     }
 
@@ -908,14 +907,10 @@ impl Executor {
             self.window.check_order();
         }
         let evicted = self.window.evict_step(&mut self.engine, EVICTIONS_PER_TICK);
-        let changes = self.engine.take_changes();
-        if evicted > 0 {
-            tracing::debug!(evicted, "idempotency records evicted");
+        if evicted.count > 0 {
+            tracing::debug!(evicted = evicted.count, "idempotency records evicted");
         }
-        self.join_group(changes);
-        if evicted > 0 {
-            self.log_records_floor();
-        }
+        self.log_evictions(evicted);
         if self.wal.is_some() && self.group_log.is_empty() && self.ticks.is_multiple_of(CLOCK_TICKS) {
             // A clock-only commit: the service clock survives an idle crash.
             group::clock(&mut self.group_log, self.window.clock.now_ms());

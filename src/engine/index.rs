@@ -228,6 +228,11 @@ impl HashStore {
     /// removed is known.
     fn remove_exact(&mut self, key: &[KeyPart], pre: Option<Prehashed>, tuple: &Tuple) -> bool {
         let hash = self.hash_reusing(key, pre);
+        self.remove_exact_by_hash(hash, tuple)
+    }
+
+    /// Removes the slot holding exactly `tuple` under `hash`.
+    fn remove_exact_by_hash(&mut self, hash: u64, tuple: &Tuple) -> bool {
         let Ok(entry) = self.table.find_entry(hash, |(h, t)| *h == hash && Rc::ptr_eq(t, tuple)) else {
             return false;
         };
@@ -550,6 +555,15 @@ impl Index {
             self.remove(key);
         }
         holds
+    }
+
+    /// Removes the entry holding exactly `tuple`, found by the hash `pre` alone
+    /// (no key is built): `None` when `pre` is not this HASH index's.
+    pub fn remove_exact_hashed(&mut self, pre: Prehashed, tuple: &Tuple) -> Option<bool> {
+        match &mut self.storage {
+            Storage::Hash(m) if m.id == pre.store => Some(m.remove_exact_by_hash(pre.hash, tuple)),
+            _ => None,
+        }
     }
 
     /// Removes an entry.

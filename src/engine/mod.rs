@@ -339,19 +339,29 @@ impl Engine {
     }
 
     /// Evicts the outcome record `tuple` stored under (`user`, `token`), recorded
-    /// like any delete; returns `false`, changing nothing, when the key holds
-    /// another tuple or none (the record was deleted or replaced meanwhile).
+    /// like any delete unless `logged` is false (the window logs a records floor
+    /// instead, or [`Self::log_evicted_record`] later); returns `false`, changing
+    /// nothing, when the key holds another tuple or none (the record was deleted
+    /// or replaced meanwhile).
     ///
     /// With only its primary key (the usual case) the record is found by its key's
-    /// hash and its identity: no key is read back from the tuple.
+    /// hash and its identity: no key is read back from the tuple. With more
+    /// indexes, the general path records the delete whatever `logged` says.
     pub fn evict_idempotency_record(
         &mut self,
         user: u32,
         token: &[u8],
         tuple: &Tuple,
         hashed: Option<index::Prehashed>,
+        logged: bool,
     ) -> BoxResult<bool> {
         let space_id = crate::idempotency::SPACE_ID;
+        if let (false, Some(pre)) = (logged, hashed) {
+            // Unlogged, with the entry's hash: no key to build.
+            if let Some(removed) = self.sole_idempotency_pk()?.and_then(|pk| pk.remove_exact_hashed(pre, tuple)) {
+                return Ok(removed);
+            }
+        }
         let key = record_key(user, token)?;
         let Some(pk) = self.sole_idempotency_pk()? else {
             let current =
@@ -364,9 +374,21 @@ impl Engine {
         if !pk.remove_exact_prehashed(&key, hashed, tuple) {
             return Ok(false);
         }
-        self.acting = None;
-        self.changes.push(Change::Row { space_id, pk: key, old: Some(tuple.clone()), new: None });
+        if logged {
+            self.acting = None;
+            self.changes.push(Change::Row { space_id, pk: key, old: Some(tuple.clone()), new: None });
+        }
         Ok(true)
+    }
+
+    /// Records the delete of a record evicted unlogged by
+    /// [`Self::evict_idempotency_record`], which the records floor does not cover.
+    pub fn log_evicted_record(&mut self, user: u32, token: &[u8], tuple: &Tuple) {
+        // The key was made from these fields when the record was evicted.
+        let Some(key) = idempotency_key(user, token) else { return };
+        self.acting = None;
+        let space_id = crate::idempotency::SPACE_ID;
+        self.changes.push(Change::Row { space_id, pk: key, old: Some(tuple.clone()), new: None });
     }
 
     /// `_idempotency`'s primary key, for the record fast paths, when it is the

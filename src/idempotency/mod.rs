@@ -380,17 +380,55 @@ mod tests {
         w.store(&mut engine, &record("b", 2).as_new(), Some(2)).unwrap();
         w.store(&mut engine, &record("c", 3).as_new(), Some(3)).unwrap();
         // Nothing is durable: nothing goes, and every record is in flight in its group.
-        assert_eq!(w.evict_step(&mut engine, 10), 0);
+        assert_eq!(w.evict_step(&mut engine, 10).count, 0);
         assert_eq!(w.in_flight(&stored(&engine, "b").unwrap()), Some(2));
         w.durable_up_to(2);
         assert_eq!(w.in_flight(&stored(&engine, "b").unwrap()), None);
         assert_eq!(w.in_flight(&stored(&engine, "c").unwrap()), Some(3));
         // Over the count limit: the oldest durable ones go, the one in flight stays.
-        assert_eq!(w.evict_step(&mut engine, 10), 2);
+        assert_eq!(w.evict_step(&mut engine, 10).count, 2);
         assert!(stored(&engine, "a").is_none() && stored(&engine, "b").is_none());
         assert!(stored(&engine, "c").is_some());
         assert_eq!(w.stats.evicted_count, 2);
         assert_eq!(w.usage(&engine), (1, record("c", 3).size()));
+    }
+
+    #[test]
+    fn evictions_in_order_are_logged_by_the_floor_and_finish_their_millisecond() {
+        let mut engine = Engine::bootstrap(&uuid::Uuid::nil()).unwrap();
+        let settings = Settings { max_count: 1, ..Settings::default() };
+        let mut w = Window::new(settings, 0, &engine);
+        for (token, created) in [("a", 1), ("b", 2), ("c", 2), ("d", 3)] {
+            w.store(&mut engine, &record(token, created).as_new(), None).unwrap();
+        }
+        engine.take_changes();
+        // Two at most, but 'c' was created in the millisecond of 'b': the step
+        // finishes it, and the floor (3) logs all three evictions.
+        let evicted = w.evict_step(&mut engine, 2);
+        assert_eq!(evicted, Evicted { count: 3, floor: Some(3) });
+        assert!(engine.take_changes().is_empty(), "no delete logged");
+        assert!(stored(&engine, "c").is_none() && stored(&engine, "d").is_some());
+        assert_eq!(w.stats.evicted_count, 3);
+        // Nothing evicted: no floor to log.
+        assert_eq!(w.evict_step(&mut engine, 10), Evicted { count: 0, floor: None });
+    }
+
+    #[test]
+    fn an_eviction_the_floor_does_not_cover_is_logged_as_a_delete() {
+        let mut engine = Engine::bootstrap(&uuid::Uuid::nil()).unwrap();
+        let settings = Settings { max_count: 0, ..Settings::default() };
+        let mut w = Window::new(settings, 0, &engine);
+        w.store(&mut engine, &record("a", 1).as_new(), None).unwrap();
+        w.store(&mut engine, &record("b", 2).as_new(), None).unwrap();
+        // Created in the millisecond of 'b', but not yet durable: it stays.
+        w.store(&mut engine, &record("c", 2).as_new(), Some(1)).unwrap();
+        engine.take_changes();
+        assert_eq!(w.evict_step(&mut engine, 10), Evicted { count: 2, floor: Some(2) });
+        let logged = engine.take_changes();
+        assert_eq!(logged.len(), 1, "'a' is covered by the floor, 'b' is not: {logged:?}");
+        assert!(matches!(&logged[0], Change::Row { space_id: SPACE_ID, new: None, old: Some(t), .. }
+            if Head::of(t).is_some_and(|h| h.token == record("b", 0).token.as_slice())));
+        assert!(stored(&engine, "c").is_some());
     }
 
     #[test]
@@ -404,11 +442,11 @@ mod tests {
         let replacement = record("a", 5).to_tuple();
         engine.write(&admin, SPACE_ID, &replacement, crate::engine::space::WriteMode::Replace).unwrap();
         engine.take_changes();
-        assert_eq!(w.evict_step(&mut engine, 10), 0);
+        assert_eq!(w.evict_step(&mut engine, 10).count, 0);
         assert_eq!(stored(&engine, "a").map(|t| t.to_vec()), Some(replacement));
         assert!(engine.take_changes().is_empty(), "nothing logged for a stale entry");
         w.recount(&engine);
-        assert_eq!(w.evict_step(&mut engine, 10), 1);
+        assert_eq!(w.evict_step(&mut engine, 10).count, 1);
         assert!(stored(&engine, "a").is_none());
     }
 
@@ -424,7 +462,7 @@ mod tests {
         let mut w = Window::new(settings, 0, &engine);
         w.store(&mut engine, &record("a", 1).as_new(), None).unwrap();
         w.store(&mut engine, &record("b", 2).as_new(), None).unwrap();
-        assert_eq!(w.evict_step(&mut engine, 10), 1);
+        assert_eq!(w.evict_step(&mut engine, 10).count, 1);
         assert!(stored(&engine, "a").is_none() && stored(&engine, "b").is_some());
         let space = engine.space(SPACE_ID).unwrap();
         assert_eq!(
@@ -456,7 +494,7 @@ mod tests {
         assert!(!w.is_ordered());
         assert_eq!(w.records_floor(&engine), None, "the front is not the oldest: no floor");
         w.durable_up_to(1);
-        assert_eq!(w.evict_step(&mut engine, 2), 2, "'early' and 'late' go");
+        assert_eq!(w.evict_step(&mut engine, 2).count, 2, "'early' and 'late' go");
         assert_eq!(w.records_floor(&engine), None, "in order again only once checked");
         w.check_order();
         assert_eq!(w.records_floor(&engine), Some(50));
@@ -491,11 +529,11 @@ mod tests {
         assert_eq!(w.in_flight(&stored(&engine, "new").unwrap()), Some(1), "still found behind 'late'");
         w.durable_up_to(1);
         // Everything is over the limit now: creation order, except the in-flight one went last.
-        assert_eq!(w.evict_step(&mut engine, 1), 1);
+        assert_eq!(w.evict_step(&mut engine, 1).count, 1);
         assert!(stored(&engine, "early").is_none());
-        assert_eq!(w.evict_step(&mut engine, 1), 1);
+        assert_eq!(w.evict_step(&mut engine, 1).count, 1);
         assert!(stored(&engine, "late").is_none());
-        assert_eq!(w.evict_step(&mut engine, 1), 1);
+        assert_eq!(w.evict_step(&mut engine, 1).count, 1);
         assert!(stored(&engine, "new").is_none());
     }
 }
@@ -527,6 +565,8 @@ pub struct Window {
     ordered: bool,
     /// The newest creation time in `ages`.
     newest_ms: u64,
+    /// [`Self::evict_step`]'s buffer of records evicted unlogged.
+    unlogged: Vec<Tuple>,
 }
 
 /// A record in the age queue.
@@ -567,6 +607,7 @@ impl Window {
             scratch: Vec::new(),
             ordered: true,
             newest_ms: 0,
+            unlogged: Vec::new(),
         };
         w.recount(engine);
         let newest = w.ages.back().and_then(|a| Head::of(&a.tuple)).map_or(0, |h| h.created_ms);
@@ -629,6 +670,11 @@ impl Window {
         if !self.ordered || self.ages.len() < engine.space(SPACE_ID).map_or(0, |s| s.len()) {
             return None;
         }
+        self.front_created()
+    }
+
+    /// The creation time of the age queue's front (`u64::MAX` when it is empty).
+    fn front_created(&self) -> Option<u64> {
         match self.ages.front() {
             None => Some(u64::MAX),
             // The front may be stale (deleted since): it is older still, so a safe floor.
@@ -713,41 +759,62 @@ impl Window {
 
     /// Evicts up to `max` records, oldest first: outlived, then over count, then over size.
     ///
-    /// Records whose commit is not yet durable are never evicted.
-    pub fn evict_step(&mut self, engine: &mut Engine, max: usize) -> usize {
+    /// Records whose commit is not yet durable are never evicted. While the age
+    /// queue holds every record in creation order, an evicted record is logged
+    /// through the returned floor rather than a delete of its own: every record
+    /// created before the floor is gone ([`crate::storage::records`]). Such a step
+    /// finishes the millisecond its last eviction was created in, past `max` and
+    /// the limits (at most the records of one millisecond more), so that the floor
+    /// covers it; an eviction it does not cover is logged as a delete.
+    pub fn evict_step(&mut self, engine: &mut Engine, max: usize) -> Evicted {
         let now = self.clock.now_ms();
         #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "lifetime in ms fits u64")]
         let lifetime_ms = (self.settings.lifetime_s.max(0.0) * 1000.0) as u64;
         let (mut count, _) = self.usage(engine);
+        let by_floor = self.records_floor(engine).is_some();
+        // Records of the last millisecond evicted without a delete of their own,
+        // until the floor is known (the window's buffer: no allocation per step).
+        let mut unlogged = std::mem::take(&mut self.unlogged);
         let mut evicted = 0;
+        // The creation time and cause of the last record evicted.
+        let mut last: Option<(u64, Cause)> = None;
         // Front records read ahead and not yet taken.
         let mut warmed = 0;
-        while evicted < max {
+        loop {
             if warmed == 0 {
-                warmed = WARM_AHEAD.min(max - evicted).min(self.ages.len());
+                warmed = WARM_AHEAD.min(max.saturating_sub(evicted).max(1)).min(self.ages.len());
                 engine.warm_idempotency_records(self.ages.iter().take(warmed).map(|a| (&a.tuple, a.hashed)));
             }
             let Some((tuple, ticket, hashed)) = self.ages.front().map(|a| (a.tuple.clone(), a.ticket, a.hashed)) else {
                 break;
             };
-            warmed = warmed.saturating_sub(1);
             let Some(head) = Head::of(&tuple) else {
+                warmed = warmed.saturating_sub(1);
                 self.ages.pop_front();
                 continue;
             };
+            // Logged by the floor, a step finishes the millisecond it evicted in, past
+            // `max` and the limits: what the floor leaves out needs deletes of its own.
+            let same_ms = last.filter(|(ms, _)| by_floor && *ms == head.created_ms).map(|(_, cause)| cause);
+            if evicted >= max && same_ms.is_none() {
+                break;
+            }
+            warmed = warmed.saturating_sub(1);
             let cause = if head.created_ms.saturating_add(lifetime_ms) <= now {
                 Cause::Lifetime
             } else if count > self.settings.max_count {
                 Cause::Count
             } else if self.total_size > self.settings.max_size {
                 Cause::Size
+            } else if let Some(cause) = same_ms {
+                cause
             } else {
                 break;
             };
             if ticket > self.durable {
                 break;
             }
-            match engine.evict_idempotency_record(head.user_id, head.token, &tuple, hashed) {
+            match engine.evict_idempotency_record(head.user_id, head.token, &tuple, hashed, !by_floor) {
                 Ok(true) => {}
                 // Deleted or replaced meanwhile: not a record any more.
                 Ok(false) => {
@@ -762,6 +829,14 @@ impl Window {
             self.ages.pop_front();
             count = count.saturating_sub(1);
             self.total_size = self.total_size.saturating_sub(head.size);
+            let created_ms = head.created_ms;
+            if by_floor {
+                if last.is_some_and(|(ms, _)| ms != created_ms) {
+                    unlogged.clear();
+                }
+                unlogged.push(tuple);
+            }
+            last = Some((created_ms, cause));
             evicted += 1;
             match cause {
                 Cause::Lifetime => self.stats.evicted_lifetime += 1,
@@ -769,8 +844,31 @@ impl Window {
                 Cause::Size => self.stats.evicted_size += 1,
             }
         }
-        evicted
+        // The queue stays ordered, and holds every record, while its front is popped:
+        // the new front is the floor. Those of its own millisecond (or all, without
+        // one) are logged as deletes.
+        let floor = self.front_created().filter(|_| by_floor && evicted > 0);
+        if last.is_some_and(|(ms, _)| floor.is_none_or(|f| ms >= f)) {
+            for tuple in &unlogged {
+                if let Some(head) = Head::of(tuple) {
+                    engine.log_evicted_record(head.user_id, head.token, tuple);
+                }
+            }
+        }
+        unlogged.clear();
+        self.unlogged = unlogged;
+        Evicted { count: evicted, floor }
     }
+}
+
+/// What an eviction step did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Evicted {
+    /// Records evicted.
+    pub count: usize,
+    /// The records floor the evictions must be logged with (in the same commit
+    /// group, after them): some evicted records were logged by it alone.
+    pub floor: Option<u64>,
 }
 
 /// The fields of a stored record eviction needs, read without copying.

@@ -245,7 +245,9 @@ impl FjallStore {
         let mut records_floor = None;
         ops.retain(|op| match op {
             Op::RecordsFloor { ms } => {
+                // Evictions are logged by the floor: replay applies it in place.
                 records_floor = Some(*ms);
+                record_ops.push(*op);
                 false
             }
             op if is_record_op(op) => {

@@ -8,15 +8,24 @@
 //! synced before those groups leave the log. Recovery replays the segments in
 //! order ([`Segments::replay`]).
 //!
-//! # Dropping segments
+//! # Evictions: the records floor
 //!
 //! With its evictions the TX thread logs a floor: no record left was created
-//! before that service time ([`super::RowOp::RecordsFloor`]). A checkpoint that
-//! applies a floor drops the oldest segments, in order, while each was written by
-//! an earlier checkpoint and every record it put was created before the floor:
-//! at the floor's place in the log those puts were all deleted or replaced, and a
-//! dropped segment's deletes only concern puts of segments dropped with or
-//! before it. Emptying `_idempotency` (truncate) drops every earlier segment.
+//! before that service time ([`super::RowOp::RecordsFloor`]). The floor is how
+//! evictions of the oldest records are logged: only an evicted record created
+//! in the floor's own millisecond gets a delete of its own, so an eviction
+//! costs the log and the segments almost nothing. Segments keep the floors in
+//! place, and replay removes each record put before a floor and created before
+//! it.
+//!
+//! # Dropping segments
+//!
+//! A checkpoint that applies a floor drops the oldest segments, in order, while
+//! each was written by an earlier checkpoint and every record it put was
+//! created before the floor: at the floor's place in the log those puts were
+//! all gone, and a dropped segment's deletes and floors only concern puts of
+//! segments dropped with or before it. Emptying `_idempotency` (truncate) drops
+//! every earlier segment.
 //!
 //! A segment file: 8 bytes [`MAGIC`], the newest creation time of a record it
 //! puts (u64 little-endian), then its operations in the byte form of
@@ -163,6 +172,10 @@ impl Segments {
     }
 
     /// Replays every segment in order: the records they leave (tuples of `_idempotency`), in no order.
+    ///
+    /// A records floor removes every record put before it and created before the
+    /// floor: evictions are logged by it alone. Floors are applied at the end, each
+    /// record against the highest floor logged after its put.
     pub fn replay(&self) -> Result<Vec<Tuple>, StoreError> {
         let list = self.list.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
         let mut files = Vec::with_capacity(list.len());
@@ -174,7 +187,9 @@ impl Segments {
         }
         // Keys are borrowed from the files, and each tuple is made once, as the engine keeps it.
         let room = files.iter().map(|(_, b)| b.len()).sum::<usize>() / ROOM_PER_RECORD;
-        let mut records: HashMap<&[u8], Tuple> = HashMap::with_capacity(room);
+        // Each record with the number of floors logged before its put.
+        let mut records: HashMap<&[u8], (Tuple, usize)> = HashMap::with_capacity(room);
+        let mut floors: Vec<u64> = Vec::new();
         for (path, bytes) in &files {
             let mut ops = Vec::new();
             let body = bytes.get(HEADER_BYTES..).filter(|_| parse_header(bytes).is_some());
@@ -182,17 +197,27 @@ impl Segments {
             for op in ops {
                 match op {
                     Op::Put { key, tuple } => {
-                        records.insert(key, tuple.into());
+                        records.insert(key, (tuple.into(), floors.len()));
                     }
                     Op::Delete { key } => {
                         records.remove(key);
                     }
                     Op::Truncate { .. } => records.clear(),
-                    Op::Clock { .. } | Op::RecordsFloor { .. } => {}
+                    Op::RecordsFloor { ms } => floors.push(ms),
+                    Op::Clock { .. } => {}
                 }
             }
         }
-        Ok(records.into_values().collect())
+        // after[i]: the highest floor logged after the i-th (0 if none).
+        let mut after = vec![0u64; floors.len() + 1];
+        for i in (0..floors.len()).rev() {
+            after[i] = after[i + 1].max(floors[i]);
+        }
+        Ok(records
+            .into_values()
+            .filter(|(tuple, seen)| after[*seen] == 0 || created_ms_of(tuple).is_none_or(|c| c >= after[*seen]))
+            .map(|(tuple, _)| tuple)
+            .collect())
     }
 
     /// How many segments there are.
@@ -276,6 +301,29 @@ mod tests {
         // A truncate clears what came before it, in the same segment or earlier ones.
         segments.write(11, &[Op::Truncate { space_id: SPACE_ID }, Op::Put { key: &key(1), tuple: &r1 }]).unwrap();
         assert_eq!(replayed(&segments), vec![r1]);
+        fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn a_floor_removes_the_records_put_before_it_and_created_before_it() {
+        let d = dir("floor");
+        let segments = Segments::open(&d).unwrap();
+        let (a, b, c, e) = (record(1, 10), record(2, 20), record(3, 5), record(4, 40));
+        let floor = |ms| Op::RecordsFloor { ms };
+        segments.write(1, &[Op::Put { key: &key(1), tuple: &a }, Op::Put { key: &key(2), tuple: &b }]).unwrap();
+        // 'a' (10) is below the floor; 'b' (20) is not.
+        segments.write(2, &[floor(15)]).unwrap();
+        assert_eq!(replayed(&segments), vec![b.clone()]);
+        // A record put after a floor is not removed by it, however old (an admin's).
+        segments
+            .write(3, &[floor(12), Op::Put { key: &key(3), tuple: &c }, Op::Put { key: &key(4), tuple: &e }])
+            .unwrap();
+        assert_eq!(replayed(&segments), vec![b.clone(), c.clone(), e.clone()]);
+        // A later, higher floor reaches every record put before it.
+        segments.write(4, &[floor(25)]).unwrap();
+        assert_eq!(replayed(&segments), vec![e.clone()]);
+        drop(segments);
+        assert_eq!(replayed(&Segments::open(&d).unwrap()), vec![e], "the same after reopening");
         fs::remove_dir_all(&d).unwrap();
     }
 

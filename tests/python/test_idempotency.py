@@ -384,6 +384,22 @@ def test_eviction_keeps_age_order_across_restart_and_for_records_an_admin_added(
     assert incr(c, 1, "r-0")[0][STATUS] == EXECUTED
 
 
+@pytest.mark.parametrize("ob", [("--idempotency-max-count", "3")], indirect=True)
+def test_evictions_stay_evicted_after_kill9(ob):
+    """Evictions of the oldest records are logged by a records floor, not a delete
+    each: replayed after a kill -9, the floor removes them again."""
+    c = admin(ob)
+    increments(c, [f"k-{i}" for i in range(8)])
+    assert sorted(t[1] for t in records_once_at_most(c, 3)) == ["k-5", "k-6", "k-7"]
+    # Restarted with room for all eight: what is back is what recovery left, not
+    # what eviction trims again.
+    restart(ob, "--idempotency-max-count", "100")
+    c = admin(ob)
+    assert sorted(t[1] for t in records(c)) == ["k-5", "k-6", "k-7"]
+    assert incr(c, 1, "k-7")[0][STATUS] == REPLAYED
+    assert incr(c, 1, "k-1")[0][STATUS] == EXECUTED, "an evicted token runs again"
+
+
 SEGMENTS_ARGS = ("--idempotency-max-count", "100", "--checkpoint-wal-threshold", "4096")
 
 
