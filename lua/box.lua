@@ -831,9 +831,10 @@ local sequence_options = {step = 'number', min = 'number', max = 'number', start
 local sequence_methods = {}
 local sequence_objects = setmetatable({}, {__mode = 'v'})
 
+-- The definition row, read as the system: like 2.6's box.sequence, which the
+-- system fills, it does not need the right to read _sequence.
 local function sequence_row(id_or_name)
-    if type(id_or_name) == 'number' then return box.space._sequence:get{id_or_name} end
-    return box.space._sequence.index.name:get{id_or_name}
+    return op('sequence', id_or_name)
 end
 
 -- A sequence object reads its definition afresh, so it follows alter().
@@ -842,14 +843,14 @@ local sequence_mt = {
         if sequence_methods[k] ~= nil then return sequence_methods[k] end
         local f = sequence_fields[k]
         if f == nil then return nil end
-        local row = box.space._sequence:get{rawget(self, 'id')}
+        local row = sequence_row(rawget(self, 'id'))
         local v = row and row[f]
         -- 2.6 gives the definition's large integers as int64 cdata (9223372036854775807LL).
         if type(v) == 'cdata' then v = require('ffi').cast('int64_t', v) end
         return v
     end,
     __serialize = function(self)
-        local row = box.space._sequence:get{rawget(self, 'id')}
+        local row = sequence_row(rawget(self, 'id'))
         local out = {}
         if row ~= nil then for k, f in pairs(sequence_fields) do out[k] = row[f] end end
         return out
@@ -942,17 +943,15 @@ function box.schema.sequence.drop(name, opts)
     end
 end
 
+-- Each needs write access to the sequence, as in 2.6.
 function sequence_methods:next() return op('sequence_next', self.id) end
-function sequence_methods:current()
-    local data = box.space._sequence_data:get{self.id}
-    if data == nil then raise(212, "Sequence '%s' is not started", self.name) end
-    return require('ffi').cast('int64_t', data[2])
-end
+-- 2.6 gives current() as int64 cdata (3LL), next() as a number.
+function sequence_methods:current() return require('ffi').cast('int64_t', op('sequence_current', self.id)) end
 function sequence_methods:set(value)
     if tonumber(value) == nil then error('expected int64_t as 2 argument', 2) end
-    box.space._sequence_data:replace{self.id, value}
+    op('sequence_set', self.id, value)
 end
-function sequence_methods:reset() box.space._sequence_data:delete{self.id} end
+function sequence_methods:reset() op('sequence_reset', self.id) end
 function sequence_methods:alter(opts) box.schema.sequence.alter(self.id, opts) end
 function sequence_methods:drop() box.schema.sequence.drop(self.id) end
 

@@ -78,6 +78,7 @@ pub mod code {
     pub const NO_SUCH_COLLATION: u32 = 166;
     pub const NULLABLE_PRIMARY: u32 = 152;
     pub const NO_SUCH_FIELD_NAME: u32 = 201;
+    pub const SEQUENCE_NOT_STARTED: u32 = 212;
 }
 
 /// The error class name Tarantool reports in the error stack (`type`).

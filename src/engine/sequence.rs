@@ -10,9 +10,11 @@
 use crate::error::{code, BoxError, BoxResult};
 use crate::protocol::msgpack::{write, Integer, Reader};
 
+use super::access::{privilege, user_id, Credentials, ObjectType};
 use super::tuple::split;
 use super::value::{Key, KeyPart};
-use super::{access::user_id, catalog::space_id, space::WriteMode, Engine, Tuple};
+use super::{catalog::space_id, space::WriteMode, Engine, Tuple};
+use crate::protocol::request::Delete;
 
 /// A space's link to the sequence that fills a field of its primary key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,6 +30,8 @@ pub struct SequenceLink {
 pub struct SequenceDef {
     /// Its id.
     pub id: u32,
+    /// The user who owns it (has every right on it).
+    pub owner: u32,
     /// Its name.
     pub name: String,
     /// The distance between two values (never 0).
@@ -58,7 +62,7 @@ impl SequenceDef {
             return None;
         }
         let id = u32::try_from(r.read_uint().ok()?).ok()?;
-        r.skip().ok()?;
+        let owner = u32::try_from(r.read_uint().ok()?).ok()?;
         let name = String::from_utf8_lossy(r.read_str().ok()?).into_owned();
         let step = read_i64(&mut r)?;
         let min = read_i64(&mut r)?;
@@ -66,7 +70,7 @@ impl SequenceDef {
         let start = read_i64(&mut r)?;
         r.skip().ok()?;
         let cycle = r.read_bool().ok()?;
-        Some(Self { id, name, step, min, max, start, cycle })
+        Some(Self { id, owner, name, step, min, max, start, cycle })
     }
 
     /// The value after `current` (`None`: not started), or `None` on overflow.
@@ -94,6 +98,14 @@ impl SequenceDef {
 
 fn id_key(id: u32) -> Key {
     Key(smallvec::smallvec![KeyPart::Uint(u64::from(id))])
+}
+
+/// The msgpack key `[id]`.
+fn id_key_bytes(id: u32) -> Vec<u8> {
+    let mut key = Vec::with_capacity(6);
+    write::array_len(&mut key, 1);
+    write::uint(&mut key, u64::from(id));
+    key
 }
 
 /// `tuple` with field `at` set to `value` (appended when `at` is one past the end).
@@ -142,6 +154,42 @@ impl Engine {
         write::int(&mut row, value);
         let admin = self.credentials(user_id::ADMIN);
         self.write(&admin, space_id::SEQUENCE_DATA, &row, WriteMode::Replace).map(|_| ())
+    }
+
+    /// The definition of sequence `id`, if `creds` may use it: `next`, `set`,
+    /// `reset` and `current` all need write access to it (as in 2.6), which its
+    /// owner has. A write into a space filled by the sequence needs none.
+    pub fn usable_sequence(&self, creds: &Credentials, id: u32) -> BoxResult<SequenceDef> {
+        let def = self.sequence_def(id)?;
+        self.check_usage(creds)?;
+        if !creds.has(ObjectType::Sequence, id, Some(def.owner), privilege::WRITE) {
+            return Err(BoxError::access_denied("Write", "sequence", &def.name, &self.user_name(creds.user_id)));
+        }
+        Ok(def)
+    }
+
+    /// `sequence:set(value)`: as if the sequence had just given `value`.
+    pub fn sequence_set(&mut self, creds: &Credentials, id: u32, value: i64) -> BoxResult<()> {
+        self.usable_sequence(creds, id)?;
+        self.set_sequence_value(id, value)
+    }
+
+    /// `sequence:reset()`: back to not started.
+    pub fn sequence_reset(&mut self, creds: &Credentials, id: u32) -> BoxResult<()> {
+        self.usable_sequence(creds, id)?;
+        if self.sequence_value(id).is_none() {
+            return Ok(());
+        }
+        let admin = self.credentials(user_id::ADMIN);
+        self.delete(&admin, &Delete { space_id: space_id::SEQUENCE_DATA, index_id: 0, key: &id_key_bytes(id) })
+            .map(|_| ())
+    }
+
+    /// `sequence:current()`: the last value given (ER_SEQUENCE_NOT_STARTED before any).
+    pub fn sequence_current(&self, creds: &Credentials, id: u32) -> BoxResult<i64> {
+        let def = self.usable_sequence(creds, id)?;
+        self.sequence_value(id)
+            .ok_or_else(|| BoxError::new(code::SEQUENCE_NOT_STARTED, format!("Sequence '{}' is not started", def.name)))
     }
 
     /// `sequence:next()`: the next value of sequence `id`, stored in `_sequence_data`
@@ -226,7 +274,7 @@ mod tests {
     use super::*;
 
     fn def(step: i64, min: i64, max: i64, start: i64, cycle: bool) -> SequenceDef {
-        SequenceDef { id: 1, name: "s".into(), step, min, max, start, cycle }
+        SequenceDef { id: 1, owner: 1, name: "s".into(), step, min, max, start, cycle }
     }
 
     #[test]

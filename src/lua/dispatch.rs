@@ -13,6 +13,7 @@ use super::convert;
 use super::tuple::{LuaTuple, TupleFormat};
 use crate::engine::access::Credentials;
 use crate::engine::index::IndexKind;
+use crate::engine::sequence::SequenceDef;
 use crate::engine::space::{Space, WriteMode};
 use crate::engine::tuple::Tuple;
 use crate::engine::Engine;
@@ -186,6 +187,26 @@ thread_local! {
 }
 
 /// The format tuples of `space` get in Lua (`schema_version`: the engine's now).
+/// A sequence's `_sequence` row by id or name, whatever the user's rights (as
+/// 2.6's `box.sequence`, which the system fills); nil when there is none.
+fn sequence_row(lua: &Lua, engine: &Engine, which: Option<&Value>) -> Result<Value, Failure> {
+    let space = engine.space(crate::engine::catalog::space_id::SEQUENCE)?;
+    let Some(pk) = space.primary() else { return Ok(Value::Nil) };
+    let row = match which {
+        Some(Value::Integer(id)) => pk.iter().find(|t| SequenceDef::parse(t).is_some_and(|d| i64::from(d.id) == *id)),
+        Some(Value::Number(id)) => pk.iter().find(|t| SequenceDef::parse(t).is_some_and(|d| f64::from(d.id) == *id)),
+        Some(Value::String(name)) => {
+            let name = name.as_bytes();
+            pk.iter().find(|t| SequenceDef::parse(t).is_some_and(|d| d.name.as_bytes() == &name[..]))
+        }
+        _ => None,
+    };
+    match row {
+        Some(t) => Ok(tuple_value(lua, t.clone(), &format_of(space, engine.schema_version()))?),
+        None => Ok(Value::Nil),
+    }
+}
+
 fn format_of(space: &Space, schema_version: u64) -> Rc<TupleFormat> {
     FORMATS.with_borrow_mut(|(version, formats)| {
         if *version != schema_version {
@@ -335,9 +356,27 @@ fn run(lua: &Lua, cx: &mut Context, op: &str, args: &[Value]) -> Result<Value, F
             let t = engine.write(&creds, space_id, &tuple, mode)?;
             tuple_value(lua, t, &format_of(engine.space(space_id)?, engine.schema_version()))?
         }
+        "sequence" => sequence_row(lua, engine, args.get(1))?,
         "sequence_next" => {
-            let value = engine.sequence_next(u32_arg(1)?)?;
-            convert::int64(lua, value)?
+            let id = u32_arg(1)?;
+            engine.usable_sequence(&creds, id)?;
+            convert::int64(lua, engine.sequence_next(id)?)?
+        }
+        "sequence_current" => convert::int64(lua, engine.sequence_current(&creds, u32_arg(1)?)?)?,
+        "sequence_set" => {
+            let value = bytes_of(args, 2)?;
+            let value = match crate::protocol::msgpack::Reader::new(&value).read_integer() {
+                Ok(crate::protocol::msgpack::Integer::Unsigned(u)) => i64::try_from(u).ok(),
+                Ok(crate::protocol::msgpack::Integer::Negative(i)) => Some(i),
+                Err(_) => None,
+            };
+            let value = value.ok_or_else(|| mlua::Error::runtime("expected int64_t as 2 argument"))?;
+            engine.sequence_set(&creds, u32_arg(1)?, value)?;
+            Value::Nil
+        }
+        "sequence_reset" => {
+            engine.sequence_reset(&creds, u32_arg(1)?)?;
+            Value::Nil
         }
         "update" => {
             let (key, ops) = (key_of(args, 3)?, bytes_of(args, 4)?);

@@ -102,3 +102,57 @@ def test_sequences_and_their_links_survive_a_restart(tmp_path):
         outs.append(lines)
     assert outs[0] == outs[1]
     assert outs[0] == ["[1, 'a']\t[2, 'b']\t100\t110", "[3, 'c']\t3LL\t120\t1"]
+
+
+PRIVILEGES = r"""
+box.cfg{work_dir = os.getenv('WORK'), log_level = 1, listen = os.getenv('LISTEN')}
+""" + LUA_PRINT_ROW + r"""
+box.schema.user.create('u', {password = 'p'})
+local t = box.schema.space.create('t')
+t:create_index('pk', {sequence = true})
+box.schema.sequence.create('q', {start = 7})
+box.schema.user.grant('u', 'read,write', 'space', 't')
+box.schema.user.grant('u', 'execute', 'universe')
+local c = require('net.box').connect(box.info.listen, {user = 'u', password = 'p'})
+local function try(name, f) p(name, pcall(f)) end
+-- A write into the space fills its key from the sequence without any right on it.
+try('insert nil id', function() return c.space.t:insert{box.NULL, 'a'} end)
+try('replace nil id', function() return c.space.t:replace{box.NULL, 'b'} end)
+-- The sequence object is there for anyone; using it needs write access to it.
+try('definition', function() return c:eval("return box.sequence.q.name, box.sequence.q.start, box.sequence.q.id") end)
+for _, m in ipairs({'next', 'current', 'reset'}) do
+    try(m, function() return c:eval("return box.sequence.q:" .. m .. "()") end)
+end
+try('set', function() return c:eval("return box.sequence.q:set(5)") end)
+try('the space sequence', function() return c:eval("return box.sequence.t_seq:next()") end)
+box.schema.user.grant('u', 'read', 'sequence', 'q')
+try('next with read', function() return c:eval("return box.sequence.q:next()") end)
+box.schema.user.grant('u', 'write', 'sequence', 'q')
+try('next with write', function() return c:eval("return box.sequence.q:next()") end)
+try('current with write', function() return c:eval("return box.sequence.q:current()") end)
+try('set with write', function() return c:eval("box.sequence.q:set(20) return box.sequence.q:next()") end)
+try('reset with write', function() return c:eval("box.sequence.q:reset() return box.sequence.q:next()") end)
+try('others still refused', function() return c:eval("return box.sequence.t_seq:current()") end)
+box.schema.user.grant('u', 'write', 'sequence')
+try('every sequence', function() return c:eval("return box.sequence.t_seq:next()") end)
+try('create', function() return c:eval("return box.schema.sequence.create('z').id") end)
+-- The owner needs no grant.
+box.schema.user.grant('u', 'read,write', 'space', '_sequence')
+box.schema.user.grant('u', 'read,write', 'space', '_sequence_data')
+box.schema.user.create('v', {password = 'p'})
+box.schema.user.grant('v', 'execute', 'universe')
+box.schema.user.grant('v', 'read,write', 'space', '_sequence')
+box.schema.user.grant('v', 'read,write', 'space', '_sequence_data')
+box.schema.user.grant('v', 'create', 'sequence')
+local cv = require('net.box').connect(box.info.listen, {user = 'v', password = 'p'})
+p('owner', pcall(function() return cv:eval("box.schema.sequence.create('mine') return box.sequence.mine:next(), box.sequence.mine:current()") end))
+p('granted on every sequence', pcall(function() return c:eval("return box.sequence.mine:next()") end))
+os.exit(0)
+"""
+
+
+def test_sequence_privileges_as_in_tarantool(tmp_path):
+    """next, current, set and reset need write access to the sequence (its owner has
+    it); a space's key filled from its sequence needs none; box.sequence's
+    definitions are readable by anyone."""
+    same_output_on_both(tmp_path, "sequence_privileges.lua", PRIVILEGES, 18)
