@@ -1440,10 +1440,74 @@ function msgpack.encode(...)
     if bytes == nil then error(err, 2) end
     return bytes
 end
+-- Reading msgpack from memory (a `char *` or `const char *`, as 2.6 takes from an
+-- ibuf's rpos): the bytes are read through ffi.
+local ffi = require('ffi')
+local char_ptr, const_char_ptr = ffi.typeof('char *'), ffi.typeof('const char *')
+local byte_ptr = ffi.typeof('const uint8_t *')
+local function is_char_ptr(v)
+    if type(v) ~= 'cdata' then return false end
+    local t = ffi.typeof(v)
+    return t == char_ptr or t == const_char_ptr
+end
+-- The big-endian unsigned integer of `n` bytes at `bytes[at]`.
+local function be(bytes, at, n)
+    local v = 0
+    for i = at, at + n - 1 do v = v * 256 + bytes[i] end
+    return v
+end
+-- The length of the msgpack value at `ptr`, read without bounds (as 2.6's
+-- decode_unchecked): heads and lengths are read, payloads skipped.
+local function mp_length(ptr)
+    local at, pending, ptr = 0, 1, ffi.cast(byte_ptr, ptr)
+    while pending > 0 do
+        pending = pending - 1
+        local c = ptr[at]
+        at = at + 1
+        if c <= 0x7f or c >= 0xe0 or c == 0xc0 or c == 0xc2 or c == 0xc3 then -- fixint, nil, bool
+        elseif c >= 0x80 and c <= 0x8f then pending = pending + 2 * (c - 0x80)
+        elseif c >= 0x90 and c <= 0x9f then pending = pending + (c - 0x90)
+        elseif c >= 0xa0 and c <= 0xbf then at = at + (c - 0xa0)
+        elseif c == 0xc4 or c == 0xd9 then at = at + 1 + be(ptr, at, 1) -- bin8, str8
+        elseif c == 0xc5 or c == 0xda then at = at + 2 + be(ptr, at, 2)
+        elseif c == 0xc6 or c == 0xdb then at = at + 4 + be(ptr, at, 4)
+        elseif c == 0xc7 then at = at + 2 + be(ptr, at, 1) -- ext8
+        elseif c == 0xc8 then at = at + 3 + be(ptr, at, 2)
+        elseif c == 0xc9 then at = at + 5 + be(ptr, at, 4)
+        elseif c == 0xca or c == 0xce or c == 0xd2 then at = at + 4
+        elseif c == 0xcb or c == 0xcf or c == 0xd3 then at = at + 8
+        elseif c == 0xcc or c == 0xd0 then at = at + 1
+        elseif c == 0xcd or c == 0xd1 then at = at + 2
+        elseif c >= 0xd4 and c <= 0xd8 then at = at + 1 + 2 ^ (c - 0xd4) -- fixext
+        elseif c == 0xdc then pending = pending + be(ptr, at, 2) at = at + 2
+        elseif c == 0xdd then pending = pending + be(ptr, at, 4) at = at + 4
+        elseif c == 0xde then pending = pending + 2 * be(ptr, at, 2) at = at + 2
+        elseif c == 0xdf then pending = pending + 2 * be(ptr, at, 4) at = at + 4
+        else error('msgpack.decode: invalid MsgPack', 0) end -- 0xc1
+    end
+    return at
+end
+-- Decodes the value at `ptr` from `size` bytes (unknown: read without bounds).
+local function decode_memory(ptr, size)
+    local len = size == nil and mp_length(ptr) or size
+    local v, next_pos = internal.native.msgpack_decode(ffi.string(ptr, len), 1)
+    if next_pos == nil then error('msgpack.decode: invalid MsgPack', 0) end
+    return v, ptr + (next_pos - 1)
+end
+
 local function decoder(check_bounds)
     local name = 'msgpack.decode'
     return function(...)
         local s, pos = ...
+        if is_char_ptr(s) then
+            if not check_bounds then return decode_memory(s) end
+            if select('#', ...) < 2 then error("bad argument #2 to '?' (number expected, got no value)", 2) end
+            local size = tonumber(pos)
+            if size == nil then error(string.format("bad argument #2 to '?' (number expected, got %s)", type(pos)), 2) end
+            if size < 0 then error(name .. ": size can't be negative", 2) end
+            if size == 0 then error(name .. ': invalid MsgPack', 2) end
+            return decode_memory(s, size)
+        end
         if type(s) ~= 'string' then error(name .. ": a Lua string or 'char *' expected", 2) end
         if select('#', ...) == 1 then pos = 1 end
         -- A position given, even as nil, must be a number (luaL_checkinteger's words).
@@ -1462,5 +1526,43 @@ local function decoder(check_bounds)
 end
 msgpack.decode = decoder(true)
 msgpack.decode_unchecked = decoder(false)
+
+-- decode_array_header(ptr, size) and decode_map_header(ptr, size): the count of
+-- the array or map whose head is at `ptr`, and the pointer past the head.
+local function header_decoder(kind, fix, fix_max, head16, head32)
+    local name = 'msgpack.decode_' .. kind .. '_header'
+    return function(...)
+        if select('#', ...) ~= 2 then error(string.format('Usage: %s(ptr, size)', name), 0) end
+        local ptr, size = ...
+        if not is_char_ptr(ptr) then error(name .. ": 'char *' expected", 0) end
+        size = tonumber(size) or 0
+        if size <= 0 then error(name .. ': non-positive size', 0) end
+        local bytes = ffi.cast(byte_ptr, ptr)
+        local c = bytes[0]
+        local head, count
+        if c >= fix and c <= fix_max then
+            head, count = 1, c - fix
+        elseif c == head16 then
+            head = 3
+        elseif c == head32 then
+            head = 5
+        else
+            error(name .. ': unexpected msgpack type', 0)
+        end
+        if size < head then error(name .. ': unexpected end of buffer', 0) end
+        count = count or be(bytes, 1, head - 1)
+        return count, ptr + head
+    end
+end
+msgpack.decode_array_header = header_decoder('array', 0x90, 0x9f, 0xdc, 0xdd)
+msgpack.decode_map_header = header_decoder('map', 0x80, 0x8f, 0xde, 0xdf)
+
+-- ibuf_decode(rpos): decode_unchecked with its results the other way round.
+function msgpack.ibuf_decode(...)
+    local ptr = ...
+    if type(ptr) ~= 'cdata' then error('expected cdata as 1 argument', 0) end
+    local v, next_ptr = decode_memory(ptr)
+    return next_ptr, v
+end
 package.loaded.msgpack = msgpack
 package.loaded.box = box

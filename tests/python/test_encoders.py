@@ -242,3 +242,78 @@ def test_serializer_options_oncebox_does_not_take_are_refused(tmp_path):
         "true",
         "true\t3",
     ]
+
+
+MSGPACK_FROM_MEMORY = LUA_PRINT_ROW + r"""
+local msgpack = require('msgpack')
+local ffi = require('ffi')
+-- A copy of `s` in C memory, as an ibuf's rpos gives it (`keep` holds it alive).
+local function buf(s)
+    local keep = ffi.new('char[?]', #s + 1)
+    ffi.copy(keep, s, #s)
+    return ffi.cast('char *', keep), keep
+end
+for _, v in ipairs({{1, 2, 3}, {}, setmetatable({}, {__serialize = 'map'}), {a = 1}, 5, 'x'}) do
+    local s = msgpack.encode(v)
+    local ptr, keep = buf(s)
+    local ok, n, np = pcall(msgpack.decode_array_header, ptr, #s)
+    p('array header', ok, n, ok and (np - ptr) or nil)
+    ok, n, np = pcall(msgpack.decode_map_header, ptr, #s)
+    p('map header', ok, n, ok and (np - ptr) or nil)
+    local uv, unp = msgpack.decode_unchecked(ptr)
+    p('unchecked', type(uv), unp - ptr, ffi.typeof(unp))
+    local inp, iv = msgpack.ibuf_decode(ptr)
+    p('ibuf_decode', type(iv), inp - ptr, msgpack.encode(iv) == s)
+end
+local big = {} for i = 1, 20 do big[i] = i end
+local s = msgpack.encode(big)
+local ptr, keep = buf(s)
+local n, np = msgpack.decode_array_header(ptr, #s)
+p('array16', n, np - ptr, ffi.typeof(np))
+p('const', select(2, msgpack.decode_array_header(ffi.cast('const char *', ptr), #s)) - ptr,
+  ffi.typeof((select(2, msgpack.decode_array_header(ffi.cast('const char *', ptr), #s)))))
+p('short', pcall(msgpack.decode_array_header, ptr, 2))
+p('zero size', pcall(msgpack.decode_array_header, ptr, 0))
+p('string', pcall(msgpack.decode_array_header, s, #s))
+p('no size', pcall(msgpack.decode_array_header, ptr))
+p('number', pcall(msgpack.decode_array_header, 5, 1))
+p('unsigned char *', pcall(msgpack.decode_array_header, ffi.cast('unsigned char *', ptr), #s))
+local m = {} for i = 1, 20 do m['k' .. i] = i end
+s = msgpack.encode(m)
+ptr, keep = buf(s)
+n, np = msgpack.decode_map_header(ptr, #s)
+p('map16', n, np - ptr)
+p('map short', pcall(msgpack.decode_map_header, ptr, 1))
+p('ibuf_decode nothing', pcall(msgpack.ibuf_decode))
+p('ibuf_decode string', pcall(msgpack.ibuf_decode, 'abc'))
+-- decode and decode_unchecked from memory
+s = msgpack.encode({1, 'a', {x = 2.5}}) .. msgpack.encode(7)
+ptr, keep = buf(s)
+local v, vp = msgpack.decode(ptr, #s)
+p('decode', msgpack.encode(v) == s:sub(1, #s - 1), vp - ptr, ffi.typeof(vp))
+p('the next one', (msgpack.decode(vp, #s - (vp - ptr))))
+p('no size', pcall(msgpack.decode, ptr))
+p('short size', pcall(msgpack.decode, ptr, 3))
+p('zero size', pcall(msgpack.decode, ptr, 0))
+p('negative size', pcall(msgpack.decode, ptr, -1))
+p('const', select(2, msgpack.decode(ffi.cast('const char *', ptr), #s)) - ptr)
+p('unsigned char *', pcall(msgpack.decode, ffi.cast('unsigned char *', ptr), #s))
+p('void *', pcall(msgpack.decode, ffi.cast('void *', ptr), #s))
+p('unchecked twice', select(2, msgpack.decode_unchecked(ptr)) - ptr, (msgpack.decode_unchecked(vp)))
+p('unchecked unsigned char *', pcall(msgpack.decode_unchecked, ffi.cast('unsigned char *', ptr)))
+-- every kind of value, read without bounds
+local all = msgpack.encode({string.rep('x', 300), -5, -200, -70000, -5000000000, 2^40, true, false, box.NULL,
+                            1.5, {[1] = 1, [3] = 3}, 255, 65535, 70000, 5000000000, string.rep('y', 70000),
+                            require('uuid').fromstr('6a7f7d1e-30a6-4e4c-9c4b-1c2e3a4b5c6d'),
+                            {k = {1, {2, {3}}}}})
+local aptr, akeep = buf(all)
+local av, anp = msgpack.decode_unchecked(aptr)
+p('every kind', anp - aptr == #all, msgpack.encode(av) == all)
+os.exit(0)
+"""
+
+
+def test_msgpack_reads_from_memory_as_in_tarantool(tmp_path):
+    """decode, decode_unchecked, decode_array_header, decode_map_header and
+    ibuf_decode given a `char *` (an ibuf's rpos), and their errors."""
+    same_output_on_both(tmp_path, "msgpack_memory.lua", MSGPACK_FROM_MEMORY, 48)
