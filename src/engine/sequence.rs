@@ -129,11 +129,22 @@ fn with_field(fields: &[&[u8]], at: usize, value: i64) -> Vec<u8> {
 impl Engine {
     /// The definition of sequence `id`.
     pub fn sequence_def(&self, id: u32) -> BoxResult<SequenceDef> {
-        self.space(space_id::SEQUENCE)?
-            .primary()
-            .and_then(|pk| pk.get(&id_key(id)))
+        self.sequence_row(id)
             .and_then(|t| SequenceDef::parse(t))
             .ok_or_else(|| BoxError::new(code::NO_SUCH_SEQUENCE, format!("Sequence '{id}' does not exist")))
+    }
+
+    /// The `_sequence` row of sequence `id`.
+    #[must_use]
+    pub fn sequence_row(&self, id: u32) -> Option<&Tuple> {
+        self.spaces.get(&space_id::SEQUENCE)?.primary()?.get(&id_key(id))
+    }
+
+    /// The `_sequence` row of the sequence named `name`.
+    #[must_use]
+    pub fn sequence_row_named(&self, name: &[u8]) -> Option<&Tuple> {
+        let pk = self.spaces.get(&space_id::SEQUENCE)?.primary()?;
+        pk.iter().find(|t| SequenceDef::parse(t).is_some_and(|d| d.name.as_bytes() == name))
     }
 
     /// The last value sequence `id` gave, or `None` when it is not started.

@@ -13,7 +13,6 @@ use super::convert;
 use super::tuple::{LuaTuple, TupleFormat};
 use crate::engine::access::Credentials;
 use crate::engine::index::IndexKind;
-use crate::engine::sequence::SequenceDef;
 use crate::engine::space::{Space, WriteMode};
 use crate::engine::tuple::Tuple;
 use crate::engine::Engine;
@@ -186,27 +185,24 @@ thread_local! {
         std::cell::RefCell::default();
 }
 
-/// The format tuples of `space` get in Lua (`schema_version`: the engine's now).
 /// A sequence's `_sequence` row by id or name, whatever the user's rights (as
 /// 2.6's `box.sequence`, which the system fills); nil when there is none.
 fn sequence_row(lua: &Lua, engine: &Engine, which: Option<&Value>) -> Result<Value, Failure> {
-    let space = engine.space(crate::engine::catalog::space_id::SEQUENCE)?;
-    let Some(pk) = space.primary() else { return Ok(Value::Nil) };
     let row = match which {
-        Some(Value::Integer(id)) => pk.iter().find(|t| SequenceDef::parse(t).is_some_and(|d| i64::from(d.id) == *id)),
-        Some(Value::Number(id)) => pk.iter().find(|t| SequenceDef::parse(t).is_some_and(|d| f64::from(d.id) == *id)),
-        Some(Value::String(name)) => {
-            let name = name.as_bytes();
-            pk.iter().find(|t| SequenceDef::parse(t).is_some_and(|d| d.name.as_bytes() == &name[..]))
+        Some(Value::Integer(id)) => u32::try_from(*id).ok().and_then(|id| engine.sequence_row(id)),
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "checked to be a u32 first")]
+        Some(Value::Number(id)) if id.fract() == 0.0 && (0.0..=f64::from(u32::MAX)).contains(id) => {
+            engine.sequence_row(*id as u32)
         }
+        Some(Value::String(name)) => engine.sequence_row_named(&name.as_bytes()),
         _ => None,
     };
-    match row {
-        Some(t) => Ok(tuple_value(lua, t.clone(), &format_of(space, engine.schema_version()))?),
-        None => Ok(Value::Nil),
-    }
+    let Some(row) = row.cloned() else { return Ok(Value::Nil) };
+    let space = engine.space(crate::engine::catalog::space_id::SEQUENCE)?;
+    Ok(tuple_value(lua, row, &format_of(space, engine.schema_version()))?)
 }
 
+/// The format tuples of `space` get in Lua (`schema_version`: the engine's now).
 fn format_of(space: &Space, schema_version: u64) -> Rc<TupleFormat> {
     FORMATS.with_borrow_mut(|(version, formats)| {
         if *version != schema_version {
