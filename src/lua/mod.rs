@@ -34,7 +34,7 @@ const PRELUDE: &str = include_str!("../../lua/box.lua");
 const CONSOLE: &str = include_str!("../../lua/console.lua");
 const NET_BOX: &str = include_str!("../../lua/net_box.lua");
 /// Tarantool's Lua modules, each registered in `package.loaded` by its own file (in load order).
-const MODULES: [(&str, &str); 11] = [
+const MODULES: [(&str, &str); 12] = [
     ("=fiber.lua", include_str!("../../lua/fiber.lua")),
     ("=digest.lua", include_str!("../../lua/digest.lua")),
     ("=clock.lua", include_str!("../../lua/clock.lua")),
@@ -46,6 +46,7 @@ const MODULES: [(&str, &str); 11] = [
     ("=strict.lua", include_str!("../../lua/strict.lua")),
     ("=errno.lua", include_str!("../../lua/errno.lua")),
     ("=socket.lua", include_str!("../../lua/socket.lua")),
+    ("=buffer.lua", include_str!("../../lua/buffer.lua")),
 ];
 
 /// How CALL results are shaped.

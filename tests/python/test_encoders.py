@@ -317,3 +317,52 @@ def test_msgpack_reads_from_memory_as_in_tarantool(tmp_path):
     """decode, decode_unchecked, decode_array_header, decode_map_header and
     ibuf_decode given a `char *` (an ibuf's rpos), and their errors."""
     same_output_on_both(tmp_path, "msgpack_memory.lua", MSGPACK_FROM_MEMORY, 48)
+
+
+IBUF = LUA_PRINT_ROW + r"""
+local buffer = require('buffer')
+local msgpack = require('msgpack')
+local ffi = require('ffi')
+local b = buffer.ibuf()
+p('new', b:size(), b:capacity(), b:unused(), b.rpos == b.wpos, type(b), ffi.typeof(b.rpos), b.buf == nil)
+local n = msgpack.encode({1, 2, 3}, b)
+p('encode into', n, b:size(), b:capacity() >= n, b:unused() == b:capacity() - b:size())
+p('encode again', msgpack.encode('abc', b), b:size())
+local v, np = msgpack.decode(b.rpos, b:size())
+p('decode from rpos', v[3], np - b.rpos)
+local r = b:read(np - b.rpos)
+p('read', b:size(), r ~= nil, ffi.typeof(r))
+p('the next value', (msgpack.decode(b.rpos, b:size())))
+local ok, err = pcall(b.read, b, 100)
+p('read too much', ok, err:match('Attempt to read out of range bytes: needed=100 size=4$') ~= nil)
+p('alloc', ffi.typeof(b:alloc(10)), b:size())
+local w = b:reserve(100)
+p('reserve', b:size(), b:unused() >= 100, w == b.wpos)
+p('checksize', b:checksize(5) == b.rpos, b:size())
+b:recycle()
+p('recycle', b:size(), b:capacity(), b.buf == nil)
+b:alloc(5)
+b:reset()
+p('reset', b:size(), b:capacity() > 0, b.rpos == b.buf)
+local big = b:alloc(100000)
+p('grows', b:size(), b:capacity() >= 100000)
+local s = buffer.IBUF_SHARED
+p('shared', ffi.typeof(s), s:size())
+s:reset()
+p('shared encode', msgpack.encode({k = 'v'}, s), msgpack.decode(s.rpos, s:size()).k)
+s:recycle()
+p('not an ibuf', pcall(msgpack.encode, 1, 'x'))
+-- unread bytes are kept when room is made
+local c = buffer.ibuf(64)
+ffi.copy(c:alloc(40), string.rep('a', 30) .. '0123456789', 40)
+c:read(30)
+local q = c:reserve(100000)
+p('kept', c:size(), ffi.string(c.rpos, c:size()), q == c.wpos, c:unused() >= 100000, c:pos() >= 0)
+os.exit(0)
+"""
+
+
+def test_ibuf_as_in_tarantool(tmp_path):
+    """buffer.ibuf and IBUF_SHARED: size, reserve, alloc, read, recycle, reset, and
+    msgpack.encode into an ibuf and decode from its rpos."""
+    same_output_on_both(tmp_path, "ibuf.lua", IBUF, 17)
