@@ -1431,25 +1431,8 @@ end
 
 -- msgpack works before box.cfg{}, as in Tarantool: it touches no engine state.
 -- array_mt and map_mt (the metatables of decoded tables) are set from Rust.
-local msgpack = {NULL = box.NULL}
-local is_ibuf -- (below, with the ffi types)
-function msgpack.encode(...)
-    if select('#', ...) == 0 then error('msgpack.encode: a Lua object expected', 2) end
-    local bytes, err = internal.native.msgpack_encode((...))
-    -- The second argument is an ibuf to encode into: the bytes go after its wpos,
-    -- and the count of them is returned.
-    local ibuf = select(2, ...)
-    if ibuf ~= nil then
-        if not is_ibuf(ibuf) then error("msgpack.encode: argument 2 must be of type 'struct ibuf'", 2) end
-        if bytes == nil then error(err, 2) end
-        require('ffi').copy(ibuf:alloc(#bytes), bytes, #bytes)
-        return #bytes
-    end
-    if bytes == nil then error(err, 2) end
-    return bytes
-end
--- Reading msgpack from memory (a `char *` or `const char *`, as 2.6 takes from an
--- ibuf's rpos): the bytes are read through ffi.
+-- It also reads from memory (a `char *` or `const char *`, as 2.6 takes from an
+-- ibuf's rpos) and encodes into an ibuf, both through ffi.
 local ffi = require('ffi')
 local char_ptr, const_char_ptr = ffi.typeof('char *'), ffi.typeof('const char *')
 -- 2.6's ibuf (the buffer module's; its fields are read and moved by users too).
@@ -1464,9 +1447,26 @@ struct ibuf {
 };
 ]]
 local ibuf_t, ibuf_ptr = ffi.typeof('struct ibuf'), ffi.typeof('struct ibuf *')
-is_ibuf = function(v)
+local function is_ibuf(v)
     return type(v) == 'cdata' and (ffi.istype(ibuf_t, v) or ffi.istype(ibuf_ptr, v))
 end
+local msgpack = {NULL = box.NULL}
+function msgpack.encode(...)
+    if select('#', ...) == 0 then error('msgpack.encode: a Lua object expected', 2) end
+    local bytes, err = internal.native.msgpack_encode((...))
+    -- The second argument is an ibuf to encode into: the bytes go after its wpos,
+    -- and the count of them is returned.
+    local ibuf = select(2, ...)
+    if ibuf ~= nil then
+        if not is_ibuf(ibuf) then error("msgpack.encode: argument 2 must be of type 'struct ibuf'", 2) end
+        if bytes == nil then error(err, 2) end
+        ffi.copy(ibuf:alloc(#bytes), bytes, #bytes)
+        return #bytes
+    end
+    if bytes == nil then error(err, 2) end
+    return bytes
+end
+-- Reading msgpack from memory: the bytes are read through a byte pointer.
 local byte_ptr = ffi.typeof('const uint8_t *')
 local function is_char_ptr(v)
     if type(v) ~= 'cdata' then return false end

@@ -46,7 +46,8 @@ pub struct SequenceDef {
     pub cycle: bool,
 }
 
-fn read_i64(r: &mut Reader<'_>) -> Option<i64> {
+/// A msgpack integer that fits an i64 (a sequence's values and bounds).
+pub fn read_i64(r: &mut Reader<'_>) -> Option<i64> {
     match r.read_integer().ok()? {
         Integer::Unsigned(u) => i64::try_from(u).ok(),
         Integer::Negative(i) => Some(i),

@@ -361,12 +361,8 @@ fn run(lua: &Lua, cx: &mut Context, op: &str, args: &[Value]) -> Result<Value, F
         "sequence_current" => convert::int64(lua, engine.sequence_current(&creds, u32_arg(1)?)?)?,
         "sequence_set" => {
             let value = bytes_of(args, 2)?;
-            let value = match crate::protocol::msgpack::Reader::new(&value).read_integer() {
-                Ok(crate::protocol::msgpack::Integer::Unsigned(u)) => i64::try_from(u).ok(),
-                Ok(crate::protocol::msgpack::Integer::Negative(i)) => Some(i),
-                Err(_) => None,
-            };
-            let value = value.ok_or_else(|| mlua::Error::runtime("expected int64_t as 2 argument"))?;
+            let value = crate::engine::sequence::read_i64(&mut crate::protocol::msgpack::Reader::new(&value))
+                .ok_or_else(|| mlua::Error::runtime("expected int64_t as 2 argument"))?;
             engine.sequence_set(&creds, u32_arg(1)?, value)?;
             Value::Nil
         }
