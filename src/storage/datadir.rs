@@ -4,14 +4,16 @@
 //! <data-dir>/
 //!   FORMAT          "oncebox-data <version>\n"; written once, checked at every start
 //!   oncebox.lock    held (flock) while a server uses the directory
-//!   fjall/          the log database: keyspaces `log` and `meta`
+//!   fjall/          the meta database: keyspace `meta`
 //!   fjall-rows/     the rows database: keyspace `rows`
 //!   records/        `_idempotency`'s records: segment files (see [`super::records`])
+//!   wal/            the write-ahead log: commit groups in files (see [`super::xlog`])
 //! ```
 //! A directory with other files but no FORMAT, or with an unknown version, is
 //! refused: oncebox never starts empty on top of data it does not understand.
-//! Format 1 kept `rows` in the log database, format 2 kept the records among the
-//! rows; such a directory is opened, its rows or records moved (see
+//! Format 1 kept `rows` in the meta database, format 2 kept the records among the
+//! rows, format 3 kept the log in a keyspace `log` of the meta database; such a
+//! directory is opened, its rows, records or log moved (see
 //! [`super::fjall_store::FjallStore::open`]) and its FORMAT rewritten.
 
 use std::fs::{self, File, OpenOptions};
@@ -19,7 +21,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// The on-disk format this build writes.
-pub const FORMAT_VERSION: u32 = 3;
+pub const FORMAT_VERSION: u32 = 4;
 /// The oldest format this build reads (and upgrades).
 pub const OLDEST_FORMAT_VERSION: u32 = 1;
 const FORMAT_FILE: &str = "FORMAT";

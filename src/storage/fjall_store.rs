@@ -1,39 +1,38 @@
 //! Rows kept in fjall, in two databases.
 //!
-//! The log database (`fjall/`) is the write-ahead log. Its keyspace `log` holds
-//! commit groups, each under its sequence number, in the byte form of
-//! [`super::group`]; a group is one fjall write batch, so either all of it (data
-//! and `_idempotency` together) survives a crash or none of it does. Its keyspace
-//! `meta` holds the instance uuid and the service clock as of the last checkpoint.
+//! The write-ahead log is a series of plain files, `wal/` ([`super::xlog`]):
+//! commit groups in the byte form of [`super::group`], each one entry under its
+//! sequence number, so either all of a group (data and `_idempotency` together)
+//! survives a crash or none of it does.
 //!
 //! The rows database (`fjall-rows/`) has one keyspace, `rows`, mapping a storage
 //! key ([`super::keys`]) to a tuple: the image of every group applied so far,
 //! except `_idempotency`'s records, which checkpoints write to segment files in
 //! `records/` beside it ([`super::records`]).
 //! Applying groups (a checkpoint) happens in the background and once more at
-//! open, so recovery reads `rows` alone. Appending a group costs one key in the
-//! log instead of one per row, and a checkpoint writes each row once however
-//! often it changed.
+//! open, so recovery reads `rows` alone. A checkpoint writes each row once
+//! however often it changed, then records how far it applied the log and
+//! deletes the log files it covered.
 //!
-//! Two databases, because fjall serializes a database's writes behind one journal
-//! lock: a checkpoint's table ingestion holds it while its table is synced, and
-//! deleting compacted tables (slow where the file system discards on unlink)
-//! held up commits behind it. The log database never waits for the rows'
-//! upkeep. Directories of format 1 kept `rows` in the log database; opening one
-//! moves it over ([`FjallStore::open`]).
+//! The meta database (`fjall/`, keyspace `meta`) holds the instance uuid, the
+//! service clock and the sequence number of the last group applied. Directories
+//! up to format 3 kept the log in a keyspace `log` of it (a memtable insert per
+//! commit, and flushes and compactions of what checkpoints removed); opening one
+//! applies it and drops it ([`FjallStore::open`]). Format 1 kept `rows` there too.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use fjall::config::FilterPolicy;
-use fjall::{CompressionType, Database, Keyspace, KeyspaceCreateOptions, PersistMode, Slice};
+use fjall::{Database, Keyspace, KeyspaceCreateOptions, PersistMode, Slice};
 
 use super::background;
 use super::group::Op;
 use super::keys::space_prefix;
 use super::records::{is_record_op, Segments};
+use super::xlog;
 use super::{RowOp, WalMode};
 
 /// A storage failure, with the message given to operators.
@@ -73,25 +72,26 @@ const FJALL_WORKER: &str = "fjall:worker";
 
 const META_INSTANCE_UUID: &[u8] = b"instance_uuid";
 const META_SERVICE_CLOCK: &[u8] = b"service_clock_ms";
+const META_APPLIED_UP_TO: &[u8] = b"applied_up_to";
 
 /// The fjall databases behind oncebox (cheap to clone: the handles are shared).
 #[derive(Clone)]
 pub struct FjallStore {
-    /// The log database: keyspaces `log` and `meta`.
+    /// The meta database: keyspace `meta`.
     db: Database,
     /// The rows database: keyspace `rows`.
     rows_db: Database,
     rows: Keyspace,
     meta: Keyspace,
-    log: Keyspace,
+    /// The write-ahead log's directory and the writer of its newest file.
+    log_dir: PathBuf,
+    log: Arc<Mutex<xlog::Writer>>,
+    /// One checkpoint at a time applies the log and deletes its files.
+    applying: Arc<Mutex<()>>,
     /// `_idempotency`'s records, kept apart from `rows`.
     records: Arc<Segments>,
     durability: Option<PersistMode>,
-    path: std::path::PathBuf,
-    /// Every group up to this sequence number is applied and removed from the log:
-    /// a checkpoint reads the log from the next one, so it does not scan the
-    /// removals of groups applied before (they stay in the log's tables until
-    /// compaction drops them).
+    /// Every group up to this sequence number is applied (also in `meta`).
     applied_up_to: Arc<AtomicU64>,
     /// Room to reserve for the next checkpoint's operations (from the last one's count).
     checkpoint_ops_hint: Arc<AtomicUsize>,
@@ -104,42 +104,29 @@ impl std::fmt::Debug for FjallStore {
 }
 
 /// Block cache of each fjall database. The engine holds every row in memory, so
-/// fjall's tables are read at start (one scan of the rows) and by checkpoints
-/// (the log, mostly still in its memtable): fjall's default, 32 MiB a database,
-/// was memory spent on nothing.
+/// fjall's tables are read at start (one scan of the rows) and by a truncation:
+/// fjall's default, 32 MiB a database, was memory spent on nothing.
 const BLOCK_CACHE_BYTES: u64 = 4 * 1024 * 1024;
 
 /// Most operations a checkpoint reserves room for in advance (about 80 MiB of
 /// room; a default checkpoint holds a few hundred thousand).
 const MAX_CHECKPOINT_OPS_HINT: usize = 2 * 1024 * 1024;
 
-/// The log keyspace's memtable size (fjall's default is 64 MiB): room for the
-/// groups between two checkpoints ([`super::wal::CHECKPOINT_AFTER_BYTES`]) and
-/// as much again. Kept by fjall from the keyspace's creation: older directories
-/// keep the size they were made with.
-const LOG_MEMTABLE_BYTES: u64 = 2 * super::wal::CHECKPOINT_AFTER_BYTES as u64;
-
 impl FjallStore {
-    /// Opens (or creates) the log database at `log_path`, the rows database at
-    /// `rows_path` and the records' segments in `records/` beside it, moving the
-    /// rows of a format-1 directory, and the records a format-2 one kept as rows,
-    /// over first.
+    /// Opens (or creates) the meta database at `log_path`, the rows database at
+    /// `rows_path`, and beside it the records' segments in `records/` and the
+    /// write-ahead log in `wal/`; moves the rows of a format-1 directory, the
+    /// records a format-2 one kept as rows, and the log a format-3 one kept in a
+    /// keyspace, over first. Every logged group is applied before it returns.
     pub fn open(log_path: &Path, rows_path: &Path, mode: WalMode) -> Result<Self, StoreError> {
-        // The journal is written uncompressed: commit groups are mostly fresh tuples,
-        // and compressing them cost the WAL thread a third of its time.
         let workers_before = background::threads();
-        let db = Database::builder(log_path)
-            .journal_compression(CompressionType::None)
-            .cache_size(BLOCK_CACHE_BYTES)
-            .worker_threads(WORKER_THREADS)
-            .open()?;
+        let db = Database::builder(log_path).cache_size(BLOCK_CACHE_BYTES).worker_threads(WORKER_THREADS).open()?;
         let rows_db =
             Database::builder(rows_path).cache_size(BLOCK_CACHE_BYTES).worker_threads(WORKER_THREADS).open()?;
         // Flushes and compactions yield to the request path (see `background`).
         background::lower_new_threads(FJALL_WORKER, &workers_before);
-        // No bloom filters in either database: nothing looks a single key up (the rows
-        // are scanned at start, the log is read by ranges), and every checkpoint's
-        // table and every compaction built them for nothing.
+        // No bloom filters: nothing looks a single row up (the rows are scanned at
+        // start), and every checkpoint's table and every compaction built them for nothing.
         let rows = rows_db.keyspace("rows", || {
             KeyspaceCreateOptions::default().filter_policy(FilterPolicy::disabled()).compaction_strategy(
                 std::sync::Arc::new(fjall::compaction::Leveled::default().with_l0_threshold(ROWS_L0_TABLES)),
@@ -148,89 +135,148 @@ impl FjallStore {
         if db.keyspace_exists("rows") {
             move_rows(&db, &rows_db, &rows)?;
         }
-        let records = Segments::open(&rows_path.parent().unwrap_or(Path::new("")).join(super::records::DIR))?;
+        let beside = rows_path.parent().unwrap_or(Path::new(""));
+        let records = Segments::open(&beside.join(super::records::DIR))?;
         move_records(&rows_db, &rows, &records)?;
         let meta = db.keyspace("meta", KeyspaceCreateOptions::default)?;
-        let log = db.keyspace("log", || {
-            KeyspaceCreateOptions::default()
-                .max_memtable_size(LOG_MEMTABLE_BYTES)
-                .filter_policy(FilterPolicy::disabled())
-        })?;
+        let applied = match meta.get(META_APPLIED_UP_TO)? {
+            Some(v) => {
+                u64::from_be_bytes(v.as_ref().try_into().map_err(|_| StoreError("damaged applied_up_to".into()))?)
+            }
+            None => 0,
+        };
+        let log_dir = beside.join(xlog::DIR);
+        std::fs::create_dir_all(&log_dir).map_err(|e| io_error("creating", &log_dir, &e))?;
+        let last_logged = recover_log_files(&log_dir)?;
         let durability = match mode {
             WalMode::None => None,
             // Out of the process's buffers into the OS: survives kill -9.
             WalMode::Write => Some(PersistMode::Buffer),
             WalMode::Fsync => Some(PersistMode::SyncData),
         };
+        // The groups after the last one logged (or applied: a format-3 log's) go to a new file.
+        let writer = xlog::Writer::create(&log_dir, last_logged.max(applied), mode == WalMode::Fsync)
+            .map_err(|e| io_error("starting a log file in", &log_dir, &e))?;
         let store = Self {
             db,
             rows_db,
             rows,
             meta,
-            log,
+            log_dir,
+            log: Arc::new(Mutex::new(writer)),
+            applying: Arc::new(Mutex::new(())),
             records: Arc::new(records),
             durability,
-            path: log_path.to_path_buf(),
-            applied_up_to: Arc::new(AtomicU64::new(0)),
+            applied_up_to: Arc::new(AtomicU64::new(applied)),
             checkpoint_ops_hint: Arc::new(AtomicUsize::new(0)),
         };
+        if store.db.keyspace_exists("log") {
+            if last_logged > 0 {
+                return Err(StoreError("both a log keyspace and log files: cannot tell their order".into()));
+            }
+            store.apply_keyspace_log()?;
+            // The new file must follow the old log's groups.
+            let applied = store.applied_up_to.load(Ordering::Acquire);
+            *store.writer() = xlog::Writer::create(&store.log_dir, applied, mode == WalMode::Fsync)
+                .map_err(|e| io_error("starting a log file in", &store.log_dir, &e))?;
+        }
         // Groups a crash left in the log are applied before anything reads `rows`.
         store.apply_log(u64::MAX)?;
         Ok(store)
     }
 
-    /// A writeback pacer for the journal, where commits are not synced one by one
-    /// (`write` mode; see [`super::writeback`]).
-    #[must_use]
-    pub fn writeback_pacer(&self) -> Option<super::writeback::Pacer> {
-        matches!(self.durability, Some(PersistMode::Buffer)).then(|| super::writeback::Pacer::new(&self.path))
+    fn writer(&self) -> MutexGuard<'_, xlog::Writer> {
+        self.log.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// The sequence number after the newest group in the log (1 for an empty log
-    /// at start), never one this process already applied: a checkpoint reads the
-    /// log from the group after the last it applied.
-    pub fn next_group_seq(&self) -> Result<u64, StoreError> {
-        let after_applied = self.applied_up_to.load(Ordering::Acquire) + 1;
-        let Some(last) = self.log.last_key_value() else { return Ok(after_applied) };
-        Ok((group_seq(&last.key()?)? + 1).max(after_applied))
+    /// Appends an encoded commit group to the log, durable as the mode promises;
+    /// returns its sequence number.
+    pub fn append(&self, group: &[u8]) -> Result<u64, StoreError> {
+        self.writer().append(group).map_err(|e| StoreError(format!("writing the log: {e}")))
     }
 
-    /// Appends an encoded commit group as one atomic batch, durable as the mode promises.
-    pub fn append(&self, seq: u64, group: Vec<u8>) -> Result<(), StoreError> {
-        let mut batch = self.db.batch().durability(self.durability);
-        batch.insert(&self.log, seq.to_be_bytes(), group);
-        batch.commit()?;
+    /// Starts a new log file for the groups to come (before a checkpoint of the
+    /// ones so far); returns the sequence number of the last group in the old one.
+    pub fn rotate_log(&self) -> Result<u64, StoreError> {
+        let mut writer = self.writer();
+        writer.rotate().map_err(|e| StoreError(format!("starting a log file: {e}")))?;
+        Ok(writer.last_seq())
+    }
+
+    /// Applies every logged group up to `up_to` (in order) to `rows`, file by
+    /// file, and deletes each file once every group in it is applied; returns
+    /// how many groups were applied.
+    ///
+    /// The file being appended to is only read when `up_to` reaches into it (at
+    /// open and at shutdown, when nothing appends).
+    pub fn apply_log(&self, up_to: u64) -> Result<usize, StoreError> {
+        let _one_at_a_time = self.applying.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let files = xlog::files(&self.log_dir).map_err(|e| StoreError(format!("listing the log: {e}")))?;
+        let mut applied_groups = 0;
+        for (at, file) in files.iter().enumerate() {
+            if file.first_seq > up_to {
+                break;
+            }
+            let next_first = files.get(at + 1).map(|f| f.first_seq);
+            let from = self.applied_up_to.load(Ordering::Acquire).saturating_add(1);
+            if next_first.is_none_or(|next| next > from) {
+                let bytes = std::fs::read(&file.path)
+                    .map_err(|e| StoreError(format!("reading {}: {e}", file.path.display())))?;
+                let (groups, damage) = xlog::read_groups(&bytes);
+                if let Some(damage) = damage {
+                    return Err(StoreError(format!("damaged log file {}: {damage:?}", file.path.display())));
+                }
+                let groups: Vec<(u64, &[u8])> =
+                    groups.into_iter().filter(|(seq, _)| (from..=up_to).contains(seq)).collect();
+                applied_groups += groups.len();
+                self.apply_groups(&groups)?;
+            }
+            // Every group of a file before the last is applied once the next file's first is reached.
+            let applied = self.applied_up_to.load(Ordering::Acquire);
+            if next_first.is_some_and(|next| next <= applied.saturating_add(1)) {
+                std::fs::remove_file(&file.path)
+                    .map_err(|e| StoreError(format!("deleting {}: {e}", file.path.display())))?;
+            }
+        }
+        Ok(applied_groups)
+    }
+
+    /// Applies the groups of a format-3 directory's log keyspace, then drops it.
+    fn apply_keyspace_log(&self) -> Result<(), StoreError> {
+        let log = self.db.keyspace("log", KeyspaceCreateOptions::default)?;
+        let mut logged: Vec<(u64, Slice)> = Vec::new();
+        for item in log.iter() {
+            let (k, v) = item.into_inner()?;
+            logged.push((group_seq(&k)?, v));
+        }
+        let groups: Vec<(u64, &[u8])> = logged.iter().map(|(seq, v)| (*seq, v.as_ref())).collect();
+        let count = groups.len();
+        self.apply_groups(&groups)?;
+        drop(logged);
+        self.db.delete_keyspace(log)?;
+        self.db.persist(PersistMode::SyncAll)?;
+        tracing::info!(groups = count, "applied the log keyspace and moved the log to files");
         Ok(())
     }
 
-    /// Applies every logged group up to `up_to` (in order) to `rows` and removes
-    /// it from the log; returns how many groups were applied.
+    /// Applies `groups` (in order, each after the last applied) to `rows` as one
+    /// table, their records to a segment, and records them as applied.
     ///
     /// The rows' final values are ingested as one new table (fjall bulk ingestion:
-    /// no journal, no memtable), and the groups leave the log only after it is
-    /// registered. A crash in between leaves
-    /// the groups to be applied again: each operation sets a row's final value (or
-    /// removes it), so applying a group twice, in order, is the same as once.
-    pub fn apply_log(&self, up_to: u64) -> Result<usize, StoreError> {
-        let mut logged: Vec<(Slice, Slice)> = Vec::new();
-        let from = self.applied_up_to.load(Ordering::Acquire).saturating_add(1);
-        if from > up_to {
-            return Ok(0);
-        }
-        for item in self.log.range(from.to_be_bytes()..=up_to.to_be_bytes()) {
-            logged.push(item.into_inner()?);
-        }
-        let Some(last_applied) = logged.last().map(|(k, _)| group_seq(k)).transpose()? else {
-            return Ok(0);
+    /// no journal, no memtable, synced), and the groups count as applied only after
+    /// it is registered. A crash in between leaves the groups to be applied again:
+    /// each operation sets a row's final value (or removes it), so applying a group
+    /// twice, in order, is the same as once.
+    fn apply_groups(&self, groups: &[(u64, &[u8])]) -> Result<(), StoreError> {
+        let (Some(&(first_applied, _)), Some(&(last_applied, _))) = (groups.first(), groups.last()) else {
+            return Ok(());
         };
-        let first_applied = logged.first().map(|(k, _)| group_seq(k)).transpose()?.unwrap_or(from);
         // The operations borrow the logged groups: nothing is copied until ingestion.
         // Room for as many as the last checkpoint had, and a little more: the vector
         // is not regrown (and copied) a dozen times on the way.
         let mut ops = Vec::with_capacity(self.checkpoint_ops_hint.load(Ordering::Relaxed));
-        for (k, v) in &logged {
-            let seq = group_seq(k)?;
-            super::group::ops_into(v, &mut ops).ok_or_else(|| StoreError(format!("damaged commit group {seq}")))?;
+        for &(seq, group) in groups {
+            super::group::ops_into(group, &mut ops).ok_or_else(|| StoreError(format!("damaged commit group {seq}")))?;
         }
         // (Capped: one catch-up after a long outage must not size every later one.)
         let hint = (ops.len() + ops.len() / 8).min(MAX_CHECKPOINT_OPS_HINT);
@@ -240,7 +286,7 @@ impl FjallStore {
             _ => None,
         });
         // `_idempotency`'s operations go to a segment of their own, synced before the
-        // groups leave the log.
+        // groups count as applied.
         let mut record_ops = Vec::new();
         let mut records_floor = None;
         ops.retain(|op| match op {
@@ -280,18 +326,16 @@ impl FjallStore {
             }
             ingestion.finish()?;
         }
-        let mut batch = self.db.batch().durability(self.durability);
+        // At least out of the process: the log files this covers are deleted next.
+        let mut batch = self.db.batch().durability(self.durability.or(Some(PersistMode::Buffer)));
         if let Some(ms) = clock {
             batch.insert(&self.meta, META_SERVICE_CLOCK, ms.to_be_bytes().to_vec());
         }
-        let applied = logged.len();
-        for (k, _) in logged {
-            batch.remove(&self.log, k);
-        }
+        batch.insert(&self.meta, META_APPLIED_UP_TO, last_applied.to_be_bytes().to_vec());
         batch.commit()?;
         self.applied_up_to.fetch_max(last_applied, Ordering::AcqRel);
         self.records.drop_dead(first_applied, records_floor, records_emptied)?;
-        Ok(applied)
+        Ok(())
     }
 
     /// The instance uuid recorded at creation.
@@ -331,10 +375,24 @@ impl FjallStore {
         Ok(())
     }
 
-    /// How many groups the log holds.
+    /// How many groups the log holds that are not applied yet.
     #[cfg(test)]
     pub(crate) fn logged_groups(&self) -> usize {
-        self.log.iter().count()
+        let applied = self.applied_up_to.load(Ordering::Acquire);
+        xlog::files(&self.log_dir)
+            .expect("log listable")
+            .iter()
+            .map(|f| {
+                let bytes = std::fs::read(&f.path).expect("log readable");
+                xlog::read_groups(&bytes).0.iter().filter(|(seq, _)| *seq > applied).count()
+            })
+            .sum()
+    }
+
+    /// How many log files there are.
+    #[cfg(test)]
+    pub(crate) fn log_files(&self) -> usize {
+        xlog::files(&self.log_dir).expect("log listable").len()
     }
 
     /// Every row, (storage key, tuple), in key order.
@@ -358,12 +416,14 @@ impl FjallStore {
         Ok(())
     }
 
-    /// Writes the first commit of a new directory: every bootstrap row and the uuid,
-    /// as one synced batch of the log, then applies it to the rows.
+    /// Writes the first commit of a new directory: every bootstrap row as one
+    /// synced group of the log, then the uuid, then applies the group to the rows.
+    /// (A crash before the uuid is written leaves a directory that starts afresh.)
     pub fn initialize(&self, instance_uuid: &uuid::Uuid, ops: Vec<RowOp>) -> Result<(), StoreError> {
+        self.append(&encode_group(&ops))?;
+        self.writer().sync().map_err(|e| StoreError(format!("syncing the log: {e}")))?;
         let mut batch = self.db.batch().durability(Some(PersistMode::SyncAll));
         batch.insert(&self.meta, META_INSTANCE_UUID, instance_uuid.as_bytes().to_vec());
-        batch.insert(&self.log, self.next_group_seq()?.to_be_bytes(), encode_group(&ops));
         batch.commit()?;
         self.apply_log(u64::MAX)?;
         Ok(())
@@ -374,24 +434,24 @@ impl FjallStore {
         if ops.is_empty() {
             return Ok(());
         }
-        self.append(self.next_group_seq()?, encode_group(&ops))
+        self.append(&encode_group(&ops)).map(|_| ())
     }
 
     /// Syncs everything written so far to the device.
     pub fn sync(&self) -> Result<(), StoreError> {
+        self.writer().sync().map_err(|e| StoreError(format!("syncing the log: {e}")))?;
         self.db.persist(PersistMode::SyncAll)?;
         self.rows_db.persist(PersistMode::SyncAll)?;
         Ok(())
     }
 
     /// Clean shutdown: applies the log, then flushes memtables to tables so the
-    /// next start need not replay the journal.
+    /// next start need not replay fjall's journals.
     pub fn checkpoint(&self) -> Result<(), StoreError> {
         self.apply_log(u64::MAX)?;
         self.sync()?;
         self.rows.rotate_memtable_and_wait()?;
         self.meta.rotate_memtable_and_wait()?;
-        self.log.rotate_memtable_and_wait()?;
         self.sync()
     }
 
@@ -509,6 +569,50 @@ fn move_records(rows_db: &Database, rows: &Keyspace, records: &Segments) -> Resu
         "moved idempotency records to their own segments"
     );
     Ok(())
+}
+
+/// An I/O failure on `path`, for operators.
+fn io_error(what: &str, path: &Path, e: &std::io::Error) -> StoreError {
+    StoreError(format!("{what} {}: {e}", path.display()))
+}
+
+/// Reads every log file in `dir`, cuts a torn entry off the end of the last
+/// one ([`xlog::is_torn_tail`]), and returns the sequence number of the last group logged (0: none).
+/// A damaged entry anywhere else stops the start: groups after it may have
+/// been acknowledged.
+fn recover_log_files(dir: &Path) -> Result<u64, StoreError> {
+    let files = xlog::files(dir).map_err(|e| StoreError(format!("listing the log {}: {e}", dir.display())))?;
+    let mut last_seq = 0;
+    for (at, file) in files.iter().enumerate() {
+        let bytes =
+            std::fs::read(&file.path).map_err(|e| StoreError(format!("reading {}: {e}", file.path.display())))?;
+        let (groups, damage) = xlog::read_groups(&bytes);
+        if let Some(&(first, _)) = groups.first() {
+            if first != file.first_seq || first <= last_seq {
+                return Err(StoreError(format!("log file {} starts with group {first}", file.path.display())));
+            }
+        }
+        if let Some(&(last, _)) = groups.last() {
+            last_seq = last;
+        }
+        match damage {
+            None => {}
+            Some(xlog::Damage::Entry { offset }) if at + 1 == files.len() && xlog::is_torn_tail(&bytes, offset) => {
+                tracing::warn!(
+                    file = %file.path.display(),
+                    offset,
+                    bytes = bytes.len() - offset,
+                    "cutting off a torn entry at the end of the log (a write a crash cut short, never acknowledged)"
+                );
+                xlog::truncate(&file.path, offset)
+                    .map_err(|e| StoreError(format!("truncating {}: {e}", file.path.display())))?;
+            }
+            Some(damage) => {
+                return Err(StoreError(format!("damaged log file {}: {damage:?}", file.path.display())));
+            }
+        }
+    }
+    Ok(last_seq)
 }
 
 fn group_seq(key: &[u8]) -> Result<u64, StoreError> {
@@ -639,31 +743,70 @@ mod tests {
         let put = |k: u8, v: u8| RowOp::Put { key: key(k), tuple: vec![v].into() };
         {
             let store = FjallStore::open(&dir.join("log"), &dir.join("rows"), WalMode::Write).unwrap();
-            assert_eq!(store.next_group_seq().unwrap(), 1);
-            store.append(1, encoded(&[put(1, 10), put(2, 20), RowOp::Clock { ms: 5 }])).unwrap();
-            store.append(2, encoded(&[put(1, 11), RowOp::Delete { key: key(2) }])).unwrap();
-            store.append(3, encoded(&[RowOp::Truncate { space_id: 512 }, put(3, 30), RowOp::Clock { ms: 9 }])).unwrap();
-            assert_eq!(store.next_group_seq().unwrap(), 4);
+            assert_eq!(store.append(&encoded(&[put(1, 10), put(2, 20), RowOp::Clock { ms: 5 }])).unwrap(), 1);
+            assert_eq!(store.append(&encoded(&[put(1, 11), RowOp::Delete { key: key(2) }])).unwrap(), 2);
+            let truncating = encoded(&[RowOp::Truncate { space_id: 512 }, put(3, 30), RowOp::Clock { ms: 9 }]);
+            assert_eq!(store.append(&truncating).unwrap(), 3);
             // A checkpoint up to group 2: group 3 stays in the log.
             assert_eq!(store.apply_log(2).unwrap(), 2);
             assert_eq!(store.all_rows(), vec![(key(1), vec![11])]);
             assert_eq!(store.service_clock().unwrap(), 5);
-            assert_eq!(store.next_group_seq().unwrap(), 4);
-            // Applying a group a second time (a crash between a checkpoint's batches) changes nothing.
-            store.append(4, encoded(&[put(1, 11)])).unwrap();
+            assert_eq!(store.logged_groups(), 1);
+            assert_eq!(store.append(&encoded(&[put(1, 11)])).unwrap(), 4);
             assert_eq!(store.apply_log(4).unwrap(), 2);
-            assert_eq!(store.apply_log(4).unwrap(), 0);
-            store.append(5, encoded(&[put(4, 40)])).unwrap();
+            assert_eq!(store.apply_log(4).unwrap(), 0, "nothing is applied twice");
+            assert_eq!(store.append(&encoded(&[put(4, 40)])).unwrap(), 5);
             // Dropped without a checkpoint, as after kill -9.
         }
         let store = FjallStore::open(&dir.join("log"), &dir.join("rows"), WalMode::Write).unwrap();
         assert_eq!(store.all_rows(), vec![(key(1), vec![11]), (key(3), vec![30]), (key(4), vec![40])]);
         assert_eq!(store.service_clock().unwrap(), 9);
-        assert_eq!(store.next_group_seq().unwrap(), 6, "the groups applied at open keep their numbers");
-        store.append(6, b"\x09".to_vec()).unwrap();
+        assert_eq!(store.log_files(), 1, "the applied files are deleted");
+        assert_eq!(store.append(b"\x09").unwrap(), 6, "the groups applied at open keep their numbers");
         assert!(store.apply_log(6).is_err(), "a damaged group is reported, not skipped");
         drop(store);
         assert!(FjallStore::open(&dir.join("log"), &dir.join("rows"), WalMode::Write).is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_torn_last_entry_is_cut_off_and_damage_before_it_stops_the_start() {
+        let dir = std::env::temp_dir().join(format!("oncebox-fjall-torn-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let open = || FjallStore::open(&dir.join("log"), &dir.join("rows"), WalMode::Write);
+        let put = |k: u8| RowOp::Put { key: vec![0, 0, 2, 0, k], tuple: vec![0x91, k].into() };
+        let last_file = || xlog::files(&dir.join(xlog::DIR)).unwrap().pop().unwrap().path;
+        {
+            let store = open().unwrap();
+            store.write(vec![put(1)]).unwrap();
+            store.write(vec![put(2)]).unwrap();
+        }
+        // A third entry cut short by a crash: its first half only.
+        let file = last_file();
+        let mut bytes = std::fs::read(&file).unwrap();
+        let whole = bytes.len();
+        let entry = bytes[whole / 2..].to_vec();
+        bytes.extend_from_slice(&entry[..entry.len() / 2]);
+        std::fs::write(&file, &bytes).unwrap();
+        {
+            let store = open().unwrap();
+            assert_eq!(store.all_rows().len(), 2, "both whole groups applied");
+            assert_eq!(std::fs::read(&file).ok().map(|b| b.len()), None, "the applied file is gone");
+            store.write(vec![put(3)]).unwrap();
+        }
+        // Damage in the middle of the last file: the group after it may have been
+        // acknowledged, so the start stops.
+        {
+            let store = open().unwrap();
+            store.write(vec![put(4)]).unwrap();
+            store.write(vec![put(5)]).unwrap();
+        }
+        let file = last_file();
+        let mut bytes = std::fs::read(&file).unwrap();
+        bytes[xlog::MAGIC.len() + 13] ^= 0xff;
+        std::fs::write(&file, &bytes).unwrap();
+        let err = open().unwrap_err();
+        assert!(err.0.contains("damaged log file"), "{err}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
@@ -705,9 +848,9 @@ mod tests {
         let open = || FjallStore::open(&dir.join("log"), &dir.join("rows"), WalMode::Write).unwrap();
         {
             let store = open();
-            store.append(1, encoded(&[row.clone(), record_put(1, 10), record_put(2, 20)])).unwrap();
+            store.append(&encoded(&[row.clone(), record_put(1, 10), record_put(2, 20)])).unwrap();
             store.apply_log(1).unwrap();
-            store.append(2, encoded(&[record_put(3, 30)])).unwrap();
+            store.append(&encoded(&[record_put(3, 30)])).unwrap();
             store.apply_log(2).unwrap();
             assert_eq!(store.all_rows(), vec![(vec![0, 0, 2, 0, 1], vec![0x91, 1])], "no record among the rows");
             assert_eq!(store.record_segments(), 2);
@@ -715,24 +858,22 @@ mod tests {
             // Evictions of 1 and 2, with the floor they leave (30): the first segment goes.
             let (k1, k2) = (record(1, 10).0, record(2, 20).0);
             store
-                .append(
-                    3,
-                    encoded(&[RowOp::Delete { key: k1 }, RowOp::Delete { key: k2 }, RowOp::RecordsFloor { ms: 30 }]),
-                )
+                .append(&encoded(&[
+                    RowOp::Delete { key: k1 },
+                    RowOp::Delete { key: k2 },
+                    RowOp::RecordsFloor { ms: 30 },
+                ]))
                 .unwrap();
             store.apply_log(3).unwrap();
             assert_eq!(store.record_segments(), 2, "segment 1 dropped, segment 3 (the deletes) written");
             assert_eq!(stored_records(&store), vec![record(3, 30)]);
             // Dropped without a checkpoint, as after kill -9: the log is applied at open.
             store
-                .append(
-                    4,
-                    encoded(&[
-                        record_put(4, 40),
-                        RowOp::Truncate { space_id: crate::idempotency::SPACE_ID },
-                        record_put(5, 50),
-                    ]),
-                )
+                .append(&encoded(&[
+                    record_put(4, 40),
+                    RowOp::Truncate { space_id: crate::idempotency::SPACE_ID },
+                    record_put(5, 50),
+                ]))
                 .unwrap();
         }
         let store = open();

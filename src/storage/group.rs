@@ -1,4 +1,4 @@
-//! The byte form of a commit group, as the `log` keyspace stores it.
+//! The byte form of a commit group, as the write-ahead log stores it ([`super::xlog`]).
 //!
 //! A group is a run of operations, each a tag byte and its fields (lengths are
 //! u32 little-endian). The TX thread encodes a group straight into one buffer,

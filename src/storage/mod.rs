@@ -1,8 +1,9 @@
 //! Persistence: where a commit becomes durable before it is acknowledged.
 //!
 //! - [`datadir`]: the directory layout, format version and lock.
-//! - [`fjall_store`]: rows in fjall; each commit group is one atomic batch into its
-//!   `log` keyspace, applied to the `rows` keyspace in the background (a checkpoint).
+//! - [`fjall_store`]: rows in fjall; commit groups are logged to files and applied
+//!   to the `rows` keyspace in the background (a checkpoint).
+//! - [`xlog`]: the write-ahead log's files.
 //! - [`group`]: the byte form of a commit group.
 //! - [`records`]: `_idempotency`'s records, kept in segment files apart from the rows.
 //! - [`wal`]: the WAL thread that groups commits (group commit) and syncs per `wal_mode`.
@@ -23,7 +24,7 @@ pub mod keys;
 pub mod records;
 pub mod recovery;
 pub mod wal;
-pub mod writeback;
+pub mod xlog;
 
 /// How durable a commit must be before its reply is sent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -5,8 +5,9 @@
 //! many requests. After a failure the thread refuses every later group: a
 //! failed write is never retried behind the client's back.
 //!
-//! Groups go to the store's log; a checkpoint thread applies them to the rows
-//! whenever [`checkpoint_threshold`] more bytes have been logged.
+//! Groups go to the store's log; whenever [`checkpoint_threshold`] more bytes
+//! have been logged, the log moves on to a new file and a checkpoint thread
+//! applies the groups before it to the rows.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -97,15 +98,7 @@ fn run(store: &FjallStore, rx: &mut WalReceiver, done: &dyn Fn(WalDone)) {
     let mut failed: Option<String> = None;
     let mut budget = injected_failure_after();
     let delay = injected_delay();
-    let mut seq = match store.next_group_seq() {
-        Ok(seq) => seq,
-        Err(e) => {
-            failed = Some(e.0);
-            1
-        }
-    };
     let mut checkpoints = Checkpoints::new(store);
-    let mut pacer = store.writeback_pacer();
     let mut logged = 0usize;
     let mut on_durable: Vec<OnDurable> = Vec::new();
     while let Some(first) = rx.blocking_recv() {
@@ -133,17 +126,11 @@ fn run(store: &FjallStore, rx: &mut WalReceiver, done: &dyn Fn(WalDone)) {
             logged += appended;
             if budget == Some(0) {
                 failed = Some("injected I/O error".into());
-            } else if let Err(e) = store.append(seq, group) {
+            } else if let Err(e) = store.append(&group) {
                 failed = Some(e.0);
-            } else {
-                if let Some(p) = pacer.as_mut() {
-                    p.appended(appended);
-                }
-                if logged >= checkpoint_threshold() && checkpoints.request(seq, logged) {
-                    logged = 0;
-                }
+            } else if logged >= checkpoint_threshold() && checkpoints.request(logged) {
+                logged = 0;
             }
-            seq += 1;
             budget = budget.map(|b| b.saturating_sub(1));
             if let Some(msg) = &failed {
                 tracing::error!(error = %msg, "WAL write failed: refusing writes until restart");
@@ -203,13 +190,22 @@ impl Checkpoints {
         Self { store: store.clone(), running: None, failed: Arc::new(OnceLock::new()), spawn_failing: false }
     }
 
-    /// Starts applying the groups up to `seq`, `logged` bytes having been logged
-    /// since the last start; `false` while the previous checkpoint still runs.
-    fn request(&mut self, seq: u64, logged: usize) -> bool {
+    /// Moves the log on to a new file and starts applying the groups before it,
+    /// `logged` bytes having been logged since the last start; `false` while the
+    /// previous checkpoint still runs (or the new file cannot be made).
+    fn request(&mut self, logged: usize) -> bool {
         if self.running.as_ref().is_some_and(|t| !t.is_finished()) {
             return false;
         }
         self.join();
+        let seq = match self.store.rotate_log() {
+            Ok(seq) => seq,
+            Err(e) => {
+                // The groups go on into the current file; the next request tries again.
+                tracing::error!(error = %e, "cannot start a new log file");
+                return false;
+            }
+        };
         let urgent = fallen_behind(logged, checkpoint_threshold());
         let (store, report) = (self.store.clone(), self.failed.clone());
         let thread = std::thread::Builder::new().name("checkpoint".into()).spawn(move || {
@@ -301,12 +297,11 @@ mod tests {
         let mut checkpoints = Checkpoints::new(&store);
         for (n, urgent) in [(1u8, false), (2, true)] {
             store.write(vec![RowOp::Put { key: vec![0, 0, 2, 0, n], tuple: vec![0x91, n].into() }]).unwrap();
-            let seq = store.next_group_seq().unwrap() - 1;
             let logged = if urgent { usize::MAX } else { 0 };
-            assert!(checkpoints.request(seq, logged));
+            assert!(checkpoints.request(logged));
             checkpoints.join();
             assert_eq!(store.logged_groups(), 0, "the log is applied and emptied");
-            assert!(store.next_group_seq().unwrap() > seq, "an applied group's number is not reused");
+            assert_eq!(store.log_files(), 1, "the applied file is deleted; its successor stays");
         }
         assert_eq!(checkpoints.failure(), None);
         checkpoints.stop();
