@@ -222,12 +222,12 @@ impl FjallStore {
             if next_first.is_none_or(|next| next > from) {
                 let bytes = std::fs::read(&file.path)
                     .map_err(|e| StoreError(format!("reading {}: {e}", file.path.display())))?;
-                let (groups, damage) = xlog::read_groups(&bytes);
-                if let Some(damage) = damage {
+                let read = xlog::read_groups(&bytes);
+                if let Some(damage) = read.damage {
                     return Err(StoreError(format!("damaged log file {}: {damage:?}", file.path.display())));
                 }
                 let groups: Vec<(u64, &[u8])> =
-                    groups.into_iter().filter(|(seq, _)| (from..=up_to).contains(seq)).collect();
+                    read.groups.into_iter().filter(|(seq, _)| (from..=up_to).contains(seq)).collect();
                 applied_groups += groups.len();
                 self.apply_groups(&groups)?;
             }
@@ -384,7 +384,7 @@ impl FjallStore {
             .iter()
             .map(|f| {
                 let bytes = std::fs::read(&f.path).expect("log readable");
-                xlog::read_groups(&bytes).0.iter().filter(|(seq, _)| *seq > applied).count()
+                xlog::read_groups(&bytes).groups.iter().filter(|(seq, _)| *seq > applied).count()
             })
             .sum()
     }
@@ -586,7 +586,7 @@ fn recover_log_files(dir: &Path) -> Result<u64, StoreError> {
     for (at, file) in files.iter().enumerate() {
         let bytes =
             std::fs::read(&file.path).map_err(|e| StoreError(format!("reading {}: {e}", file.path.display())))?;
-        let (groups, damage) = xlog::read_groups(&bytes);
+        let xlog::Contents { groups, end, damage } = xlog::read_groups(&bytes);
         if let Some(&(first, _)) = groups.first() {
             if first != file.first_seq || first <= last_seq {
                 return Err(StoreError(format!("log file {} starts with group {first}", file.path.display())));
@@ -596,6 +596,9 @@ fn recover_log_files(dir: &Path) -> Result<u64, StoreError> {
             last_seq = last;
         }
         match damage {
+            // The zeros of a file's unused room go (the file is applied whole later).
+            None if end < bytes.len() => xlog::truncate(&file.path, end)
+                .map_err(|e| StoreError(format!("truncating {}: {e}", file.path.display())))?,
             None => {}
             Some(xlog::Damage::Entry { offset }) if at + 1 == files.len() && xlog::is_torn_tail(&bytes, offset) => {
                 tracing::warn!(
@@ -781,12 +784,14 @@ mod tests {
             store.write(vec![put(1)]).unwrap();
             store.write(vec![put(2)]).unwrap();
         }
-        // A third entry cut short by a crash: its first half only.
+        // A third entry cut short by a crash, in the file's room: the first half of
+        // one like the second.
         let file = last_file();
         let mut bytes = std::fs::read(&file).unwrap();
-        let whole = bytes.len();
-        let entry = bytes[whole / 2..].to_vec();
-        bytes.extend_from_slice(&entry[..entry.len() / 2]);
+        let end = xlog::read_groups(&bytes).end;
+        let entry_len = (end - xlog::MAGIC.len()) / 2;
+        let torn = bytes[end - entry_len..end - entry_len / 2].to_vec();
+        bytes[end..end + torn.len()].copy_from_slice(&torn);
         std::fs::write(&file, &bytes).unwrap();
         {
             let store = open().unwrap();

@@ -29,6 +29,12 @@ pub const MAGIC: &[u8; 8] = b"obxlog01";
 
 const SUFFIX: &str = ".xlog";
 
+/// The size a new file is given at once (sparse: no disk is used until written),
+/// so that an append in `fsync` mode does not also sync a new file size, as
+/// fjall's journal and Tarantool's xlog do. A file is cut to its data when the
+/// log moves on from it.
+pub const PREALLOCATED_BYTES: u64 = 64 * 1024 * 1024;
+
 /// Bytes before an entry's body: its length and checksum.
 const PREFIX_BYTES: usize = 4 + 8;
 
@@ -84,40 +90,60 @@ pub enum Damage {
     },
 }
 
-/// The groups of one file's bytes, `(seq, group)` in order, and the damage that
-/// ended the read early, if any (with the groups before it).
+/// What one file's bytes hold.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Contents<'a> {
+    /// The groups, `(seq, group)`, in order.
+    pub groups: Vec<(u64, &'a [u8])>,
+    /// Where the last whole entry ends (what follows is the preallocated zeros,
+    /// or damage).
+    pub end: usize,
+    /// The damage that ended the read early, if any.
+    pub damage: Option<Damage>,
+}
+
+/// Reads the entries of one file's bytes, up to the zeros of its preallocated
+/// room or the first damaged entry.
 #[must_use]
-pub fn read_groups(bytes: &[u8]) -> (Vec<(u64, &[u8])>, Option<Damage>) {
+pub fn read_groups(bytes: &[u8]) -> Contents<'_> {
     let mut groups = Vec::new();
     let Some(mut rest) = bytes.strip_prefix(MAGIC.as_slice()) else {
         // An empty file is a rotation a crash cut short before its magic.
-        return (groups, (!bytes.is_empty()).then_some(Damage::NotALog));
+        let damage = (!bytes.is_empty()).then_some(Damage::NotALog);
+        return Contents { groups, end: 0, damage };
     };
     let mut last_seq: Option<u64> = None;
+    let mut damage = None;
     while !rest.is_empty() {
         let offset = bytes.len() - rest.len();
         let Some((seq, group, after)) = entry(rest) else {
-            return (groups, Some(Damage::Entry { offset }));
+            if !rest.iter().all(|b| *b == 0) {
+                damage = Some(Damage::Entry { offset });
+            }
+            break;
         };
         if last_seq.is_some_and(|last| seq <= last) {
-            return (groups, Some(Damage::OutOfOrder { offset }));
+            damage = Some(Damage::OutOfOrder { offset });
+            break;
         }
         last_seq = Some(seq);
         groups.push((seq, group));
         rest = after;
     }
-    (groups, None)
+    Contents { groups, end: bytes.len() - rest.len(), damage }
 }
 
 /// Whether the damaged entry at `offset` is a torn end of `bytes`, a write a crash
 /// cut short (never acknowledged), rather than damage with entries after it: the
-/// entry runs to or past the end, or nothing but zeros follows it.
+/// entry runs to or past the end of the data (the file's end, or the zeros of
+/// its preallocated room after it).
 #[must_use]
 pub fn is_torn_tail(bytes: &[u8], offset: usize) -> bool {
     let rest = bytes.get(offset..).unwrap_or_default();
     let Some(prefix) = rest.get(..PREFIX_BYTES) else { return true };
     let len = u32::from_le_bytes([prefix[0], prefix[1], prefix[2], prefix[3]]) as usize;
-    PREFIX_BYTES.saturating_add(len) >= rest.len() || rest.iter().all(|b| *b == 0)
+    let data = rest.iter().rposition(|b| *b != 0).map_or(0, |last| last + 1);
+    PREFIX_BYTES.saturating_add(len) >= data
 }
 
 /// One entry from the front of `bytes`: its sequence number, group and what follows.
@@ -196,9 +222,11 @@ impl Writer {
     }
 
     /// Moves on to a new file for the groups after the last appended; the current
-    /// one is complete. On failure the current file stays in use.
+    /// one, cut to its data, is complete. On failure the current file stays in use.
     pub fn rotate(&mut self) -> io::Result<()> {
-        self.file = new_file(&self.dir, self.last_seq + 1, self.sync)?;
+        let next = new_file(&self.dir, self.last_seq + 1, self.sync)?;
+        self.file.set_len(self.bytes)?;
+        self.file = next;
         self.bytes = MAGIC.len() as u64;
         Ok(())
     }
@@ -215,6 +243,7 @@ fn new_file(dir: &Path, first_seq: u64, sync: bool) -> io::Result<File> {
     let path = file_path(dir, first_seq);
     let mut file = OpenOptions::new().create(true).truncate(true).write(true).open(&path)?;
     file.write_all(MAGIC)?;
+    file.set_len(PREALLOCATED_BYTES)?;
     if sync {
         file.sync_all()?;
         File::open(dir)?.sync_all()?;
@@ -251,9 +280,14 @@ mod tests {
         let found = files(&dir).unwrap();
         assert_eq!(found.iter().map(|f| f.first_seq).collect::<Vec<_>>(), [5, 7]);
         let first = fs::read(&found[0].path).unwrap();
-        assert_eq!(read_groups(&first), (vec![(5, &b"five"[..]), (6, &b""[..])], None));
+        let read = read_groups(&first);
+        assert_eq!((read.groups, read.damage), (vec![(5, &b"five"[..]), (6, &b""[..])], None));
+        assert_eq!(read.end, first.len(), "a file the log moved on from is cut to its data");
         let second = fs::read(&found[1].path).unwrap();
-        assert_eq!(read_groups(&second), (vec![(7, &b"seven"[..])], None));
+        assert_eq!(second.len() as u64, PREALLOCATED_BYTES, "the current file has its room");
+        let read = read_groups(&second);
+        assert_eq!((read.groups, read.damage), (vec![(7, &b"seven"[..])], None));
+        assert_eq!(read.end, MAGIC.len() + ENTRY_HEADER_BYTES + 5);
         fs::remove_dir_all(&dir).unwrap();
     }
 
@@ -264,27 +298,36 @@ mod tests {
         w.append(b"one").unwrap();
         w.append(b"two").unwrap();
         let path = &files(&dir).unwrap()[0].path;
-        let bytes = fs::read(path).unwrap();
+        let mut bytes = fs::read(path).unwrap();
+        bytes.truncate(read_groups(&bytes).end);
         let second = MAGIC.len() + ENTRY_HEADER_BYTES + 3;
         for cut in second..bytes.len() {
-            let (groups, damage) = read_groups(&bytes[..cut]);
-            assert_eq!(groups, vec![(1, &b"one"[..])]);
-            assert_eq!(damage, (cut > second).then_some(Damage::Entry { offset: second }));
+            let read = read_groups(&bytes[..cut]);
+            assert_eq!(read.groups, vec![(1, &b"one"[..])]);
+            assert_eq!(read.damage, (cut > second).then_some(Damage::Entry { offset: second }));
+            assert_eq!(read.end, second);
+            let mut in_room = bytes[..cut].to_vec();
+            in_room.resize(bytes.len() + 100, 0);
+            let read = read_groups(&in_room);
+            assert_eq!(read.damage, (cut > second).then_some(Damage::Entry { offset: second }));
+            if cut > second {
+                assert!(is_torn_tail(&in_room, second), "cut short in its room: torn");
+            }
         }
         let mut flipped = bytes.clone();
         *flipped.last_mut().unwrap() ^= 1;
-        assert_eq!(read_groups(&flipped).1, Some(Damage::Entry { offset: second }));
+        assert_eq!(read_groups(&flipped).damage, Some(Damage::Entry { offset: second }));
         assert!(is_torn_tail(&bytes[..bytes.len() - 1], second));
         assert!(is_torn_tail(&flipped, second), "the last entry, whole but wrong: torn");
         let mut zeros = bytes[..second].to_vec();
         zeros.resize(second + 64, 0);
-        assert!(is_torn_tail(&zeros, second), "zeros a crash left past the end");
+        assert_eq!(read_groups(&zeros).damage, None, "the room after the last entry");
         let mut first_flipped = bytes.clone();
         first_flipped[MAGIC.len() + PREFIX_BYTES] ^= 1;
-        assert_eq!(read_groups(&first_flipped).1, Some(Damage::Entry { offset: MAGIC.len() }));
+        assert_eq!(read_groups(&first_flipped).damage, Some(Damage::Entry { offset: MAGIC.len() }));
         assert!(!is_torn_tail(&first_flipped, MAGIC.len()), "an entry follows: damage, not a torn end");
-        assert_eq!(read_groups(b"not a log").1, Some(Damage::NotALog));
-        assert_eq!(read_groups(b""), (vec![], None));
+        assert_eq!(read_groups(b"not a log").damage, Some(Damage::NotALog));
+        assert_eq!(read_groups(b""), Contents { groups: vec![], end: 0, damage: None });
         fs::remove_dir_all(&dir).unwrap();
     }
 
@@ -293,10 +336,11 @@ mod tests {
         let dir = temp_dir("seq");
         let mut w = Writer::create(&dir, 0, false).unwrap();
         w.append(b"a").unwrap();
-        let one = fs::read(&files(&dir).unwrap()[0].path).unwrap();
+        let mut one = fs::read(&files(&dir).unwrap()[0].path).unwrap();
+        one.truncate(read_groups(&one).end);
         let mut twice = one.clone();
         twice.extend_from_slice(&one[MAGIC.len()..]);
-        assert_eq!(read_groups(&twice).1, Some(Damage::OutOfOrder { offset: one.len() }));
+        assert_eq!(read_groups(&twice).damage, Some(Damage::OutOfOrder { offset: one.len() }));
         fs::remove_dir_all(&dir).unwrap();
     }
 }
