@@ -34,7 +34,9 @@ const PRELUDE: &str = include_str!("../../lua/box.lua");
 const CONSOLE: &str = include_str!("../../lua/console.lua");
 const NET_BOX: &str = include_str!("../../lua/net_box.lua");
 /// Tarantool's Lua modules, each registered in `package.loaded` by its own file (in load order).
-const MODULES: [(&str, &str); 12] = [
+const MODULES: [(&str, &str); 14] = [
+    ("=string.lua", include_str!("../../lua/string.lua")),
+    ("=table.lua", include_str!("../../lua/table.lua")),
     ("=fiber.lua", include_str!("../../lua/fiber.lua")),
     ("=digest.lua", include_str!("../../lua/digest.lua")),
     ("=clock.lua", include_str!("../../lua/clock.lua")),
