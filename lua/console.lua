@@ -148,6 +148,13 @@ end
 
 local function is_sequence(t) return sequence_length(t) ~= nil end
 
+-- A cdata's `__serialize` (from its ffi metatype, e.g. fio's file handles), or nil.
+local function cdata_serializer(v)
+    local ok, serializer = pcall(function() return v.__serialize end)
+    if ok and type(serializer) == 'function' then return serializer end
+    return nil
+end
+
 local encode
 
 local function flow(v)
@@ -158,6 +165,7 @@ local function flow(v)
     if cdata_integer(v) then return cdata_integer(v) end
     if ty == 'string' then return string_scalar(v, true, 0) end
     if box.tuple.is(v) then v = v:totable() end
+    if ty == 'cdata' and cdata_serializer(v) then return flow(cdata_serializer(v)(v)) end
     if type(v) ~= 'table' then return single_quoted(tostring(v), 0) end
     local parts = {}
     local n = sequence_length(v)
@@ -179,6 +187,7 @@ encode = function(v, indent, col)
     if cdata_integer(v) then return cdata_integer(v) end
     if ty == 'string' then return string_scalar(v, false, indent, col or indent) end
     if box.tuple.is(v) then return flow(v) end
+    if ty == 'cdata' and cdata_serializer(v) then return encode(cdata_serializer(v)(v), indent, col) end
     if ty ~= 'table' then return string_scalar(tostring(v), false, indent, col or indent) end
     -- As in Tarantool, `__serialize = 'seq'` or 'map' asks for flow style
     -- ('sequence' and 'mapping' for block style).

@@ -16,6 +16,11 @@ yaml.array_mt = package.loaded.msgpack.array_mt
 --------------------------------------------------------------------------------
 
 local function is_block(v)
+    if type(v) == 'cdata' then
+        -- A cdata with `__serialize` (fio's handles) is laid out as what it gives.
+        local ok, serializer = pcall(function() return v.__serialize end)
+        if ok and type(serializer) == 'function' then return is_block(serializer(v)) end
+    end
     if type(v) ~= 'table' or next(v) == nil then return false end
     local mt = getmetatable(v)
     return not (mt and (mt.__serialize == 'seq' or mt.__serialize == 'map'))

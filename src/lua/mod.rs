@@ -12,6 +12,7 @@
 
 pub mod convert;
 pub mod dispatch;
+pub mod fio;
 pub mod native;
 pub mod netbox;
 pub mod socket;
@@ -34,7 +35,7 @@ const PRELUDE: &str = include_str!("../../lua/box.lua");
 const CONSOLE: &str = include_str!("../../lua/console.lua");
 const NET_BOX: &str = include_str!("../../lua/net_box.lua");
 /// Tarantool's Lua modules, each registered in `package.loaded` by its own file (in load order).
-const MODULES: [(&str, &str); 14] = [
+const MODULES: [(&str, &str); 15] = [
     ("=string.lua", include_str!("../../lua/string.lua")),
     ("=table.lua", include_str!("../../lua/table.lua")),
     ("=fiber.lua", include_str!("../../lua/fiber.lua")),
@@ -47,6 +48,7 @@ const MODULES: [(&str, &str); 14] = [
     ("=tuple.lua", include_str!("../../lua/tuple.lua")),
     ("=strict.lua", include_str!("../../lua/strict.lua")),
     ("=errno.lua", include_str!("../../lua/errno.lua")),
+    ("=fio.lua", include_str!("../../lua/fio.lua")),
     ("=socket.lua", include_str!("../../lua/socket.lua")),
     ("=buffer.lua", include_str!("../../lua/buffer.lua")),
 ];
@@ -253,6 +255,7 @@ impl LuaRuntime {
         let bind = || -> mlua::Result<()> {
             let internal: Table = lua.globals().get::<Table>("box")?.get("internal")?;
             internal.set("native", native::create(&lua)?)?;
+            internal.set("fio", fio::create(&lua)?)?;
             let codes: Table = internal.get("op_codes")?;
             for (code, name) in dispatch::OP_CODES.iter().enumerate().skip(1) {
                 codes.raw_set(*name, code)?;

@@ -1,0 +1,217 @@
+"""The fio module against real Tarantool 2.6, line for line: file handles (open
+flags and modes, read, write, pread, pwrite, seek, truncate, stat, close and what a
+closed handle answers), the file system calls and their failures ("fio: <strerror>",
+nil or false as 2.6 returns them), path helpers (pathjoin, basename, dirname,
+abspath; glibc's dirname), mktree, rmtree, copyfile, copytree, glob (no wildcard
+matches a leading dot; `.` and `..` under `.*`), utime, and 2.6's usage errors.
+"""
+import pytest
+
+from conftest import same_output_on_both
+
+HANDLES_AND_CALLS = r"""
+-- Paths under the work directory print as WORK, so both servers' lines compare.
+local work = os.getenv('WORK')
+local raw_print = print
+print = function(...)
+  local n = select('#', ...)
+  local t = {...}
+  for i = 1, n do t[i] = (tostring(t[i]):gsub(work:gsub('%p', '%%%0'), 'WORK')) end
+  raw_print(unpack(t, 1, n))
+end
+local fio = require('fio')
+local keys = {}
+for k, v in pairs(fio) do keys[#keys + 1] = k .. ':' .. type(v) end
+table.sort(keys)
+print(table.concat(keys, ' '))
+local ck = {}
+for k, v in pairs(fio.c) do ck[#ck + 1] = k end
+table.sort(ck)
+print(table.concat(ck, ' '))
+local fl = {}
+for k, v in pairs(fio.c.flag) do fl[#fl + 1] = k .. '=' .. v end
+table.sort(fl)
+print(table.concat(fl, ' '))
+local md = {}
+for k, v in pairs(fio.c.mode) do md[#md + 1] = k .. '=' .. v end
+table.sort(md)
+print(table.concat(md, ' '))
+local sk = {}
+for k, v in pairs(fio.c.seek) do sk[#sk + 1] = k .. '=' .. v end
+table.sort(sk)
+print(table.concat(sk, ' '))
+local dir = os.getenv('WORK')
+print(fio.open(dir .. '/nope/x'))
+print(fio.open(dir .. '/nope/x', {'O_RDONLY'}))
+print(pcall(fio.open, dir .. '/x', {'O_BAD'}))
+print(pcall(fio.open, 5))
+local f = fio.open(dir .. '/a.txt', {'O_CREAT', 'O_WRONLY', 'O_TRUNC'}, tonumber('644', 8))
+print(type(f), f ~= nil and getmetatable(f) ~= nil)
+local m = {}
+for _, k in ipairs{'read', 'write', 'pread', 'pwrite', 'seek', 'close', 'fsync', 'fdatasync', 'stat', 'truncate', 'fh'} do m[#m + 1] = k .. ':' .. type(f[k]) end
+print(table.concat(m, ' '))
+print(f:write('hello\nworld\n'), f:write(12345))
+print(f:seek(0, 'SEEK_CUR'), f:seek(0, 'SEEK_END'), f:seek(2))
+print(pcall(f.seek, f, 0, 'SEEK_BAD'))
+print(f:read(3))
+print(f:close(), f.fh)
+print(pcall(f.close, f))
+f = fio.open(dir .. '/a.txt')
+print(f:read(5), f:read(), f:read(10))
+print(f:pread(4, 6), f:seek(0), f:read(2))
+local st = f:stat()
+print(st.size, st.nlink, st:is_reg(), st:is_dir(), type(st.mtime), type(st.mode), st.mode % 512)
+local sk2 = {}
+for k, v in pairs(st) do sk2[#sk2 + 1] = k .. ':' .. type(v) end
+table.sort(sk2)
+print(table.concat(sk2, ' '))
+local sm = {}
+for k, v in pairs(getmetatable(st).__index or {}) do sm[#sm + 1] = k end
+table.sort(sm)
+print(table.concat(sm, ' '))
+f:close()
+print(fio.stat(dir .. '/nope'))
+print(fio.lstat(dir .. '/nope'))
+print(fio.mkdir(dir .. '/d'), fio.mkdir(dir .. '/d'))
+print(fio.mkdir(dir .. '/d2', tonumber('700', 8)), fio.stat(dir .. '/d2').mode % 512)
+print(fio.rmdir(dir .. '/d2'), fio.rmdir(dir .. '/d2'))
+print(fio.listdir(dir .. '/nope'))
+local l = fio.listdir(dir); table.sort(l); print(table.concat(l, ','))
+print(fio.unlink(dir .. '/nope'))
+print(fio.rename(dir .. '/a.txt', dir .. '/b.txt'), fio.rename(dir .. '/nope', dir .. '/c'))
+print(fio.symlink(dir .. '/b.txt', dir .. '/ln'), fio.readlink(dir .. '/ln') == dir .. '/b.txt', fio.readlink(dir .. '/b.txt'))
+print(fio.path.is_link(dir .. '/ln'), fio.path.is_file(dir .. '/ln'), fio.path.exists(dir .. '/ln'), fio.path.is_dir(dir .. '/d'), fio.path.exists(dir .. '/nope'), fio.path.lexists(dir .. '/ln'))
+print(fio.link(dir .. '/b.txt', dir .. '/hard'), fio.stat(dir .. '/b.txt').nlink)
+print(fio.chmod(dir .. '/b.txt', tonumber('600', 8)), fio.stat(dir .. '/b.txt').mode % 512, fio.chmod(dir .. '/nope', 1))
+print(fio.truncate(dir .. '/b.txt', 3), fio.stat(dir .. '/b.txt').size, fio.truncate(dir .. '/nope', 1))
+print(fio.copyfile(dir .. '/b.txt', dir .. '/d'), fio.path.is_file(dir .. '/d/b.txt'), fio.copyfile(dir .. '/nope', dir .. '/z'))
+print(fio.mktree(dir .. '/t1/t2/t3'), fio.path.is_dir(dir .. '/t1/t2/t3'), fio.mktree(dir .. '/b.txt/x'))
+print(fio.copytree(dir .. '/t1', dir .. '/t9'), fio.path.is_dir(dir .. '/t9/t2/t3'))
+print(fio.rmtree(dir .. '/t1'), fio.path.exists(dir .. '/t1'), fio.rmtree(dir .. '/nope'))
+local g = fio.glob(dir .. '/*.txt'); print(#g, g[1] == dir .. '/b.txt', #fio.glob(dir .. '/nothing*'))
+print(fio.pathjoin('a', 'b'), fio.pathjoin('/a/', '/b/'), fio.pathjoin(), fio.pathjoin('', 'x'), fio.pathjoin('/'), fio.pathjoin('a//b', 'c/'), pcall(fio.pathjoin, 'a', nil, 'b'))
+print(fio.basename('/a/b.txt'), fio.basename('/a/b.txt', '.txt'), fio.basename('/x/'), fio.basename('b'), pcall(fio.basename, 1))
+print(fio.dirname('/a/b.txt'), fio.dirname('b'), fio.dirname('/'), fio.dirname('/x/'), fio.dirname('a/b/'), pcall(fio.dirname))
+print(fio.abspath('/a/../b/./c'), fio.abspath('x') == fio.cwd() .. '/x', pcall(fio.abspath))
+print(type(fio.cwd()), fio.umask() >= 0, type(fio.tempdir()), fio.path.is_dir(fio.tempdir()))
+print(fio.unlink(dir .. '/ln'), fio.unlink(dir .. '/hard'))
+print(fio.utime(dir .. '/b.txt', 1000, 2000), fio.stat(dir .. '/b.txt').atime, fio.stat(dir .. '/b.txt').mtime)
+print(fio.sync(), fio.chdir(dir), fio.cwd() == dir, fio.chdir('/nope'))
+f = fio.open(dir .. '/b.txt', {'O_RDWR'})
+print(f:truncate(1), f:stat().size, f:fsync(), f:fdatasync(), f:pwrite('XY', 4), f:stat().size)
+print(f:seek(0), f:read())
+f:close()
+print(f:read(1))
+print(f:write('x'))
+os.exit(0)
+"""
+
+EDGES = r"""
+-- Paths under the work directory print as WORK, so both servers' lines compare.
+local work = os.getenv('WORK')
+local raw_print = print
+print = function(...)
+  local n = select('#', ...)
+  local t = {...}
+  for i = 1, n do t[i] = (tostring(t[i]):gsub(work:gsub('%p', '%%%0'), 'WORK')) end
+  raw_print(unpack(t, 1, n))
+end
+local fio = require('fio')
+local dir = os.getenv('WORK')
+print(fio.symlink(dir .. '/nope', dir .. '/l1'), fio.symlink('x', dir))
+print(fio.link(dir .. '/nope', dir .. '/x'))
+print(fio.chown(dir .. '/nope', 1, 1))
+print(fio.utime(dir .. '/nope', 1, 1))
+print(pcall(fio.utime, dir, 'x'))
+print(pcall(fio.utime, 5))
+local f = fio.open(dir .. '/q', {'O_CREAT', 'O_RDWR'})
+print(fio.stat(dir .. '/q').mode % 4096)
+print(f:seek(-5), f:seek(0, 'SEEK_END'))
+print(type(f.fh), tostring(f):match('^cdata<struct fio_handle>') ~= nil)
+local y = require('yaml')
+print((y.encode(f):gsub('%d+', 'N')))
+print(f:write(nil), f:write(true), f:write({}) ~= nil)
+print(f:pwrite(5, 0), f:pread(3, 0))
+print(f:read(0))
+f.fh = 9999
+print(f:read(1))
+print(f:stat())
+print(f:close())
+print(pcall(fio.open, dir .. '/q', 'O_RDONLY', 'S_BAD'))
+print(fio.open(dir .. '/q', 'O_RDONLY', 'S_IRUSR') ~= nil)
+print(fio.open(dir .. '/q', {}) ~= nil, fio.open(dir .. '/q', 0) ~= nil)
+print(pcall(fio.listdir, 1)); print(pcall(fio.stat, 1)); print(pcall(fio.stat)); print(pcall(fio.mkdir))
+print(pcall(fio.unlink)); print(pcall(fio.rename, 'a')); print(pcall(fio.chmod, 'a')); print(pcall(fio.truncate))
+print(pcall(fio.readlink)); print(pcall(fio.glob)); print(pcall(fio.copyfile, 'a')); print(pcall(fio.rmtree, 1)); print(pcall(fio.mktree, 1))
+print(pcall(fio.copytree, 1, 2)); print(pcall(fio.chdir, 1)); print(pcall(fio.symlink, 1)); print(pcall(fio.link, 1))
+print(fio.mkdir(dir .. '/m'), fio.stat(dir .. '/m').mode % 4096)
+print(fio.truncate(dir .. '/q'), fio.stat(dir .. '/q').size)
+print(fio.copytree(dir .. '/nope', dir .. '/z'), fio.copytree(dir .. '/q', dir .. '/z'))
+os.exit(0)
+"""
+
+PATHS = r"""
+-- Paths under the work directory print as WORK, so both servers' lines compare.
+local work = os.getenv('WORK')
+local raw_print = print
+print = function(...)
+  local n = select('#', ...)
+  local t = {...}
+  for i = 1, n do t[i] = (tostring(t[i]):gsub(work:gsub('%p', '%%%0'), 'WORK')) end
+  raw_print(unpack(t, 1, n))
+end
+local fio = require('fio')
+print(pcall(fio.pathjoin, nil))
+print(pcall(fio.pathjoin, 'a', nil))
+print(pcall(fio.pathjoin, '', '', nil))
+print(pcall(fio.utime, '/x', 1, 'x'))
+print(pcall(fio.abspath))
+print(fio.pathjoin(1, 2), fio.pathjoin('a', '', 'b'), fio.pathjoin('//a//', '//'), fio.pathjoin('', ''))
+print(fio.basename('a.txt.txt', '.txt'), fio.basename('abc', 'c'), fio.basename('/a/b.lua', 'x.'))
+print(fio.dirname(''), fio.dirname('//a//b//'), fio.dirname('a'))
+print(fio.abspath('/'), fio.abspath('/a/b/../../..'), fio.abspath('//a//b/'))
+local f = fio.open(os.getenv('WORK') .. '/r', {'O_CREAT', 'O_WRONLY'}, 420)
+print(pcall(f.seek, f, 0, 'NOPE'))
+print(f:seek(3, 1), f:seek(0, fio.c.seek.SEEK_END), f:seek('2'))
+print(f:truncate(), f:fsync(), f:fdatasync())
+print(f:stat():is_reg(), f:stat():is_dir(), f:stat():is_link(), f:stat():is_chr(), f:stat():is_blk(), f:stat():is_fifo(), f:stat():is_sock())
+f:close()
+print(fio.umask(tonumber('077', 8)), fio.umask(), fio.umask(18))
+print(fio.lstat('/dev/null'):is_chr(), fio.stat('/'):is_dir())
+print(fio.listdir(os.getenv('WORK'))[1])
+os.exit(0)
+"""
+
+DIRNAME_AND_GLOB = r"""
+local fio = require('fio')
+local work = os.getenv('WORK')
+for _, p in ipairs{'//x', '///', 'a//', '/a', '//', 'a/b//c', '.', '..', '/a/.', 'x//y//'} do
+  print(p, fio.dirname(p), fio.basename(p))
+end
+fio.mkdir(work .. '/g')
+for _, n in ipairs{'.hidden', 'a.lua', 'b.lua', 'c.txt'} do
+  local f = fio.open(work .. '/g/' .. n, {'O_CREAT', 'O_WRONLY'}, 420); f:close()
+end
+fio.mkdir(work .. '/g/sub')
+local function names(list)
+  for i, p in ipairs(list) do list[i] = p:sub(#work + 2) end
+  return table.concat(list, ',')
+end
+print(names(fio.glob(work .. '/g/*')))
+print(names(fio.glob(work .. '/g/*.lua')))
+print(names(fio.glob(work .. '/g/.*')))
+print(names(fio.glob(work .. '/g/[ab].lua')))
+print(names(fio.glob(work .. '/*/*.txt')))
+print(names(fio.glob(work .. '/g/?.lua')))
+print(#fio.glob(work .. '/g/['))
+os.exit(0)
+"""
+
+
+@pytest.mark.parametrize(
+    "name, script, lines",
+    [("handles_and_calls", HANDLES_AND_CALLS, 55), ("edges", EDGES, 42), ("paths", PATHS, 16),
+     ("dirname_and_glob", DIRNAME_AND_GLOB, 17)],
+)
+def test_fio_matches_tarantool(tmp_path, name, script, lines):
+    same_output_on_both(tmp_path, f"fio_{name}.lua", script, lines)
