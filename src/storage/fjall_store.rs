@@ -148,14 +148,18 @@ impl FjallStore {
         let log_dir = beside.join(xlog::DIR);
         std::fs::create_dir_all(&log_dir).map_err(|e| io_error("creating", &log_dir, &e))?;
         let last_logged = recover_log_files(&log_dir)?;
+        // Groups are numbered on from the last logged, applied or put in a segment:
+        // a segment is named after its last group, and segments replay in that order.
+        // (Format 3 kept no applied number and numbered from 1 again after a clean
+        // stop; its segments may be numbered past both.)
+        let numbered = last_logged.max(applied).max(records.newest_seq());
         let durability = match mode {
             WalMode::None => None,
             // Out of the process's buffers into the OS: survives kill -9.
             WalMode::Write => Some(PersistMode::Buffer),
             WalMode::Fsync => Some(PersistMode::SyncData),
         };
-        // The groups after the last one logged (or applied: a format-3 log's) go to a new file.
-        let writer = xlog::Writer::create(&log_dir, last_logged.max(applied), mode == WalMode::Fsync)
+        let writer = xlog::Writer::create(&log_dir, numbered, mode == WalMode::Fsync)
             .map_err(|e| io_error("starting a log file in", &log_dir, &e))?;
         let store = Self {
             db,
@@ -174,10 +178,10 @@ impl FjallStore {
             if last_logged > 0 {
                 return Err(StoreError("both a log keyspace and log files: cannot tell their order".into()));
             }
-            store.apply_keyspace_log()?;
+            store.apply_keyspace_log(numbered)?;
             // The new file must follow the old log's groups.
             let applied = store.applied_up_to.load(Ordering::Acquire);
-            *store.writer() = xlog::Writer::create(&store.log_dir, applied, mode == WalMode::Fsync)
+            *store.writer() = xlog::Writer::create(&store.log_dir, applied.max(numbered), mode == WalMode::Fsync)
                 .map_err(|e| io_error("starting a log file in", &store.log_dir, &e))?;
         }
         // Groups a crash left in the log are applied before anything reads `rows`.
@@ -212,6 +216,11 @@ impl FjallStore {
     pub fn apply_log(&self, up_to: u64) -> Result<usize, StoreError> {
         let _one_at_a_time = self.applying.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let files = xlog::files(&self.log_dir).map_err(|e| StoreError(format!("listing the log: {e}")))?;
+        // The file being appended to is read up to its data only.
+        let (current_first, current_bytes) = {
+            let writer = self.writer();
+            (writer.first_seq(), writer.file_bytes())
+        };
         let mut applied_groups = 0;
         for (at, file) in files.iter().enumerate() {
             if file.first_seq > up_to {
@@ -220,8 +229,8 @@ impl FjallStore {
             let next_first = files.get(at + 1).map(|f| f.first_seq);
             let from = self.applied_up_to.load(Ordering::Acquire).saturating_add(1);
             if next_first.is_none_or(|next| next > from) {
-                let bytes = std::fs::read(&file.path)
-                    .map_err(|e| StoreError(format!("reading {}: {e}", file.path.display())))?;
+                let limit = (file.first_seq == current_first).then_some(current_bytes);
+                let bytes = read_log_file(&file.path, limit)?;
                 let read = xlog::read_groups(&bytes);
                 if let Some(damage) = read.damage {
                     return Err(StoreError(format!("damaged log file {}: {damage:?}", file.path.display())));
@@ -241,15 +250,15 @@ impl FjallStore {
         Ok(applied_groups)
     }
 
-    /// Applies the groups of a format-3 directory's log keyspace, then drops it.
-    fn apply_keyspace_log(&self) -> Result<(), StoreError> {
+    /// Applies the groups of a format-3 directory's log keyspace, in order and
+    /// numbered after `numbered`, then drops it.
+    fn apply_keyspace_log(&self, numbered: u64) -> Result<(), StoreError> {
         let log = self.db.keyspace("log", KeyspaceCreateOptions::default)?;
-        let mut logged: Vec<(u64, Slice)> = Vec::new();
+        let mut logged: Vec<Slice> = Vec::new();
         for item in log.iter() {
-            let (k, v) = item.into_inner()?;
-            logged.push((group_seq(&k)?, v));
+            logged.push(item.into_inner()?.1);
         }
-        let groups: Vec<(u64, &[u8])> = logged.iter().map(|(seq, v)| (*seq, v.as_ref())).collect();
+        let groups: Vec<(u64, &[u8])> = (numbered + 1..).zip(logged.iter().map(AsRef::as_ref)).collect();
         let count = groups.len();
         self.apply_groups(&groups)?;
         drop(logged);
@@ -618,9 +627,14 @@ fn recover_log_files(dir: &Path) -> Result<u64, StoreError> {
     Ok(last_seq)
 }
 
-fn group_seq(key: &[u8]) -> Result<u64, StoreError> {
-    let bytes: [u8; 8] = key.try_into().map_err(|_| StoreError("damaged commit group key".into()))?;
-    Ok(u64::from_be_bytes(bytes))
+/// A log file's bytes; `limit`: how many (the current file's data, not its room).
+fn read_log_file(path: &Path, limit: Option<u64>) -> Result<Vec<u8>, StoreError> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(limit.unwrap_or(u64::MAX)).read_to_end(&mut bytes))
+        .map_err(|e| io_error("reading", path, &e))?;
+    Ok(bytes)
 }
 
 #[cfg(test)]
@@ -884,6 +898,38 @@ mod tests {
         let store = open();
         assert_eq!(stored_records(&store), vec![record(5, 50)], "the truncate cleared what came before");
         assert_eq!(store.record_segments(), 1, "and every earlier segment is gone");
+        drop(store);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn groups_are_numbered_on_after_a_clean_stop_and_after_every_segment() {
+        let dir = std::env::temp_dir().join(format!("oncebox-fjall-numbering-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let open = || FjallStore::open(&dir.join("log"), &dir.join("rows"), WalMode::Write).unwrap();
+        {
+            let store = open();
+            assert_eq!(store.append(&encoded(&[record_put(1, 10), record_put(2, 20)])).unwrap(), 1);
+            store.checkpoint().unwrap();
+        }
+        {
+            // After a clean stop the log is empty: the next group is still 2, so the
+            // segment of its delete replays after the one of the put.
+            let store = open();
+            assert_eq!(store.append(&encoded(&[RowOp::Delete { key: record(1, 10).0 }])).unwrap(), 2);
+            store.checkpoint().unwrap();
+        }
+        {
+            let store = open();
+            assert_eq!(stored_records(&store), vec![record(2, 20)], "the delete stays applied");
+        }
+        // A segment numbered past everything else (as a format-3 directory, which
+        // numbered from 1 again after each clean stop, can have): numbering goes on after it.
+        let records_dir = dir.join(super::super::records::DIR);
+        let newest = std::fs::read_dir(&records_dir).unwrap().map(|e| e.unwrap().path()).max().unwrap();
+        std::fs::rename(&newest, records_dir.join(format!("{:020}.seg", 5000))).unwrap();
+        let store = open();
+        assert_eq!(store.append(&encoded(&[record_put(3, 30)])).unwrap(), 5001);
         drop(store);
         std::fs::remove_dir_all(&dir).unwrap();
     }

@@ -220,6 +220,12 @@ impl Segments {
             .collect())
     }
 
+    /// The newest segment's commit group (0 without segments): commit groups to come
+    /// must be numbered after it, so that their segments replay after it.
+    pub fn newest_seq(&self) -> u64 {
+        self.list.lock().unwrap_or_else(std::sync::PoisonError::into_inner).last().map_or(0, |s| s.seq)
+    }
+
     /// How many segments there are.
     #[cfg(test)]
     pub(crate) fn count(&self) -> usize {

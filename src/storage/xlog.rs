@@ -29,11 +29,12 @@ pub const MAGIC: &[u8; 8] = b"obxlog01";
 
 const SUFFIX: &str = ".xlog";
 
-/// The size a new file is given at once (sparse: no disk is used until written),
-/// so that an append in `fsync` mode does not also sync a new file size, as
-/// fjall's journal and Tarantool's xlog do. A file is cut to its data when the
-/// log moves on from it.
-pub const PREALLOCATED_BYTES: u64 = 64 * 1024 * 1024;
+/// The room a file is given ahead of its data, this many bytes at a time (sparse:
+/// no disk is used until written), so that an append in `fsync` mode seldom
+/// syncs a new file size as well, as fjall's journal and Tarantool's xlog
+/// arrange. A file is cut to its data when the log moves on from it; recovery
+/// reads at most this much of zeros past a file's data.
+pub const ROOM_STEP_BYTES: u64 = 4 * 1024 * 1024;
 
 /// Bytes before an entry's body: its length and checksum.
 const PREFIX_BYTES: usize = 4 + 8;
@@ -165,6 +166,8 @@ fn entry(bytes: &[u8]) -> Option<(u64, &[u8], &[u8])> {
 pub struct Writer {
     dir: PathBuf,
     file: File,
+    /// The sequence number the current file starts at (its name).
+    first_seq: u64,
     /// The sequence number of the last group appended (or before the first).
     last_seq: u64,
     /// Whether every append is synced to the device (`fsync` mode).
@@ -173,13 +176,30 @@ pub struct Writer {
     entry: Vec<u8>,
     /// Bytes in the current file.
     bytes: u64,
+    /// The current file's size: its data and the room after it.
+    room_end: u64,
 }
 
 impl Writer {
     /// Starts a new file in `dir` for the groups after `last_seq`.
     pub fn create(dir: &Path, last_seq: u64, sync: bool) -> io::Result<Self> {
         let file = new_file(dir, last_seq + 1, sync)?;
-        Ok(Self { dir: dir.to_path_buf(), file, last_seq, sync, entry: Vec::new(), bytes: MAGIC.len() as u64 })
+        Ok(Self {
+            dir: dir.to_path_buf(),
+            file,
+            first_seq: last_seq + 1,
+            last_seq,
+            sync,
+            entry: Vec::new(),
+            bytes: MAGIC.len() as u64,
+            room_end: ROOM_STEP_BYTES,
+        })
+    }
+
+    /// The sequence number the current file starts at.
+    #[must_use]
+    pub fn first_seq(&self) -> u64 {
+        self.first_seq
     }
 
     /// The sequence number of the last group appended.
@@ -208,6 +228,12 @@ impl Writer {
         self.entry.extend_from_slice(group);
         let checksum = xxh3_64(&self.entry[PREFIX_BYTES..]);
         self.entry[4..12].copy_from_slice(&checksum.to_le_bytes());
+        let end = self.bytes + self.entry.len() as u64;
+        if end > self.room_end {
+            let room_end = end.next_multiple_of(ROOM_STEP_BYTES);
+            self.file.set_len(room_end)?;
+            self.room_end = room_end;
+        }
         self.file.write_all(&self.entry)?;
         if self.sync {
             self.file.sync_data()?;
@@ -227,7 +253,9 @@ impl Writer {
         let next = new_file(&self.dir, self.last_seq + 1, self.sync)?;
         self.file.set_len(self.bytes)?;
         self.file = next;
+        self.first_seq = self.last_seq + 1;
         self.bytes = MAGIC.len() as u64;
+        self.room_end = ROOM_STEP_BYTES;
         Ok(())
     }
 
@@ -243,7 +271,7 @@ fn new_file(dir: &Path, first_seq: u64, sync: bool) -> io::Result<File> {
     let path = file_path(dir, first_seq);
     let mut file = OpenOptions::new().create(true).truncate(true).write(true).open(&path)?;
     file.write_all(MAGIC)?;
-    file.set_len(PREALLOCATED_BYTES)?;
+    file.set_len(ROOM_STEP_BYTES)?;
     if sync {
         file.sync_all()?;
         File::open(dir)?.sync_all()?;
@@ -284,11 +312,34 @@ mod tests {
         assert_eq!((read.groups, read.damage), (vec![(5, &b"five"[..]), (6, &b""[..])], None));
         assert_eq!(read.end, first.len(), "a file the log moved on from is cut to its data");
         let second = fs::read(&found[1].path).unwrap();
-        assert_eq!(second.len() as u64, PREALLOCATED_BYTES, "the current file has its room");
+        assert_eq!(second.len() as u64, ROOM_STEP_BYTES, "the current file has its room");
         let read = read_groups(&second);
         assert_eq!((read.groups, read.damage), (vec![(7, &b"seven"[..])], None));
         assert_eq!(read.end, MAGIC.len() + ENTRY_HEADER_BYTES + 5);
         fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_file_grows_its_room_a_step_at_a_time() {
+        let dir = temp_dir("room");
+        let mut w = Writer::create(&dir, 0, false).unwrap();
+        let big = vec![7u8; ROOM_STEP_BYTES as usize + 10];
+        w.append(b"small").unwrap();
+        w.append(&big).unwrap();
+        let path = &files(&dir).unwrap()[0].path;
+        assert_eq!(fs::metadata(path).unwrap().len(), 2 * ROOM_STEP_BYTES);
+        let bytes = fs::read(path).unwrap();
+        let read = read_groups(&bytes);
+        assert_eq!(read.damage, None);
+        assert_eq!(read.groups, vec![(1, &b"small"[..]), (2, &big[..])]);
+        w.rotate().unwrap();
+        assert_eq!(fs::metadata(path).unwrap().len(), data_end(&bytes));
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Where the data of a file's bytes ends.
+    fn data_end(bytes: &[u8]) -> u64 {
+        read_groups(bytes).end as u64
     }
 
     #[test]

@@ -356,9 +356,10 @@ def test_size_eviction(ob):
     assert "s-5" in [t[1] for t in left], "the newest stays"
 
 
-def restart(ob, *extra):
-    """Kills the server with SIGKILL and starts it again on the same data and port."""
-    ob.proc.send_signal(signal.SIGKILL)
+def restart(ob, *extra, sig=signal.SIGKILL):
+    """Stops the server (SIGKILL unless told: SIGTERM is a clean stop, with a final
+    checkpoint) and starts it again on the same data and port."""
+    ob.proc.send_signal(sig)
     ob.proc.wait()
     data = os.path.join(ob.workdir, "data")
     ob.proc = subprocess.Popen([ONCEBOX, "--listen", f"127.0.0.1:{ob.port}", "--data-dir", data,
@@ -398,6 +399,22 @@ def test_evictions_stay_evicted_after_kill9(ob):
     assert sorted(t[1] for t in records(c)) == ["k-5", "k-6", "k-7"]
     assert incr(c, 1, "k-7")[0][STATUS] == REPLAYED
     assert incr(c, 1, "k-1")[0][STATUS] == EXECUTED, "an evicted token runs again"
+
+
+def test_a_record_deleted_after_a_clean_restart_stays_deleted_after_the_next(ob):
+    """Commit groups are numbered on across clean stops (the log is empty then), so
+    the records segment a later run writes replays after an earlier run's."""
+    c = admin(ob)
+    increments(c, [f"c-{i}" for i in range(5)])
+    restart(ob, sig=signal.SIGTERM)
+    c = admin(ob)
+    user, token = next((t[0], t[1]) for t in records(c) if t[1] == "c-1")
+    assert c.request(DELETE, {0x10: 500, 0x20: [user, token]})[0][0] == 0
+    restart(ob, sig=signal.SIGTERM)
+    c = admin(ob)
+    assert sorted(t[1] for t in records(c)) == ["c-0", "c-2", "c-3", "c-4"]
+    assert incr(c, 1, "c-1")[0][STATUS] == EXECUTED, "a deleted token runs again"
+    assert incr(c, 1, "c-2")[0][STATUS] == REPLAYED
 
 
 SEGMENTS_ARGS = ("--idempotency-max-count", "100", "--checkpoint-wal-threshold", "4096")
