@@ -11,6 +11,9 @@ use std::os::unix::fs::{DirBuilderExt, FileExt, MetadataExt, OpenOptionsExt, Per
 use std::os::unix::io::AsRawFd;
 
 use std::collections::HashMap;
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
 
 use mlua::{IntoLuaMulti, Lua, LuaString, MultiValue, Table, Value};
 
@@ -42,9 +45,13 @@ fn outcome<T: IntoLuaMulti>(lua: &Lua, r: std::io::Result<T>) -> mlua::Result<Mu
     }
 }
 
-fn path_of(s: &LuaString) -> std::path::PathBuf {
-    use std::os::unix::ffi::OsStrExt;
-    std::path::PathBuf::from(std::ffi::OsStr::from_bytes(&s.as_bytes()))
+fn path_of(s: &LuaString) -> PathBuf {
+    PathBuf::from(OsStr::from_bytes(&s.as_bytes()))
+}
+
+/// A path as a Lua string (its bytes as they are).
+fn path_string(lua: &Lua, path: &Path) -> mlua::Result<LuaString> {
+    lua.create_string(path.as_os_str().as_bytes())
 }
 
 /// A stat result as 2.6 shows it: a table of the fields (times in seconds).
@@ -189,7 +196,7 @@ fn add_file_calls(lua: &Lua, t: &Table) -> mlua::Result<()> {
 }
 
 /// Opens `path` with open(2)'s `flags` and `mode`.
-fn open(path: &std::path::Path, flags: i32, mode: u32) -> std::io::Result<File> {
+fn open(path: &Path, flags: i32, mode: u32) -> std::io::Result<File> {
     let mut o = OpenOptions::new();
     match flags & O_ACCMODE {
         O_WRONLY => o.write(true),
@@ -270,39 +277,33 @@ pub fn create(lua: &Lua) -> mlua::Result<Table> {
             outcome(lua, fs::DirBuilder::new().mode(mode).create(path_of(&path)).map(|()| true))
         })?,
     )?;
-    t.set(
-        "rmdir",
-        lua.create_function(|lua, path: LuaString| outcome(lua, fs::remove_dir(path_of(&path)).map(|()| true)))?,
-    )?;
-    t.set(
-        "unlink",
-        lua.create_function(|lua, path: LuaString| outcome(lua, fs::remove_file(path_of(&path)).map(|()| true)))?,
-    )?;
-    t.set(
-        "rename",
-        lua.create_function(|lua, (from, to): (LuaString, LuaString)| {
-            outcome(lua, fs::rename(path_of(&from), path_of(&to)).map(|()| true))
-        })?,
-    )?;
-    t.set(
-        "link",
-        lua.create_function(|lua, (from, to): (LuaString, LuaString)| {
-            outcome(lua, fs::hard_link(path_of(&from), path_of(&to)).map(|()| true))
-        })?,
-    )?;
-    t.set(
-        "symlink",
-        lua.create_function(|lua, (from, to): (LuaString, LuaString)| {
-            outcome(lua, std::os::unix::fs::symlink(path_of(&from), path_of(&to)).map(|()| true))
-        })?,
-    )?;
+    // The calls on one path, and on two, that answer true or the error.
+    type OnePath = fn(&Path) -> std::io::Result<()>;
+    let one_path: [(&str, OnePath); 2] = [("rmdir", |p| fs::remove_dir(p)), ("unlink", |p| fs::remove_file(p))];
+    for (name, call) in one_path {
+        t.set(
+            name,
+            lua.create_function(move |lua, path: LuaString| outcome(lua, call(&path_of(&path)).map(|()| true)))?,
+        )?;
+    }
+    type TwoPaths = fn(&Path, &Path) -> std::io::Result<()>;
+    let two_paths: [(&str, TwoPaths); 3] = [
+        ("rename", |a, b| fs::rename(a, b)),
+        ("link", |a, b| fs::hard_link(a, b)),
+        ("symlink", |a, b| std::os::unix::fs::symlink(a, b)),
+    ];
+    for (name, call) in two_paths {
+        t.set(
+            name,
+            lua.create_function(move |lua, (from, to): (LuaString, LuaString)| {
+                outcome(lua, call(&path_of(&from), &path_of(&to)).map(|()| true))
+            })?,
+        )?;
+    }
     t.set(
         "readlink",
         lua.create_function(|lua, path: LuaString| match fs::read_link(path_of(&path)) {
-            Ok(target) => {
-                use std::os::unix::ffi::OsStrExt;
-                lua.create_string(target.as_os_str().as_bytes())?.into_lua_multi(lua)
-            }
+            Ok(target) => path_string(lua, &target)?.into_lua_multi(lua),
             Err(e) => failure(lua, &e),
         })?,
     )?;
@@ -329,12 +330,7 @@ pub fn create(lua: &Lua) -> mlua::Result<Table> {
         "listdir",
         lua.create_function(|lua, path: LuaString| {
             let names = fs::read_dir(path_of(&path)).and_then(|entries| {
-                entries
-                    .map(|e| {
-                        use std::os::unix::ffi::OsStrExt;
-                        e.map(|e| e.file_name().as_bytes().to_vec())
-                    })
-                    .collect::<std::io::Result<Vec<_>>>()
+                entries.map(|e| e.map(|e| e.file_name().as_bytes().to_vec())).collect::<std::io::Result<Vec<_>>>()
             });
             match names {
                 Ok(names) => {
@@ -361,7 +357,6 @@ pub fn create(lua: &Lua) -> mlua::Result<Table> {
             };
             let mut found: Vec<Vec<u8>> = Vec::new();
             if let Ok(paths) = glob::glob_with(&pattern, options) {
-                use std::os::unix::ffi::OsStrExt;
                 found.extend(paths.flatten().map(|p| p.as_os_str().as_bytes().to_vec()));
             }
             found.retain(|path| !hidden_from_glob(&pattern, path));
@@ -376,14 +371,13 @@ pub fn create(lua: &Lua) -> mlua::Result<Table> {
     t.set(
         "tempdir",
         lua.create_function(|lua, ()| {
-            let base = std::env::var_os("TMPDIR").map_or_else(|| "/tmp".into(), std::path::PathBuf::from);
+            let base = std::env::var_os("TMPDIR").map_or_else(|| "/tmp".into(), PathBuf::from);
             let mut last = None;
             for _ in 0..16 {
                 let dir = base.join(temp_name());
                 match fs::DirBuilder::new().mode(0o700).create(&dir) {
                     Ok(()) => {
-                        use std::os::unix::ffi::OsStrExt;
-                        return lua.create_string(dir.as_os_str().as_bytes())?.into_lua_multi(lua);
+                        return path_string(lua, &dir)?.into_lua_multi(lua);
                     }
                     Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = Some(e),
                     Err(e) => return failure(lua, &e),
@@ -395,10 +389,7 @@ pub fn create(lua: &Lua) -> mlua::Result<Table> {
     t.set(
         "cwd",
         lua.create_function(|lua, ()| match std::env::current_dir() {
-            Ok(dir) => {
-                use std::os::unix::ffi::OsStrExt;
-                lua.create_string(dir.as_os_str().as_bytes())?.into_lua_multi(lua)
-            }
+            Ok(dir) => path_string(lua, &dir)?.into_lua_multi(lua),
             Err(e) => failure(lua, &e),
         })?,
     )?;

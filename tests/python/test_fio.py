@@ -9,8 +9,9 @@ import pytest
 
 from conftest import same_output_on_both
 
-HANDLES_AND_CALLS = r"""
--- Paths under the work directory print as WORK, so both servers' lines compare.
+# Put before each script: paths under the work directory print as WORK, so the
+# two servers' lines (each in a work directory of its own) compare.
+WORK_AS_TEXT = r"""
 local work = os.getenv('WORK')
 local raw_print = print
 print = function(...)
@@ -19,27 +20,24 @@ print = function(...)
   for i = 1, n do t[i] = (tostring(t[i]):gsub(work:gsub('%p', '%%%0'), 'WORK')) end
   raw_print(unpack(t, 1, n))
 end
+"""
+
+HANDLES_AND_CALLS = r"""
 local fio = require('fio')
 local keys = {}
 for k, v in pairs(fio) do keys[#keys + 1] = k .. ':' .. type(v) end
 table.sort(keys)
 print(table.concat(keys, ' '))
-local ck = {}
-for k, v in pairs(fio.c) do ck[#ck + 1] = k end
-table.sort(ck)
-print(table.concat(ck, ' '))
-local fl = {}
-for k, v in pairs(fio.c.flag) do fl[#fl + 1] = k .. '=' .. v end
-table.sort(fl)
-print(table.concat(fl, ' '))
-local md = {}
-for k, v in pairs(fio.c.mode) do md[#md + 1] = k .. '=' .. v end
-table.sort(md)
-print(table.concat(md, ' '))
-local sk = {}
-for k, v in pairs(fio.c.seek) do sk[#sk + 1] = k .. '=' .. v end
-table.sort(sk)
-print(table.concat(sk, ' '))
+local function show_sorted(t, with_values)
+  local out = {}
+  for k, v in pairs(t) do out[#out + 1] = with_values and (k .. '=' .. v) or k end
+  table.sort(out)
+  print(table.concat(out, ' '))
+end
+show_sorted(fio.c)
+show_sorted(fio.c.flag, true)
+show_sorted(fio.c.mode, true)
+show_sorted(fio.c.seek, true)
 local dir = os.getenv('WORK')
 print(fio.open(dir .. '/nope/x'))
 print(fio.open(dir .. '/nope/x', {'O_RDONLY'}))
@@ -107,15 +105,6 @@ os.exit(0)
 """
 
 EDGES = r"""
--- Paths under the work directory print as WORK, so both servers' lines compare.
-local work = os.getenv('WORK')
-local raw_print = print
-print = function(...)
-  local n = select('#', ...)
-  local t = {...}
-  for i = 1, n do t[i] = (tostring(t[i]):gsub(work:gsub('%p', '%%%0'), 'WORK')) end
-  raw_print(unpack(t, 1, n))
-end
 local fio = require('fio')
 local dir = os.getenv('WORK')
 print(fio.symlink(dir .. '/nope', dir .. '/l1'), fio.symlink('x', dir))
@@ -151,15 +140,6 @@ os.exit(0)
 """
 
 PATHS = r"""
--- Paths under the work directory print as WORK, so both servers' lines compare.
-local work = os.getenv('WORK')
-local raw_print = print
-print = function(...)
-  local n = select('#', ...)
-  local t = {...}
-  for i = 1, n do t[i] = (tostring(t[i]):gsub(work:gsub('%p', '%%%0'), 'WORK')) end
-  raw_print(unpack(t, 1, n))
-end
 local fio = require('fio')
 print(pcall(fio.pathjoin, nil))
 print(pcall(fio.pathjoin, 'a', nil))
@@ -214,4 +194,4 @@ os.exit(0)
      ("dirname_and_glob", DIRNAME_AND_GLOB, 17)],
 )
 def test_fio_matches_tarantool(tmp_path, name, script, lines):
-    same_output_on_both(tmp_path, f"fio_{name}.lua", script, lines)
+    same_output_on_both(tmp_path, f"fio_{name}.lua", WORK_AS_TEXT + script, lines)
