@@ -329,6 +329,50 @@ fn unknown_version_foreign_and_damaged_directories() {
     }
 }
 
+/// The newest write-ahead log file of a data directory.
+fn newest_log_file(dir: &TempDir) -> std::path::PathBuf {
+    let wal = dir.0.join("data").join(oncebox::storage::xlog::DIR);
+    oncebox::storage::xlog::files(&wal).unwrap().pop().unwrap().path
+}
+
+/// After kill -9 the log ends in an entry a crash cut short: it is cut off and
+/// everything acknowledged is there. Damage before the last entry (a group after
+/// it may have been acknowledged) stops the start with a clear message.
+#[test]
+fn a_torn_log_end_is_cut_off_and_damage_before_it_is_refused() {
+    use oncebox::storage::xlog::{read_groups, MAGIC};
+    let dir = TempDir::new("torn-log");
+    let mut s = start(&dir, &[]);
+    populate(&s);
+    s.kill9();
+    let file = newest_log_file(&dir);
+    let mut bytes = std::fs::read(&file).unwrap();
+    let read = read_groups(&bytes);
+    assert!(read.damage.is_none() && read.groups.len() > 2, "the groups are in the log, not yet checkpointed");
+    // The first 30 bytes of an entry of 100, where the next entry would go.
+    let mut torn = 100u32.to_le_bytes().to_vec();
+    torn.extend_from_slice(&[0x5a; 26]);
+    bytes.splice(read.end..read.end + torn.len(), torn);
+    std::fs::write(&file, &bytes).unwrap();
+    let mut s = start(&dir, &[]);
+    verify(&s);
+    let mut c = admin(&s);
+    for id in 101..=105u64 {
+        assert_eq!(c.insert(SPACE, row(id, "more")).code, 0);
+    }
+    s.kill9();
+
+    // A byte of the first entry flipped, with entries after it.
+    let file = newest_log_file(&dir);
+    let mut bytes = std::fs::read(&file).unwrap();
+    assert!(read_groups(&bytes).groups.len() > 1);
+    bytes[MAGIC.len() + 20] ^= 0xff;
+    std::fs::write(&file, &bytes).unwrap();
+    let data = format!("{}/data", dir.path_str());
+    let err = run_expecting_failure(&["--data-dir", &data, "--admin-password", "pw"]);
+    assert!(err.contains("damaged log file"), "a clear message: {err}");
+}
+
 fn damage(path: &std::path::Path) {
     for entry in std::fs::read_dir(path).unwrap() {
         let p = entry.unwrap().path();

@@ -383,6 +383,41 @@ mod tests {
     }
 
     #[test]
+    fn damaged_bytes_never_panic_and_whole_entries_before_the_damage_read_back() {
+        let dir = temp_dir("mutations");
+        let mut w = Writer::create(&dir, 0, false).unwrap();
+        for n in 0..20u8 {
+            w.append(&vec![n; usize::from(n) * 7]).unwrap();
+        }
+        let mut clean = fs::read(&files(&dir).unwrap()[0].path).unwrap();
+        clean.truncate(read_groups(&clean).end);
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for _ in 0..2000 {
+            let mut bytes = clean.clone();
+            let at = usize::try_from(next() % bytes.len() as u64).unwrap();
+            match next() % 3 {
+                0 => bytes[at] ^= u8::try_from(next() % 255 + 1).unwrap(),
+                1 => bytes.truncate(at),
+                _ => bytes.splice(at..at, [0xff; 9]).for_each(drop),
+            }
+            let read = read_groups(&bytes);
+            // Every group read is one of those written, in order, from the first.
+            for (i, (seq, group)) in read.groups.iter().enumerate() {
+                let n = u8::try_from(i).unwrap();
+                assert_eq!((*seq, *group), (u64::from(n) + 1, &vec![n; usize::from(n) * 7][..]));
+            }
+            let _ = is_torn_tail(&bytes, read.end);
+        }
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
     fn sequence_numbers_must_increase() {
         let dir = temp_dir("seq");
         let mut w = Writer::create(&dir, 0, false).unwrap();
