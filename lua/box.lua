@@ -1267,6 +1267,14 @@ function box.session.push(value, sync)
     return op('session_push', value)
 end
 
+-- box.snapshot(): everything committed so far is synced to the device (whatever
+-- wal_mode says) and a checkpoint starts; 'ok' once the request's reply is
+-- released, which waits for that sync like any write.
+function box.snapshot()
+    op('snapshot')
+    return 'ok'
+end
+
 box.info = setmetatable({}, {__index = function(_, k)
     if k == 'version' then return '2.6.0-0-oncebox' end
     if k == 'status' then return 'running' end

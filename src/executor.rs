@@ -625,7 +625,9 @@ impl Executor {
     }
 
     fn send_group(&mut self) {
-        if self.group_log.is_empty() && self.group_replies.is_empty() {
+        // (Without a WAL, `wal_mode = 'none'`, there is nothing to sync.)
+        let snapshot = self.lua.take_snapshot_request() && self.wal.is_some();
+        if self.group_log.is_empty() && self.group_replies.is_empty() && !snapshot {
             return;
         }
         // The next group starts with room for twice this one: one allocation, not a
@@ -640,7 +642,7 @@ impl Executor {
         let on_durable = self.replies_by_connection(replies);
         let ticket = self.next_ticket;
         self.next_ticket += 1;
-        let request = WalRequest { ticket, group: ops, on_durable };
+        let request = WalRequest { ticket, group: ops, on_durable, snapshot };
         let sent = self.wal.as_ref().is_some_and(|wal| wal.send(request).is_ok());
         self.in_flight.push_back(InFlight { ticket, undo, sent_with_group, replies: Vec::new() });
         if !sent {

@@ -118,6 +118,8 @@ pub struct Signals {
     pub pushed: std::cell::Cell<bool>,
     /// Number of `box.ctl.on_iproto_request` triggers.
     pub iproto_triggers: std::cell::Cell<usize>,
+    /// `box.snapshot()` was called: the next commit group is synced and checkpointed.
+    pub snapshot: std::cell::Cell<bool>,
 }
 
 fn signals(lua: &Lua) -> Option<std::rc::Rc<Signals>> {
@@ -451,6 +453,12 @@ fn run(lua: &Lua, cx: &mut Context, op: &str, args: &[Value]) -> Result<Value, F
         "exit" => {
             let status: i32 = arg(lua, args, 1)?;
             lua.set_app_data(ExitRequest(status));
+            Value::Boolean(true)
+        }
+        "snapshot" => {
+            if let Some(s) = signals(lua) {
+                s.snapshot.set(true);
+            }
             Value::Boolean(true)
         }
         "session_push" => {

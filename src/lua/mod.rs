@@ -694,6 +694,11 @@ impl LuaRuntime {
         self.lua.remove_app_data::<dispatch::Pushes>().map(|p| p.0).unwrap_or_default()
     }
 
+    /// Whether `box.snapshot()` was called since the last time this was asked.
+    pub fn take_snapshot_request(&self) -> bool {
+        self.signals.snapshot.replace(false)
+    }
+
     /// Whether Lua opened a listener: a text console or the binary port (`box.cfg{listen}`).
     #[must_use]
     pub fn is_serving(&self) -> bool {

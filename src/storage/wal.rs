@@ -25,6 +25,9 @@ pub struct WalRequest {
     /// reported (the replies that waited for it go out without a round trip
     /// through the TX thread); dropped unrun if the group cannot be made durable.
     pub on_durable: Option<OnDurable>,
+    /// `box.snapshot()`: sync everything to the device with this group, whatever
+    /// the mode, and start a checkpoint.
+    pub snapshot: bool,
 }
 
 /// What the WAL thread does once a group is durable.
@@ -36,6 +39,7 @@ impl std::fmt::Debug for WalRequest {
             .field("ticket", &self.ticket)
             .field("group", &self.group.len())
             .field("on_durable", &self.on_durable.is_some())
+            .field("snapshot", &self.snapshot)
             .finish()
     }
 }
@@ -104,12 +108,14 @@ fn run(store: &FjallStore, rx: &mut WalReceiver, done: &dyn Fn(WalDone)) {
     while let Some(first) = rx.blocking_recv() {
         let mut ticket = first.ticket;
         let mut group = first.group;
+        let mut snapshot = first.snapshot;
         on_durable.extend(first.on_durable);
         for _ in 1..MAX_GROUPS_PER_BATCH {
             match rx.try_recv() {
                 Ok(more) => {
                     ticket = more.ticket;
                     group.extend_from_slice(&more.group);
+                    snapshot |= more.snapshot;
                     on_durable.extend(more.on_durable);
                 }
                 Err(_) => break,
@@ -128,6 +134,13 @@ fn run(store: &FjallStore, rx: &mut WalReceiver, done: &dyn Fn(WalDone)) {
                 failed = Some("injected I/O error".into());
             } else if let Err(e) = store.append(&group) {
                 failed = Some(e.0);
+            } else if snapshot {
+                // Synced before the replies go out; the checkpoint runs on its own.
+                if let Err(e) = store.sync() {
+                    failed = Some(e.0);
+                } else if checkpoints.request(logged) {
+                    logged = 0;
+                }
             } else if logged >= checkpoint_threshold() && checkpoints.request(logged) {
                 logged = 0;
             }
