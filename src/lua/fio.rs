@@ -30,11 +30,9 @@ const O_APPEND: i32 = 0o2000;
 /// stat must not reserve that much at once).
 const MAX_READ_BYTES: usize = 1 << 30;
 
-/// `nil`, the error's text without Rust's " (os error N)" and its errno.
+/// `nil`, the error's text (strerror's) and its errno.
 fn failure(lua: &Lua, e: &std::io::Error) -> mlua::Result<MultiValue> {
-    let text = e.to_string();
-    let text = text.split(" (os error").next().unwrap_or_default().to_owned();
-    (Value::Nil, text, e.raw_os_error().unwrap_or(0)).into_lua_multi(lua)
+    (Value::Nil, super::native::strerror(e), e.raw_os_error().unwrap_or(0)).into_lua_multi(lua)
 }
 
 /// The Lua result of an I/O call: its value, or [`failure`].

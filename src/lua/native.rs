@@ -18,6 +18,12 @@ use crate::engine::tuple::split;
 use crate::engine::update;
 use crate::error::{code, BoxResult};
 
+/// An OS error's text as strerror(3) gives it (Rust's own adds " (os error N)").
+pub(crate) fn strerror(e: &std::io::Error) -> String {
+    let text = e.to_string();
+    text.split(" (os error").next().unwrap_or(&text).to_owned()
+}
+
 /// Builds the `native` table.
 pub fn create(lua: &Lua) -> mlua::Result<Table> {
     let t = lua.create_table()?;
@@ -162,13 +168,7 @@ pub fn create(lua: &Lua) -> mlua::Result<Table> {
             })
         })?,
     )?;
-    t.set(
-        "strerror",
-        lua.create_function(|_, n: i32| {
-            let text = std::io::Error::from_raw_os_error(n).to_string();
-            Ok(text.split(" (os error").next().unwrap_or_default().to_owned())
-        })?,
-    )?;
+    t.set("strerror", lua.create_function(|_, n: i32| Ok(strerror(&std::io::Error::from_raw_os_error(n))))?)?;
     t.set("pid", lua.create_function(|_, ()| Ok(rustix::process::getpid().as_raw_nonzero().get()))?)?;
     // Blocks the thread: only a script before box.cfg sleeps this way (nothing else runs then).
     t.set(

@@ -114,10 +114,7 @@ pub(crate) fn os_error(e: &std::io::Error) -> (i32, String) {
     if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) {
         return (ETIMEDOUT, "Connection timed out".into());
     }
-    let errno = e.raw_os_error().unwrap_or(EINVAL);
-    let text = e.to_string();
-    let text = text.split(" (os error").next().unwrap_or(&text).to_owned();
-    (errno, text)
+    (e.raw_os_error().unwrap_or(EINVAL), super::native::strerror(e))
 }
 
 fn timeout_of(secs: Option<f64>) -> Option<Duration> {
