@@ -630,11 +630,15 @@ fn recover_log_files(dir: &Path) -> Result<u64, StoreError> {
 /// A log file's bytes; `limit`: how many (the current file's data, not its room).
 fn read_log_file(path: &Path, limit: Option<u64>) -> Result<Vec<u8>, StoreError> {
     use std::io::Read;
-    let mut bytes = Vec::new();
-    std::fs::File::open(path)
-        .and_then(|f| f.take(limit.unwrap_or(u64::MAX)).read_to_end(&mut bytes))
-        .map_err(|e| io_error("reading", path, &e))?;
-    Ok(bytes)
+    let read = |file: std::fs::File| -> std::io::Result<Vec<u8>> {
+        let len = file.metadata()?.len().min(limit.unwrap_or(u64::MAX));
+        // Sized once: a growing vector would be copied (and its fresh pages
+        // faulted in) a dozen times over for a 16 MiB file.
+        let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
+        file.take(len).read_to_end(&mut bytes)?;
+        Ok(bytes)
+    };
+    std::fs::File::open(path).and_then(read).map_err(|e| io_error("reading", path, &e))
 }
 
 #[cfg(test)]
