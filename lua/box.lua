@@ -1276,7 +1276,7 @@ function box.snapshot()
 end
 
 box.info = setmetatable({}, {__index = function(_, k)
-    if k == 'version' then return '2.6.0-0-oncebox' end
+    if k == 'version' then return _TARANTOOL end
     if k == 'status' then return 'running' end
     if k == 'ro' then return op('is_read_only') end
     if k == 'id' then return 1 end

@@ -31,11 +31,14 @@ use crate::protocol::msgpack::write;
 use dispatch::{dispatch, Context};
 use tuple::LuaTuple;
 
+/// The version scripts see (`_TARANTOOL`, `require('tarantool').version`): the
+/// Tarantool release oncebox is compatible with.
+const VERSION: &str = "2.6.0-0-oncebox";
 const PRELUDE: &str = include_str!("../../lua/box.lua");
 const CONSOLE: &str = include_str!("../../lua/console.lua");
 const NET_BOX: &str = include_str!("../../lua/net_box.lua");
 /// Tarantool's Lua modules, each registered in `package.loaded` by its own file (in load order).
-const MODULES: [(&str, &str); 15] = [
+const MODULES: [(&str, &str); 16] = [
     ("=string.lua", include_str!("../../lua/string.lua")),
     ("=table.lua", include_str!("../../lua/table.lua")),
     ("=fiber.lua", include_str!("../../lua/fiber.lua")),
@@ -49,6 +52,7 @@ const MODULES: [(&str, &str); 15] = [
     ("=strict.lua", include_str!("../../lua/strict.lua")),
     ("=errno.lua", include_str!("../../lua/errno.lua")),
     ("=fio.lua", include_str!("../../lua/fio.lua")),
+    ("=package.lua", include_str!("../../lua/package.lua")),
     ("=socket.lua", include_str!("../../lua/socket.lua")),
     ("=buffer.lua", include_str!("../../lua/buffer.lua")),
 ];
@@ -234,14 +238,31 @@ fn lua_message(e: &mlua::Error) -> String {
     }
 }
 
+/// A VM with every standard library LuaJIT has, `debug` and C modules included.
+///
+/// Scripts are the operator's own, as in Tarantool, where `debug`, `ffi` and
+/// `package.loadlib` are all open: the VM is no sandbox. (mlua's safe mode
+/// refuses `debug`, which `xpcall(f, debug.traceback)` in every other
+/// Tarantool script needs, and C modules from `.rocks`.)
+fn open_state() -> Lua {
+    #[allow(unsafe_code, reason = "loads `debug` and C modules, which mlua's safe mode refuses; see above")]
+    // SAFETY: mlua's unsafe constructor only lifts its sandbox; the scripts run
+    // are trusted as Tarantool trusts them (they could already crash the
+    // process through `ffi`).
+    unsafe {
+        Lua::unsafe_new_with(mlua::StdLib::ALL, mlua::LuaOptions::default())
+    }
+}
+
 impl LuaRuntime {
     /// A VM with the standard libraries and the `box` prelude.
     pub fn new() -> BoxResult<Self> {
-        let lua = Lua::new();
+        let lua = open_state();
         let init = || -> mlua::Result<()> {
             let b = lua.create_table()?;
             b.set("NULL", convert::null(&lua)?)?;
             lua.globals().set("box", b)?;
+            lua.globals().set("_TARANTOOL", VERSION)?;
             Ok(())
         };
         init().map_err(|e| lua_err(&e))?;
@@ -364,7 +385,7 @@ impl LuaRuntime {
         (result, wait_for)
     }
 
-    /// Loads a script as a coroutine, with `arg` and `_TARANTOOL` set as Tarantool sets them.
+    /// Loads a script as a coroutine, with `arg` set as Tarantool sets it.
     pub fn load_script(&self, path: &std::path::Path, args: &[String]) -> BoxResult<mlua::Thread> {
         let setup = || -> mlua::Result<mlua::Thread> {
             let g = self.lua.globals();
@@ -375,7 +396,6 @@ impl LuaRuntime {
                 arg.raw_set(i + 1, a.as_str())?;
             }
             g.set("arg", arg)?;
-            g.set("_TARANTOOL", "2.6.0-0-oncebox")?;
             let internal: Table = g.get::<Table>("box")?.get("internal")?;
             internal.set("script_mode", true)?;
             // The script's main fiber is named after the file, as in tarantool.
