@@ -4,7 +4,8 @@ Tarantool 2.6 line for line: `require` finds modules in the search root and in
 same "not found" message; package.search, searchroot and setsearchroot;
 package.path and package.cpath (also from LUA_PATH and LUA_CPATH); the `debug`
 library with sourcefile, sourcedir, __file__ and __dir__; dostring; tonumber64;
-the `tarantool` module.
+the `tarantool` module; strict mode, which needs `debug` to tell a main chunk's
+assignment from a function's.
 """
 import os
 import subprocess
@@ -154,3 +155,44 @@ def test_package_paths_from_lua_path_and_lua_cpath(tmp_path):
         outs.append(r.stdout.splitlines())
     assert outs[0] == outs[1]
     assert outs[0][0].startswith("/x/?.lua;") and outs[0][0].endswith(";/y/?.lua") and outs[0][1] == "/z/?.so"
+
+
+STRICT = r"""
+local strict = require('strict')
+print(pcall(function() return undeclared_a end), getmetatable(_G))
+strict.on()
+print(pcall(function() return undeclared_x end))
+top_level = 1
+print(top_level)
+local function f() new_in_fn = 2 end
+print(pcall(f))
+print(rawget(_G, 'new_in_fn'))
+print(pcall(function() return new_in_fn end))
+print(pcall(loadstring('from_chunk = 3')), rawget(_G, 'from_chunk'))
+print(pcall(function() rawset(_G, 'raw_one', 4) return raw_one end))
+print(pcall(function() return string.format('%s', tostring(not_there)) end))
+print(pcall(rawget, _G, 'nothing'))
+print(pcall(select, 2, pcall(loadstring('return undeclared_main_chunk'))))
+strict.off()
+print(pcall(function() return undeclared_y end))
+print(pcall(function() new_after_off = 5 return new_after_off end))
+print(getmetatable(_G))
+-- With a metatable of its own, _G gets strict's handlers, and loses them on off().
+setmetatable(_G, {__index = function(t, k) return 'default_' .. k end})
+strict.on()
+print(pcall(function() return undeclared_c end))
+print(pcall(function() zz = 1 end))
+strict.off()
+print(pcall(function() return undeclared_d end), getmetatable(_G) ~= nil, getmetatable(_G).__index)
+strict.on() strict.on()
+x_main = 5
+strict.off() strict.on()
+print(pcall(function() return x_main end))
+print(pcall(function() x_main = 6 return x_main end))
+print(pcall(function() return undeclared_e end))
+os.exit(0)
+"""
+
+
+def test_strict_mode_tells_a_main_chunk_from_a_function(tmp_path):
+    same_output_on_both(tmp_path, "strict.lua", STRICT, 20)
