@@ -43,7 +43,7 @@ local function write(level, fmt, ...)
         native.log_write(msg)
         return
     end
-    -- The caller's position (the debug library is not loaded): error() at level 3 names it.
+    -- The caller's position: error() at level 3 names it as 2.6's log does.
     local _, where = pcall(error, '', 3)
     local file, line = string.match(tostring(where), '^(.*):(%d+): $')
     file, line = file or '?', tonumber(line) or 0

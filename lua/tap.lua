@@ -2,8 +2,8 @@
 -- tap.test(name[, fn, ...]) makes a test; its methods print `ok - name` /
 -- `not ok - name` lines (TAP version 13, subtests indented by four spaces) with a
 -- YAML block of details after a failure. The details are the checked values
--- (expected, got, path...); the stack trace Tarantool adds needs the debug library
--- and is left out.
+-- (expected, got, path...); the stack trace Tarantool adds (frames of its own
+-- builtin tap.lua among them) is left out.
 
 local yaml = require('yaml')
 local tap = {}
