@@ -24,22 +24,17 @@ local ER_NO_CONNECTION = 77
 
 local function seq(t) return setmetatable(t or {}, {__serialize = 'seq'}) end
 
--- "port", "host:port", "user:password@host:port" (a number is a port on localhost).
-local function parse_uri(uri)
-    if type(uri) == 'number' then return 'localhost', uri end
-    uri = tostring(uri)
-    local user, password, rest = string.match(uri, '^([^:@]+):([^@]*)@(.+)$')
-    if user == nil then
-        user, rest = string.match(uri, '^([^:@]+)@(.+)$')
+-- A port (a number, or a string of digits: on localhost) or a URI as `uri.parse`
+-- reads it: host, port, login, password.
+local function parse_uri(address)
+    if type(address) == 'number' then return 'localhost', address end
+    local parts = require('uri').parse(tostring(address))
+    if parts == nil or parts.service == nil then
+        error('usage: connect(uri[, opts] | host, port[, opts])', 3)
     end
-    rest = rest or uri
-    local host, port = string.match(rest, '^(.*):(%d+)$')
-    if host == nil then
-        if string.match(rest, '^%d+$') then return 'localhost', tonumber(rest), user, password end
-        error("Usage: net_box.connect(uri[, opts]): bad uri '" .. uri .. "'", 3)
-    end
-    if host == '' or host == '*' then host = 'localhost' end
-    return host, tonumber(port), user, password
+    local host = parts.host
+    if host == nil or host == '*' then host = 'localhost' end
+    return host, tonumber(parts.service) or parts.service, parts.login, parts.password
 end
 
 local function no_connection(reason)
@@ -221,15 +216,27 @@ function conn_mt:reload_schema()
     return true
 end
 
-function net_box.connect(uri, opts)
+function net_box.connect(uri, opts, ...)
+    if type(opts) == 'number' or type(opts) == 'string' then
+        -- connect(host, port[, opts])
+        uri, opts = tostring(uri) .. ':' .. tostring(opts), ...
+    end
     opts = opts or {}
     local host, port, user, password = parse_uri(uri)
     user = opts.user or user
     password = opts.password or password or ''
     local self = setmetatable({host = host, port = port, opts = opts, state = 'initial', space = {}}, conn_mt)
-    local ok, h = pcall(internal.netbox_connect, host, port, opts.connect_timeout or opts.timeout or 10)
-    if not ok then
-        self.state, self.error = 'error', tostring(h)
+    if type(port) ~= 'number' then
+        -- A service name or a Unix socket: not served by this net.box.
+        self.state, self.error = 'error', 'Invalid argument'
+        return self
+    elseif port < 0 or port > 65535 or port % 1 ~= 0 then
+        self.state, self.error = 'error', 'Connection refused'
+        return self
+    end
+    local h, reason = internal.netbox_connect(host, port, opts.connect_timeout or opts.timeout or 10)
+    if h == nil then
+        self.state, self.error = 'error', reason
         return self
     end
     self._h, self.state = h, 'active'

@@ -66,7 +66,7 @@ pub struct NetConn {
 }
 
 fn io_err(e: &std::io::Error) -> mlua::Error {
-    mlua::Error::runtime(e.to_string())
+    mlua::Error::runtime(super::native::strerror(e))
 }
 
 fn timeout_of(secs: Option<f64>) -> Option<Duration> {
@@ -74,29 +74,27 @@ fn timeout_of(secs: Option<f64>) -> Option<Duration> {
 }
 
 /// Connects to `host:port`, reads the 128-byte greeting and starts the I/O thread.
-fn connect(host: &str, port: u16, timeout: Option<f64>) -> mlua::Result<NetConn> {
-    let addr = (host, port)
-        .to_socket_addrs()
-        .map_err(|e| io_err(&e))?
-        .next()
-        .ok_or_else(|| mlua::Error::runtime(format!("cannot resolve {host}")))?;
+fn connect(host: &str, port: u16, timeout: Option<f64>) -> Result<NetConn, String> {
+    // A name that does not resolve is EINVAL to 2.6's net.box.
+    let unresolved = || "Invalid argument".to_owned();
+    let addr = (host, port).to_socket_addrs().map_err(|_| unresolved())?.next().ok_or_else(unresolved)?;
     let stream = match timeout_of(timeout) {
         Some(t) => TcpStream::connect_timeout(&addr, t),
         None => TcpStream::connect(addr),
     }
-    .map_err(|e| io_err(&e))?;
-    stream.set_nodelay(true).map_err(|e| io_err(&e))?;
-    stream.set_read_timeout(timeout_of(timeout)).map_err(|e| io_err(&e))?;
+    .map_err(|e| super::native::strerror(&e))?;
+    stream.set_nodelay(true).map_err(|e| super::native::strerror(&e))?;
+    stream.set_read_timeout(timeout_of(timeout)).map_err(|e| super::native::strerror(&e))?;
     let mut raw = [0u8; greeting::GREETING_SIZE];
-    (&stream).read_exact(&mut raw).map_err(|e| io_err(&e))?;
-    let salt = greeting::decode_salt(&raw).ok_or_else(|| mlua::Error::runtime("invalid greeting"))?;
+    (&stream).read_exact(&mut raw).map_err(|e| super::native::strerror(&e))?;
+    let salt = greeting::decode_salt(&raw).ok_or_else(|| "invalid greeting".to_owned())?;
     let text = String::from_utf8_lossy(&raw[..64]).trim_end().to_owned();
-    let closer = stream.try_clone().map_err(|e| io_err(&e))?;
+    let closer = stream.try_clone().map_err(|e| super::native::strerror(&e))?;
     let (jobs, rx) = mpsc::channel::<Job>();
     std::thread::Builder::new()
         .name("net.box".into())
         .spawn(move || serve_jobs(stream, &rx))
-        .map_err(|e| io_err(&e))?;
+        .map_err(|e| super::native::strerror(&e))?;
     Ok(NetConn { jobs: Some(jobs), closer: Some(closer), sync: 0, salt, greeting: text })
 }
 
@@ -284,10 +282,15 @@ impl Drop for NetConn {
     }
 }
 
-/// Registers `box.internal.netbox_connect(host, port, timeout)`.
+/// Registers `box.internal.netbox_connect(host, port, timeout)`: a handle, or nil
+/// and why the connection failed (as 2.6 words it: "Connection refused").
 pub fn register(lua: &Lua) -> mlua::Result<()> {
-    let f =
-        lua.create_function(|_, (host, port, timeout): (String, u16, Option<f64>)| connect(&host, port, timeout))?;
+    let f = lua.create_function(|_, (host, port, timeout): (String, u16, Option<f64>)| {
+        Ok(match connect(&host, port, timeout) {
+            Ok(conn) => (Some(conn), None),
+            Err(reason) => (None, Some(reason)),
+        })
+    })?;
     let internal: mlua::Table = lua.globals().get::<mlua::Table>("box")?.get("internal")?;
     internal.set("netbox_connect", f)
 }
