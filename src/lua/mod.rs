@@ -38,7 +38,7 @@ const PRELUDE: &str = include_str!("../../lua/box.lua");
 const CONSOLE: &str = include_str!("../../lua/console.lua");
 const NET_BOX: &str = include_str!("../../lua/net_box.lua");
 /// Tarantool's Lua modules, each registered in `package.loaded` by its own file (in load order).
-const MODULES: [(&str, &str); 17] = [
+const MODULES: [(&str, &str); 18] = [
     ("=string.lua", include_str!("../../lua/string.lua")),
     ("=table.lua", include_str!("../../lua/table.lua")),
     ("=fiber.lua", include_str!("../../lua/fiber.lua")),
@@ -56,6 +56,7 @@ const MODULES: [(&str, &str); 17] = [
     ("=socket.lua", include_str!("../../lua/socket.lua")),
     ("=buffer.lua", include_str!("../../lua/buffer.lua")),
     ("=uri.lua", include_str!("../../lua/uri.lua")),
+    ("=csv.lua", include_str!("../../lua/csv.lua")),
 ];
 
 /// How CALL results are shaped.
