@@ -220,10 +220,11 @@ rawset(_G, 'dostring', function(s, ...)
 end)
 
 -- A C library function's argument error: "bad argument #n to 'name' (why)",
--- named as the function raising it was called ('?' through pcall).
+-- named as the function raising it was called ('?' through pcall), at the
+-- caller's line.
 local function argument_error(n, why)
     local info = debug.getinfo(2, 'n')
-    error(string.format("bad argument #%d to '%s' (%s)", n, info and info.name or '?', why), 0)
+    error(string.format("bad argument #%d to '%s' (%s)", n, info and info.name or '?', why), 3)
 end
 
 local numeric_ctypes = {}

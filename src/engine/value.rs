@@ -161,6 +161,12 @@ impl Collation {
         }
     }
 
+    /// Compares two strings in this collation's order.
+    #[must_use]
+    pub fn compare(self, a: &[u8], b: &[u8]) -> std::cmp::Ordering {
+        self.sort_key(a).cmp(&self.sort_key(b))
+    }
+
     fn sort_key(self, s: &[u8]) -> Box<[u8]> {
         match self {
             Self::Binary => s.into(),

@@ -17,6 +17,7 @@ pub mod native;
 pub mod netbox;
 pub mod socket;
 pub mod tuple;
+pub mod utf8;
 
 use std::rc::Rc;
 
@@ -38,7 +39,7 @@ const PRELUDE: &str = include_str!("../../lua/box.lua");
 const CONSOLE: &str = include_str!("../../lua/console.lua");
 const NET_BOX: &str = include_str!("../../lua/net_box.lua");
 /// Tarantool's Lua modules, each registered in `package.loaded` by its own file (in load order).
-const MODULES: [(&str, &str); 18] = [
+const MODULES: [(&str, &str); 19] = [
     ("=string.lua", include_str!("../../lua/string.lua")),
     ("=table.lua", include_str!("../../lua/table.lua")),
     ("=fiber.lua", include_str!("../../lua/fiber.lua")),
@@ -57,6 +58,7 @@ const MODULES: [(&str, &str); 18] = [
     ("=buffer.lua", include_str!("../../lua/buffer.lua")),
     ("=uri.lua", include_str!("../../lua/uri.lua")),
     ("=csv.lua", include_str!("../../lua/csv.lua")),
+    ("=utf8.lua", include_str!("../../lua/utf8.lua")),
 ];
 
 /// How CALL results are shaped.
@@ -279,6 +281,7 @@ impl LuaRuntime {
             let internal: Table = lua.globals().get::<Table>("box")?.get("internal")?;
             internal.set("native", native::create(&lua)?)?;
             internal.set("fio", fio::create(&lua)?)?;
+            internal.set("utf8", utf8::create(&lua)?)?;
             let codes: Table = internal.get("op_codes")?;
             for (code, name) in dispatch::OP_CODES.iter().enumerate().skip(1) {
                 codes.raw_set(*name, code)?;

@@ -120,6 +120,8 @@ for _, v in ipairs({ffi.new('int64_t', -5), ffi.new('uint64_t', 5), ffi.new('int
 end
 local function named() return tonumber64('1', 99) end
 p(pcall(named))
+p(pcall(function() local x = tonumber64('1', 99) return x end))
+p(pcall(function() local x = tonumber64() return x end))
 
 -- the tarantool module
 local t = require('tarantool')
@@ -137,7 +139,7 @@ os.exit(0)
 
 
 def test_module_search_debug_dostring_tonumber64_and_the_tarantool_module(tmp_path):
-    same_output_on_both(tmp_path, "package.lua", SCRIPT, 159)
+    same_output_on_both(tmp_path, "package.lua", SCRIPT, 161)
 
 
 PATHS = "print(package.path) print(package.cpath) os.exit(0)\n"
