@@ -31,6 +31,33 @@ end
 
 debug.sourcefile = sourcefile
 debug.sourcedir = sourcedir
+
+-- A script's main chunk runs under oncebox's wrapper (which keeps the value it
+-- raises), a request's function under a fiber worker's pcall: their frames
+-- below the user's own are left out of tracebacks, as 2.6 has none there.
+local traceback = debug.traceback
+local RUNNER_FRAMES = {
+    "\n\t%[C%]: in function 'xpcall'\n\tscript:%d+: in function <script:%d+>$",
+    "\n\t%[C%]: in function 'pcall'\n\tfiber%.lua:%d+: in function <fiber%.lua:%d+>$",
+}
+debug.traceback = function(...)
+    local result
+    if type((...)) == 'thread' then
+        result = traceback(...)
+    elseif select('#', ...) == 0 then
+        -- (a nil message given is returned as it is; none given means none)
+        result = traceback('', 2):sub(2)
+    else
+        local message, level = ...
+        result = traceback(message, (level or 1) + 1)
+    end
+    if type(result) == 'string' then
+        for _, frames in ipairs(RUNNER_FRAMES) do
+            result = result:gsub(frames, '')
+        end
+    end
+    return result
+end
 -- `debug.__file__` and `debug.__dir__` name the reader's own file: the calls
 -- below are tail calls, so one frame up from them is the function reading.
 setmetatable(debug, {
