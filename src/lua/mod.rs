@@ -39,7 +39,7 @@ const PRELUDE: &str = include_str!("../../lua/box.lua");
 const CONSOLE: &str = include_str!("../../lua/console.lua");
 const NET_BOX: &str = include_str!("../../lua/net_box.lua");
 /// Tarantool's Lua modules, each registered in `package.loaded` by its own file (in load order).
-const MODULES: [(&str, &str); 19] = [
+const MODULES: [(&str, &str); 20] = [
     ("=string.lua", include_str!("../../lua/string.lua")),
     ("=table.lua", include_str!("../../lua/table.lua")),
     ("=fiber.lua", include_str!("../../lua/fiber.lua")),
@@ -59,6 +59,7 @@ const MODULES: [(&str, &str); 19] = [
     ("=uri.lua", include_str!("../../lua/uri.lua")),
     ("=csv.lua", include_str!("../../lua/csv.lua")),
     ("=utf8.lua", include_str!("../../lua/utf8.lua")),
+    ("=pickle.lua", include_str!("../../lua/pickle.lua")),
 ];
 
 /// How CALL results are shaped.
