@@ -28,8 +28,9 @@ local errno = setmetatable({}, {
     end,
 })
 
+-- errno.strerror([n]): the text of error `n`, of the last error without one.
 rawset(errno, 'strerror', function(n)
-    if n == nil then n = 0 end
+    if n == nil then n = last end
     return native.strerror(n)
 end)
 

@@ -226,15 +226,11 @@ function net_box.connect(uri, opts, ...)
     user = opts.user or user
     password = opts.password or password or ''
     local self = setmetatable({host = host, port = port, opts = opts, state = 'initial', space = {}}, conn_mt)
-    if type(port) ~= 'number' then
-        -- A service name or a Unix socket: not served by this net.box.
-        self.state, self.error = 'error', 'Invalid argument'
-        return self
-    elseif port < 0 or port > 65535 or port % 1 ~= 0 then
+    if type(port) == 'number' and (port < 0 or port > 65535 or port % 1 ~= 0) then
         self.state, self.error = 'error', 'Connection refused'
         return self
     end
-    local h, reason = internal.netbox_connect(host, port, opts.connect_timeout or opts.timeout or 10)
+    local h, reason = internal.netbox_connect(host, tostring(port), opts.connect_timeout or opts.timeout or 10)
     if h == nil then
         self.state, self.error = 'error', reason
         return self

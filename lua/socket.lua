@@ -137,7 +137,7 @@ end
 
 function socket.tcp_connect(host, port, timeout)
     if port == nil then error('Usage: socket.tcp_connect(host, port[, timeout])', 2) end
-    local h, code = internal.socket_connect(tostring(host), tonumber(port), timeout)
+    local h, code = internal.socket_connect(tostring(host), tostring(port), timeout)
     if h == nil then
         -- 2.6 returns nil alone and sets errno.
         errno(code)

@@ -163,10 +163,13 @@ fn number<T: std::str::FromStr>(s: &str) -> Result<T, String> {
     s.parse().map_err(|_| format!("'{s}' is not a number"))
 }
 
-/// Turns a bare port into a loopback address, as `box.cfg{listen = 3301}` does.
+/// Turns a bare port into a loopback address, as `box.cfg{listen = 3301}` does,
+/// and `unix/:/path` into the socket's path (any address with a '/' is one).
 #[must_use]
 pub fn normalize_listen(s: &str) -> String {
-    if s.chars().all(|c| c.is_ascii_digit()) {
+    if let Some(path) = s.strip_prefix("unix/:") {
+        path.to_owned()
+    } else if s.chars().all(|c| c.is_ascii_digit()) {
         format!("127.0.0.1:{s}")
     } else {
         s.to_owned()
@@ -184,5 +187,7 @@ mod tests {
         let Ok(Command::Serve(c)) = parse_args(["--listen=0.0.0.0:1".into()]) else { panic!() };
         assert_eq!(c.listen, "0.0.0.0:1");
         assert!(parse_args(["--bogus".into()]).is_err());
+        assert_eq!(normalize_listen("unix/:/run/app.sock"), "/run/app.sock");
+        assert_eq!(normalize_listen("unix/:./app.sock"), "./app.sock");
     }
 }

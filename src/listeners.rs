@@ -35,6 +35,9 @@ pub struct BinaryListener {
     pub token: CancellationToken,
 }
 
+/// How 2.6 shows a Unix socket's bound address (`box.info.listen`).
+const UNIX_BOUND: &str = "unix/:(socket)";
+
 /// Binds `addr` (`host:port`, or a path for a unix socket) and serves the binary protocol on it.
 ///
 /// # Errors
@@ -57,7 +60,8 @@ pub async fn open_binary(ctx: &NetContext, addr: &str, instance_uuid: uuid::Uuid
                 () = own.cancelled() => {},
             }
         });
-        addr.to_owned()
+        // As 2.6 shows a Unix socket's bound address.
+        UNIX_BOUND.to_owned()
     } else {
         let listener = server::listen_tcp(addr).await.map_err(|e| format!("failed to bind {addr}: {e}"))?;
         let bound = listener.local_addr().map(|a| a.to_string()).unwrap_or_else(|_| addr.to_owned());
@@ -72,7 +76,7 @@ pub async fn open_binary(ctx: &NetContext, addr: &str, instance_uuid: uuid::Uuid
     };
     // Into the log only: a script's stdout is its own, as under tarantool
     // (`box.info.listen` tells a script the bound address).
-    tracing::info!(addr = %bound, "listening");
+    tracing::info!(addr = %if bound == UNIX_BOUND { addr } else { &bound }, "listening");
     start_tick(ctx);
     Ok(BinaryListener { bound, token })
 }
@@ -82,10 +86,10 @@ pub async fn control_loop(mut rx: UnboundedReceiver<Control>, ctx: NetContext, m
     let mut consoles = 0u64;
     while let Some(req) = rx.recv().await {
         match req {
-            Control::ConsoleListen { addr, reply } => match server::listen_tcp(&addr).await {
+            Control::ConsoleListen { addr, reply } => match server::console::Listener::bind(&addr).await {
                 Ok(listener) => {
-                    let bound = listener.local_addr().map(|a| a.to_string()).unwrap_or(addr);
-                    tracing::info!(addr = %bound, "console listening");
+                    let bound = listener.bound().unwrap_or_else(|| UNIX_BOUND.to_owned());
+                    tracing::info!(%addr, %bound, "console listening");
                     let _ = reply.send(Ok(bound));
                     consoles += 1;
                     // Console sessions get ids far from binary ones.

@@ -16,6 +16,7 @@ pub mod fio;
 pub mod native;
 pub mod netbox;
 pub mod socket;
+pub mod stream;
 pub mod tuple;
 pub mod utf8;
 

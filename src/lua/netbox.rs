@@ -12,6 +12,7 @@
 
 use std::io::{Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
+use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::time::Duration;
@@ -20,6 +21,7 @@ use mlua::{Lua, MultiValue, UserData, UserDataMethods, Value};
 use tokio::sync::mpsc::UnboundedSender;
 
 use super::convert;
+use super::stream::{Stream as Socket, UNIX_HOST};
 use crate::executor::TxMessage;
 use crate::protocol::msgpack::{write, Reader};
 use crate::protocol::{auth, frame, greeting, key};
@@ -59,7 +61,7 @@ struct Job {
 pub struct NetConn {
     jobs: Option<mpsc::Sender<Job>>,
     /// A handle on the socket, to shut it down on close.
-    closer: Option<TcpStream>,
+    closer: Option<Socket>,
     sync: u64,
     salt: Vec<u8>,
     greeting: String,
@@ -73,34 +75,40 @@ fn timeout_of(secs: Option<f64>) -> Option<Duration> {
     secs.filter(|s| s.is_finite() && *s > 0.0).map(Duration::from_secs_f64)
 }
 
-/// Connects to `host:port`, reads the 128-byte greeting and starts the I/O thread.
-fn connect(host: &str, port: u16, timeout: Option<f64>) -> Result<NetConn, String> {
-    // A name that does not resolve is EINVAL to 2.6's net.box.
-    let unresolved = || "Invalid argument".to_owned();
-    let addr = (host, port).to_socket_addrs().map_err(|_| unresolved())?.next().ok_or_else(unresolved)?;
-    let stream = match timeout_of(timeout) {
-        Some(t) => TcpStream::connect_timeout(&addr, t),
-        None => TcpStream::connect(addr),
-    }
-    .map_err(|e| super::native::strerror(&e))?;
-    stream.set_nodelay(true).map_err(|e| super::native::strerror(&e))?;
-    stream.set_read_timeout(timeout_of(timeout)).map_err(|e| super::native::strerror(&e))?;
+/// Connects to `host:port` (`host` "unix/": to the Unix socket at path `port`),
+/// reads the 128-byte greeting and starts the I/O thread.
+fn connect(host: &str, port: &str, timeout: Option<f64>) -> Result<NetConn, String> {
+    let reason = |e: std::io::Error| super::native::strerror(&e);
+    let mut stream = if host == UNIX_HOST {
+        Socket::Unix(UnixStream::connect(port).map_err(reason)?)
+    } else {
+        // A name that does not resolve, or a port that is not a number, is EINVAL
+        // to 2.6's net.box.
+        let unresolved = || "Invalid argument".to_owned();
+        let port: u16 = port.parse().map_err(|_| unresolved())?;
+        let addr = (host, port).to_socket_addrs().map_err(|_| unresolved())?.next().ok_or_else(unresolved)?;
+        let stream = match timeout_of(timeout) {
+            Some(t) => TcpStream::connect_timeout(&addr, t),
+            None => TcpStream::connect(addr),
+        }
+        .map_err(reason)?;
+        stream.set_nodelay(true).map_err(reason)?;
+        Socket::Tcp(stream)
+    };
+    stream.set_read_timeout(timeout_of(timeout)).map_err(reason)?;
     let mut raw = [0u8; greeting::GREETING_SIZE];
-    (&stream).read_exact(&mut raw).map_err(|e| super::native::strerror(&e))?;
+    stream.read_exact(&mut raw).map_err(reason)?;
     let salt = greeting::decode_salt(&raw).ok_or_else(|| "invalid greeting".to_owned())?;
     let text = String::from_utf8_lossy(&raw[..64]).trim_end().to_owned();
-    let closer = stream.try_clone().map_err(|e| super::native::strerror(&e))?;
+    let closer = stream.try_clone().map_err(reason)?;
     let (jobs, rx) = mpsc::channel::<Job>();
-    std::thread::Builder::new()
-        .name("net.box".into())
-        .spawn(move || serve_jobs(stream, &rx))
-        .map_err(|e| super::native::strerror(&e))?;
+    std::thread::Builder::new().name("net.box".into()).spawn(move || serve_jobs(stream, &rx)).map_err(reason)?;
     Ok(NetConn { jobs: Some(jobs), closer: Some(closer), sync: 0, salt, greeting: text })
 }
 
 /// The I/O thread: sends each request and reads until its reply; after a transport
 /// error every later request fails with it.
-fn serve_jobs(mut stream: TcpStream, jobs: &mpsc::Receiver<Job>) {
+fn serve_jobs(mut stream: Socket, jobs: &mpsc::Receiver<Job>) {
     let mut broken: Option<String> = None;
     while let Ok(job) = jobs.recv() {
         let result = match &broken {
@@ -123,7 +131,7 @@ fn serve_jobs(mut stream: TcpStream, jobs: &mpsc::Receiver<Job>) {
 
 /// Writes one request and reads frames until the reply with its sync (pushes and
 /// late replies to timed-out requests are skipped).
-fn round_trip(stream: &mut TcpStream, job: &Job) -> NetReply {
+fn round_trip(stream: &mut Socket, job: &Job) -> NetReply {
     let text = |e: mlua::Error| e.to_string();
     stream.set_read_timeout(job.timeout).map_err(|e| e.to_string())?;
     stream.write_all(&job.packet).map_err(|e| e.to_string())?;
@@ -208,7 +216,7 @@ pub fn reply_values(lua: &Lua, code: u64, reply: &[u8]) -> mlua::Result<MultiVal
     Ok(MultiValue::from_vec(vec![Value::Number(code as f64), body]))
 }
 
-fn read_frame(stream: &mut TcpStream) -> mlua::Result<Vec<u8>> {
+fn read_frame(stream: &mut impl Read) -> mlua::Result<Vec<u8>> {
     let mut head = vec![0u8; 1];
     stream.read_exact(&mut head).map_err(|e| io_err(&e))?;
     let width = match head[0] {
@@ -266,7 +274,7 @@ impl UserData for NetConn {
         methods.add_method_mut("close", |_, this, ()| {
             this.jobs = None;
             if let Some(s) = this.closer.take() {
-                let _ = s.shutdown(std::net::Shutdown::Both);
+                s.shutdown();
             }
             Ok(())
         });
@@ -277,7 +285,7 @@ impl Drop for NetConn {
     fn drop(&mut self) {
         // The I/O thread ends when its job channel closes; a blocked read ends with the socket.
         if let Some(s) = self.closer.take() {
-            let _ = s.shutdown(std::net::Shutdown::Both);
+            s.shutdown();
         }
     }
 }
@@ -285,8 +293,8 @@ impl Drop for NetConn {
 /// Registers `box.internal.netbox_connect(host, port, timeout)`: a handle, or nil
 /// and why the connection failed (as 2.6 words it: "Connection refused").
 pub fn register(lua: &Lua) -> mlua::Result<()> {
-    let f = lua.create_function(|_, (host, port, timeout): (String, u16, Option<f64>)| {
-        Ok(match connect(&host, port, timeout) {
+    let f = lua.create_function(|_, (host, port, timeout): (String, String, Option<f64>)| {
+        Ok(match connect(&host, &port, timeout) {
             Ok(conn) => (Some(conn), None),
             Err(reason) => (None, Some(reason)),
         })

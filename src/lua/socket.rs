@@ -13,6 +13,7 @@
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
+use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
@@ -21,6 +22,7 @@ use mlua::{Lua, UserData, UserDataMethods, Value};
 use tokio::sync::mpsc::UnboundedSender;
 
 use super::netbox::TxNotify;
+use super::stream::{Stream, UNIX_HOST};
 use crate::executor::TxMessage;
 
 /// An I/O outcome as Lua sees it: the bytes read (or, for a write, none), or errno and its text.
@@ -105,7 +107,7 @@ pub struct Sock {
     writes: Option<mpsc::Sender<Job>>,
     /// Writes queued to the writer thread and not yet done (a direct write would overtake them).
     queued_writes: Arc<AtomicUsize>,
-    stream: Option<TcpStream>,
+    stream: Option<Stream>,
     last_error: Option<(i32, String)>,
 }
 
@@ -122,8 +124,10 @@ fn timeout_of(secs: Option<f64>) -> Option<Duration> {
 }
 
 impl Sock {
-    fn start(stream: TcpStream) -> std::io::Result<Self> {
-        let _ = stream.set_nodelay(true);
+    fn start(stream: Stream) -> std::io::Result<Self> {
+        if let Stream::Tcp(s) = &stream {
+            let _ = s.set_nodelay(true);
+        }
         let reader = stream.try_clone()?;
         let writer = stream.try_clone()?;
         let (reads, read_jobs) = mpsc::channel::<Job>();
@@ -174,7 +178,7 @@ impl Sock {
         self.reads = None;
         self.writes = None;
         if let Some(s) = self.stream.take() {
-            let _ = s.shutdown(Shutdown::Both);
+            s.shutdown();
         }
     }
 }
@@ -186,7 +190,7 @@ impl Drop for Sock {
     }
 }
 
-fn serve_reads(mut stream: TcpStream, jobs: &mpsc::Receiver<Job>) {
+fn serve_reads(mut stream: Stream, jobs: &mpsc::Receiver<Job>) {
     let mut buf = Vec::new();
     let mut eof = false;
     while let Ok(Job::Read(until, timeout, reply)) = jobs.recv() {
@@ -196,7 +200,7 @@ fn serve_reads(mut stream: TcpStream, jobs: &mpsc::Receiver<Job>) {
 
 /// Reads until `until` is met, the stream ends or `timeout` passes (what was read stays in `buf`).
 fn read_once(
-    stream: &mut TcpStream,
+    stream: &mut Stream,
     buf: &mut Vec<u8>,
     eof: &mut bool,
     until: &ReadUntil,
@@ -228,7 +232,7 @@ fn read_once(
     }
 }
 
-fn serve_writes(mut stream: TcpStream, jobs: &mpsc::Receiver<Job>, queued: &AtomicUsize) {
+fn serve_writes(mut stream: Stream, jobs: &mpsc::Receiver<Job>, queued: &AtomicUsize) {
     while let Ok(Job::Write(data, timeout, reply)) = jobs.recv() {
         let written = stream
             .set_write_timeout(timeout)
@@ -246,15 +250,57 @@ fn resolve(host: &str, port: u16) -> Result<SocketAddr, (i32, String)> {
     addrs.next().ok_or_else(|| (EINVAL, format!("cannot resolve {host}")))
 }
 
-/// `box.internal.socket_connect(host, port, timeout)`: a handle, or `nil, errno, message`.
-fn connect(host: &str, port: u16, timeout: Option<f64>) -> Result<Sock, (i32, String)> {
-    let addr = resolve(host, port)?;
-    let stream = match timeout_of(timeout) {
-        Some(t) => TcpStream::connect_timeout(&addr, t),
-        None => TcpStream::connect(addr),
-    }
-    .map_err(|e| os_error(&e))?;
+/// `box.internal.socket_connect(host, port, timeout)`: a handle, or `nil, errno,
+/// message`. Host "unix/" connects to the Unix socket at path `port`.
+fn connect(host: &str, port: &str, timeout: Option<f64>) -> Result<Sock, (i32, String)> {
+    let stream = if host == UNIX_HOST {
+        Stream::Unix(UnixStream::connect(port).map_err(|e| os_error(&e))?)
+    } else {
+        let port = port.parse().map_err(|_| (EINVAL, "Invalid argument".to_owned()))?;
+        let addr = resolve(host, port)?;
+        let stream = match timeout_of(timeout) {
+            Some(t) => TcpStream::connect_timeout(&addr, t),
+            None => TcpStream::connect(addr),
+        }
+        .map_err(|e| os_error(&e))?;
+        Stream::Tcp(stream)
+    };
     Sock::start(stream).map_err(|e| os_error(&e))
+}
+
+/// Which end of a connection `sock:peer()` / `sock:name()` asks for.
+#[derive(Clone, Copy)]
+enum End {
+    Peer,
+    Local,
+}
+
+/// An end of `stream` as the Lua table 2.6 returns: a Unix socket's path stands
+/// in the port's place (empty for an unnamed end).
+fn end_table(lua: &Lua, stream: &Stream, end: End) -> mlua::Result<Value> {
+    match stream {
+        Stream::Tcp(s) => {
+            let addr = match end {
+                End::Peer => s.peer_addr(),
+                End::Local => s.local_addr(),
+            };
+            addr.ok().map_or(Ok(Value::Nil), |a| Ok(Value::Table(address_table(lua, &a)?)))
+        }
+        Stream::Unix(s) => {
+            let addr = match end {
+                End::Peer => s.peer_addr(),
+                End::Local => s.local_addr(),
+            };
+            let Ok(addr) = addr else { return Ok(Value::Nil) };
+            let t = lua.create_table()?;
+            t.set("host", UNIX_HOST)?;
+            t.set("port", addr.as_pathname().map(|p| p.to_string_lossy().into_owned()).unwrap_or_default())?;
+            t.set("family", "AF_UNIX")?;
+            t.set("type", "SOCK_STREAM")?;
+            t.set("protocol", 0)?;
+            Ok(Value::Table(t))
+        }
+    }
 }
 
 /// An address as the Lua table Tarantool returns from `sock:peer()` / `sock:name()`.
@@ -348,17 +394,15 @@ impl UserData for Sock {
         methods.add_method("write_direct", |lua, this, data: mlua::LuaString| {
             or_failure(lua, this.write_direct(&data.as_bytes()))
         });
-        methods.add_method("peer", |lua, this, ()| match this.stream.as_ref().map(TcpStream::peer_addr) {
-            Some(Ok(addr)) => Ok(Value::Table(address_table(lua, &addr)?)),
-            _ => Ok(Value::Nil),
+        methods.add_method("peer", |lua, this, ()| {
+            this.stream.as_ref().map_or(Ok(Value::Nil), |s| end_table(lua, s, End::Peer))
         });
-        methods.add_method("name", |lua, this, ()| match this.stream.as_ref().map(TcpStream::local_addr) {
-            Some(Ok(addr)) => Ok(Value::Table(address_table(lua, &addr)?)),
-            _ => Ok(Value::Nil),
+        methods.add_method("name", |lua, this, ()| {
+            this.stream.as_ref().map_or(Ok(Value::Nil), |s| end_table(lua, s, End::Local))
         });
         methods.add_method("fd", |_, this, ()| {
-            use std::os::fd::AsRawFd;
-            Ok(this.stream.as_ref().map_or(-1, AsRawFd::as_raw_fd))
+            use std::os::fd::{AsFd, AsRawFd};
+            Ok(this.stream.as_ref().map_or(-1, |s| s.as_fd().as_raw_fd()))
         });
         methods.add_method("shutdown", |_, this, how: Option<String>| {
             let how = match how.as_deref() {
@@ -366,7 +410,10 @@ impl UserData for Sock {
                 Some("W" | "SHUT_WR" | "w") => Shutdown::Write,
                 _ => Shutdown::Both,
             };
-            Ok(this.stream.as_ref().is_some_and(|s| s.shutdown(how).is_ok()))
+            Ok(this.stream.as_ref().is_some_and(|s| match s {
+                Stream::Tcp(s) => s.shutdown(how).is_ok(),
+                Stream::Unix(s) => s.shutdown(how).is_ok(),
+            }))
         });
         methods.add_method_mut("set_error", |_, this, (errno, text): (i32, String)| {
             this.last_error = Some((errno, text));
@@ -457,7 +504,7 @@ impl Drop for Listener {
 /// Wraps an accepted connection for Lua, with its peer's address.
 pub fn accepted(lua: &Lua, conn: Accepted) -> mlua::Result<(mlua::AnyUserData, Value)> {
     let peer = conn.stream.peer_addr().ok();
-    let sock = Sock::start(conn.stream).map_err(|e| mlua::Error::runtime(e.to_string()))?;
+    let sock = Sock::start(Stream::Tcp(conn.stream)).map_err(|e| mlua::Error::runtime(e.to_string()))?;
     let from = match peer {
         Some(addr) => Value::Table(address_table(lua, &addr)?),
         None => Value::Nil,
@@ -503,8 +550,8 @@ pub fn register(lua: &Lua) -> mlua::Result<()> {
     let internal: mlua::Table = lua.globals().get::<mlua::Table>("box")?.get("internal")?;
     internal.set(
         "socket_connect",
-        lua.create_function(|lua, (host, port, timeout): (String, u16, Option<f64>)| {
-            or_failure(lua, connect(&host, port, timeout))
+        lua.create_function(|lua, (host, port, timeout): (String, String, Option<f64>)| {
+            or_failure(lua, connect(&host, &port, timeout))
         })?,
     )?;
     internal.set(

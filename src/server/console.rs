@@ -7,8 +7,8 @@
 //! client: <lua>\n        server: ---\n- <value>\n...\n
 //! ```
 
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::net::{TcpListener, UnixListener};
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -34,9 +34,53 @@ fn greeting() -> [u8; 128] {
     g
 }
 
+/// A console's listening socket: TCP, or a Unix socket (an address with a '/').
+pub enum Listener {
+    /// `host:port`.
+    Tcp(TcpListener),
+    /// A socket path.
+    Unix(UnixListener),
+}
+
+impl Listener {
+    /// Binds `addr`; a Unix socket's stale file is replaced.
+    ///
+    /// # Errors
+    /// The bind's.
+    pub async fn bind(addr: &str) -> std::io::Result<Self> {
+        if addr.contains('/') {
+            let _ = std::fs::remove_file(addr);
+            Ok(Self::Unix(UnixListener::bind(addr)?))
+        } else {
+            Ok(Self::Tcp(super::listen_tcp(addr).await?))
+        }
+    }
+
+    /// The bound `host:port` of a TCP listener.
+    #[must_use]
+    pub fn bound(&self) -> Option<String> {
+        match self {
+            Self::Tcp(l) => l.local_addr().ok().map(|a| a.to_string()),
+            Self::Unix(_) => None,
+        }
+    }
+
+    async fn accept(&self) -> std::io::Result<Box<dyn Stream>> {
+        Ok(match self {
+            Self::Tcp(l) => Box::new(l.accept().await?.0),
+            Self::Unix(l) => Box::new(l.accept().await?.0),
+        })
+    }
+}
+
+/// An accepted console connection, whichever kind of socket.
+trait Stream: AsyncRead + AsyncWrite + Send + Unpin {}
+
+impl<S: AsyncRead + AsyncWrite + Send + Unpin> Stream for S {}
+
 /// Serves console connections until `stop`.
 pub async fn serve(
-    listener: TcpListener,
+    listener: Listener,
     tx: UnboundedSender<TxMessage>,
     stop: CancellationToken,
     tracker: TaskTracker,
@@ -48,7 +92,7 @@ pub async fn serve(
             a = listener.accept() => a,
             () = stop.cancelled() => return,
         };
-        let Ok((socket, _)) = accepted else { continue };
+        let Ok(socket) = accepted else { continue };
         next += 1;
         // Announced from the accept loop, so TX hears of sessions in accept order.
         let (out_tx, out_rx) = unbounded_channel();
@@ -62,13 +106,13 @@ pub async fn serve(
 }
 
 async fn run(
-    socket: TcpStream,
+    socket: Box<dyn Stream>,
     session_id: u64,
     mut out_rx: UnboundedReceiver<Outgoing>,
     tx: UnboundedSender<TxMessage>,
     stop: CancellationToken,
 ) {
-    let (rd, mut wr) = socket.into_split();
+    let (rd, mut wr) = tokio::io::split(socket);
     if wr.write_all(&greeting()).await.is_err() {
         let _ = tx.send(TxMessage::Disconnect { session_id });
         return;
