@@ -1296,7 +1296,7 @@ local cfg_static = {work_dir = true, wal_mode = true, wal_dir = true, memtx_dir 
                     instance_uuid = true, replicaset_uuid = true, slab_alloc_factor = true,
                     log_format = true, coredump = true, hot_standby = true, strip_core = true}
 local cfg_known = {
-    listen = 'any', memtx_memory = 'number', memtx_min_tuple_size = 'number', memtx_max_tuple_size = 'number',
+    listen = 'string, number', memtx_memory = 'number', memtx_min_tuple_size = 'number', memtx_max_tuple_size = 'number',
     memtx_dir = 'string', wal_dir = 'string', work_dir = 'string', vinyl_dir = 'string', vinyl_memory = 'number',
     vinyl_cache = 'number', vinyl_max_tuple_size = 'number', vinyl_read_threads = 'number',
     vinyl_write_threads = 'number', vinyl_timeout = 'number', vinyl_run_count_per_level = 'number',
@@ -1321,6 +1321,28 @@ local cfg_known = {
 }
 local cfg_values = nil
 
+-- 2.6's defaults, reported by box.cfg before an option is set and restored by
+-- setting it to box.NULL.
+local cfg_defaults = {
+    background = false, checkpoint_count = 2, checkpoint_interval = 3600, checkpoint_wal_threshold = 1e18,
+    coredump = false, feedback_enabled = true, feedback_host = 'https://feedback.tarantool.io',
+    feedback_interval = 3600, force_recovery = false, hot_standby = false, log_format = 'plain', log_level = 5,
+    memtx_max_tuple_size = 1048576, memtx_memory = 268435456, memtx_min_tuple_size = 16, net_msg_max = 768,
+    read_only = false, readahead = 16320, replication_anon = false, replication_connect_timeout = 30,
+    replication_skip_conflict = false, replication_sync_lag = 10, replication_sync_timeout = 300,
+    replication_synchro_quorum = 1, replication_synchro_timeout = 5, replication_timeout = 1,
+    slab_alloc_factor = 1.05, sql_cache_size = 5242880, strip_core = true, too_long_threshold = 0.5,
+    vinyl_bloom_fpr = 0.05, vinyl_cache = 134217728, vinyl_max_tuple_size = 1048576, vinyl_memory = 134217728,
+    vinyl_page_size = 8192, vinyl_read_threads = 1, vinyl_run_count_per_level = 2, vinyl_run_size_ratio = 3.5,
+    vinyl_timeout = 60, vinyl_write_threads = 4, wal_dir_rescan_delay = 2, wal_max_size = 268435456,
+    wal_mode = 'write', worker_pool_threads = 4,
+}
+
+-- nil or box.NULL: "no value" (an option's default).
+local function is_null(v)
+    return v == nil or (type(v) == 'cdata' and v == box.NULL)
+end
+
 -- Checks one option's value as 2.6's box.cfg does; log_level takes a number or a level's name.
 local LOG_LEVEL_NAMES = {fatal = true, syserror = true, error = true, crit = true, warn = true, info = true,
                          verbose = true, debug = true}
@@ -1329,7 +1351,9 @@ local function check_cfg_value(k, v)
     if want == nil then
         raise(59, "Incorrect value for option '%s': unexpected option", tostring(k))
     end
-    if k == 'log_level' then
+    if is_null(v) then
+        return
+    elseif k == 'log_level' then
         if type(v) == 'string' then
             if not LOG_LEVEL_NAMES[v] then
                 raise(59, "Incorrect value for option 'log_level': " ..
@@ -1338,25 +1362,38 @@ local function check_cfg_value(k, v)
         elseif type(v) ~= 'number' then
             raise(59, "Incorrect value for option 'log_level': must be a number or a string")
         end
+    elseif want:find(',', 1, true) then
+        if not want:find(type(v), 1, true) then
+            raise(59, "Incorrect value for option '%s': should be one of types %s", k, want)
+        end
     elseif want ~= 'any' and type(v) ~= want then
         raise(59, "Incorrect value for option '%s': should be of type %s", k, want)
     end
 end
 
+-- The options as box.cfg's own fields too, so that pairs(box.cfg) lists them as in 2.6.
+local function cfg_publish()
+    for k, v in pairs(cfg_values) do rawset(box.cfg, k, v) end
+end
+
 local function cfg_load()
     if cfg_values ~= nil then return end
     cfg_values = {}
+    for k, v in pairs(cfg_defaults) do cfg_values[k] = v end
     for k, v in pairs(op('cfg_initial')) do
         if k == 'listen_bound' then
             internal.listen_bound = internal.listen_bound or v
         elseif k == 'listen' then
             cfg_values[k] = v
+        elseif cfg_known[k] == 'boolean' and (v == 'true' or v == 'false') then
+            cfg_values[k] = v == 'true'
         else
             cfg_values[k] = tonumber(v) or v
         end
     end
     -- Defaults 2.6 reports before they are set.
     if cfg_values.read_only == nil then cfg_values.read_only = op('is_read_only') end
+    if internal.booted or not internal.script_mode then cfg_publish() end
 end
 
 box.cfg = setmetatable({}, {
@@ -1388,7 +1425,9 @@ box.cfg = setmetatable({}, {
             end
         end
         for k, v in pairs(opts or {}) do
-            if string.sub(k, 1, 12) == 'idempotency_' then op('idem_cfg', k, v) end
+            -- box.NULL restores an option's default; an empty listen stops listening.
+            if is_null(v) or (k == 'listen' and v == '') then v = cfg_defaults[k] end
+            if string.sub(k, 1, 12) == 'idempotency_' and v ~= nil then op('idem_cfg', k, v) end
             if k == 'read_only' then op('set_read_only', v) end
             if k == 'memtx_max_tuple_size' then op('max_tuple_size', v) end
             if k == 'checkpoint_wal_threshold' then op('checkpoint_wal_threshold', v) end
@@ -1397,6 +1436,7 @@ box.cfg = setmetatable({}, {
                 internal.listen_bound = bound ~= '' and bound or nil
             end
             cfg_values[k] = v
+            rawset(box.cfg, k, v)
         end
     end,
 })

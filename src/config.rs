@@ -169,7 +169,7 @@ fn number<T: std::str::FromStr>(s: &str) -> Result<T, String> {
 pub fn normalize_listen(s: &str) -> String {
     if let Some(path) = s.strip_prefix("unix/:") {
         path.to_owned()
-    } else if s.chars().all(|c| c.is_ascii_digit()) {
+    } else if !s.is_empty() && s.chars().all(|c| c.is_ascii_digit()) {
         format!("127.0.0.1:{s}")
     } else {
         s.to_owned()

@@ -1,0 +1,34 @@
+"""box.cfg's values, compared with real Tarantool 2.6 line for line: every
+option 2.6 reports after box.cfg{} with its default (and pairs(box.cfg)
+listing them), values set at start keeping their types (booleans stay
+booleans), box.NULL restoring a default, an empty or box.NULL listen closing
+the listener, and the type errors for listen and numeric options.
+"""
+from conftest import same_output_on_both
+
+SCRIPT = r"""
+box.cfg{read_only = false, log_format = 'plain', too_long_threshold = 1, feedback_enabled = false,
+        readahead = 20000, log_level = 'info', custom_proc_title = 'x', listen = os.getenv('LISTEN')}
+-- (data directories are oncebox's own layout, not 2.6's)
+local skip = {memtx_dir = true, vinyl_dir = true, wal_dir = true, listen = true}
+local keys = {}
+for k in pairs(box.cfg) do
+  if not skip[k] and not k:find('^idempotency_') then keys[#keys + 1] = k end
+end
+table.sort(keys)
+for _, k in ipairs(keys) do print(k, type(box.cfg[k]), tostring(box.cfg[k])) end
+box.cfg{feedback_enabled = true, readahead = box.NULL, log_level = 6}
+for _, k in ipairs({'feedback_enabled', 'readahead', 'log_level'}) do print(k, type(box.cfg[k]), box.cfg[k]) end
+print(pcall(box.cfg, {listen = ''}), box.cfg.listen, box.info.listen)
+print(pcall(box.cfg, {listen = os.getenv('LISTEN')}), box.cfg.listen == os.getenv('LISTEN'))
+print(pcall(box.cfg, {listen = box.NULL}), box.cfg.listen, box.info.listen)
+print(pcall(box.cfg, {listen = {}}))
+print(pcall(box.cfg, {listen = true}))
+print(pcall(box.cfg, {memtx_memory = 'x'}))
+print(pcall(box.cfg, {no_such_option = 1}))
+os.exit(0)
+"""
+
+
+def test_box_cfg_reports_2_6_defaults_and_types(tmp_path):
+    same_output_on_both(tmp_path, "cfg.lua", SCRIPT, 55)
