@@ -1194,6 +1194,18 @@ function box.session.euid() return session_uid() end
 function box.session.user() return op('user_name', box.session.uid()) end
 function box.session.effective_user() return op('user_name', session_uid()) end
 function box.session.id() return op('session_id') end
+
+-- Console sessions are numbered from 2^48 up (see listeners.rs); 0 is the
+-- server's own (the script, its fibers, triggers).
+local CONSOLE_SESSIONS = 2 ^ 48
+
+-- box.session.type(): 'binary' for an IPROTO client's, 'console' for an admin
+-- console's, 'background' for the server's own.
+function box.session.type()
+    local id = box.session.id()
+    if id == 0 then return 'background' end
+    return id >= CONSOLE_SESSIONS and 'console' or 'binary'
+end
 -- box.session.storage: a table of each session's own, dropped when it disconnects.
 -- (Assigning box.session.storage replaces it for every session, as in 2.6.)
 local session_storage = {}
@@ -1284,6 +1296,8 @@ box.info = setmetatable({}, {__index = function(_, k)
     -- The address the binary port is bound to (port 0 resolved), as box.info.listen in 2.8+.
     if k == 'listen' then return internal.listen_bound or box.cfg.listen end
     if k == 'schema_version' then return op('schema_version') end
+    if k == 'pid' then return require('tarantool').pid() end
+    if k == 'uptime' then return math.floor(require('tarantool').uptime()) end
     return nil
 end, __call = function(self)
     return {version = self.version, status = self.status, ro = self.ro, id = 1, uuid = self.uuid}
@@ -1441,11 +1455,64 @@ box.cfg = setmetatable({}, {
     end,
 })
 
+-- box.func: the functions of _func by name, each with call(args) running it as a
+-- CALL would (a global, or a path like 'mod.fn' or 'mod.obj:method').
+local func_methods = {}
+func_methods.__index = func_methods
+
+-- The Lua function a CALL of `name` reaches, and the object of a ':' call.
+local function resolve_function(name)
+    local path, method = string.match(name, '^(.-):([^.:]+)$')
+    local value = _G
+    for part in string.gmatch(path or name, '[^.]+') do
+        if type(value) ~= 'table' then return nil end
+        value = value[part]
+    end
+    if method then
+        if type(value) ~= 'table' then return nil end
+        return value[method], value
+    end
+    return value
+end
+
+function func_methods:call(args)
+    if args ~= nil and type(args) ~= 'table' then error('Use func:call(table)', 2) end
+    local fn, object = resolve_function(self.name)
+    if fn == nil then raise(33, "Procedure '%s' is not defined", self.name) end
+    args = args or {}
+    if object ~= nil then return fn(object, unpack(args, 1, table.maxn(args))) end
+    return fn(unpack(args, 1, table.maxn(args)))
+end
+
+function func_methods:drop() box.schema.func.drop(self.name) end
+
+box.func = setmetatable({}, {__index = function(_, name)
+    if type(name) ~= 'string' then return nil end
+    local row = box.space._func.index.name:get(name)
+    if row == nil then return nil end
+    return setmetatable({id = row[1], name = row[3], setuid = row[4] == 1 or row[4] == true,
+                         language = string.upper(tostring(row[5] or 'LUA'))}, func_methods)
+end})
+
 box.stat = setmetatable({}, {__call = function() return {} end})
 function box.stat.idempotency() return op('idem_stat') end
 
 -- box.ctl.on_iproto_request(fn [, old]): Tarantool's trigger convention.
 box.ctl = box.ctl or {}
+
+-- box.ctl.wait_rw([timeout]) / wait_ro([timeout]): return once the instance is
+-- writable (read-only), waiting at most `timeout` seconds ("timed out" then).
+local function wait_mode(read_only, timeout)
+    local fiber = require('fiber')
+    local deadline = timeout and fiber.clock() + timeout
+    while op('is_read_only') ~= read_only do
+        if deadline and fiber.clock() >= deadline then error('timed out', 0) end
+        fiber.sleep(0.01)
+    end
+end
+function box.ctl.wait_rw(timeout) wait_mode(false, timeout) end
+function box.ctl.wait_ro(timeout) wait_mode(true, timeout) end
+
 local iproto_triggers = {}
 function box.ctl.on_iproto_request(new, old)
     local r = set_trigger(iproto_triggers, new, old)
@@ -1465,12 +1532,16 @@ function box.tuple.new(...)
 end
 function box.tuple.is(v) return internal.native.is_tuple(v) end
 
+-- box.once(key, fn, ...): fn(...) the first time `key` is seen by this database
+-- (its results returned), nothing later.
 function box.once(key, fn, ...)
+    if type(key) ~= 'string' or type(fn) ~= 'function' then
+        raise(1, 'Illegal parameters, Usage: box.once(key, func, ...)')
+    end
     local k = 'once' .. key
-    if box.space._schema:get{k} ~= nil then return false end
-    box.space._schema:insert{k}
-    fn(...)
-    return true
+    if box.space._schema:get{k} ~= nil then return end
+    box.space._schema:put{k}
+    return fn(...)
 end
 
 --------------------------------------------------------------------------------

@@ -385,6 +385,20 @@ rawset(_G, 'tonumber64', function(...)
     return nil
 end)
 
+-- os.environ(): the process environment as a table.
+pcall(ffi.cdef, 'extern char **environ;')
+rawset(os, 'environ', function()
+    local vars = {}
+    local environ = ffi.C.environ
+    local i = 0
+    while environ[i] ~= nil do
+        local name, value = ffi.string(environ[i]):match('^([^=]*)=(.*)$')
+        if name then vars[name] = value end
+        i = i + 1
+    end
+    return vars
+end)
+
 -- The tarantool module -------------------------------------------------------
 
 pcall(ffi.cdef, 'int getpid(void);')

@@ -1,0 +1,39 @@
+"""Smaller box APIs scripts call at start, compared with real Tarantool 2.6
+line for line: box.once (results, second call, usage errors), box.info.pid
+and uptime, os.environ(), box.session.type() in the script and its fibers,
+box.func (fields, call with a table, dotted names, errors), and
+box.ctl.wait_rw / wait_ro.
+"""
+from conftest import same_output_on_both
+
+SCRIPT = r"""
+box.cfg{listen = os.getenv('LISTEN')}
+local function p(...) local t = {...} for i = 1, select('#', ...) do t[i] = tostring(t[i]) end print(select('#', ...) .. ': ' .. table.concat(t, ' | ')) end
+p(box.once('a', function(x) return x, 'second' end, 'first'))
+p(box.once('a', function() return 'again' end))
+p(pcall(box.once, 'b'))
+p(pcall(box.once, 5, function() end))
+p(type(box.info.pid), box.info.pid == require('tarantool').pid(), type(box.info.uptime), box.info.uptime >= 0, math.floor(box.info.uptime) == box.info.uptime)
+local env = os.environ()
+p(type(env), env.WORK == os.getenv('WORK'), env.LISTEN == os.getenv('LISTEN'))
+p(box.session.type())
+require('fiber').create(function() p('fiber', box.session.type()) end)
+box.schema.func.create('f1', {if_not_exists = true})
+box.schema.func.create('mod.f2', {if_not_exists = true, setuid = true})
+rawset(_G, 'f1', function(...) return select('#', ...), ... end)
+rawset(_G, 'mod', {f2 = function(a) return a * 2 end})
+p(type(box.func), type(box.func.f1), box.func.f1.name, box.func.f1.setuid, box.func.f1.language, box.func['mod.f2'].setuid, box.func.nosuch)
+p(box.func.f1:call({1, 2, 3}))
+p(box.func.f1:call())
+p(box.func['mod.f2']:call({21}))
+p(select(2, pcall(box.func.f1.call, box.func.f1, 5)):match('Use.*'))
+rawset(_G, 'f1', nil)
+p(pcall(box.func.f1.call, box.func.f1))
+p(box.ctl.wait_rw(), box.ctl.wait_rw(0.01))
+p(pcall(box.ctl.wait_ro, 0.01))
+os.exit(0)
+"""
+
+
+def test_once_info_environ_session_type_func_and_wait(tmp_path):
+    same_output_on_both(tmp_path, "misc.lua", SCRIPT, 16)
