@@ -1494,7 +1494,11 @@ box.func = setmetatable({}, {__index = function(_, name)
                          language = string.upper(tostring(row[5] or 'LUA'))}, func_methods)
 end})
 
-box.stat = setmetatable({}, {__call = function() return {} end})
+-- box.stat(): operations counted since start (or box.stat.reset()), each with its
+-- rate over the last five seconds: SELECT, INSERT, REPLACE, UPDATE, UPSERT, DELETE
+-- (from Lua and IPROTO alike), CALL, EVAL, AUTH (IPROTO), ERROR (failed operations).
+box.stat = setmetatable({}, {__call = function() return op('stat') end})
+function box.stat.reset() op('stat_reset') end
 function box.stat.idempotency() return op('idem_stat') end
 
 -- box.ctl.on_iproto_request(fn [, old]): Tarantool's trigger convention.

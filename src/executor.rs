@@ -18,6 +18,7 @@ use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
 use crate::alarm::Alarm;
 use crate::engine::access::{user_id, Credentials};
 use crate::engine::space::WriteMode;
+use crate::engine::stats::OpKind;
 use crate::engine::{Change, Engine};
 use crate::error::{code, BoxError, BoxResult};
 use crate::id_map::IdMap;
@@ -901,6 +902,7 @@ impl Executor {
     /// Evicts a step of idempotency records and keeps the service clock persisted.
     fn tick(&mut self) {
         self.ticks += 1;
+        self.engine.stats.tick();
         if self.wal_failed.is_some() || self.shutting_down {
             return;
         }
@@ -1050,6 +1052,7 @@ impl Executor {
                 return;
             }
             Err(e) => {
+                self.engine.stats.bump(OpKind::Error);
                 response::error(&mut reply, header.sync, sv, &e);
                 if let Some(buf) = self.buffer(session_id) {
                     buf.extend_from_slice(&reply);
@@ -1067,7 +1070,13 @@ impl Executor {
                 .request(body)
                 .and_then(|req| req.ok_or_else(|| BoxError::unknown_request_type(header.request_type))),
         };
+        let errors_before = self.engine.stats.total(OpKind::Error);
         let mut result = req.and_then(|req| self.execute(session_id, user, &salt, header, req, &mut reply));
+        // A request that failed outside a data operation (no such function, no
+        // access...) counts as an error too.
+        if result.is_err() && self.engine.stats.total(OpKind::Error) == errors_before {
+            self.engine.stats.bump(OpKind::Error);
+        }
         if let Some(fid) = self.parked.take() {
             // The CALL/EVAL's fiber yielded: what it did so far is committed, what it
             // pushed goes out now, and its reply comes when the fiber ends.
@@ -1248,6 +1257,12 @@ impl Executor {
             Request::Insert(_) | Request::Replace(_) | Request::Update(_) | Request::Upsert(_) | Request::Delete(_)
         ) {
             self.check_writable()?;
+        }
+        match &req {
+            Request::Auth(_) => self.engine.stats.bump(OpKind::Auth),
+            Request::Call(_) | Request::Call16(_) => self.engine.stats.bump(OpKind::Call),
+            Request::Eval(_) => self.engine.stats.bump(OpKind::Eval),
+            _ => {}
         }
         match req {
             Request::Ping => response::ok_empty(out, sync, sv),

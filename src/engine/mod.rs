@@ -9,6 +9,7 @@ pub mod catalog;
 pub mod index;
 pub mod sequence;
 pub mod space;
+pub mod stats;
 pub mod tuple;
 pub mod update;
 pub mod value;
@@ -87,6 +88,8 @@ pub struct Engine {
     /// The idempotency window's service clock, once there is one: a record written
     /// into `_idempotency` by hand may not be created after it.
     service_clock: Option<crate::idempotency::ServiceClock>,
+    /// `box.stat()`'s counters.
+    pub stats: stats::OpStats,
 }
 
 /// How many function names [`Engine::check_call_access`] remembers before it starts over.
@@ -199,6 +202,7 @@ impl Engine {
             token_miss: RefCell::new(None),
             funcs: RefCell::default(),
             service_clock: None,
+            stats: stats::OpStats::default(),
         })
     }
 
@@ -663,7 +667,11 @@ impl Engine {
     }
 
     /// SELECT, handing each tuple to `emit` in order instead of collecting them.
-    pub fn select_each(&self, creds: &Credentials, req: &Select<'_>, mut emit: impl FnMut(&Tuple)) -> BoxResult<()> {
+    pub fn select_each(&self, creds: &Credentials, req: &Select<'_>, emit: impl FnMut(&Tuple)) -> BoxResult<()> {
+        self.stats.record(stats::OpKind::Select, self.scan_select(creds, req, emit))
+    }
+
+    fn scan_select(&self, creds: &Credentials, req: &Select<'_>, mut emit: impl FnMut(&Tuple)) -> BoxResult<()> {
         let space = self.space(req.space_id)?;
         self.check_space_access(creds, space, privilege::READ)?;
         let it = IteratorType::from_code(req.iterator)?;
@@ -706,6 +714,10 @@ impl Engine {
 
     /// `index:get(key)`: the one tuple a full unique key names.
     pub fn get(&self, creds: &Credentials, space_id: u32, index_id: u32, key: &[u8]) -> BoxResult<Option<Tuple>> {
+        self.stats.record(stats::OpKind::Select, self.get_uncounted(creds, space_id, index_id, key))
+    }
+
+    fn get_uncounted(&self, creds: &Credentials, space_id: u32, index_id: u32, key: &[u8]) -> BoxResult<Option<Tuple>> {
         let space = self.space(space_id)?;
         self.check_space_access(creds, space, privilege::READ)?;
         let index = space.index(index_id)?;
@@ -801,6 +813,21 @@ impl Engine {
 
     /// INSERT or REPLACE; returns the stored tuple.
     pub fn write(&mut self, creds: &Credentials, space_id: u32, tuple: &[u8], mode: WriteMode) -> BoxResult<Tuple> {
+        let kind = match mode {
+            WriteMode::Insert => stats::OpKind::Insert,
+            WriteMode::Replace => stats::OpKind::Replace,
+        };
+        let result = self.write_uncounted(creds, space_id, tuple, mode);
+        self.stats.record(kind, result)
+    }
+
+    fn write_uncounted(
+        &mut self,
+        creds: &Credentials,
+        space_id: u32,
+        tuple: &[u8],
+        mode: WriteMode,
+    ) -> BoxResult<Tuple> {
         self.act_as(creds);
         let space = self.writable_space(creds, space_id)?;
         if space.def.engine == EngineKind::Blackhole {
@@ -827,6 +854,11 @@ impl Engine {
 
     /// UPDATE; returns the new tuple, or `None` when the key matches nothing.
     pub fn update(&mut self, creds: &Credentials, req: &Update<'_>) -> BoxResult<Option<Tuple>> {
+        let result = self.update_uncounted(creds, req);
+        self.stats.record(stats::OpKind::Update, result)
+    }
+
+    fn update_uncounted(&mut self, creds: &Credentials, req: &Update<'_>) -> BoxResult<Option<Tuple>> {
         self.act_as(creds);
         let space = self.writable_space(creds, req.space_id)?;
         let index = space.index(req.index_id)?;
@@ -851,6 +883,11 @@ impl Engine {
     /// As in Tarantool, an operation that fails on the existing tuple is logged
     /// and skipped rather than reported.
     pub fn upsert(&mut self, creds: &Credentials, req: &Upsert<'_>) -> BoxResult<()> {
+        let result = self.upsert_uncounted(creds, req);
+        self.stats.record(stats::OpKind::Upsert, result)
+    }
+
+    fn upsert_uncounted(&mut self, creds: &Credentials, req: &Upsert<'_>) -> BoxResult<()> {
         self.act_as(creds);
         let space = self.writable_space(creds, req.space_id)?;
         let ops = update::parse_ops(req.ops, req.index_base)?;
@@ -887,6 +924,11 @@ impl Engine {
 
     /// DELETE; returns the removed tuple.
     pub fn delete(&mut self, creds: &Credentials, req: &Delete<'_>) -> BoxResult<Option<Tuple>> {
+        let result = self.delete_uncounted(creds, req);
+        self.stats.record(stats::OpKind::Delete, result)
+    }
+
+    fn delete_uncounted(&mut self, creds: &Credentials, req: &Delete<'_>) -> BoxResult<Option<Tuple>> {
         self.act_as(creds);
         let space = self.writable_space(creds, req.space_id)?;
         let index = space.index(req.index_id)?;

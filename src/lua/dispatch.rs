@@ -293,6 +293,25 @@ fn run(lua: &Lua, cx: &mut Context, op: &str, args: &[Value]) -> Result<Value, F
     let u32_arg = |i: usize| -> Result<u32, Failure> { Ok(arg::<Option<u32>>(lua, args, i)?.unwrap_or(0)) };
     Ok(match op {
         "space" => space_info(lua, engine, args.get(1))?,
+        "stat" => {
+            // box.stat(): {KIND = {total = n, rps = n}, ...}
+            let stats = &cx.engine.stats;
+            let t = lua.create_table()?;
+            for (kind, name) in crate::engine::stats::OpKind::ALL {
+                let entry = lua.create_table()?;
+                #[allow(clippy::cast_precision_loss, reason = "counters stay far below 2^53")]
+                {
+                    entry.set("total", stats.total(kind) as f64)?;
+                    entry.set("rps", stats.rate(kind) as f64)?;
+                }
+                t.set(name, entry)?;
+            }
+            Value::Table(t)
+        }
+        "stat_reset" => {
+            cx.engine.stats.reset();
+            Value::Nil
+        }
         "schema_version" => Value::Number(engine.schema_version() as f64),
         "uid" => Value::Integer(i64::from(creds.user_id)),
         "user_name" => Value::String(lua.create_string(engine.user_name(u32_arg(1)?))?),
