@@ -200,19 +200,15 @@ function uri.parse(s)
         return #s <= MAX_SERVICE and { service = s } or nil
     end
     local result = {}
-    local before_fragment, fragment = s:match('^([^#]*)#(.*)$')
-    if before_fragment then
-        if not made_of(fragment, SEGMENT_CHARS .. '/?') then
-            return nil
+    -- The fragment (after the first '#'), then the query (after the first '?').
+    for _, part in ipairs({ { 'fragment', '^([^#]*)#(.*)$' }, { 'query', '^([^?]*)%?(.*)$' } }) do
+        local before, value = s:match(part[2])
+        if before then
+            if not made_of(value, SEGMENT_CHARS .. '/?') then
+                return nil
+            end
+            s, result[part[1]] = before, value
         end
-        s, result.fragment = before_fragment, fragment
-    end
-    local before_query, query = s:match('^([^?]*)%?(.*)$')
-    if before_query then
-        if not made_of(query, SEGMENT_CHARS .. '/?') then
-            return nil
-        end
-        s, result.query = before_query, query
     end
     if s ~= '' and hierarchy(result, s) == nil then
         return nil

@@ -36,21 +36,19 @@ local function is_string(value)
     return kind == 'string' or kind == 'number'
 end
 
-function utf8.upper(...)
-    local s = ...
-    if select('#', ...) ~= 1 or not is_string(s) then
-        usage('Usage: utf8.upper(<string>)')
+-- upper(s) or lower(s): one string (or number) in, its case mapped.
+local function case_mapper(upper, name)
+    return function(...)
+        local s = ...
+        if select('#', ...) ~= 1 or not is_string(s) then
+            usage('Usage: utf8.' .. name .. '(<string>)')
+        end
+        return native.case(tostring(s), upper)
     end
-    return native.case(tostring(s), true)
 end
 
-function utf8.lower(...)
-    local s = ...
-    if select('#', ...) ~= 1 or not is_string(s) then
-        usage('Usage: utf8.lower(<string>)')
-    end
-    return native.case(tostring(s), false)
-end
+utf8.upper = case_mapper(true, 'upper')
+utf8.lower = case_mapper(false, 'lower')
 
 function utf8.len(...)
     local s, i, j = ...
