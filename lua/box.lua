@@ -324,6 +324,11 @@ function index_methods:count(key, opts)
     return #self:select(key, opts)
 end
 index_methods.len = function(self) return op('len', self.space_id) end
+-- An estimate of the index structure's own memory (not the tuples').
+function index_methods:bsize() return op('index_bsize', self.space_id, self.id) end
+-- A memtx index has no statistics of its own and nothing to compact, as in 2.6.
+function index_methods:stat() return {} end
+function index_methods:compact() end
 -- As in Tarantool, a luafun iterator: `for _, t in s:pairs()` and `s:pairs():map(f):totable()`.
 function index_methods:pairs(key, opts)
     return package.loaded.fun.iter(self:select(key, opts))
@@ -383,7 +388,8 @@ function space_methods:count(key, opts)
     return self.index[0]:count(key, opts)
 end
 function space_methods:len() return op('len', self.id) end
-function space_methods:bsize() return 0 end
+-- The bytes of the space's tuple data, as 2.6's uint64_t.
+function space_methods:bsize() return require('ffi').new('uint64_t', op('space_bsize', self.id)) end
 function space_methods:auto_increment(t)
     local max = self.index[0]:max()
     local id = max and max[1] + 1 or 1

@@ -592,6 +592,19 @@ impl Index {
     }
 
     /// Every tuple, in index order.
+    /// `index:bsize()`: an estimate of the memory this index's own structure
+    /// takes (its slots, not the tuples): a B-tree's entries with the room its
+    /// nodes leave (a quarter), a hash table's slots and control bytes.
+    #[must_use]
+    pub fn bsize(&self) -> usize {
+        let with_room = |entries: usize, entry: usize| entries * entry * 4 / 3;
+        match &self.storage {
+            Storage::Tree(m) => with_room(m.len(), std::mem::size_of::<(Key, Tuple)>()),
+            Storage::Ints(m) => with_room(m.len(), std::mem::size_of::<(u64, Tuple)>()),
+            Storage::Hash(m) => m.table.capacity() * (std::mem::size_of::<(u64, Tuple)>() + 1),
+        }
+    }
+
     pub fn iter(&self) -> Box<dyn Iterator<Item = &Tuple> + '_> {
         match &self.storage {
             Storage::Tree(m) => Box::new(m.values()),

@@ -422,6 +422,13 @@ impl Space {
         Ok(())
     }
 
+    /// `space:bsize()`: the bytes of every tuple's data (summed as asked: one pass
+    /// over the primary key).
+    #[must_use]
+    pub fn bsize(&self) -> usize {
+        self.primary().map_or(0, |pk| pk.iter().map(|t| t.len()).sum())
+    }
+
     /// Removes every tuple.
     pub fn truncate(&mut self) {
         for ix in self.indexes.values_mut() {

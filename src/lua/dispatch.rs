@@ -413,6 +413,11 @@ fn run(lua: &Lua, cx: &mut Context, op: &str, args: &[Value]) -> Result<Value, F
             }
         }
         "len" => Value::Integer(i64::try_from(engine.space(u32_arg(1)?)?.len()).unwrap_or(i64::MAX)),
+        "space_bsize" => Value::Integer(i64::try_from(engine.space(u32_arg(1)?)?.bsize()).unwrap_or(i64::MAX)),
+        "index_bsize" => {
+            let index = engine.space(u32_arg(1)?)?.index(u32_arg(2)?)?;
+            Value::Integer(i64::try_from(index.bsize()).unwrap_or(i64::MAX))
+        }
         "max_space_id" => Value::Integer(i64::from(engine.spaces().map(|s| s.def.id).max().unwrap_or(0))),
         "max_user_id" => Value::Integer(i64::from(engine.max_user_id())),
         "max_func_id" => Value::Integer(i64::from(engine.max_func_id())),

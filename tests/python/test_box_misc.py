@@ -2,7 +2,9 @@
 line for line: box.once (results, second call, usage errors), box.info.pid
 and uptime, os.environ(), box.session.type() in the script and its fibers,
 box.func (fields, call with a table, dotted names, errors), and
-box.ctl.wait_rw / wait_ro.
+box.ctl.wait_rw / wait_ro; space:bsize() (the tuples' bytes, as uint64_t,
+through inserts, deletes, replaces and truncate), index:bsize(), stat() and
+compact().
 """
 from conftest import same_output_on_both
 
@@ -37,3 +39,24 @@ os.exit(0)
 
 def test_once_info_environ_session_type_func_and_wait(tmp_path):
     same_output_on_both(tmp_path, "misc.lua", SCRIPT, 16)
+
+
+SIZES = r"""
+box.cfg{}
+local s = box.schema.space.create('s') s:create_index('pk') s:create_index('h', {type = 'hash'}) s:create_index('sk', {parts = {2, 'string'}, unique = false})
+print(s:bsize(), type(s.index.pk:bsize()), s.index.pk:bsize() >= 0)
+for i = 1, 1000 do s:insert{i, 'name' .. i, string.rep('x', i % 50)} end
+local exact = 0 for _, t in s:pairs() do exact = exact + t:bsize() end
+print(s:bsize(), exact, s:bsize() == exact, s.index.pk:bsize() > 0, s.index.h:bsize() > 0, s.index.sk:bsize() > 0)
+local st = s.index.pk:stat() local n = 0 for _ in pairs(st) do n = n + 1 end print(type(st), n)
+print(s.index.pk:compact(), s:len(), s.index.sk:len(), s:count(), s.index.sk:count('name5'))
+s:delete{1} s:replace{2, 'changed'}
+local exact = 0 for _, t in s:pairs() do exact = exact + t:bsize() end
+print(s:bsize() == exact)
+s:truncate() print(s:bsize())
+os.exit(0)
+"""
+
+
+def test_space_and_index_sizes(tmp_path):
+    same_output_on_both(tmp_path, "sizes.lua", SIZES, 6)
