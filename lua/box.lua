@@ -1293,6 +1293,43 @@ function box.snapshot()
     return 'ok'
 end
 
+-- Memory as 2.6 reports it, mapped onto oncebox's (which has no slab allocator
+-- and no vinyl): data is the tuples' bytes, index the index structures' estimate,
+-- lua the Lua heap; there is no tuple cache and no transaction memory to speak of.
+local TUPLE_HEADER_BYTES = 16
+local function box_info_memory()
+    local m = op('memory')
+    return {cache = 0, data = m.data, index = m.index, lua = math.floor(collectgarbage('count') * 1024),
+            net = 0, tx = 0}
+end
+
+-- box.slab.info(): "items" are the tuples (their bytes, and their allocations
+-- with a header each), the "arena" the tuples and index structures, the quota
+-- memtx_memory.
+local function ratio(used, size)
+    return string.format('%.2f%%', size > 0 and used * 100 / size or 0)
+end
+box.slab = {}
+function box.slab.info()
+    local m = op('memory')
+    local items_size = m.data + m.tuples * TUPLE_HEADER_BYTES
+    local arena = items_size + m.index
+    local quota = box.cfg.memtx_memory or 268435456
+    return {items_size = items_size, items_used = m.data, items_used_ratio = ratio(m.data, items_size),
+            arena_size = arena, arena_used = arena, arena_used_ratio = ratio(arena, arena),
+            quota_size = quota, quota_used = arena, quota_used_ratio = ratio(arena, quota)}
+end
+-- Per size class in 2.6; oncebox's allocator has none to list.
+function box.slab.stats() return {} end
+function box.slab.check() end
+
+-- box.runtime.info(): the Lua heap (the runtime's memory here); no allocation limit.
+box.runtime = {}
+function box.runtime.info()
+    local lua = math.floor(collectgarbage('count') * 1024)
+    return {lua = lua, used = lua, maxalloc = 4398046510080}
+end
+
 box.info = setmetatable({}, {__index = function(_, k)
     if k == 'version' then return _TARANTOOL end
     if k == 'status' then return 'running' end
@@ -1302,6 +1339,7 @@ box.info = setmetatable({}, {__index = function(_, k)
     -- The address the binary port is bound to (port 0 resolved), as box.info.listen in 2.8+.
     if k == 'listen' then return internal.listen_bound or box.cfg.listen end
     if k == 'schema_version' then return op('schema_version') end
+    if k == 'memory' then return box_info_memory end
     if k == 'pid' then return require('tarantool').pid() end
     if k == 'uptime' then return math.floor(require('tarantool').uptime()) end
     return nil

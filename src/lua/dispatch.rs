@@ -413,6 +413,24 @@ fn run(lua: &Lua, cx: &mut Context, op: &str, args: &[Value]) -> Result<Value, F
             }
         }
         "len" => Value::Integer(i64::try_from(engine.space(u32_arg(1)?)?.len()).unwrap_or(i64::MAX)),
+        "memory" => {
+            // box.info.memory() / box.slab.info(): tuples (count and bytes) and
+            // index structures, over every space.
+            let (mut tuples, mut data, mut index) = (0usize, 0usize, 0usize);
+            for space in engine.spaces() {
+                tuples += space.len();
+                data += space.bsize();
+                index += space.indexes.values().map(crate::engine::index::Index::bsize).sum::<usize>();
+            }
+            let t = lua.create_table()?;
+            #[allow(clippy::cast_precision_loss, reason = "byte counts stay far below 2^53")]
+            {
+                t.set("tuples", tuples as f64)?;
+                t.set("data", data as f64)?;
+                t.set("index", index as f64)?;
+            }
+            Value::Table(t)
+        }
         "space_bsize" => Value::Integer(i64::try_from(engine.space(u32_arg(1)?)?.bsize()).unwrap_or(i64::MAX)),
         "index_bsize" => {
             let index = engine.space(u32_arg(1)?)?.index(u32_arg(2)?)?;

@@ -4,7 +4,8 @@ and uptime, os.environ(), box.session.type() in the script and its fibers,
 box.func (fields, call with a table, dotted names, errors), and
 box.ctl.wait_rw / wait_ro; space:bsize() (the tuples' bytes, as uint64_t,
 through inserts, deletes, replaces and truncate), index:bsize(), stat() and
-compact().
+compact(); box.info.memory(), box.slab.info() and box.runtime.info() with 2.6's
+fields and types, growing with the data.
 """
 from conftest import same_output_on_both
 
@@ -60,3 +61,25 @@ os.exit(0)
 
 def test_space_and_index_sizes(tmp_path):
     same_output_on_both(tmp_path, "sizes.lua", SIZES, 6)
+
+
+MEMORY = r"""
+box.cfg{}
+local function show(t) local ks = {} for k, v in pairs(t) do ks[#ks+1] = k .. ':' .. type(v) end table.sort(ks) return table.concat(ks, ' ') end
+print(show(box.info.memory()))
+print(show(box.runtime.info()))
+print(show(box.slab.info()))
+local slab = box.slab.info()
+print(slab.quota_used_ratio:match('^%d+%.%d%d%%$') ~= nil, slab.items_used_ratio:match('^%d+%.%d%d%%$') ~= nil, slab.quota_size == box.cfg.memtx_memory)
+print(box.runtime.info().maxalloc)
+local s = box.schema.space.create('s') s:create_index('pk')
+local before = box.info.memory().data
+for i = 1, 1000 do s:insert{i, string.rep('x', 100)} end
+print(box.info.memory().data > before, box.slab.info().items_used > 0, box.runtime.info().lua > 0)
+print(type(box.slab.stats()), type(box.slab.check))
+os.exit(0)
+"""
+
+
+def test_memory_reports_have_2_6_fields(tmp_path):
+    same_output_on_both(tmp_path, "memory.lua", MEMORY, 7)
