@@ -102,8 +102,17 @@ local function format_message(code, ...)
 end
 
 -- Internal errors: the message is given in full.
+-- box.error.last(): the last error set in each fiber (its coroutine; the main
+-- thread has none), by a failed box operation, box.error() or box.error.set().
+local last_errors = setmetatable({}, {__mode = 'k'})
+local MAIN_THREAD = {}
+local function set_last_error(e)
+    last_errors[coroutine.running() or MAIN_THREAD] = e
+    return e
+end
+
 local function raise(code, fmt, ...)
-    error(make_error(code, string.format(fmt, ...)), 3)
+    error(set_last_error(make_error(code, string.format(fmt, ...))), 3)
 end
 
 -- Tarantool's trigger convention on `list`: (nil, nil) returns a copy of the list;
@@ -155,9 +164,15 @@ box.error = setmetatable({}, {
             e = make_error(code, format_message(code, ...))
         end
         if rawget(e, 'trace') == nil then rawset(e, 'trace', trace_at(2)) end
-        error(e, 2)
+        error(set_last_error(e), 2)
     end,
 })
+function box.error.last() return last_errors[coroutine.running() or MAIN_THREAD] end
+function box.error.clear() set_last_error(nil) end
+function box.error.set(e)
+    if getmetatable(e) ~= error_mt then error('Usage: box.error.set(error)', 2) end
+    set_last_error(e)
+end
 function box.error.new(code, ...)
     local e
     if type(code) == 'table' then e = from_table(code) else e = make_error(code, format_message(code, ...)) end
@@ -179,7 +194,7 @@ local function op(name, ...)
     end
     local ok, res = internal.op(op_codes[name] or name, ...)
     if not ok then
-        error(make_error(res.code, res.message, res.type, res), 3)
+        error(set_last_error(make_error(res.code, res.message, res.type, res)), 3)
     end
     return res
 end

@@ -5,7 +5,7 @@ box.func (fields, call with a table, dotted names, errors), and
 box.ctl.wait_rw / wait_ro; space:bsize() (the tuples' bytes, as uint64_t,
 through inserts, deletes, replaces and truncate), index:bsize(), stat() and
 compact(); box.info.memory(), box.slab.info() and box.runtime.info() with 2.6's
-fields and types, growing with the data.
+fields and types, growing with the data; box.error.last/clear/set, per fiber.
 """
 from conftest import same_output_on_both
 
@@ -83,3 +83,36 @@ os.exit(0)
 
 def test_memory_reports_have_2_6_fields(tmp_path):
     same_output_on_both(tmp_path, "memory.lua", MEMORY, 7)
+
+
+LAST_ERROR = r"""
+box.cfg{}
+local function show(e) return e == nil and 'nil' or (e.code .. ' ' .. e.message) end
+print(type(box.error.last), type(box.error.clear), type(box.error.set))
+print(show(box.error.last()))
+local s = box.schema.space.create('s') s:create_index('pk')
+s:insert{1}
+pcall(s.insert, s, {1})
+print(show(box.error.last()))
+box.error.clear()
+print(show(box.error.last()))
+pcall(box.error, box.error.ILLEGAL_PARAMS, 'bad')
+print(show(box.error.last()))
+local e = box.error.new({code = 123, reason = 'custom'})
+print(show(box.error.last()))
+box.error.set(e)
+print(show(box.error.last()))
+pcall(error, 'plain lua error')
+print(show(box.error.last()))
+s:insert{2}
+print(show(box.error.last()))
+require('fiber').create(function() print('fiber', show(box.error.last())) pcall(s.insert, s, {2}) print('fiber', show(box.error.last())) end)
+print(show(box.error.last()))
+pcall(box.error.raise, box.error.new({code = 5, reason = 'r'}))
+print(show(box.error.last()))
+os.exit(0)
+"""
+
+
+def test_box_error_last_clear_and_set(tmp_path):
+    same_output_on_both(tmp_path, "last_error.lua", LAST_ERROR, 13)
