@@ -1355,6 +1355,20 @@ box.info = setmetatable({}, {__index = function(_, k)
     if k == 'listen' then return internal.listen_bound or box.cfg.listen end
     if k == 'schema_version' then return op('schema_version') end
     if k == 'memory' then return box_info_memory end
+    -- One instance, no replicas: its own vclock component counts the commit
+    -- groups logged (a group holds every statement committed together).
+    if k == 'lsn' or k == 'signature' then return op('lsn') end
+    if k == 'vclock' then
+        local lsn = op('lsn')
+        return lsn > 0 and {[1] = lsn} or {}
+    end
+    if k == 'replication' then
+        return {[1] = {id = 1, uuid = op('instance_uuid'), lsn = op('lsn')}}
+    end
+    if k == 'cluster' then
+        local row = box.space._schema:get{'cluster'}
+        return {uuid = row and row[2]}
+    end
     if k == 'pid' then return require('tarantool').pid() end
     if k == 'uptime' then return math.floor(require('tarantool').uptime()) end
     return nil

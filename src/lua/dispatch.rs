@@ -431,6 +431,11 @@ fn run(lua: &Lua, cx: &mut Context, op: &str, args: &[Value]) -> Result<Value, F
             }
             Value::Table(t)
         }
+        "lsn" => {
+            #[allow(clippy::cast_precision_loss, reason = "group numbers stay far below 2^53")]
+            let lsn = crate::storage::LAST_LOGGED_GROUP.load(std::sync::atomic::Ordering::Relaxed) as f64;
+            Value::Number(lsn)
+        }
         "space_bsize" => Value::Integer(i64::try_from(engine.space(u32_arg(1)?)?.bsize()).unwrap_or(i64::MAX)),
         "index_bsize" => {
             let index = engine.space(u32_arg(1)?)?.index(u32_arg(2)?)?;

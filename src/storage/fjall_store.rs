@@ -186,6 +186,7 @@ impl FjallStore {
         }
         // Groups a crash left in the log are applied before anything reads `rows`.
         store.apply_log(u64::MAX)?;
+        super::LAST_LOGGED_GROUP.store(store.writer().last_seq(), Ordering::Relaxed);
         Ok(store)
     }
 
@@ -196,7 +197,9 @@ impl FjallStore {
     /// Appends an encoded commit group to the log, durable as the mode promises;
     /// returns its sequence number.
     pub fn append(&self, group: &[u8]) -> Result<u64, StoreError> {
-        self.writer().append(group).map_err(|e| StoreError(format!("writing the log: {e}")))
+        let seq = self.writer().append(group).map_err(|e| StoreError(format!("writing the log: {e}")))?;
+        super::LAST_LOGGED_GROUP.store(seq, Ordering::Relaxed);
+        Ok(seq)
     }
 
     /// Starts a new log file for the groups to come (before a checkpoint of the

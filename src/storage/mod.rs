@@ -15,6 +15,10 @@
 //! sends them to the WAL thread, and releases replies only when told the
 //! group is durable.
 
+/// The sequence number of the last commit group written to this process's log
+/// (`box.info.lsn`): it goes on across restarts, as the log's numbering does.
+pub static LAST_LOGGED_GROUP: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
 pub mod background;
 pub mod datadir;
 pub mod fjall_store;

@@ -5,7 +5,8 @@ box.func (fields, call with a table, dotted names, errors), and
 box.ctl.wait_rw / wait_ro; space:bsize() (the tuples' bytes, as uint64_t,
 through inserts, deletes, replaces and truncate), index:bsize(), stat() and
 compact(); box.info.memory(), box.slab.info() and box.runtime.info() with 2.6's
-fields and types, growing with the data; box.error.last/clear/set, per fiber.
+fields and types, growing with the data; box.error.last/clear/set, per fiber;
+box.info.lsn, signature, vclock, replication and cluster.
 """
 from conftest import same_output_on_both
 
@@ -116,3 +117,21 @@ os.exit(0)
 
 def test_box_error_last_clear_and_set(tmp_path):
     same_output_on_both(tmp_path, "last_error.lua", LAST_ERROR, 13)
+
+
+LSN = r"""
+box.cfg{}
+local function keys(t) local ks = {} for k, v in pairs(t) do ks[#ks+1] = tostring(k) .. ':' .. type(v) end table.sort(ks) return table.concat(ks, ' ') end
+print(keys(box.info.replication), keys(box.info.replication[1]), box.info.replication[1].uuid == box.info.uuid, box.info.replication[1].id)
+print(keys(box.info.cluster), type(box.info.cluster.uuid), #box.info.cluster.uuid)
+local l0, s0 = box.info.lsn, box.info.signature
+print(type(l0), l0 == s0, box.info.replication[1].lsn == l0, (l0 == 0 and next(box.info.vclock) == nil) or box.info.vclock[1] == l0)
+box.space._schema:replace{'x'}
+require('fiber').sleep(0.1)
+print(box.info.lsn > l0, box.info.vclock[1] == box.info.lsn, box.info.signature == box.info.lsn)
+os.exit(0)
+"""
+
+
+def test_box_info_lsn_vclock_replication_and_cluster(tmp_path):
+    same_output_on_both(tmp_path, "lsn.lua", LSN, 4)
