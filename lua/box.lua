@@ -1572,6 +1572,9 @@ end})
 -- (from Lua and IPROTO alike), CALL, EVAL, AUTH (IPROTO), ERROR (failed operations).
 box.stat = setmetatable({}, {__call = function() return op('stat') end})
 function box.stat.reset() op('stat_reset') end
+-- box.stat.net(): IPROTO traffic: bytes SENT and RECEIVED, CONNECTIONS and
+-- REQUESTS (with the number open / in progress now), each with its rate.
+function box.stat.net() return op('stat_net') end
 function box.stat.idempotency() return op('idem_stat') end
 
 -- box.ctl.on_iproto_request(fn [, old]): Tarantool's trigger convention.

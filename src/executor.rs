@@ -902,7 +902,7 @@ impl Executor {
     /// Evicts a step of idempotency records and keeps the service clock persisted.
     fn tick(&mut self) {
         self.ticks += 1;
-        self.engine.stats.tick();
+        self.engine.stats.tick(crate::server::NET.totals());
         if self.wal_failed.is_some() || self.shutting_down {
             return;
         }

@@ -1,5 +1,7 @@
 //! Request counters for `box.stat()`: a total per kind of operation, and the
-//! rate over the last few seconds (from a snapshot the executor takes each second).
+//! rate over the last few seconds (from a snapshot the executor takes each
+//! second); the same rates for `box.stat.net()`'s traffic totals, which the
+//! network side counts.
 
 use std::cell::Cell;
 use std::collections::VecDeque;
@@ -62,6 +64,24 @@ pub struct OpStats {
     totals: [Cell<u64>; KINDS],
     /// The totals at each of the last [`RATE_SECONDS`] + 1 ticks, newest last.
     history: VecDeque<[u64; KINDS]>,
+    /// The network totals (`NetCounters::totals`) at the same ticks.
+    net_history: VecDeque<[u64; NET_TOTALS]>,
+}
+
+/// How many network totals have rates: sent, received, connections, requests.
+pub const NET_TOTALS: usize = 4;
+
+/// The growth a second over a history of snapshots, newest last.
+fn growth_rate<const N: usize>(history: &VecDeque<[u64; N]>, k: usize) -> u64 {
+    let (Some(newest), Some(oldest)) = (history.back(), history.front()) else { return 0 };
+    newest[k].saturating_sub(oldest[k]) / RATE_SECONDS as u64
+}
+
+fn remember<const N: usize>(history: &mut VecDeque<[u64; N]>, now: [u64; N]) {
+    history.push_back(now);
+    while history.len() > RATE_SECONDS + 1 {
+        history.pop_front();
+    }
 }
 
 impl OpStats {
@@ -89,18 +109,20 @@ impl OpStats {
     /// Operations of `kind` a second, over the last [`RATE_SECONDS`] ticks.
     #[must_use]
     pub fn rate(&self, kind: OpKind) -> u64 {
-        let (Some(newest), Some(oldest)) = (self.history.back(), self.history.front()) else { return 0 };
-        let k = kind as usize;
-        newest[k].saturating_sub(oldest[k]) / RATE_SECONDS as u64
+        growth_rate(&self.history, kind as usize)
     }
 
-    /// A second has passed: snapshots the totals.
-    pub fn tick(&mut self) {
+    /// The rate of network total `k` (see [`NET_TOTALS`]).
+    #[must_use]
+    pub fn net_rate(&self, k: usize) -> u64 {
+        growth_rate(&self.net_history, k)
+    }
+
+    /// A second has passed: snapshots the totals, and the network's `net` totals.
+    pub fn tick(&mut self, net: [u64; NET_TOTALS]) {
         let now = std::array::from_fn(|k| self.totals[k].get());
-        self.history.push_back(now);
-        while self.history.len() > RATE_SECONDS + 1 {
-            self.history.pop_front();
-        }
+        remember(&mut self.history, now);
+        remember(&mut self.net_history, net);
     }
 
     /// `box.stat.reset()`: every total and rate back to 0.
@@ -134,7 +156,7 @@ mod tests {
             for _ in 0..100 {
                 stats.bump(OpKind::Select);
             }
-            stats.tick();
+            stats.tick([0; NET_TOTALS]);
         }
         assert_eq!(stats.rate(OpKind::Select), 100);
         stats.reset();

@@ -308,6 +308,32 @@ fn run(lua: &Lua, cx: &mut Context, op: &str, args: &[Value]) -> Result<Value, F
             }
             Value::Table(t)
         }
+        "stat_net" => {
+            // box.stat.net(): {SENT = {total, rps}, RECEIVED, CONNECTIONS and
+            // REQUESTS = {total, rps, current}}
+            let net = &crate::server::NET;
+            let load = |c: &std::sync::atomic::AtomicU64| c.load(std::sync::atomic::Ordering::Relaxed);
+            let t = lua.create_table()?;
+            let entries = [
+                ("SENT", load(&net.sent), None),
+                ("RECEIVED", load(&net.received), None),
+                ("CONNECTIONS", load(&net.connections), Some(load(&net.open))),
+                ("REQUESTS", load(&net.requests), Some(load(&net.in_progress))),
+            ];
+            for (k, (name, total, current)) in entries.into_iter().enumerate() {
+                let entry = lua.create_table()?;
+                #[allow(clippy::cast_precision_loss, reason = "counters stay far below 2^53")]
+                {
+                    entry.set("total", total as f64)?;
+                    entry.set("rps", cx.engine.stats.net_rate(k) as f64)?;
+                    if let Some(current) = current {
+                        entry.set("current", current as f64)?;
+                    }
+                }
+                t.set(name, entry)?;
+            }
+            Value::Table(t)
+        }
         "stat_reset" => {
             cx.engine.stats.reset();
             Value::Nil

@@ -11,7 +11,7 @@ use tokio_util::codec::Decoder;
 use tokio_util::sync::CancellationToken;
 
 use super::sink::{Backlog, ReplySink};
-use super::ServerConfig;
+use super::{NetCounters, ServerConfig, NET};
 use crate::executor::{Inbound, Outgoing, TxMessage};
 use crate::idempotency::fingerprint;
 use crate::protocol::codec::{CodecError, PacketCodec};
@@ -94,16 +94,21 @@ async fn run_halves<R, W>(
     let Announced { session_id, salt, out_rx, backlog, reply_path } = announced;
     // NOTE: the greeting goes out in one write; node's driver parses only its first chunk.
     let hello = greeting::encode(REPORTED_VERSION, &config.instance_uuid, &salt);
+    NetCounters::add(&NET.connections, 1);
+    NetCounters::add(&NET.open, 1);
     if wr.write_all(&hello).await.is_err() {
+        NetCounters::sub(&NET.open, 1);
         let _ = tx.send(TxMessage::Disconnect { session_id });
         return;
     }
+    NetCounters::add(&NET.sent, hello.len());
     let writer = tokio::spawn(write_replies(wr, out_rx, backlog));
     read_requests(rd, session_id, &tx, &reply_path, config, &stop).await;
     // The writer ends once every sender of its queue is gone: this one, then TX's.
     drop(reply_path);
     let _ = tx.send(TxMessage::Disconnect { session_id });
     let _ = writer.await;
+    NetCounters::sub(&NET.open, 1);
 }
 
 /// Bytes kept free in the read buffer before each read.
@@ -185,6 +190,7 @@ async fn read_requests<R: AsyncRead + Unpin>(
                 Err(CodecError::Io(_)) => return,
             }
         };
+        NetCounters::add(&NET.requests, packets.len());
         if !packets.is_empty() && !answer_pings(&packets, reply_path, &mut ping_replies) {
             batch_hint = packets.len().clamp(8, 1024);
             reply_path.read_to_tx(packets.len());
@@ -212,7 +218,7 @@ async fn read_requests<R: AsyncRead + Unpin>(
         };
         match read {
             Ok(0) | Err(_) => return,
-            Ok(_) => {}
+            Ok(n) => NetCounters::add(&NET.received, n),
         }
     }
 }
@@ -255,6 +261,7 @@ async fn write_replies<W: AsyncWrite + Unpin>(mut wr: W, mut rx: UnboundedReceiv
         if !buf.is_empty() && wr.write_all(&buf).await.is_err() {
             return;
         }
+        NetCounters::add(&NET.sent, buf.len());
         // Only now may the TX thread send directly again: nothing of it is unwritten.
         backlog.0.written(items, bytes);
         buf.clear();

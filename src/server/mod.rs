@@ -119,3 +119,52 @@ pub async fn serve_unix(
         tracker.spawn(async move { connection::run_unix(socket, announced, tx, &config, stop).await });
     }
 }
+
+/// IPROTO traffic counters for `box.stat.net()`, shared by every binary connection.
+#[derive(Debug)]
+pub struct NetCounters {
+    /// Bytes written to clients (greetings and replies).
+    pub sent: AtomicU64,
+    /// Bytes read from clients.
+    pub received: AtomicU64,
+    /// Connections accepted.
+    pub connections: AtomicU64,
+    /// Connections open now.
+    pub open: AtomicU64,
+    /// Requests read.
+    pub requests: AtomicU64,
+    /// Requests with the TX thread now (read, not yet answered).
+    pub in_progress: AtomicU64,
+}
+
+impl NetCounters {
+    const fn new() -> Self {
+        Self {
+            sent: AtomicU64::new(0),
+            received: AtomicU64::new(0),
+            connections: AtomicU64::new(0),
+            open: AtomicU64::new(0),
+            requests: AtomicU64::new(0),
+            in_progress: AtomicU64::new(0),
+        }
+    }
+
+    /// Adds `n` to `counter`.
+    pub fn add(counter: &AtomicU64, n: usize) {
+        counter.fetch_add(n as u64, Ordering::Relaxed);
+    }
+
+    /// Takes `n` from `counter` (never below zero).
+    pub fn sub(counter: &AtomicU64, n: usize) {
+        let _ = counter.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| Some(v.saturating_sub(n as u64)));
+    }
+
+    /// The cumulative counters, for rates: sent, received, connections, requests.
+    #[must_use]
+    pub fn totals(&self) -> [u64; 4] {
+        [&self.sent, &self.received, &self.connections, &self.requests].map(|c| c.load(Ordering::Relaxed))
+    }
+}
+
+/// This process's IPROTO traffic.
+pub static NET: NetCounters = NetCounters::new();

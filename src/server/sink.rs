@@ -139,6 +139,7 @@ impl ReplySink {
 
     /// The reader hands a read's `requests` to the TX thread.
     pub fn read_to_tx(&self, requests: usize) {
+        super::NetCounters::add(&super::NET.in_progress, requests);
         if let Some(direct) = &self.direct {
             direct.backlog.requests_in_tx.fetch_add(requests, Ordering::AcqRel);
         }
@@ -147,6 +148,7 @@ impl ReplySink {
     /// The TX thread has sent (or holds for their commits) the replies to one
     /// read's `requests`.
     pub fn read_answered(&self, requests: usize) {
+        super::NetCounters::sub(&super::NET.in_progress, requests);
         if let Some(direct) = &self.direct {
             direct.backlog.requests_in_tx.fetch_sub(requests, Ordering::AcqRel);
             direct.backlog.shrank.notify_one();
@@ -184,6 +186,7 @@ impl ReplySink {
                 }
             }
         }
+        super::NetCounters::add(&super::NET.sent, sent);
         if sent == data.len() {
             data.clear();
             return Some(data);

@@ -3,7 +3,8 @@
 get, update, delete, upsert, a failing insert as an ERROR, operations of a
 transaction, rolled back or not), what IPROTO requests add (CALL, EVAL,
 SELECT, REPLACE, INSERT, errors), rates over the last seconds, and
-box.stat.reset().
+box.stat.reset(); box.stat.net(): its keys and shape, a connection counted
+in total and current until closed, requests and bytes both ways, rates.
 """
 from conftest import same_output_on_both
 
@@ -43,3 +44,28 @@ os.exit(0)
 
 def test_box_stat_counts_operations_as_2_6_does(tmp_path):
     same_output_on_both(tmp_path, "stat.lua", SCRIPT, 7)
+
+
+NET = r"""
+box.cfg{listen = os.getenv('LISTEN')}
+box.schema.user.grant('guest', 'execute', 'universe', nil, {if_not_exists = true})
+local function keys(t) local ks = {} for k, v in pairs(t) do local sub = {} for kk, vv in pairs(v) do sub[#sub+1] = kk .. ':' .. type(vv) end table.sort(sub) ks[#ks+1] = k .. '{' .. table.concat(sub, ',') .. '}' end table.sort(ks) return table.concat(ks, ' ') end
+print(keys(box.stat.net()))
+local n0 = box.stat.net()
+local c = require('net.box').connect(os.getenv('LISTEN'))
+for _ = 1, 20 do c:eval('return 1') end
+local n1 = box.stat.net()
+print(n1.CONNECTIONS.total - n0.CONNECTIONS.total, n1.CONNECTIONS.current - n0.CONNECTIONS.current)
+print(n1.REQUESTS.total - n0.REQUESTS.total >= 20, n1.SENT.total > n0.SENT.total, n1.RECEIVED.total > n0.RECEIVED.total)
+c:close()
+require('fiber').sleep(0.2)
+local n2 = box.stat.net()
+print(n2.CONNECTIONS.current - n0.CONNECTIONS.current, n2.REQUESTS.current)
+require('fiber').sleep(1.2)
+print(box.stat.net().REQUESTS.rps > 0, box.stat.net().RECEIVED.rps > 0)
+os.exit(0)
+"""
+
+
+def test_box_stat_net_counts_connections_requests_and_bytes(tmp_path):
+    same_output_on_both(tmp_path, "stat_net.lua", NET, 5)
