@@ -298,13 +298,7 @@ fn run(lua: &Lua, cx: &mut Context, op: &str, args: &[Value]) -> Result<Value, F
             let stats = &cx.engine.stats;
             let t = lua.create_table()?;
             for (kind, name) in crate::engine::stats::OpKind::ALL {
-                let entry = lua.create_table()?;
-                #[allow(clippy::cast_precision_loss, reason = "counters stay far below 2^53")]
-                {
-                    entry.set("total", stats.total(kind) as f64)?;
-                    entry.set("rps", stats.rate(kind) as f64)?;
-                }
-                t.set(name, entry)?;
+                t.set(name, counter_table(lua, stats.total(kind), stats.rate(kind), None)?)?;
             }
             Value::Table(t)
         }
@@ -321,16 +315,7 @@ fn run(lua: &Lua, cx: &mut Context, op: &str, args: &[Value]) -> Result<Value, F
                 ("REQUESTS", load(&net.requests), Some(load(&net.in_progress))),
             ];
             for (k, (name, total, current)) in entries.into_iter().enumerate() {
-                let entry = lua.create_table()?;
-                #[allow(clippy::cast_precision_loss, reason = "counters stay far below 2^53")]
-                {
-                    entry.set("total", total as f64)?;
-                    entry.set("rps", cx.engine.stats.net_rate(k) as f64)?;
-                    if let Some(current) = current {
-                        entry.set("current", current as f64)?;
-                    }
-                }
-                t.set(name, entry)?;
+                t.set(name, counter_table(lua, total, cx.engine.stats.net_rate(k), current)?)?;
             }
             Value::Table(t)
         }
@@ -786,4 +771,18 @@ fn idem_cfg(lua: &Lua, cx: &mut Context, key: &str, v: Value) -> Result<(), Fail
         _ => return Err(bad("unexpected option")),
     }
     Ok(())
+}
+
+/// One `box.stat()` / `box.stat.net()` entry: `{total, rps}`, and `current` when given.
+fn counter_table(lua: &Lua, total: u64, rps: u64, current: Option<u64>) -> mlua::Result<Table> {
+    let entry = lua.create_table()?;
+    #[allow(clippy::cast_precision_loss, reason = "counters stay far below 2^53")]
+    {
+        entry.set("total", total as f64)?;
+        entry.set("rps", rps as f64)?;
+        if let Some(current) = current {
+            entry.set("current", current as f64)?;
+        }
+    }
+    Ok(entry)
 }
