@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Server CPU per operation, thread by thread, around one oncebox-bench run.
 
-Usage: python3 bench/cpu_per_op.py [--bin target/release/oncebox] [--seconds 4]
+Usage: python3 bench/cpu_per_op.py [--bin target/release/oncebox] [--seconds 4] [--warmup 0]
                                    [--bench-args "--connections 1 --depth 1"]
                                    [--tarantool] [--wal-mode write]
                                    WORKLOAD [-- SERVER_ARGS...]
@@ -82,6 +82,8 @@ def main():
     p.add_argument("--bench-args", default="")
     p.add_argument("--tarantool", action="store_true", help="measure real Tarantool instead")
     p.add_argument("--wal-mode", default="write")
+    p.add_argument("--warmup", default="0",
+                   help="seconds of WORKLOAD run (and settled) before the measured run, to reach a steady state")
     args = p.parse_args(argv)
 
     side_by_side.ONCEBOX = args.bin
@@ -90,12 +92,16 @@ def main():
         server.start()
         side_by_side.bench(server, "--setup", "--eval", side_by_side.BENCH_FN, "--load", "100000", "--seconds", "0")
         server.settle()
+        workload = side_by_side.SAME_AS.get((server.kind, args.workload), args.workload)
+        if float(args.warmup) > 0:
+            side_by_side.bench(server, *args.bench_args.split(), "--workload", workload,
+                               "--seconds", args.warmup, "--json")
+            server.settle()
         before = thread_cpu_ticks(server.proc.pid)
         process_before = process_cpu_ticks(server.proc.pid)
         client_before = resource.getrusage(resource.RUSAGE_CHILDREN)
         wall_before = time.monotonic()
         machine_before = machine_ticks()
-        workload = side_by_side.SAME_AS.get((server.kind, args.workload), args.workload)
         res = side_by_side.bench(server, *args.bench_args.split(), "--workload", workload,
                                  "--seconds", args.seconds, "--json")
         wall = time.monotonic() - wall_before
