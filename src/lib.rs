@@ -20,6 +20,8 @@ pub mod id_map;
 pub mod idempotency;
 pub mod listeners;
 pub mod lua;
+#[allow(unsafe_code, reason = "a prefetch is an intrinsic, unsafe to call though it reads nothing; see the module")]
+pub mod prefetch;
 pub mod protocol;
 pub mod script;
 pub mod server;

@@ -10,6 +10,7 @@ use std::num::NonZeroU64;
 use std::ops::Bound;
 use std::rc::Rc;
 
+use super::hash_slots::HashSlots;
 use super::tuple::{split, Tuple, TupleFields};
 use super::value::{Collation, FieldType, Key, KeyPart};
 use crate::error::{code, BoxError, BoxResult};
@@ -144,8 +145,10 @@ fn general_key(k: u64) -> Key {
 /// table moves slots without hashing anything again (the hash is kept). A key is
 /// compared only when the full 64-bit hashes agree, by reading it from the tuple.
 /// The hasher is std's keyed SipHash, as before: tokens and keys come from clients.
+/// The slots are [`HashSlots`]: where a key's slot is follows from its hash alone,
+/// so [`Self::warm`] prefetches it without waiting.
 struct HashStore {
-    table: hashbrown::HashTable<(u64, Tuple)>,
+    table: HashSlots<Tuple>,
     hasher: std::collections::hash_map::RandomState,
     /// Tells this store's hashes from another's (see [`Prehashed`]).
     id: NonZeroU64,
@@ -165,7 +168,7 @@ impl HashStore {
         static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
         let id = NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         Self {
-            table: hashbrown::HashTable::new(),
+            table: HashSlots::new(),
             hasher: std::collections::hash_map::RandomState::new(),
             id: NonZeroU64::new(id).unwrap_or(NonZeroU64::MAX),
         }
@@ -190,12 +193,12 @@ impl HashStore {
     }
 
     fn get_hashed(&self, parts: &[Part], key: &[KeyPart], hash: u64) -> Option<&Tuple> {
-        self.table.find(hash, |(h, t)| *h == hash && holds_key(parts, t, key)).map(|(_, t)| t)
+        self.table.find(hash, |t| holds_key(parts, t, key))
     }
 
     fn get_mut(&mut self, parts: &[Part], key: &[KeyPart]) -> Option<&mut Tuple> {
         let hash = self.hash(key);
-        self.table.find_mut(hash, |(h, t)| *h == hash && holds_key(parts, t, key)).map(|(_, t)| t)
+        self.table.find_mut(hash, |t| holds_key(parts, t, key))
     }
 
     /// Stores `tuple` under `key` and returns the tuple it replaced, in one probe.
@@ -204,23 +207,13 @@ impl HashStore {
     }
 
     fn put_hashed(&mut self, parts: &[Part], key: &[KeyPart], hash: u64, tuple: Tuple) -> Option<Tuple> {
-        match self.table.entry(hash, |(h, t)| *h == hash && holds_key(parts, t, key), |(h, _)| *h) {
-            hashbrown::hash_table::Entry::Occupied(mut slot) => Some(std::mem::replace(&mut slot.get_mut().1, tuple)),
-            hashbrown::hash_table::Entry::Vacant(slot) => {
-                slot.insert((hash, tuple));
-                None
-            }
-        }
+        self.table.insert(hash, |t| holds_key(parts, t, key), tuple)
     }
 
-    /// Reads the control bytes a key of hash `hash` is looked up in, and the slot
-    /// it most likely sits in: the first whose control byte matches, found without
-    /// reading any slot. A hint only: the cache lines are on their way when a
-    /// lookup or removal needs them.
+    /// Prefetches the slots a key of hash `hash` is looked up in, without waiting:
+    /// the cache lines are on their way when a lookup or removal needs them.
     fn warm(&self, hash: u64) {
-        if let Some(slot) = self.table.find(hash, |_| true) {
-            std::hint::black_box(slot.0);
-        }
+        self.table.prefetch(hash);
     }
 
     /// Removes the slot holding exactly `tuple` under `key`'s hash (`pre`'s if this
@@ -233,17 +226,12 @@ impl HashStore {
 
     /// Removes the slot holding exactly `tuple` under `hash`.
     fn remove_exact_by_hash(&mut self, hash: u64, tuple: &Tuple) -> bool {
-        let Ok(entry) = self.table.find_entry(hash, |(h, t)| *h == hash && Rc::ptr_eq(t, tuple)) else {
-            return false;
-        };
-        entry.remove();
-        true
+        self.table.remove(hash, |t| Rc::ptr_eq(t, tuple)).is_some()
     }
 
     fn remove(&mut self, parts: &[Part], key: &[KeyPart]) -> Option<Tuple> {
         let hash = self.hash(key);
-        let entry = self.table.find_entry(hash, |(h, t)| *h == hash && holds_key(parts, t, key)).ok()?;
-        Some(entry.remove().0 .1)
+        self.table.remove(hash, |t| holds_key(parts, t, key))
     }
 }
 
@@ -507,7 +495,7 @@ impl Index {
             Storage::Tree(m) if m.is_empty() => *m = entries.into_iter().collect(),
             Storage::Tree(m) => m.extend(entries),
             Storage::Hash(m) => {
-                m.table.reserve(entries.len(), |(h, _)| *h);
+                m.table.reserve(entries.len());
                 for (key, tuple) in entries {
                     m.put(&self.cmp_parts, &key, tuple);
                 }
@@ -601,7 +589,7 @@ impl Index {
         match &self.storage {
             Storage::Tree(m) => with_room(m.len(), std::mem::size_of::<(Key, Tuple)>()),
             Storage::Ints(m) => with_room(m.len(), std::mem::size_of::<(u64, Tuple)>()),
-            Storage::Hash(m) => m.table.capacity() * (std::mem::size_of::<(u64, Tuple)>() + 1),
+            Storage::Hash(m) => m.table.slot_count() * std::mem::size_of::<Option<(u64, Tuple)>>(),
         }
     }
 
@@ -761,15 +749,9 @@ impl Index {
                     }
                     IteratorType::Gt => {
                         // Hash order: everything after the key's own position.
-                        let hash = m.hash(key);
-                        let mut after = false;
-                        for (h, t) in m.table.iter() {
-                            if after {
-                                if !visit(t) {
-                                    break;
-                                }
-                            } else if *h == hash && holds_key(&self.cmp_parts, t, key) {
-                                after = true;
+                        for t in m.table.iter_after(m.hash(key), |t| holds_key(&self.cmp_parts, t, key)) {
+                            if !visit(t) {
+                                break;
                             }
                         }
                     }

@@ -6,6 +6,7 @@
 
 pub mod access;
 pub mod catalog;
+pub mod hash_slots;
 pub mod index;
 pub mod sequence;
 pub mod space;
@@ -335,7 +336,7 @@ impl Engine {
             return;
         };
         for (tuple, hashed) in records {
-            std::hint::black_box(tuple.first());
+            crate::prefetch::read(Rc::as_ptr(tuple));
             if let Some(pre) = hashed {
                 pk.warm(pre);
             }
