@@ -123,8 +123,9 @@ local function set_trigger(list, new, old)
         for i, t in ipairs(list) do copy[i] = t end
         return copy
     end
-    if new ~= nil and type(new) ~= 'function' then
-        raise(1, 'Illegal parameters, trigger reset() expects a function')
+    -- 2.6 raises these two as plain strings.
+    if (new ~= nil and type(new) ~= 'function') or (old ~= nil and type(old) ~= 'function') then
+        error('trigger reset: incorrect arguments', 0)
     end
     if old ~= nil then
         local found = false
@@ -135,7 +136,7 @@ local function set_trigger(list, new, old)
                 break
             end
         end
-        if not found then raise(1, 'Illegal parameters, trigger is not found') end
+        if not found then error('trigger reset: Trigger is not found', 0) end
     else
         table.insert(list, new)
     end
@@ -272,6 +273,12 @@ index_methods.__index = index_methods
 -- after each row a statement changes; an error undoes the statement.
 local replace_triggers = {}
 
+-- What a trigger raised, as 2.6 passes it on: error() with a string comes out as a LuajitError.
+local function trigger_error(err)
+    if type(err) == 'string' then return make_error(nil, err, 'LuajitError') end
+    return err
+end
+
 local function run_replace_triggers(space_id, request, mark)
     local list = replace_triggers[space_id]
     if list == nil or #list == 0 then return end
@@ -279,7 +286,8 @@ local function run_replace_triggers(space_id, request, mark)
     local yields = internal.fiber_yields()
     local ok, err = pcall(function()
         for _, change in ipairs(op('changes_since', mark, space_id)) do
-            for _, fn in ipairs(list) do fn(change[1], change[2], name, request) end
+            -- Newest first, as 2.6 runs a trigger list.
+            for i = #list, 1, -1 do list[i](change[1], change[2], name, request) end
         end
     end)
     if ok and internal.fiber_yields() ~= yields and not box.is_in_txn() then
@@ -289,7 +297,7 @@ local function run_replace_triggers(space_id, request, mark)
     end
     if not ok then
         op('txn_rollback', mark)
-        error(err, 0)
+        error(trigger_error(err), 0)
     end
 end
 internal.run_replace_triggers = run_replace_triggers
@@ -313,6 +321,122 @@ local function triggered(space_id, request, fn, ...)
     end
     if implicit then box.commit() end
     return r
+end
+
+-- space:before_replace(fn [, old]): triggers called as fn(old, new, space_name,
+-- request) before a row changes, newest first, each given the tuple the one before
+-- returned. What the last returns decides, as in 2.6: `new` itself (or no value)
+-- lets the request run as sent; another tuple is written instead (a REPLACE; its
+-- primary key must be the old row's); nil deletes the old row (a DELETE); `old`
+-- itself does nothing. UPDATE and DELETE of a missing key run no trigger.
+local before_triggers = {}
+
+-- The primary key of `tuple` in `space`.
+local function primary_key_of(space, tuple)
+    local key = {}
+    for i, part in ipairs(space.index[0].parts) do key[i] = tuple[part.fieldno] end
+    return key
+end
+
+local function same_key(a, b)
+    for i = 1, #a do
+        if a[i] ~= b[i] then return false end
+    end
+    return true
+end
+
+-- Runs the triggers of `space` on a row's old and new tuples; returns what they decided.
+local function run_before_triggers(space, list, request, old, new)
+    local result = new
+    for i = #list, 1, -1 do
+        local n, r = (function(...) return select('#', ...), (...) end)(list[i](old, result, space.name, request))
+        if n > 0 then
+            if r == nil then
+                result = nil
+            elseif box.tuple.is(r) then
+                result = r
+            else
+                raise(53, 'Invalid return value of space:before_replace trigger: expected tuple or nil, got %s',
+                      type(r))
+            end
+        end
+    end
+    return result
+end
+
+-- A write to a space with before_replace triggers: the row's old and new tuples,
+-- the triggers, then the request as they rewrote it (and its on_replace triggers).
+-- `a` is the tuple (INSERT, REPLACE, UPSERT) or the key (UPDATE, DELETE); `b` the
+-- operations (UPDATE, UPSERT).
+local function before_replaced(space_id, index_id, request, a, b)
+    local list = before_triggers[space_id]
+    local space = box.space[space_id]
+    local run = {
+        INSERT = function() return op('insert', space_id, a) end,
+        REPLACE = function() return op('replace', space_id, a) end,
+        UPDATE = function() return op('update', space_id, index_id, a, b) end,
+        UPSERT = function() return op('upsert', space_id, a, b) end,
+        DELETE = function() return op('delete', space_id, index_id, a) end,
+    }
+    local implicit = not box.is_in_txn()
+    if implicit then box.begin() end
+    local mark = op('txn_mark')
+    local ok, r, changed = pcall(function()
+        local old, new
+        if request == 'UPDATE' or request == 'DELETE' then
+            old = op('get', space_id, index_id, a)
+            if old == nil then return end
+            -- As in 2.6, a new tuple has no field names.
+            if request == 'UPDATE' then new = op('tuple_new', old:update(b)) end
+        else
+            -- As in 2.6, without the space's field names.
+            new = op('tuple_new', a)
+            old = op('get', space_id, 0, primary_key_of(space, new))
+            if request == 'UPSERT' and old ~= nil then new = op('tuple_new', old:upsert(b)) end
+        end
+        local fired, result = pcall(run_before_triggers, space, list, request, old, new)
+        if not fired then error(trigger_error(result), 0) end
+        if rawequal(result, new) then
+            return run[request](), request
+        elseif rawequal(result, old) then
+            return nil, nil
+        elseif result == nil then
+            return op('delete', space_id, 0, primary_key_of(space, old)), 'DELETE'
+        end
+        if old ~= nil and not same_key(primary_key_of(space, old), primary_key_of(space, result)) then
+            raise(94, "Attempt to modify a tuple field which is part of index '%s' in space '%s'",
+                  space.index[0].name, space.name)
+        end
+        return op('replace', space_id, result), 'REPLACE'
+    end)
+    if ok and changed ~= nil then
+        local fired, err = pcall(run_replace_triggers, space_id, changed, mark)
+        if not fired then ok, r = false, err end
+    end
+    if not ok then
+        op('txn_rollback', mark)
+        if implicit then box.rollback() end
+        error(r, 0)
+    end
+    if implicit then box.commit() end
+    return r
+end
+
+-- An IPROTO write to a space with before_replace triggers (the executor's way in).
+-- Operations number fields from `index_base` (IPROTO's default 0), Lua from 1.
+function internal.iproto_before_replaced(space_id, index_id, request, a, b, index_base)
+    if type(b) == 'table' and index_base == 0 then
+        for _, o in ipairs(b) do
+            if type(o) == 'table' and type(o[2]) == 'number' and o[2] >= 0 then o[2] = o[2] + 1 end
+        end
+    end
+    return before_replaced(space_id, index_id, request, a, b)
+end
+
+-- A Lua write: through the before_replace triggers if the space has any.
+local function written(space_id, index_id, request, fn, a, b, ...)
+    if before_triggers[space_id] ~= nil then return before_replaced(space_id, index_id, request, a, b) end
+    return triggered(space_id, request, fn, ...)
 end
 
 function index_methods:select(key, opts)
@@ -350,10 +474,12 @@ function index_methods:pairs(key, opts)
 end
 index_methods.__call = index_methods.pairs
 function index_methods:update(key, ops)
-    return maybe(triggered(self.space_id, 'UPDATE', op, 'update', self.space_id, self.id, key, ops))
+    local id = self.space_id
+    return maybe(written(id, self.id, 'UPDATE', op, key, ops, 'update', id, self.id, key, ops))
 end
 function index_methods:delete(key)
-    return maybe(triggered(self.space_id, 'DELETE', op, 'delete', self.space_id, self.id, key))
+    local id = self.space_id
+    return maybe(written(id, self.id, 'DELETE', op, key, nil, 'delete', id, self.id, key))
 end
 function index_methods:drop() box.space._index:delete{self.space_id, self.id} end
 function index_methods:rename(name)
@@ -377,14 +503,31 @@ function space_methods:on_replace(new, old)
     return r
 end
 
-function space_methods:insert(t) return triggered(self.id, 'INSERT', op, 'insert', self.id, t) end
-function space_methods:replace(t) return triggered(self.id, 'REPLACE', op, 'replace', self.id, t) end
+function space_methods:before_replace(new, old)
+    local list = before_triggers[self.id] or {}
+    local r = set_trigger(list, new, old)
+    if new ~= nil or old ~= nil then
+        before_triggers[self.id] = #list > 0 and list or nil
+        op('set_before_replace_triggers', self.id, #list > 0)
+    end
+    return r
+end
+
+function space_methods:insert(t) return maybe(written(self.id, 0, 'INSERT', op, t, nil, 'insert', self.id, t)) end
+function space_methods:replace(t)
+    return maybe(written(self.id, 0, 'REPLACE', op, t, nil, 'replace', self.id, t))
+end
 space_methods.put = space_methods.replace
 function space_methods:update(key, ops)
-    return maybe(triggered(self.id, 'UPDATE', op, 'update', self.id, 0, key, ops))
+    return maybe(written(self.id, 0, 'UPDATE', op, key, ops, 'update', self.id, 0, key, ops))
 end
-function space_methods:upsert(t, ops) triggered(self.id, 'UPSERT', op, 'upsert', self.id, t, ops) end
-function space_methods:delete(key) return maybe(triggered(self.id, 'DELETE', op, 'delete', self.id, 0, key)) end
+function space_methods:upsert(t, ops)
+    -- Returns no tuple, unless a before_replace trigger made the request a REPLACE or DELETE.
+    return maybe(written(self.id, 0, 'UPSERT', function(...) op(...) end, t, ops, 'upsert', self.id, t, ops))
+end
+function space_methods:delete(key)
+    return maybe(written(self.id, 0, 'DELETE', op, key, nil, 'delete', self.id, 0, key))
+end
 function space_methods:get(key) return maybe(op('get', self.id, 0, key)) end
 function space_methods:select(key, opts)
     if self.index[0] == nil then raise(35, "No index #0 is defined in space '%s'", self.name) end

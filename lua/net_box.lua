@@ -46,7 +46,11 @@ local function raise_remote(code, body)
     local message = body and body[K.ERROR_24] or 'Unknown error'
     local e = box.error.new({code = code - 0x8000, reason = message})
     local stack = body and body[K.ERROR] and body[K.ERROR][0]
-    if stack and stack[1] and stack[1][0] then rawset(e, 'type', stack[1][0]) end
+    if stack and stack[1] and stack[1][0] then
+        rawset(e, 'type', stack[1][0])
+        -- As 2.6 rebuilds it: only a ClientError (and its kin) has a code.
+        if stack[1][0] == 'LuajitError' then rawset(e, 'code', nil) end
+    end
     error(e, 3)
 end
 

@@ -1289,24 +1289,59 @@ impl Executor {
             Request::Insert(w) | Request::Replace(w) => {
                 let mode =
                     if header.request_type == request_type::INSERT { WriteMode::Insert } else { WriteMode::Replace };
+                if self.lua.has_before_replace_triggers(w.space_id) {
+                    let t = self.before_replaced(&creds, session_id, header, (w.space_id, 0), w.tuple, None)?;
+                    self.reply_tuple(out, sync, t.as_ref());
+                    return Ok(());
+                }
                 let mark = self.engine.pending_changes();
                 let tuple = self.engine.write(&creds, w.space_id, w.tuple, mode)?;
                 self.replace_triggers(&creds, session_id, w.space_id, header.request_type, mark)?;
                 self.reply_tuple(out, sync, Some(&tuple));
             }
             Request::Update(u) => {
+                if self.lua.has_before_replace_triggers(u.space_id) {
+                    let t = self.before_replaced(
+                        &creds,
+                        session_id,
+                        header,
+                        (u.space_id, u.index_id),
+                        u.key,
+                        Some((u.ops, u.index_base)),
+                    )?;
+                    self.reply_tuple(out, sync, t.as_ref());
+                    return Ok(());
+                }
                 let mark = self.engine.pending_changes();
                 let tuple = self.engine.update(&creds, &u)?;
                 self.replace_triggers(&creds, session_id, u.space_id, header.request_type, mark)?;
                 self.reply_tuple(out, sync, tuple.as_ref());
             }
             Request::Upsert(u) => {
+                if self.lua.has_before_replace_triggers(u.space_id) {
+                    // An UPSERT's reply holds no tuple, unless a trigger rewrote it.
+                    let t = self.before_replaced(
+                        &creds,
+                        session_id,
+                        header,
+                        (u.space_id, 0),
+                        u.tuple,
+                        Some((u.ops, u.index_base)),
+                    )?;
+                    self.reply_tuple(out, sync, t.as_ref());
+                    return Ok(());
+                }
                 let mark = self.engine.pending_changes();
                 self.engine.upsert(&creds, &u)?;
                 self.replace_triggers(&creds, session_id, u.space_id, header.request_type, mark)?;
                 self.reply_tuple(out, sync, None);
             }
             Request::Delete(d) => {
+                if self.lua.has_before_replace_triggers(d.space_id) {
+                    let t = self.before_replaced(&creds, session_id, header, (d.space_id, d.index_id), d.key, None)?;
+                    self.reply_tuple(out, sync, t.as_ref());
+                    return Ok(());
+                }
                 let mark = self.engine.pending_changes();
                 let tuple = self.engine.delete(&creds, &d)?;
                 self.replace_triggers(&creds, session_id, d.space_id, header.request_type, mark)?;
@@ -1398,6 +1433,29 @@ impl Executor {
             ticket: self.wal.as_ref().map(|_| self.next_ticket),
         };
         self.lua.run_replace_triggers(&mut host, &caller, space_id, request_type_name(request_type), mark)
+    }
+
+    /// Runs an IPROTO write to a space with `space:before_replace` triggers through
+    /// Lua, where the triggers may rewrite it (its `on_replace` triggers run there
+    /// too); returns the tuple for the reply. `at` is (space id, index id), `a` the
+    /// tuple or key, `b` the operations and their index base.
+    fn before_replaced(
+        &mut self,
+        creds: &Rc<Credentials>,
+        session_id: u64,
+        header: &Header,
+        at: (u32, u32),
+        a: &[u8],
+        b: Option<(&[u8], u32)>,
+    ) -> BoxResult<Option<crate::engine::tuple::Tuple>> {
+        let caller = self.caller(creds.clone(), session_id);
+        let mut host = Host {
+            engine: &mut self.engine,
+            window: &mut self.window,
+            ticket: self.wal.as_ref().map(|_| self.next_ticket),
+        };
+        let request = request_type_name(header.request_type);
+        self.lua.run_before_replaced(&mut host, &caller, at.0, at.1, request, a, b)
     }
 
     fn reply_tuple(&self, out: &mut Vec<u8>, sync: u64, tuple: Option<&crate::engine::tuple::Tuple>) {

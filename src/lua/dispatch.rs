@@ -98,6 +98,10 @@ pub struct SessionTriggers(pub std::collections::HashSet<String>);
 #[derive(Debug, Default)]
 pub struct ReplaceTriggers(pub std::collections::HashSet<u32>);
 
+/// Spaces with `before_replace` triggers (IPROTO writes to them go through Lua).
+#[derive(Debug, Default)]
+pub struct BeforeReplaceTriggers(pub std::collections::HashSet<u32>);
+
 /// Values `box.session.push` queued for the current request, msgpack-encoded.
 #[derive(Debug, Default)]
 pub struct Pushes(pub Vec<Vec<u8>>);
@@ -621,6 +625,13 @@ fn run(lua: &Lua, cx: &mut Context, op: &str, args: &[Value]) -> Result<Value, F
         "set_replace_triggers" => {
             let (space_id, on) = (u32_arg(1)?, arg::<bool>(lua, args, 2)?);
             let mut set = lua.remove_app_data::<ReplaceTriggers>().unwrap_or_default();
+            toggle(&mut set.0, space_id, on);
+            lua.set_app_data(set);
+            Value::Nil
+        }
+        "set_before_replace_triggers" => {
+            let (space_id, on) = (u32_arg(1)?, arg::<bool>(lua, args, 2)?);
+            let mut set = lua.remove_app_data::<BeforeReplaceTriggers>().unwrap_or_default();
             toggle(&mut set.0, space_id, on);
             lua.set_app_data(set);
             Value::Nil

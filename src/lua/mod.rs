@@ -690,6 +690,48 @@ impl LuaRuntime {
         self.lua.app_data_ref::<dispatch::ReplaceTriggers>().is_some_and(|t| t.0.contains(&space_id))
     }
 
+    /// Whether `space:before_replace` triggers are set on this space.
+    #[must_use]
+    pub fn has_before_replace_triggers(&self, space_id: u32) -> bool {
+        self.lua.app_data_ref::<dispatch::BeforeReplaceTriggers>().is_some_and(|t| t.0.contains(&space_id))
+    }
+
+    /// Runs an IPROTO write to a space with `before_replace` triggers through Lua
+    /// (`box.internal.iproto_before_replaced`): the triggers see the row's old and
+    /// new tuples and may rewrite the request. `request` is INSERT, REPLACE, UPDATE,
+    /// UPSERT or DELETE; `a` the tuple or key, `b` the operations and the number
+    /// their fields count from (msgpack each).
+    /// Returns the tuple the request as rewritten returns, if any.
+    #[allow(clippy::too_many_arguments, reason = "the fields of a write request")]
+    pub fn run_before_replaced(
+        &self,
+        host: &mut Host<'_>,
+        caller: &Caller,
+        space_id: u32,
+        index_id: u32,
+        request: &str,
+        a: &[u8],
+        b: Option<(&[u8], u32)>,
+    ) -> BoxResult<Option<crate::engine::tuple::Tuple>> {
+        let (outcome, _) = self.with_engine(host, caller, |lua| {
+            let run: Value = internal_fn(lua, "iproto_before_replaced").map(Value::Function)?;
+            let decode = |bytes: &[u8]| convert::decode(lua, &mut crate::protocol::msgpack::Reader::new(bytes), 0);
+            let args = vec![
+                Value::Integer(i64::from(space_id)),
+                Value::Integer(i64::from(index_id)),
+                Value::String(lua.create_string(request)?),
+                decode(a)?,
+                b.map(|(ops, _)| decode(ops)).transpose()?.unwrap_or(Value::Nil),
+                Value::Integer(i64::from(b.map_or(0, |(_, base)| base))),
+            ];
+            Ok(protected_call(lua, &run, args)?.map(|values| match values.into_iter().next() {
+                Some(Value::UserData(ud)) => ud.borrow::<LuaTuple>().ok().map(|t| t.0.clone()),
+                _ => None,
+            }))
+        });
+        outcome.map_err(|e| lua_err(&e)).and_then(|r| r)
+    }
+
     /// Runs the space's `on_replace` triggers for the rows an IPROTO statement changed
     /// after `mark`; a trigger error undoes the statement (and what the triggers did).
     pub fn run_replace_triggers(
