@@ -1402,7 +1402,9 @@ box.session.on_connect = session_trigger('connect')
 box.session.on_disconnect = session_trigger('disconnect')
 box.session.on_auth = session_trigger('auth')
 function internal.run_session_triggers(kind, ...)
-    for _, fn in ipairs(session_triggers[kind]) do fn(...) end
+    -- Newest first, as 2.6 runs a trigger list.
+    local list = session_triggers[kind]
+    for i = #list, 1, -1 do list[i](...) end
 end
 
 -- box.session.su(user[, fn, ...]): run fn as `user` (admin only, as 2.6 requires
@@ -1741,6 +1743,21 @@ function box.ctl.on_iproto_request(new, old)
     local r = set_trigger(iproto_triggers, new, old)
     if new ~= nil or old ~= nil then op('iproto_triggers', #iproto_triggers) end
     return r
+end
+
+-- box.ctl.on_shutdown(fn [, old]): triggers run once when the instance stops
+-- (os.exit, SIGTERM or SIGINT, the script's end when nothing is left to serve),
+-- newest first, with no arguments; an error is logged and the next one runs.
+local shutdown_triggers = {}
+function box.ctl.on_shutdown(new, old) return set_trigger(shutdown_triggers, new, old) end
+
+function internal.run_shutdown_triggers()
+    local list = shutdown_triggers
+    shutdown_triggers = {}
+    for i = #list, 1, -1 do
+        local ok, err = pcall(list[i])
+        if not ok then require('log').error('on_shutdown trigger failed: %s', tostring(err)) end
+    end
 end
 
 function internal.run_iproto_triggers(header)

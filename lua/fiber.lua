@@ -660,6 +660,7 @@ end
 -- before exiting is durable, as tarantool's WAL wait makes it), then exits.
 local process_exit = os.exit
 function os.exit(code)
+    if internal.run_shutdown_triggers ~= nil then internal.run_shutdown_triggers() end
     io.stdout:flush()
     io.stderr:flush()
     local status = code

@@ -774,6 +774,7 @@ impl Executor {
             }
             TxMessage::Console { session_id, line } => self.console_line(session_id, &line),
             TxMessage::Shutdown => {
+                self.shutdown_triggers();
                 tracing::info!("shutting down: finishing in-flight commits");
                 self.shutting_down = true;
             }
@@ -1411,6 +1412,21 @@ impl Executor {
             self.group_undo.extend(changes);
         }
         result
+    }
+
+    /// Runs the `box.ctl.on_shutdown` triggers, as admin; what they write commits
+    /// before the server stops.
+    fn shutdown_triggers(&mut self) {
+        let caller = self.caller(self.creds(user_id::ADMIN), 0);
+        let mut host = Host {
+            engine: &mut self.engine,
+            window: &mut self.window,
+            ticket: self.wal.as_ref().map(|_| self.next_ticket),
+        };
+        if let Err(e) = self.lua.run_shutdown_triggers(&mut host, &caller) {
+            tracing::warn!(error = %e, "on_shutdown triggers failed");
+        }
+        self.commit_changes();
     }
 
     /// Runs `space:on_replace` triggers after an IPROTO write (nothing to do, and no

@@ -809,6 +809,16 @@ impl LuaRuntime {
         outcome.map_err(|e| lua_err(&e))?.map(|_| ())
     }
 
+    /// Runs the `box.ctl.on_shutdown` triggers (once: the list is emptied); their
+    /// errors are logged, not returned.
+    pub fn run_shutdown_triggers(&self, host: &mut Host<'_>, caller: &Caller) -> BoxResult<()> {
+        let (outcome, _) = self.with_engine(host, caller, |lua| {
+            let run: Function = internal_fn(lua, "run_shutdown_triggers")?;
+            protected_call(lua, &Value::Function(run), Vec::new()).map(|r| r.map(|_| ()))
+        });
+        outcome.map_err(|e| lua_err(&e))?.map(|_| ())
+    }
+
     /// Runs the `on_iproto_request` triggers with a request's header; an error rejects the request.
     pub fn run_iproto_triggers(
         &self,
