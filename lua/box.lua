@@ -493,25 +493,21 @@ space_methods.__index = function(s, k)
     return nil
 end
 
-function space_methods:on_replace(new, old)
-    local list = replace_triggers[self.id] or {}
-    local r = set_trigger(list, new, old)
-    if new ~= nil or old ~= nil then
-        replace_triggers[self.id] = #list > 0 and list or nil
-        op('set_replace_triggers', self.id, #list > 0)
+-- A space's trigger setter: `lists` holds each space's list, `flag` the op that
+-- tells the executor whether IPROTO writes to the space must run them.
+local function space_trigger(lists, flag)
+    return function(self, new, old)
+        local list = lists[self.id] or {}
+        local r = set_trigger(list, new, old)
+        if new ~= nil or old ~= nil then
+            lists[self.id] = #list > 0 and list or nil
+            op(flag, self.id, #list > 0)
+        end
+        return r
     end
-    return r
 end
-
-function space_methods:before_replace(new, old)
-    local list = before_triggers[self.id] or {}
-    local r = set_trigger(list, new, old)
-    if new ~= nil or old ~= nil then
-        before_triggers[self.id] = #list > 0 and list or nil
-        op('set_before_replace_triggers', self.id, #list > 0)
-    end
-    return r
-end
+space_methods.on_replace = space_trigger(replace_triggers, 'set_replace_triggers')
+space_methods.before_replace = space_trigger(before_triggers, 'set_before_replace_triggers')
 
 function space_methods:insert(t) return maybe(written(self.id, 0, 'INSERT', op, t, nil, 'insert', self.id, t)) end
 function space_methods:replace(t)
