@@ -13,6 +13,7 @@
 pub mod convert;
 pub mod dispatch;
 pub mod fio;
+pub mod key_def;
 pub mod native;
 pub mod netbox;
 pub mod socket;
@@ -40,7 +41,7 @@ const PRELUDE: &str = include_str!("../../lua/box.lua");
 const CONSOLE: &str = include_str!("../../lua/console.lua");
 const NET_BOX: &str = include_str!("../../lua/net_box.lua");
 /// Tarantool's Lua modules, each registered in `package.loaded` by its own file (in load order).
-const MODULES: [(&str, &str); 20] = [
+const MODULES: [(&str, &str); 21] = [
     ("=string.lua", include_str!("../../lua/string.lua")),
     ("=table.lua", include_str!("../../lua/table.lua")),
     ("=fiber.lua", include_str!("../../lua/fiber.lua")),
@@ -61,6 +62,7 @@ const MODULES: [(&str, &str); 20] = [
     ("=csv.lua", include_str!("../../lua/csv.lua")),
     ("=utf8.lua", include_str!("../../lua/utf8.lua")),
     ("=pickle.lua", include_str!("../../lua/pickle.lua")),
+    ("=key_def.lua", include_str!("../../lua/key_def.lua")),
 ];
 
 /// How CALL results are shaped.
@@ -284,6 +286,7 @@ impl LuaRuntime {
             internal.set("native", native::create(&lua)?)?;
             internal.set("fio", fio::create(&lua)?)?;
             internal.set("utf8", utf8::create(&lua)?)?;
+            internal.set("key_def", key_def::create(&lua)?)?;
             let codes: Table = internal.get("op_codes")?;
             for (code, name) in dispatch::OP_CODES.iter().enumerate().skip(1) {
                 codes.raw_set(*name, code)?;

@@ -1,0 +1,104 @@
+-- key_def: Tarantool's key definitions, to extract and compare keys of tuples
+-- exactly as an index with these parts would (box.internal.key_def does the
+-- checking and comparing).
+-- * key_def.new(parts): parts as index.parts gives them, {fieldno = N (or
+--   field), type = T[, is_nullable = B][, collation = name]}.
+-- * kd:extract_key(tuple), kd:compare(a, b), kd:compare_with_key(tuple, key)
+--   (-1, 0 or 1), kd:merge(other) (its parts, then the other's on new fields),
+--   kd:totable(). Tuples may be tuples or tables.
+-- Errors carry 2.6's messages. JSON paths in parts are not supported.
+
+local native = box.internal.key_def
+
+local function make_error(...) return box.internal.make_error(...) end
+
+local key_def = {}
+local methods = {}
+local key_def_mt = {
+    __index = methods,
+    __tostring = function() return '<struct key_def &>' end,
+}
+
+local USAGE = 'Bad params, use: key_def.new({{fieldno = fieldno, type = type' ..
+    '[, is_nullable = <boolean>][, path = <string>][, collation_id = <number>]' ..
+    '[, collation = <string>]}, ...}'
+
+local function illegal(message)
+    error(make_error(nil, message, 'IllegalParams'), 3)
+end
+
+local FIELD_TYPES = {
+    any = true, unsigned = true, string = true, number = true, double = true, integer = true,
+    boolean = true, varbinary = true, scalar = true, decimal = true, uuid = true, array = true, map = true,
+}
+local COLLATIONS = {none = true, unicode = true, unicode_ci = true, binary = true}
+
+-- The part as key_def keeps it (and totable returns it).
+local function normalize_part(p)
+    local fieldno = p.fieldno or p.field
+    if fieldno == nil then illegal('fieldno or field must not be nil') end
+    if p.type == nil then illegal('type must not be nil') end
+    if not FIELD_TYPES[p.type] then illegal('Unknown field type: ' .. tostring(p.type)) end
+    if p.path ~= nil then illegal('key_def: JSON paths in key parts are not supported by oncebox') end
+    if p.collation ~= nil and not COLLATIONS[p.collation] then
+        illegal(string.format('Unknown collation: "%s"', tostring(p.collation)))
+    end
+    local part = {type = p.type, is_nullable = p.is_nullable == true, fieldno = fieldno}
+    if p.collation ~= nil and p.collation ~= 'none' and p.collation ~= 'binary' then part.collation = p.collation end
+    return part
+end
+
+local function build(parts)
+    local native_parts = {}
+    for i, p in ipairs(parts) do
+        native_parts[i] = {p.fieldno - 1, p.type, p.is_nullable, p.collation}
+    end
+    return setmetatable({parts = parts, native = native.new(native_parts)}, key_def_mt)
+end
+
+function key_def.new(parts)
+    if type(parts) ~= 'table' then error(USAGE, 2) end
+    if #parts == 0 then illegal('Key definition can only be constructed by using at least 1 key_part') end
+    local normalized = {}
+    for i, p in ipairs(parts) do
+        if type(p) ~= 'table' then error(USAGE, 2) end
+        normalized[i] = normalize_part(p)
+    end
+    return build(normalized)
+end
+
+-- Raises what a native call reported: (nil, code, message).
+local function checked(r, code, message)
+    if r == nil and code ~= nil then error(make_error(code, message), 3) end
+    return r
+end
+
+function methods:extract_key(tuple) return checked(native.extract_key(self.native, tuple)) end
+function methods:compare(a, b) return checked(native.compare(self.native, a, b)) end
+function methods:compare_with_key(tuple, key) return checked(native.compare_with_key(self.native, tuple, key)) end
+
+function methods:merge(other)
+    local parts, seen = {}, {}
+    for _, p in ipairs(self.parts) do
+        parts[#parts + 1] = table.copy(p)
+        seen[p.fieldno] = true
+    end
+    for _, p in ipairs(other.parts) do
+        if not seen[p.fieldno] then
+            parts[#parts + 1] = table.copy(p)
+            seen[p.fieldno] = true
+        end
+    end
+    return build(parts)
+end
+
+function methods:totable()
+    local out = {}
+    for i, p in ipairs(self.parts) do out[i] = table.copy(p) end
+    return out
+end
+
+key_def_mt.__serialize = methods.totable
+
+package.loaded.key_def = key_def
+return key_def

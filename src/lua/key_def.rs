@@ -1,0 +1,185 @@
+//! `box.internal.key_def`: what the `key_def` module (lua/key_def.lua) needs from
+//! Rust: key parts checked and compared exactly as an index compares them.
+//!
+//! A key definition is a userdata holding its parts; the Lua module checks the
+//! arguments of `key_def.new` and builds one with [`create`]'s `new`. Tuples come
+//! as tuples or Lua tables. Failures come back as (nil, code, message) for the
+//! module to raise with 2.6's texts.
+
+use std::cmp::Ordering;
+
+use mlua::{AnyUserData, Lua, Table, UserData, Value};
+
+use super::convert;
+use super::tuple::{LuaTuple, TupleFormat};
+use crate::engine::index::Part;
+use crate::engine::tuple::split;
+use crate::engine::value::{Collation, FieldType, Key, KeyPart};
+use crate::error::{code, BoxError};
+use crate::protocol::msgpack::{write, Reader};
+
+/// The parts of one key definition.
+struct KeyDef(Vec<Part>);
+
+impl UserData for KeyDef {}
+
+/// A failure as the Lua module raises it: (nil, code, message).
+type Failure = (Value, Value, Value);
+
+fn failure(lua: &Lua, e: &BoxError) -> mlua::Result<Failure> {
+    Ok((Value::Nil, Value::Integer(i64::from(e.code)), Value::String(lua.create_string(&e.message)?)))
+}
+
+/// The msgpack form of a tuple or a Lua table.
+fn bytes_of(v: &Value) -> mlua::Result<Vec<u8>> {
+    let mut out = Vec::new();
+    convert::encode(&mut out, v, 0)?;
+    Ok(out)
+}
+
+/// ER_KEY_PART_TYPE for part `i` (0-based).
+fn part_type_error(i: usize, part: &Part) -> BoxError {
+    BoxError::new(
+        code::KEY_PART_TYPE,
+        format!("Supplied key type of part {i} does not match index part type: expected {}", part.ty.name()),
+    )
+}
+
+/// The raw field each part takes from `tuple`, checked against the part (a
+/// missing field is nil where the part is nullable).
+fn key_fields<'t>(parts: &[Part], tuple: &'t [u8]) -> Result<Vec<Option<&'t [u8]>>, BoxError> {
+    let fields = split(tuple).map_err(|_| BoxError::new(code::TUPLE_NOT_ARRAY, "Tuple/Key must be MsgPack array"))?;
+    let mut out = Vec::with_capacity(parts.len());
+    for (i, part) in parts.iter().enumerate() {
+        let Some(raw) = fields.get(part.field_no as usize).copied() else {
+            if part.nullable {
+                out.push(None);
+                continue;
+            }
+            return Err(BoxError::new(
+                code::FIELD_MISSING,
+                format!("Tuple field [{}] required by space format is missing", part.field_no + 1),
+            ));
+        };
+        check_part(i, part, raw)?;
+        out.push(Some(raw));
+    }
+    Ok(out)
+}
+
+/// Checks one value against its part and reads it for comparing.
+fn check_part(i: usize, part: &Part, raw: &[u8]) -> Result<KeyPart, BoxError> {
+    KeyPart::read(&mut Reader::new(raw), part.ty, part.collation, part.nullable)
+        .map_err(|_| BoxError::invalid_msgpack("tuple"))?
+        .ok_or_else(|| part_type_error(i, part))
+}
+
+/// The key of `tuple` under `parts`, ready to compare.
+fn key_of(parts: &[Part], tuple: &[u8]) -> Result<Key, BoxError> {
+    let mut key = Key::with_capacity(parts.len());
+    for (i, (part, raw)) in parts.iter().zip(key_fields(parts, tuple)?).enumerate() {
+        key.push(match raw {
+            Some(raw) => check_part(i, part, raw)?,
+            None => KeyPart::Nil,
+        });
+    }
+    Ok(key)
+}
+
+/// -1, 0 or 1, as 2.6's comparisons return.
+fn sign(o: Ordering) -> i64 {
+    match o {
+        Ordering::Less => -1,
+        Ordering::Equal => 0,
+        Ordering::Greater => 1,
+    }
+}
+
+/// Builds the `key_def` table of native functions.
+pub fn create(lua: &Lua) -> mlua::Result<Table> {
+    let t = lua.create_table()?;
+    // new({{field_no (0-based), type, is_nullable, collation}, ...}): names checked by the module.
+    t.set(
+        "new",
+        lua.create_function(|lua, parts: Vec<Table>| {
+            let mut out = Vec::with_capacity(parts.len());
+            for part in parts {
+                let (field_no, ty, nullable, collation): (u32, mlua::LuaString, bool, Option<mlua::LuaString>) =
+                    (part.get(1)?, part.get(2)?, part.get(3)?, part.get(4)?);
+                let ty = FieldType::parse(&ty.as_bytes()).ok_or_else(|| mlua::Error::runtime("unknown field type"))?;
+                let collation = match collation {
+                    Some(name) => Collation::from_name(&name.as_bytes())
+                        .ok_or_else(|| mlua::Error::runtime("unknown collation"))?,
+                    None => Collation::Binary,
+                };
+                out.push(Part { field_no, ty, collation, nullable });
+            }
+            lua.create_userdata(KeyDef(out))
+        })?,
+    )?;
+    t.set(
+        "extract_key",
+        lua.create_function(|lua, (kd, tuple): (AnyUserData, Value)| {
+            let kd = kd.borrow::<KeyDef>()?;
+            let bytes = bytes_of(&tuple)?;
+            let fields = match key_fields(&kd.0, &bytes) {
+                Ok(fields) => fields,
+                Err(e) => return failure(lua, &e),
+            };
+            let mut key = Vec::with_capacity(bytes.len());
+            write::array_len(&mut key, u32::try_from(fields.len()).unwrap_or(u32::MAX));
+            for field in fields {
+                match field {
+                    Some(raw) => key.extend_from_slice(raw),
+                    None => write::nil(&mut key),
+                }
+            }
+            let tuple = LuaTuple(key.into(), std::rc::Rc::new(TupleFormat::default()));
+            Ok((Value::UserData(lua.create_userdata(tuple)?), Value::Nil, Value::Nil))
+        })?,
+    )?;
+    t.set(
+        "compare",
+        lua.create_function(|lua, (kd, a, b): (AnyUserData, Value, Value)| {
+            let kd = kd.borrow::<KeyDef>()?;
+            let (a, b) = (bytes_of(&a)?, bytes_of(&b)?);
+            let keys = key_of(&kd.0, &a).and_then(|a| Ok((a, key_of(&kd.0, &b)?)));
+            match keys {
+                Ok((a, b)) => Ok((Value::Integer(sign(a.cmp(&b))), Value::Nil, Value::Nil)),
+                Err(e) => failure(lua, &e),
+            }
+        })?,
+    )?;
+    // compare_with_key(tuple, key): over the key's parts only (a shorter key is a prefix).
+    t.set(
+        "compare_with_key",
+        lua.create_function(|lua, (kd, tuple, key): (AnyUserData, Value, Value)| {
+            let kd = kd.borrow::<KeyDef>()?;
+            let (tuple, key_bytes) = (bytes_of(&tuple)?, bytes_of(&key)?);
+            let outcome = key_of(&kd.0, &tuple).and_then(|tuple_key| {
+                let given = split(&key_bytes)
+                    .map_err(|_| BoxError::new(code::TUPLE_NOT_ARRAY, "Tuple/Key must be MsgPack array"))?;
+                if given.len() > kd.0.len() {
+                    return Err(BoxError::new(
+                        code::KEY_PART_COUNT,
+                        format!("Invalid key part count (expected [0..{}], got {})", kd.0.len(), given.len()),
+                    ));
+                }
+                let mut order = Ordering::Equal;
+                for (i, (part, mine)) in kd.0.iter().zip(tuple_key.0.iter()).enumerate().take(given.len()) {
+                    let theirs = check_part(i, part, given.get(i).copied().unwrap_or(&[0xc0]))?;
+                    order = mine.cmp(&theirs);
+                    if order != Ordering::Equal {
+                        break;
+                    }
+                }
+                Ok(order)
+            });
+            match outcome {
+                Ok(order) => Ok((Value::Integer(sign(order)), Value::Nil, Value::Nil)),
+                Err(e) => failure(lua, &e),
+            }
+        })?,
+    )?;
+    Ok(t)
+}

@@ -1,0 +1,74 @@
+-- The key_def module, compared line for line with Tarantool 2.6 (see
+-- test_key_def.py).
+box.cfg{}
+local key_def = require('key_def')
+local function p(...)
+    local t = {}
+    for i = 1, select('#', ...) do t[i] = tostring((select(i, ...))) end
+    print(select('#', ...) .. ': ' .. table.concat(t, ' | '))
+end
+local function try(label, fn, ...)
+    local r = {pcall(fn, ...)}
+    if not r[1] and type(r[2]) ~= 'string' then r[2] = tostring(r[2].code) .. ' ' .. tostring(r[2].message) end
+    p(label, unpack(r, 1, table.maxn(r)))
+end
+local function parts(kd)
+    local out = {}
+    for _, part in ipairs(kd:totable()) do
+        out[#out + 1] = string.format('%s:%s:%s:%s', part.fieldno, part.type, tostring(part.is_nullable),
+                                      tostring(part.collation))
+    end
+    return table.concat(out, ' ')
+end
+p(type(key_def.new), tostring(key_def.new({{fieldno = 1, type = 'unsigned'}})))
+local kd = key_def.new({{fieldno = 2, type = 'unsigned'}, {fieldno = 1, type = 'string', collation = 'unicode_ci'}})
+p(parts(kd))
+p(kd:extract_key(box.tuple.new{'a', 1, 'x'}))
+p(kd:extract_key({'a', 1, 'x'}))
+try('extract missing', kd.extract_key, kd, {'a'})
+try('extract wrong type', kd.extract_key, kd, {'a', 'b'})
+try('extract wrong second', kd.extract_key, kd, {1, 1})
+p(kd:compare({'a', 1}, {'A', 1}), kd:compare({'a', 1}, {'b', 1}), kd:compare({'a', 2}, {'b', 1}))
+p(kd:compare(box.tuple.new{'z', 0}, {'a', 1}))
+try('compare bad', kd.compare, kd, {'a', 1}, {'a', -1})
+p(kd:compare_with_key({'a', 1}, {1, 'A'}), kd:compare_with_key({'a', 1}, {1}), kd:compare_with_key({'a', 1}, {}))
+-- 2.6 may return any number of the right sign here.
+local function sign(x) return x < 0 and -1 or (x > 0 and 1 or 0) end
+p(kd:compare_with_key({'a', 1}, {2}), kd:compare_with_key({'b', 1}, {1, 'a'}), sign(kd:compare_with_key({'a', 5}, {3, 'z'})))
+try('cwk bad', kd.compare_with_key, kd, {'a', 1}, {'x'})
+local kd2 = key_def.new({{fieldno = 3, type = 'string', is_nullable = true}, {fieldno = 2, type = 'unsigned'}})
+local m = kd:merge(kd2)
+p(parts(m))
+p(parts(kd2:merge(kd)))
+p(m:extract_key({'a', 1, 'z'}), m:extract_key({'a', 1}))
+p(kd2:compare({'a', 1}, {'a', 1, 'b'}), kd2:compare({'a', 1, box.NULL}, {'a', 1}))
+try('new no parts', key_def.new)
+try('new empty', key_def.new, {})
+try('new no fieldno', key_def.new, {{type = 'unsigned'}})
+try('new bad type', key_def.new, {{fieldno = 1, type = 'bogus'}})
+try('new no type', key_def.new, {{fieldno = 1}})
+try('new bad coll', key_def.new, {{fieldno = 1, type = 'string', collation = 'nope'}})
+try('new not table', key_def.new, 5)
+p(parts(key_def.new({{field = 3, type = 'integer'}})))
+local s = box.schema.space.create('t')
+s:create_index('pk', {parts = {{2, 'unsigned'}, {1, 'string'}}})
+local ikd = key_def.new(s.index.pk.parts)
+p(parts(ikd))
+p(ikd:compare({'b', 1}, {'a', 2}), ikd:compare({'b', 2}, {'a', 2}))
+local nkd = key_def.new({{fieldno = 1, type = 'number'}})
+p(nkd:compare({1}, {1.5}), nkd:compare({-1}, {2^64}), nkd:compare({3}, {3}), nkd:compare({3}, {3.0}))
+local ikd2 = key_def.new({{fieldno = 1, type = 'integer'}})
+p(ikd2:compare({-5}, {3}), ikd2:compare({-5}, {-6}))
+try('integer float', ikd2.compare, ikd2, {1.5}, {1})
+local skd = key_def.new({{fieldno = 1, type = 'scalar'}})
+p(skd:compare({true}, {1}), skd:compare({1}, {'a'}), skd:compare({'b'}, {'a'}), skd:compare({false}, {true}))
+try('scalar nil', skd.compare, skd, {box.NULL}, {1})
+local nullable = key_def.new({{fieldno = 1, type = 'unsigned', is_nullable = true}})
+p(nullable:compare({box.NULL}, {0}), nullable:compare({box.NULL}, {box.NULL}), nullable:compare({}, {1}))
+-- Sorting with a key_def, as merge-style code does.
+local rows = {{'b', 2}, {'a', 2}, {'c', 1}, {'B', 1}}
+table.sort(rows, function(a, b) return kd:compare(a, b) < 0 end)
+local out = {}
+for _, r in ipairs(rows) do out[#out + 1] = r[1] .. r[2] end
+p(table.concat(out, ' '))
+os.exit(0)
