@@ -530,6 +530,13 @@ local space_methods = {}
 space_methods.__index = function(s, k)
     local m = space_methods[k]
     if m ~= nil then return m end
+    -- Read from the space's _space flags when asked (2.6 keeps them as fields).
+    if k == 'is_sync' or k == 'is_local' then
+        local row = box.space._space:get(s.id)
+        local flags = row ~= nil and row[6] or {}
+        if k == 'is_sync' then return flags.is_sync == true end
+        return flags.group_id == 1
+    end
     return nil
 end
 
@@ -626,6 +633,8 @@ end
 fill_space = function(s, info)
     s.id, s.name, s.field_count, s.temporary, s._format = info.id, info.name, info.field_count, info.temporary,
         info.format
+    -- As 2.6: a space takes writes once it has a primary key.
+    s.enabled = info.index[0] ~= nil
     for k in pairs(s.index) do s.index[k] = nil end
     for iid, ix in pairs(info.index) do
         local index = setmetatable({id = iid, name = ix.name, type = ix.type, unique = ix.unique,
@@ -639,7 +648,7 @@ fill_space = function(s, info)
 end
 
 make_space = function(info)
-    local s = setmetatable({engine = 'memtx', enabled = true, index = {}},
+    local s = setmetatable({engine = 'memtx', enabled = true, index = {}, ck_constraint = {}},
                            {__index = space_methods.__index, __serialize = 'map'})
     fill_space(s, info)
     s.create_index = function(self, name, opts) return internal.create_index(self, name, opts) end
@@ -1409,6 +1418,27 @@ function box.session.euid() return session_uid() end
 function box.session.user() return op('user_name', box.session.uid()) end
 function box.session.effective_user() return op('user_name', session_uid()) end
 function box.session.id() return op('session_id') end
+-- box.session.exists/peer/fd([id]): of this session, or of session `id`.
+local function session_id_arg(id)
+    if id ~= nil and type(id) ~= 'number' then error('expected int64_t as -1 argument', 3) end
+    return id
+end
+function box.session.exists(id) return op('session_exists', session_id_arg(id)) end
+function box.session.peer(id)
+    if id ~= nil and type(id) ~= 'number' then
+        error(string.format("bad argument #1 to '?' (number expected, got %s)", type(id)), 2)
+    end
+    local peer = op('session_peer', id)
+    if peer == false then error('session.peer(): session does not exist', 2) end
+    return peer
+end
+function box.session.fd(id)
+    local fd = op('session_fd', session_id_arg(id))
+    if fd == false then error('session.fd(): session does not exist', 2) end
+    return fd
+end
+-- The sync of the request this fiber serves (0 in the script and in fibers it started).
+function box.session.sync() return internal.fiber_sync() end
 
 -- Console sessions are numbered from 2^48 up (see listeners.rs); 0 is the
 -- server's own (the script, its fibers, triggers).

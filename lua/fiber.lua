@@ -335,6 +335,23 @@ function fiber.kill(id)
     if f == nil then error('the fiber is dead', 2) end
     f:cancel()
 end
+-- The live fiber `f` names (a fiber or its id), as 2.6's module functions take it.
+local function live(f)
+    local found = type(f) == 'number' and fiber.find(f) or f
+    if type(found) ~= 'table' or found.state == 'dead' then error('the fiber is dead', 3) end
+    return found
+end
+function fiber.cancel(f) live(f):cancel() end
+function fiber.wakeup(f) live(f):wakeup() end
+function fiber.set_joinable(f, yes) live(f):set_joinable(yes) end
+function fiber.join(f)
+    if type(f) == 'number' then f = fiber.find(f) end
+    if type(f) ~= 'table' then error('the fiber is dead', 2) end
+    return f:join()
+end
+-- fiber.top() has no per-fiber CPU figures to switch on here.
+function fiber.top_enable() end
+function fiber.top_disable() end
 function fiber.testcancel()
     local f = current
     if f and f.cancelled then error(cancelled_error(), 0) end
@@ -558,7 +575,9 @@ end
 -- (`in_txn`: the call left a transaction open outside any fiber; it is rolled back.)
 -- `session_uid`: the session's own user while `uid` is a setuid function's owner
 -- (as under box.session.su), or false.
-function internal.fiber_request(session_id, uid, session_uid, atomic, fn, ...)
+function internal.fiber_sync() return current ~= nil and current.sync or 0 end
+
+function internal.fiber_request(session_id, uid, session_uid, atomic, sync, fn, ...)
     internal.op = request_op
     if type(fn) == 'string' then
         fn = globals[fn]
@@ -569,6 +588,7 @@ function internal.fiber_request(session_id, uid, session_uid, atomic, fn, ...)
     end
     local f = new_fiber(nil, 'main', session_id, uid)
     if atomic then f.atomic = true end
+    if sync ~= 0 then f.sync = sync end
     if session_uid then f.su_uid = session_uid end
     if current ~= nil then return request_left(f, resume(f, fn, ...)) end
     -- Started by the server, outside any fiber: resume's first run, without its

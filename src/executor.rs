@@ -56,6 +56,10 @@ pub enum TxMessage {
         salt: [u8; 32],
         /// Where replies go.
         out: crate::server::sink::ReplySink,
+        /// The client's address as `box.session.peer()` gives it (`None` for a console).
+        peer: Option<String>,
+        /// The connection's socket descriptor (`box.session.fd()`; -1 when unknown).
+        fd: i32,
     },
     /// Packets read from one connection in one go, in arrival order.
     Requests {
@@ -695,7 +699,8 @@ impl Executor {
     /// Handles one message.
     pub fn handle(&mut self, msg: TxMessage) {
         match msg {
-            TxMessage::Connect { session_id, salt, out } => {
+            TxMessage::Connect { session_id, salt, out, peer, fd } => {
+                self.lua.session_opened(session_id, peer, fd);
                 self.sessions.insert(session_id, Session { user_id: user_id::GUEST, salt, out, pending: Vec::new() });
                 if let Err(e) = self.session_triggers(session_id, user_id::GUEST, "connect", &[]) {
                     // As 2.6: a failing on_connect trigger refuses the connection.
@@ -1193,6 +1198,7 @@ impl Executor {
             creds,
             session_user: None,
             session_id,
+            sync: 0,
             instance_uuid: self.instance_uuid.clone(),
             cfg: self.cfg.clone(),
             control: self.control.clone(),
@@ -1355,9 +1361,10 @@ impl Executor {
                 let caller = match func {
                     Some(f) if f.setuid => Caller {
                         session_user: Some(creds.user_id),
+                        sync,
                         ..self.caller(self.engine.credentials(f.owner), session_id)
                     },
-                    _ => self.caller(creds, session_id),
+                    _ => Caller { sync, ..self.caller(creds, session_id) },
                 };
                 let mut host = Host {
                     engine: &mut self.engine,
@@ -1370,7 +1377,7 @@ impl Executor {
             }
             Request::Eval(e) => {
                 self.engine.check_eval_access(&creds)?;
-                let caller = self.caller(creds, session_id);
+                let caller = Caller { sync, ..self.caller(creds, session_id) };
                 let mut host = Host {
                     engine: &mut self.engine,
                     window: &mut self.window,

@@ -98,6 +98,10 @@ pub struct SessionTriggers(pub std::collections::HashSet<String>);
 #[derive(Debug, Default)]
 pub struct ReplaceTriggers(pub std::collections::HashSet<u32>);
 
+/// The open sessions' peer addresses and sockets, by session id.
+#[derive(Debug, Default)]
+pub struct Sessions(pub std::collections::HashMap<u64, (Option<String>, i32)>);
+
 /// Spaces with `before_replace` triggers (IPROTO writes to them go through Lua).
 #[derive(Debug, Default)]
 pub struct BeforeReplaceTriggers(pub std::collections::HashSet<u32>);
@@ -460,6 +464,28 @@ fn run(lua: &Lua, cx: &mut Context, op: &str, args: &[Value]) -> Result<Value, F
         "max_user_id" => Value::Integer(i64::from(engine.max_user_id())),
         "max_func_id" => Value::Integer(i64::from(engine.max_func_id())),
         "session_id" => Value::Number(cx.session_id as f64),
+        "session_exists" | "session_peer" | "session_fd" => {
+            let id = match args.get(1) {
+                Some(Value::Integer(i)) => u64::try_from(*i).unwrap_or(u64::MAX),
+                #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "an id given as a number")]
+                Some(Value::Number(n)) if *n >= 0.0 => *n as u64,
+                Some(Value::Nil) | None => cx.session_id,
+                _ => u64::MAX,
+            };
+            let known = lua.app_data_ref::<Sessions>().and_then(|s| s.0.get(&id).cloned());
+            // The script's and a console's own session are known without an address.
+            let known = known.or_else(|| (id == cx.session_id).then_some((None, -1)));
+            match (op, known) {
+                ("session_exists", k) => Value::Boolean(k.is_some()),
+                // No such session: the module raises 2.6's error.
+                (_, None) => Value::Boolean(false),
+                ("session_peer", Some((peer, _))) => match peer {
+                    Some(p) => Value::String(lua.create_string(p)?),
+                    None => Value::Nil,
+                },
+                (_, Some((_, fd))) => Value::Integer(i64::from(fd)),
+            }
+        }
         "instance_uuid" => Value::String(lua.create_string(cx.instance_uuid.as_bytes())?),
         "chap_sha1" => {
             let pw: mlua::LuaString = arg(lua, args, 1)?;

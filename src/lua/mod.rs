@@ -86,6 +86,8 @@ pub struct Caller {
     pub session_user: Option<u32>,
     /// The session's id.
     pub session_id: u64,
+    /// The sync of the request being served (`box.session.sync()`; 0 outside one).
+    pub sync: u64,
     /// The instance uuid.
     pub instance_uuid: Rc<str>,
     /// Startup configuration (`box.cfg` values), as strings.
@@ -676,7 +678,17 @@ impl LuaRuntime {
     }
 
     /// Drops what Lua kept for a session that disconnected (its `box.session.storage`).
+    /// Notes a new session's peer address and socket for `box.session.peer/fd/exists`.
+    pub fn session_opened(&self, session_id: u64, peer: Option<String>, fd: i32) {
+        let mut known = self.lua.remove_app_data::<dispatch::Sessions>().unwrap_or_default();
+        known.0.insert(session_id, (peer, fd));
+        self.lua.set_app_data(known);
+    }
+
     pub fn forget_session(&self, session_id: u64) {
+        if let Some(mut known) = self.lua.app_data_mut::<dispatch::Sessions>() {
+            known.0.remove(&session_id);
+        }
         let forget = || -> mlua::Result<()> {
             let f: Function = internal_fn(&self.lua, "forget_session")?;
             #[allow(clippy::cast_precision_loss, reason = "session ids stay far below 2^53")]
@@ -936,6 +948,8 @@ fn start_request(
     all.push_back(Value::Integer(i64::from(caller.creds.user_id)));
     all.push_back(caller.session_user.map_or(Value::Boolean(false), |u| Value::Integer(i64::from(u))));
     all.push_back(Value::Boolean(atomic));
+    #[allow(clippy::cast_precision_loss, reason = "a sync shown to Lua as a number, as 2.6 does")]
+    all.push_back(Value::Number(caller.sync as f64));
     let name = match callee {
         Callee::Value(func) => {
             all.push_back(func);
@@ -1220,6 +1234,7 @@ mod tests {
             session_user: None,
             creds: engine.credentials(user_id::ADMIN),
             session_id: 1,
+            sync: 0,
             instance_uuid: Rc::from(""),
             cfg: Rc::new(Vec::new()),
             control: None,

@@ -37,7 +37,13 @@ pub(super) struct Announced {
 /// the greeting follows on_connect): a request another connection sends after this
 /// greeting arrived is queued behind this connect, so on_connect triggers run in
 /// the order clients saw their connections open.
-pub(super) fn announce<S: AsFd>(socket: &S, session_id: u64, tx: &UnboundedSender<TxMessage>) -> Option<Announced> {
+/// `peer` is the client's address as `box.session.peer()` gives it.
+pub(super) fn announce<S: AsFd>(
+    socket: &S,
+    peer: String,
+    session_id: u64,
+    tx: &UnboundedSender<TxMessage>,
+) -> Option<Announced> {
     let mut salt = [0u8; greeting::SALT_SIZE];
     if getrandom::getrandom(&mut salt).is_err() {
         tracing::error!("no randomness for the greeting salt");
@@ -50,7 +56,8 @@ pub(super) fn announce<S: AsFd>(socket: &S, session_id: u64, tx: &UnboundedSende
         Err(_) => ReplySink::queued_only(out_tx),
     };
     let reply_path = out.clone();
-    tx.send(TxMessage::Connect { session_id, salt, out }).ok()?;
+    let fd = std::os::fd::AsRawFd::as_raw_fd(&socket.as_fd());
+    tx.send(TxMessage::Connect { session_id, salt, out, peer: Some(peer), fd }).ok()?;
     Some(Announced { session_id, salt, out_rx, backlog, reply_path })
 }
 

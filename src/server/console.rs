@@ -97,7 +97,7 @@ pub async fn serve(
         // Announced from the accept loop, so TX hears of sessions in accept order.
         let (out_tx, out_rx) = unbounded_channel();
         let out = super::sink::ReplySink::queued_only(out_tx);
-        if tx.send(TxMessage::Connect { session_id: next, salt: [0; 32], out }).is_err() {
+        if tx.send(TxMessage::Connect { session_id: next, salt: [0; 32], out, peer: None, fd: -1 }).is_err() {
             return;
         }
         let (tx, stop) = (tx.clone(), stop.clone());

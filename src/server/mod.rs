@@ -86,7 +86,7 @@ pub async fn serve(
         };
         let session_id = next_session_id();
         tracing::info!(%peer, session_id, "connection accepted");
-        let Some(announced) = connection::announce(&socket, session_id, &tx) else { continue };
+        let Some(announced) = connection::announce(&socket, peer.to_string(), session_id, &tx) else { continue };
         let tx = tx.clone();
         let config = config.clone();
         let stop = stop.clone();
@@ -114,7 +114,9 @@ pub async fn serve_unix(
         };
         let Ok((socket, _)) = accepted else { continue };
         let session_id = next_session_id();
-        let Some(announced) = connection::announce(&socket, session_id, &tx) else { continue };
+        // As 2.6 names a peer on a unix socket.
+        let peer = "unix/:(socket)".to_owned();
+        let Some(announced) = connection::announce(&socket, peer, session_id, &tx) else { continue };
         let (tx, config, stop) = (tx.clone(), config.clone(), stop.clone());
         tracker.spawn(async move { connection::run_unix(socket, announced, tx, &config, stop).await });
     }
