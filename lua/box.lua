@@ -1571,8 +1571,52 @@ function box.runtime.info()
     return {lua = lua, used = lua, maxalloc = 4398046510080}
 end
 
-box.info = setmetatable({}, {__index = function(_, k)
+-- A box.info item that is called for its figures (2.6's are callable tables).
+local function callable(fn) return setmetatable({}, {__call = function(_, ...) return fn(...) end}) end
+
+local function vclock(lsn)
+    lsn = lsn or op('lsn')
+    return lsn > 0 and {[1] = lsn} or {}
+end
+
+-- box.info.gc(): the last checkpoint (oncebox applies the log to its rows every
+-- checkpoint_wal_threshold bytes, and keeps no older checkpoint); nothing holds it.
+local box_info_gc = callable(function()
+    local lsn = op('checkpoint_lsn')
+    return {checkpoint_is_in_progress = false, signature = lsn, vclock = vclock(lsn), consumers = {},
+            checkpoints = {{references = {}, signature = lsn, vclock = vclock(lsn)}}}
+end)
+
+-- No SQL: an empty prepared statement cache.
+local box_info_sql = callable(function() return {cache = {size = 0, stmt_count = 0}} end)
+
+-- No vinyl engine: 2.6's figures for an instance that never used it.
+local function vinyl_stat()
+    return {
+        tx = {conflict = 0, commit = 0, rollback = 0, statements = 0, transactions = 0, gap_locks = 0,
+              read_views = 0},
+        regulator = {dump_bandwidth = 10485760, rate_limit = 10485760, dump_watermark = 134217715, write_rate = 0},
+        memory = {tuple_cache = 0, tx = 0, level0 = 0, page_index = 0, bloom_filter = 0},
+        disk = {data_compacted = 0, data = 0, index = 0},
+        scheduler = {dump_time = 0, tasks_inprogress = 0, dump_output = 0, compaction_queue = 0,
+                     compaction_output = 0, compaction_time = 0, dump_count = 0, tasks_failed = 0,
+                     tasks_completed = 0, dump_input = 0, compaction_input = 0},
+    }
+end
+local box_info_vinyl = callable(vinyl_stat)
+internal.vinyl_stat = vinyl_stat
+
+-- No anonymous replicas.
+local box_info_replication_anon = callable(function() return {} end)
+local box_info_memory_item = callable(box_info_memory)
+
+box.info = setmetatable({package = 'Tarantool', version = _TARANTOOL}, {__index = function(_, k)
     if k == 'version' then return _TARANTOOL end
+    if k == 'package' then return 'Tarantool' end
+    if k == 'gc' then return box_info_gc end
+    if k == 'sql' then return box_info_sql end
+    if k == 'vinyl' then return box_info_vinyl end
+    if k == 'replication_anon' then return box_info_replication_anon end
     if k == 'status' then return 'running' end
     if k == 'ro' then return op('is_read_only') end
     if k == 'id' then return 1 end
@@ -1580,14 +1624,11 @@ box.info = setmetatable({}, {__index = function(_, k)
     -- The address the binary port is bound to (port 0 resolved), as box.info.listen in 2.8+.
     if k == 'listen' then return internal.listen_bound or box.cfg.listen end
     if k == 'schema_version' then return op('schema_version') end
-    if k == 'memory' then return box_info_memory end
+    if k == 'memory' then return box_info_memory_item end
     -- One instance, no replicas: its own vclock component counts the commit
     -- groups logged (a group holds every statement committed together).
     if k == 'lsn' or k == 'signature' then return op('lsn') end
-    if k == 'vclock' then
-        local lsn = op('lsn')
-        return lsn > 0 and {[1] = lsn} or {}
-    end
+    if k == 'vclock' then return vclock() end
     if k == 'replication' then
         return {[1] = {id = 1, uuid = op('instance_uuid'), lsn = op('lsn')}}
     end
@@ -1599,7 +1640,12 @@ box.info = setmetatable({}, {__index = function(_, k)
     if k == 'uptime' then return math.floor(require('tarantool').uptime()) end
     return nil
 end, __call = function(self)
-    return {version = self.version, status = self.status, ro = self.ro, id = 1, uuid = self.uuid}
+    local all = {replication_anon = {count = 0}}
+    for _, k in ipairs({'cluster', 'gc', 'id', 'lsn', 'memory', 'package', 'pid', 'replication', 'ro', 'signature',
+                        'sql', 'status', 'uptime', 'uuid', 'vclock', 'version', 'vinyl'}) do
+        all[k] = self[k]
+    end
+    return all
 end})
 
 -- box.cfg: Tarantool 2.6's options are accepted; the ones the server fixed at start
@@ -1797,6 +1843,7 @@ end})
 -- rate over the last five seconds: SELECT, INSERT, REPLACE, UPDATE, UPSERT, DELETE
 -- (from Lua and IPROTO alike), CALL, EVAL, AUTH (IPROTO), ERROR (failed operations).
 box.stat = setmetatable({}, {__call = function() return op('stat') end})
+box.stat.vinyl = internal.vinyl_stat
 function box.stat.reset() op('stat_reset') end
 -- box.stat.net(): IPROTO traffic: bytes SENT and RECEIVED, CONNECTIONS and
 -- REQUESTS (with the number open / in progress now), each with its rate.

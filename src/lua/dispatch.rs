@@ -450,9 +450,11 @@ fn run(lua: &Lua, cx: &mut Context, op: &str, args: &[Value]) -> Result<Value, F
             }
             Value::Table(t)
         }
-        "lsn" => {
+        "lsn" | "checkpoint_lsn" => {
+            let group =
+                if op == "lsn" { &crate::storage::LAST_LOGGED_GROUP } else { &crate::storage::LAST_CHECKPOINTED_GROUP };
             #[allow(clippy::cast_precision_loss, reason = "group numbers stay far below 2^53")]
-            let lsn = crate::storage::LAST_LOGGED_GROUP.load(std::sync::atomic::Ordering::Relaxed) as f64;
+            let lsn = group.load(std::sync::atomic::Ordering::Relaxed) as f64;
             Value::Number(lsn)
         }
         "space_bsize" => Value::Integer(i64::try_from(engine.space(u32_arg(1)?)?.bsize()).unwrap_or(i64::MAX)),

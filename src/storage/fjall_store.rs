@@ -187,6 +187,7 @@ impl FjallStore {
         // Groups a crash left in the log are applied before anything reads `rows`.
         store.apply_log(u64::MAX)?;
         super::LAST_LOGGED_GROUP.store(store.writer().last_seq(), Ordering::Relaxed);
+        super::LAST_CHECKPOINTED_GROUP.store(store.applied_up_to.load(Ordering::Acquire), Ordering::Relaxed);
         Ok(store)
     }
 
@@ -346,6 +347,7 @@ impl FjallStore {
         batch.insert(&self.meta, META_APPLIED_UP_TO, last_applied.to_be_bytes().to_vec());
         batch.commit()?;
         self.applied_up_to.fetch_max(last_applied, Ordering::AcqRel);
+        super::LAST_CHECKPOINTED_GROUP.fetch_max(last_applied, Ordering::Relaxed);
         self.records.drop_dead(first_applied, records_floor, records_emptied)?;
         Ok(())
     }

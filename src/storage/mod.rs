@@ -19,6 +19,10 @@
 /// (`box.info.lsn`): it goes on across restarts, as the log's numbering does.
 pub static LAST_LOGGED_GROUP: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
+/// The last commit group a checkpoint applied to the rows (`box.info.gc()`'s
+/// checkpoint signature).
+pub static LAST_CHECKPOINTED_GROUP: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
 pub mod background;
 pub mod datadir;
 pub mod fjall_store;
