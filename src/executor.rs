@@ -272,6 +272,11 @@ pub struct Executor {
     /// The session whose read this batch handled, and the read's request count:
     /// its reader is told once the replies are sent.
     read_handled: Option<(u64, usize)>,
+    /// Whether the last read brought one request only: a client waiting for each
+    /// reply, whose next request the thread polls for before sleeping
+    /// ([`receive_spinning`]). Pipelining clients send several per read, and then a
+    /// spinning thread would take a core from the threads feeding it.
+    latency_bound: bool,
 }
 
 /// Requests from the TX thread to the network side.
@@ -330,6 +335,7 @@ impl Executor {
             script_mode: false,
             reader_pings: 0,
             read_handled: None,
+            latency_bound: false,
             engine: Box::new(engine),
             sessions: IdMap::default(),
             dirty: Vec::new(),
@@ -542,7 +548,8 @@ impl Executor {
                     Err(tokio::sync::mpsc::error::TryRecvError::Disconnected) => break,
                 }
             } else {
-                match rx.blocking_recv() {
+                let received = if self.latency_bound { receive_spinning(&mut rx) } else { rx.blocking_recv() };
+                match received {
                     Some(msg) => Some(msg),
                     None => break,
                 }
@@ -723,6 +730,7 @@ impl Executor {
             }
             TxMessage::Requests { session_id, packets } => {
                 self.read_handled = Some((session_id, packets.len()));
+                self.latency_bound = packets.len() == 1;
                 self.warm_tokens(session_id, &packets);
                 for packet in packets {
                     match packet {
@@ -1484,6 +1492,27 @@ impl Executor {
     fn reply_tuple(&self, out: &mut Vec<u8>, sync: u64, tuple: Option<&crate::engine::tuple::Tuple>) {
         let sv = self.engine.schema_version();
         response::ok_data(out, sync, sv, tuple.into_iter().map(|t| &t[..]));
+    }
+}
+
+/// How long the TX thread polls for its next message before it sleeps.
+const SPIN_BEFORE_SLEEP: std::time::Duration = std::time::Duration::from_micros(50);
+
+/// The next message, polled for [`SPIN_BEFORE_SLEEP`] before sleeping for it: a
+/// request that comes soon after the last reply (a client waiting for each
+/// reply) finds the thread awake, not asleep on a halted core it takes tens of
+/// microseconds to wake on a VM. `None` when every sender is gone.
+fn receive_spinning(rx: &mut UnboundedReceiver<TxMessage>) -> Option<TxMessage> {
+    let start = std::time::Instant::now();
+    loop {
+        match rx.try_recv() {
+            Ok(msg) => return Some(msg),
+            Err(tokio::sync::mpsc::error::TryRecvError::Disconnected) => return None,
+            Err(tokio::sync::mpsc::error::TryRecvError::Empty) if start.elapsed() < SPIN_BEFORE_SLEEP => {
+                std::hint::spin_loop();
+            }
+            Err(tokio::sync::mpsc::error::TryRecvError::Empty) => return rx.blocking_recv(),
+        }
     }
 }
 
