@@ -100,9 +100,11 @@ end
 -- `fibers` only if it yields (most end at once). Fields a fiber rarely has (a
 -- transaction, a wake-up time, a joiner) are added when needed: a request's fiber
 -- stays small, which matters at one per CALL.
-local function new_fiber(fn, name, session_id, uid)
+-- `sync`: the request's (box.session.sync()), 0 for fibers Lua makes; set here, as
+-- a field added later would regrow the table.
+local function new_fiber(fn, name, session_id, uid, sync)
     local f = setmetatable({fid = next_fid, name_ = name, state = 'suspended', session_id = session_id,
-                            uid = uid or false, request = fn == nil, storage = {},
+                            uid = uid or false, request = fn == nil, storage = {}, sync = sync or 0,
                             co = fn and coroutine.create(fn) or idle_worker() or coroutine.create(worker)},
                            fiber_mt)
     next_fid = next_fid + 1
@@ -577,6 +579,7 @@ end
 -- (as under box.session.su), or false.
 function internal.fiber_sync() return current ~= nil and current.sync or 0 end
 
+
 function internal.fiber_request(session_id, uid, session_uid, atomic, sync, fn, ...)
     internal.op = request_op
     if type(fn) == 'string' then
@@ -586,9 +589,8 @@ function internal.fiber_request(session_id, uid, session_uid, atomic, sync, fn, 
             return nil
         end
     end
-    local f = new_fiber(nil, 'main', session_id, uid)
+    local f = new_fiber(nil, 'main', session_id, uid, sync)
     if atomic then f.atomic = true end
-    if sync ~= 0 then f.sync = sync end
     if session_uid then f.su_uid = session_uid end
     if current ~= nil then return request_left(f, resume(f, fn, ...)) end
     -- Started by the server, outside any fiber: resume's first run, without its
