@@ -681,6 +681,17 @@ the data succeeds.
   pushed out of the cache by the token table. Of the server's samples in a tokened
   run the TX thread takes 47%, the checkpoint 22% (decoding the log, sorting rows,
   the records segment, fjall's table), the WAL and network threads 13% each.
+- 5 December, later: at depth 1 oncebox answered 14.6k selects a second against
+  Tarantool's 12-29k, p99 118 against 106 us, with 38 us of server CPU per select
+  (Tarantool 23): each request found the TX thread asleep, and on this VM waking a
+  thread on a halted vCPU takes tens of microseconds. TX now polls for 50 us before
+  sleeping when the last read brought a single request (a client waiting for each
+  reply); after reads of several (pipelining clients) it sleeps at once, as a
+  spinning TX took a core from the network thread and the client (7-15% off
+  pipelined throughput when it spun after every read). `bench/cpu_per_op.py
+  --bench-args '--connections 1 --depth 1'`, binaries alternating: select
+  13.4k-15.3k -> 33.0k-39.5k ops/s (p99 116-149 -> 48-82 us), replace 11.0k-11.6k ->
+  40.0k-42.3k (p99 139-162 -> 87-124 us); pipelined replace and select unchanged.
 - Memory: a tuple in a TREE over one unsigned field costs the tuple itself (its bytes
   and 16 bytes of reference counts) and a 24-byte tree entry; other TREE keys are
   decoded (72 bytes an entry). Entries inserted in key order leave the B-tree's nodes
