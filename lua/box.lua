@@ -1633,7 +1633,7 @@ box.info = setmetatable({package = 'Tarantool', version = _TARANTOOL}, {__index 
         return {[1] = {id = 1, uuid = op('instance_uuid'), lsn = op('lsn')}}
     end
     if k == 'cluster' then
-        local row = box.space._schema:get{'cluster'}
+        local row = op('cluster_row')
         return {uuid = row and row[2]}
     end
     if k == 'pid' then return require('tarantool').pid() end

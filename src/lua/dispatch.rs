@@ -489,6 +489,17 @@ fn run(lua: &Lua, cx: &mut Context, op: &str, args: &[Value]) -> Result<Value, F
             }
         }
         "instance_uuid" => Value::String(lua.create_string(cx.instance_uuid.as_bytes())?),
+        // `_schema`'s cluster row, read as the server: box.info needs no read access (2.6's is C).
+        "cluster_row" => {
+            let admin = engine.credentials(crate::engine::access::user_id::ADMIN);
+            let mut key = Vec::new();
+            crate::protocol::msgpack::write::array_len(&mut key, 1);
+            crate::protocol::msgpack::write::str(&mut key, b"cluster");
+            match engine.get(&admin, 272, 0, &key)? {
+                Some(t) => tuple_value(lua, t, &Rc::new(TupleFormat::default()))?,
+                None => Value::Nil,
+            }
+        }
         "chap_sha1" => {
             let pw: mlua::LuaString = arg(lua, args, 1)?;
             Value::String(lua.create_string(crate::protocol::auth::stored_password(&pw.as_bytes()))?)

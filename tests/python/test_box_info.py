@@ -2,7 +2,8 @@
 holds 2.6's keys with their types (it had five), box.info.gc() (the last
 checkpoint), box.info.sql(), box.info.vinyl() and box.stat.vinyl() (2.6's
 figures for an unused vinyl engine), box.info.replication_anon(), box.info.memory,
-box.info.package.
+box.info.package; and box.info() for a user without read access to
+_schema (connection pools call it as their user).
 """
 from conftest import same_output_on_both
 
@@ -31,3 +32,19 @@ os.exit(0)
 
 def test_box_info_as_2_6(tmp_path):
     same_output_on_both(tmp_path, "info", SCRIPT, 12)
+
+
+AS_USER = r"""
+box.cfg{listen = os.getenv('LISTEN')}
+box.schema.user.create('u', {password = 'p'})
+box.schema.user.grant('u', 'execute', 'universe')
+rawset(_G, 'info', function() local i = box.info() return i.ro, i.status, type(i.cluster.uuid), box.info.cluster.uuid == box.space._schema:get{'cluster'}[2] end)
+local c = require('net.box').connect(os.getenv('LISTEN'), {user = 'u', password = 'p'})
+print(pcall(c.eval, c, "local i = box.info() return i.ro, i.status, type(i.cluster.uuid)"))
+print(info())
+os.exit(0)
+"""
+
+
+def test_box_info_needs_no_read_access_as_2_6(tmp_path):
+    same_output_on_both(tmp_path, "info_as_user", AS_USER, 2)
