@@ -342,25 +342,35 @@ local function run_replace_triggers(space_id, request, mark)
 end
 internal.run_replace_triggers = run_replace_triggers
 
--- Runs a Lua write and then the space's triggers on what it changed.
--- Outside box.begin the statement and its triggers are one transaction, so that a
--- trigger that yields aborts the statement (the yield would otherwise commit it).
-local function triggered(space_id, request, fn, ...)
-    if replace_triggers[space_id] == nil then return fn(...) end
+-- Runs `body` as one statement of `space_id`, then the space's on_replace triggers
+-- on what it changed; `body` returns the statement's result and the request the
+-- triggers see (nil when nothing was written). A failure undoes the statement and
+-- what its triggers did. Outside box.begin the statement and its triggers are one
+-- transaction, so that a trigger that yields aborts the statement (the yield would
+-- otherwise commit it).
+local function statement(space_id, body)
     local implicit = not box.is_in_txn()
     if implicit then box.begin() end
     local mark = op('txn_mark')
-    local ok, r = pcall(fn, ...)
-    if ok then
+    local ok, r, request = pcall(body)
+    if ok and request ~= nil then
         local fired, err = pcall(run_replace_triggers, space_id, request, mark)
         if not fired then ok, r = false, err end
     end
     if not ok then
+        op('txn_rollback', mark)
         if implicit then box.rollback() end
         error(r, 0)
     end
     if implicit then box.commit() end
     return r
+end
+
+-- Runs a Lua write, then the space's on_replace triggers if it has any.
+local function triggered(space_id, request, fn, ...)
+    if replace_triggers[space_id] == nil then return fn(...) end
+    local args = {n = select('#', ...), ...}
+    return statement(space_id, function() return fn(unpack(args, 1, args.n)), request end)
 end
 
 -- space:before_replace(fn [, old]): triggers called as fn(old, new, space_name,
@@ -418,10 +428,7 @@ local function before_replaced(space_id, index_id, request, a, b)
         UPSERT = function() return op('upsert', space_id, a, b) end,
         DELETE = function() return op('delete', space_id, index_id, a) end,
     }
-    local implicit = not box.is_in_txn()
-    if implicit then box.begin() end
-    local mark = op('txn_mark')
-    local ok, r, changed = pcall(function()
+    return statement(space_id, function()
         local old, new
         if request == 'UPDATE' or request == 'DELETE' then
             old = op('get', space_id, index_id, a)
@@ -449,17 +456,6 @@ local function before_replaced(space_id, index_id, request, a, b)
         end
         return op('replace', space_id, result), 'REPLACE'
     end)
-    if ok and changed ~= nil then
-        local fired, err = pcall(run_replace_triggers, space_id, changed, mark)
-        if not fired then ok, r = false, err end
-    end
-    if not ok then
-        op('txn_rollback', mark)
-        if implicit then box.rollback() end
-        error(r, 0)
-    end
-    if implicit then box.commit() end
-    return r
 end
 
 -- An IPROTO write to a space with before_replace triggers (the executor's way in).
