@@ -768,6 +768,7 @@ impl Executor {
                     self.window.durable_up_to(done.ticket);
                     while self.in_flight.front().is_some_and(|f| f.ticket <= done.ticket) {
                         if let Some(f) = self.in_flight.pop_front() {
+                            crate::engine::drop_changes(f.undo);
                             for r in f.replies {
                                 self.deliver(r);
                             }

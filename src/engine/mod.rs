@@ -65,6 +65,32 @@ impl Change {
     }
 }
 
+/// Changes prefetched this far ahead of the one [`drop_changes`] drops.
+const DROP_AHEAD: usize = 8;
+
+/// Drops `changes` (a durable commit's undo list), asking for each replaced
+/// tuple's memory a few changes ahead: a replace moved the old tuple out of its
+/// index without touching it, so the last reference to it, here, is usually a
+/// cache miss, and the misses of a group overlap this way instead of queueing.
+pub fn drop_changes(changes: Vec<Change>) {
+    let old_of = |c: &Change| match c {
+        Change::Row { old: Some(t), .. } => Some(Rc::as_ptr(t)),
+        _ => None,
+    };
+    for c in changes.iter().take(DROP_AHEAD) {
+        if let Some(p) = old_of(c) {
+            crate::prefetch::read(p);
+        }
+    }
+    let mut rest = changes.into_iter();
+    while let Some(change) = rest.next() {
+        if let Some(p) = rest.as_slice().get(DROP_AHEAD - 1).and_then(old_of) {
+            crate::prefetch::read(p);
+        }
+        drop(change);
+    }
+}
+
 /// The engine: every space, plus caches derived from the catalogue.
 ///
 /// The default engine is empty (no spaces, not even the system ones): a stand-in

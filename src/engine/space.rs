@@ -320,14 +320,17 @@ impl Space {
         };
         let pk_key = pk.entry_key(fields)?;
         // One descent of the primary key: the slot found is the one a replace overwrites.
-        let slot = pk.get_mut(&pk_key);
-        let old = slot.as_deref().cloned();
-        if let (WriteMode::Insert, Some(_)) = (mode, &old) {
+        // Its tuple is compared by address only and moved out at the end, never
+        // cloned: the old tuple's memory (its count) is usually not in the cache,
+        // and is touched only when the change holding it is dropped
+        // (see `crate::engine::drop_changes`).
+        let mut slot = pk.get_mut(&pk_key);
+        if let (WriteMode::Insert, Some(_)) = (mode, &slot) {
             return Err(duplicate(def, pk));
         }
         if let Some(expected) = expected_old {
             // Usually the very tuple; else one with the same contents will do.
-            let same = old.as_ref().is_some_and(|o| std::rc::Rc::ptr_eq(o, expected) || o[..] == expected[..]);
+            let same = slot.as_deref().is_some_and(|o| std::rc::Rc::ptr_eq(o, expected) || o[..] == expected[..]);
             if !same {
                 return Err(BoxError::new(
                     code::CANT_UPDATE_PRIMARY_KEY,
@@ -344,7 +347,7 @@ impl Space {
             let key = ix.entry_key(fields)?;
             if ix.def.unique {
                 if let Some(other) = ix.conflict(&ix.user_key(fields)?) {
-                    let is_old = old.as_ref().is_some_and(|o| std::rc::Rc::ptr_eq(o, other));
+                    let is_old = slot.as_deref().is_some_and(|o| std::rc::Rc::ptr_eq(o, other));
                     if !is_old {
                         return Err(duplicate(def, ix));
                     }
@@ -352,16 +355,14 @@ impl Space {
             }
             secondary.push((ix, key));
         }
-        let primary_key = match slot {
-            Some(slot) => {
-                *slot = tuple.clone();
-                pk_key
-            }
+        let old = match slot.take() {
+            Some(slot) => Some(std::mem::replace(slot, tuple.clone())),
             None => {
                 pk.insert(pk_key.clone(), tuple.clone());
-                pk_key
+                None
             }
         };
+        let primary_key = pk_key;
         match &old {
             Some(old) if !secondary.is_empty() => {
                 // An entry whose key is unchanged keeps its place; only its tuple is swapped.
