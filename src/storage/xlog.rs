@@ -36,6 +36,13 @@ const SUFFIX: &str = ".xlog";
 /// reads at most this much of zeros past a file's data.
 pub const ROOM_STEP_BYTES: u64 = 4 * 1024 * 1024;
 
+/// In `fsync` mode, the room is written with zeros this many bytes at a time
+/// ahead of the data: appending into a hole makes the file system allocate the
+/// block when the append is synced, and `fdatasync` then also commits the file
+/// system's journal (with a 300-byte group, one sync in a dozen), while an
+/// append over zeros already on the device syncs its data alone.
+pub const ZEROED_STEP_BYTES: u64 = 256 * 1024;
+
 /// Bytes before an entry's body: its length and checksum.
 const PREFIX_BYTES: usize = 4 + 8;
 
@@ -178,6 +185,9 @@ pub struct Writer {
     bytes: u64,
     /// The current file's size: its data and the room after it.
     room_end: u64,
+    /// In `fsync` mode, where the zeros written ahead of the data end (see
+    /// [`ZEROED_STEP_BYTES`]).
+    zeroed_end: u64,
 }
 
 impl Writer {
@@ -193,6 +203,7 @@ impl Writer {
             entry: Vec::new(),
             bytes: MAGIC.len() as u64,
             room_end: ROOM_STEP_BYTES,
+            zeroed_end: MAGIC.len() as u64,
         })
     }
 
@@ -234,6 +245,9 @@ impl Writer {
             self.file.set_len(room_end)?;
             self.room_end = room_end;
         }
+        if self.sync && end > self.zeroed_end {
+            self.write_zeros_to(end.next_multiple_of(ZEROED_STEP_BYTES).min(self.room_end))?;
+        }
         self.file.write_all(&self.entry)?;
         if self.sync {
             self.file.sync_data()?;
@@ -256,6 +270,20 @@ impl Writer {
         self.first_seq = self.last_seq + 1;
         self.bytes = MAGIC.len() as u64;
         self.room_end = ROOM_STEP_BYTES;
+        self.zeroed_end = self.bytes;
+        Ok(())
+    }
+
+    /// Writes zeros from the end of those written so far to `end` (the file's
+    /// write position stays where it is).
+    fn write_zeros_to(&mut self, end: u64) -> io::Result<()> {
+        use std::os::unix::fs::FileExt;
+        static ZEROS: [u8; 64 * 1024] = [0; 64 * 1024];
+        while self.zeroed_end < end {
+            let n = usize::try_from((end - self.zeroed_end).min(ZEROS.len() as u64)).unwrap_or(ZEROS.len());
+            self.file.write_all_at(&ZEROS[..n], self.zeroed_end)?;
+            self.zeroed_end += n as u64;
+        }
         Ok(())
     }
 
@@ -316,6 +344,30 @@ mod tests {
         let read = read_groups(&second);
         assert_eq!((read.groups, read.damage), (vec![(7, &b"seven"[..])], None));
         assert_eq!(read.end, MAGIC.len() + ENTRY_HEADER_BYTES + 5);
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn in_fsync_mode_appends_land_on_zeros_already_written() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = temp_dir("zeros");
+        let mut w = Writer::create(&dir, 0, true).unwrap();
+        w.append(b"first").unwrap();
+        let path = files(&dir).unwrap()[0].path.clone();
+        // Blocks of 512 bytes on the device: the first step is written, not a hole.
+        let on_device = |p: &Path| fs::metadata(p).unwrap().blocks() * 512;
+        assert!(on_device(&path) >= ZEROED_STEP_BYTES, "{} bytes on the device", on_device(&path));
+        assert!(on_device(&path) < ROOM_STEP_BYTES, "zeros come a step at a time");
+        let big = vec![7u8; ZEROED_STEP_BYTES as usize];
+        w.append(&big).unwrap();
+        assert!(on_device(&path) >= 2 * ZEROED_STEP_BYTES);
+        let bytes = fs::read(&path).unwrap();
+        let read = read_groups(&bytes);
+        assert_eq!((read.groups, read.damage), (vec![(1, &b"first"[..]), (2, &big[..])], None));
+        // Without fsync the room stays a hole: nothing would sync the zeros.
+        let mut w = Writer::create(&dir, 2, false).unwrap();
+        w.append(b"third").unwrap();
+        assert!(on_device(&files(&dir).unwrap()[1].path) < ZEROED_STEP_BYTES);
         fs::remove_dir_all(&dir).unwrap();
     }
 
