@@ -163,6 +163,9 @@ pub struct Prehashed {
     hash: u64,
 }
 
+/// Entries ahead whose slots a HASH index build prefetches ([`Index::extend_entries`]).
+const BUILD_AHEAD: usize = 8;
+
 impl HashStore {
     fn new() -> Self {
         static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
@@ -495,9 +498,16 @@ impl Index {
             Storage::Tree(m) if m.is_empty() => *m = entries.into_iter().collect(),
             Storage::Tree(m) => m.extend(entries),
             Storage::Hash(m) => {
+                // Hashed first, so that each entry's slot is asked for a few entries
+                // before it is filled: a build of a large table misses the cache on
+                // every slot, and this way the misses overlap.
                 m.table.reserve(entries.len());
-                for (key, tuple) in entries {
-                    m.put(&self.cmp_parts, &key, tuple);
+                let hashes: Vec<u64> = entries.iter().map(|(key, _)| m.hash(key)).collect();
+                for (i, (key, tuple)) in entries.into_iter().enumerate() {
+                    if let Some(&ahead) = hashes.get(i + BUILD_AHEAD) {
+                        m.warm(ahead);
+                    }
+                    m.put_hashed(&self.cmp_parts, &key, hashes[i], tuple);
                 }
             }
         }

@@ -640,16 +640,23 @@ impl Window {
         // Records created in the same millisecond may leave in any order.
         settled.sort_unstable_by_key(|(created, _)| *created);
         self.total_size = total_size;
+        // Sorted, the settled records are in order: only the pending ones are read again.
+        let (settled_count, settled_newest) = (settled.len(), settled.last().map_or(0, |(created, _)| *created));
         self.ages =
             settled.into_iter().map(|(_, tuple)| Aged { tuple, ticket: 0, hashed: None }).chain(pending).collect();
-        self.check_order();
+        self.check_order_from(settled_count, settled_newest);
     }
 
     /// Works out whether the age queue is in creation order (a pass over it).
     pub fn check_order(&mut self) {
-        let mut newest = 0;
+        self.check_order_from(0, 0);
+    }
+
+    /// [`Self::check_order`], given that the first `start` records are in order
+    /// and the newest of them was created at `newest`.
+    fn check_order_from(&mut self, start: usize, mut newest: u64) {
         self.ordered = true;
-        for created in self.ages.iter().map(|a| Head::of(&a.tuple).map_or(u64::MAX, |h| h.created_ms)) {
+        for created in self.ages.iter().skip(start).map(|a| Head::of(&a.tuple).map_or(u64::MAX, |h| h.created_ms)) {
             self.ordered &= created >= newest;
             newest = newest.max(created);
         }

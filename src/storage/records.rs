@@ -33,9 +33,12 @@
 
 use std::collections::HashMap;
 use std::fs::{self, File};
+use std::hash::{BuildHasherDefault, Hasher};
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
+
+use xxhash_rust::xxh3::xxh3_64_with_seed;
 
 use super::fjall_store::StoreError;
 use super::group::{self, Op};
@@ -188,7 +191,8 @@ impl Segments {
         // Keys are borrowed from the files, and each tuple is made once, as the engine keeps it.
         let room = files.iter().map(|(_, b)| b.len()).sum::<usize>() / ROOM_PER_RECORD;
         // Each record with the number of floors logged before its put.
-        let mut records: HashMap<&[u8], (Tuple, usize)> = HashMap::with_capacity(room);
+        let mut records: HashMap<&[u8], (Tuple, usize), BuildHasherDefault<KeyHasher>> =
+            HashMap::with_capacity_and_hasher(room, BuildHasherDefault::default());
         let mut floors: Vec<u64> = Vec::new();
         for (path, bytes) in &files {
             let mut ops = Vec::new();
@@ -234,6 +238,26 @@ impl Segments {
 
     fn path(&self, seq: u64) -> PathBuf {
         self.dir.join(format!("{seq:020}.{SUFFIX}"))
+    }
+}
+
+/// The replay's hasher of record keys: XXH3 over the key's bytes (std's SipHash
+/// was a fifth of a restart with a million records; the keys come from the
+/// server's own files, so there is no one to flood the map).
+#[derive(Default)]
+struct KeyHasher(u64);
+
+impl Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        self.0 = xxh3_64_with_seed(bytes, self.0);
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        self.0 ^= n as u64;
     }
 }
 
