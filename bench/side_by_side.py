@@ -692,6 +692,24 @@ the data succeeds.
   --bench-args '--connections 1 --depth 1'`, binaries alternating: select
   13.4k-15.3k -> 33.0k-39.5k ops/s (p99 116-149 -> 48-82 us), replace 11.0k-11.6k ->
   40.0k-42.3k (p99 139-162 -> 87-124 us); pipelined replace and select unchanged.
+- 5 December, morning: in `fsync` mode a log file's room was a hole (sized ahead,
+  not written), so an `fdatasync` that made ext4 allocate the block under an
+  append also committed its journal: every pipelined group, and one depth-1 commit
+  in a dozen. The room is now written with zeros 256 KiB ahead of the data, once,
+  and a sync flushes the data alone. `bench/cpu_per_op.py --wal-mode fsync`,
+  binaries alternating: pipelined replace 419k-430k -> 538k-559k ops/s, update
+  412k-442k -> 538k, tokened replace 320k-328k -> 358k-361k; depth-1 replace p99
+  412-601 -> 381-478 us. A replace no longer clones the replaced tuple (its
+  reference count was a cache miss per write, a twentieth of TX in a tokened
+  profile): it is moved out of the index, and a durable group's undo list drops
+  the old tuples reading each 8 ahead, so the misses overlap (TX per replace
+  0.61-0.63 -> 0.53-0.57 us, per tokened replace 1.46-1.56 -> 1.32-1.40). Restart
+  with a million tokens 1.10-1.18 -> 0.86-0.96 s: the records' replay hashed keys
+  with SipHash (a fifth of the restart; now XXH3), a HASH index build now asks for
+  each slot 8 entries ahead, and the window's start-up count read every record
+  twice. Measured but not kept: putting the network and WAL threads under
+  `SCHED_BATCH` (no wake-up preemption of TX: +12-20% pipelined, but depth-1
+  replace -12%), and TX at nice -5 (+3-10% pipelined, needs privileges).
 - Memory: a tuple in a TREE over one unsigned field costs the tuple itself (its bytes
   and 16 bytes of reference counts) and a 24-byte tree entry; other TREE keys are
   decoded (72 bytes an entry). Entries inserted in key order leave the B-tree's nodes
