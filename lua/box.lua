@@ -235,6 +235,7 @@ local function op(name, ...)
     end
     local ok, res = internal.op(op_codes[name] or name, ...)
     if not ok then
+        if res.code == 42 and res.access_type ~= nil then internal.access_denied(res) end
         error(set_last_error(make_error(res.code, res.message, res.type, res)), 3)
     end
     return res
@@ -726,6 +727,8 @@ function box.schema.space.create(name, opts)
     return box.space[id], 'created'
 end
 box.schema.create_space = box.schema.space.create
+-- The schema is always 2.6's own: nothing to upgrade.
+function box.schema.upgrade() end
 function box.schema.space.drop(id) local s = box.space[id] if s then s:drop() end end
 
 local collations = {none = 0, unicode = 1, unicode_ci = 2, binary = 3}
@@ -1466,7 +1469,7 @@ function internal.forget_session(id) session_storage[id] = nil end
 
 -- box.session.on_connect / on_disconnect / on_auth(fn [, old]): Tarantool's trigger
 -- convention; an on_connect error closes the new connection.
-local session_triggers = {connect = {}, disconnect = {}, auth = {}}
+local session_triggers = {connect = {}, disconnect = {}, auth = {}, access_denied = {}}
 local function session_trigger(kind)
     return function(new, old)
         local list = session_triggers[kind]
@@ -1478,10 +1481,18 @@ end
 box.session.on_connect = session_trigger('connect')
 box.session.on_disconnect = session_trigger('disconnect')
 box.session.on_auth = session_trigger('auth')
+-- box.session.on_access_denied(fn [, old]): fn(access, object_type, object_name) for
+-- every access-denied error a box operation raises (caught or not), as 2.6 runs it
+-- when the error is made; a failing trigger ends the run, the error stays the same.
+box.session.on_access_denied = session_trigger('access_denied')
 function internal.run_session_triggers(kind, ...)
     -- Newest first, as 2.6 runs a trigger list.
     local list = session_triggers[kind]
     for i = #list, 1, -1 do list[i](...) end
+end
+function internal.access_denied(e)
+    -- A trigger's error stops the list (as any 2.6 trigger list) and is dropped.
+    pcall(internal.run_session_triggers, 'access_denied', e.access_type, e.object_type, e.object_name)
 end
 
 -- box.session.su(user[, fn, ...]): run fn as `user` (admin only, as 2.6 requires
@@ -1762,6 +1773,7 @@ box.cfg = setmetatable({}, {
             for k, v in pairs(opts or {}) do check_cfg_value(k, v) end
             coroutine.yield('box.cfg', opts or {})
             internal.booted = true
+            internal.run_schema_init_triggers()
             cfg_values = nil
             cfg_load()
             if internal.open_pending_consoles then internal.open_pending_consoles() end
@@ -1868,6 +1880,20 @@ function box.ctl.on_iproto_request(new, old)
     if new ~= nil or old ~= nil then op('iproto_triggers', #iproto_triggers) end
     return r
 end
+
+-- box.ctl.on_schema_init(fn [, old]): triggers the first box.cfg{} runs (newest
+-- first, no arguments) once the schema is loaded; set later, they never run.
+-- (2.6 runs them before the data is recovered, so that a before_replace trigger
+-- set there sees recovery; oncebox runs them right after it.)
+local schema_init_triggers = {}
+function box.ctl.on_schema_init(new, old) return set_trigger(schema_init_triggers, new, old) end
+function internal.run_schema_init_triggers()
+    local list = schema_init_triggers
+    for i = #list, 1, -1 do list[i]() end
+end
+
+-- Synchronous replication's queue: a single instance has none to clear.
+function box.ctl.clear_synchro_queue() end
 
 -- box.ctl.on_shutdown(fn [, old]): triggers run once when the instance stops
 -- (os.exit, SIGTERM or SIGINT, the script's end when nothing is left to serve),

@@ -1087,6 +1087,12 @@ impl Executor {
         };
         let errors_before = self.engine.stats.total(OpKind::Error);
         let mut result = req.and_then(|req| self.execute(session_id, user, &salt, header, req, &mut reply));
+        // A CALL's or EVAL's code ran the triggers itself, in the box operation denied.
+        let lua_request =
+            matches!(header.request_type, request_type::CALL | request_type::CALL_16 | request_type::EVAL);
+        if let (Err(e), false) = (&result, lua_request) {
+            self.access_denied_triggers(session_id, user, e);
+        }
         // A request that failed outside a data operation (no such function, no
         // access...) counts as an error too.
         if result.is_err() && self.engine.stats.total(OpKind::Error) == errors_before {
@@ -1364,7 +1370,9 @@ impl Executor {
                 self.reply_tuple(out, sync, tuple.as_ref());
             }
             Request::Call(c) | Request::Call16(c) => {
-                let func = self.engine.check_call_access(&creds, c.name)?;
+                let func = self.engine.check_call_access(&creds, c.name).inspect_err(|e| {
+                    self.access_denied_triggers(session_id, user, e);
+                })?;
                 let shape = if header.request_type == request_type::CALL { Shape::Call } else { Shape::Call16 };
                 // A setuid function runs with its owner's rights.
                 let caller = match func {
@@ -1385,7 +1393,9 @@ impl Executor {
                 self.finish_step(out, sync, step)?;
             }
             Request::Eval(e) => {
-                self.engine.check_eval_access(&creds)?;
+                self.engine.check_eval_access(&creds).inspect_err(|e| {
+                    self.access_denied_triggers(session_id, user, e);
+                })?;
                 let caller = Caller { sync, ..self.caller(creds, session_id) };
                 let mut host = Host {
                     engine: &mut self.engine,
@@ -1428,6 +1438,25 @@ impl Executor {
             self.group_undo.extend(changes);
         }
         result
+    }
+
+    /// Runs `box.session.on_access_denied` triggers when `e` is an access-denied
+    /// error (with the access, object type and name as arguments), as 2.6 runs them
+    /// whenever such an error is made; the triggers' own errors are ignored.
+    fn access_denied_triggers(&mut self, session_id: u64, user: u32, e: &BoxError) {
+        if e.code != code::ACCESS_DENIED || !self.lua.has_session_triggers("access_denied") {
+            return;
+        }
+        let field = |name: &str| e.fields.iter().find(|(k, _)| *k == name).map(|(_, v)| v.as_str());
+        let (Some(access), Some(object_type), Some(object_name)) =
+            (field("access_type"), field("object_type"), field("object_name"))
+        else {
+            return;
+        };
+        if let Err(err) = self.session_triggers(session_id, user, "access_denied", &[access, object_type, object_name])
+        {
+            tracing::debug!(error = %err, "on_access_denied triggers failed");
+        }
     }
 
     /// Runs the `box.ctl.on_shutdown` triggers, as admin; what they write commits

@@ -1,0 +1,59 @@
+"""box.session.on_access_denied, box.ctl.on_schema_init, box.ctl.clear_synchro_queue
+and box.schema.upgrade, compared with real Tarantool 2.6 line for line:
+access-denied triggers (newest first, with the access, object type and name) for
+box operations in Lua under box.session.su and for IPROTO select, replace, CALL of
+a function without rights, a denied box operation inside a CALL, and EVAL; a failing
+trigger leaves the error as it was; schema-init triggers set before the first
+box.cfg{} run in it (newest first), set later they do not.
+"""
+from conftest import same_output_on_both
+
+SCRIPT = r"""
+box.ctl.on_schema_init(function() print('schema_init', box.space._space ~= nil, box.space._index ~= nil) end)
+local second = box.ctl.on_schema_init(function() print('second schema_init') end)
+print('schema_init triggers', #box.ctl.on_schema_init(), type(second))
+box.cfg{listen = os.getenv('LISTEN')}
+local function p(...)
+    local t = {}
+    for i = 1, select('#', ...) do t[i] = tostring((select(i, ...))) end
+    print(select('#', ...) .. ': ' .. table.concat(t, ' | '))
+end
+p('late schema_init', pcall(box.ctl.on_schema_init, function() print('never') end) and 'set')
+p('upgrade', pcall(box.schema.upgrade))
+p('clear_synchro_queue', pcall(box.ctl.clear_synchro_queue))
+box.schema.user.create('u1', {password = 'pw'})
+box.schema.func.create('allowed')
+box.schema.user.grant('u1', 'execute', 'function', 'allowed')
+box.schema.func.create('forbidden')
+rawset(_G, 'allowed', function() return box.space.sp:select() end)
+rawset(_G, 'forbidden', function() return 1 end)
+box.schema.space.create('sp')
+box.space.sp:create_index('pk')
+box.schema.space.create('ro')
+box.space.ro:create_index('pk')
+box.schema.user.grant('u1', 'write', 'space', 'sp')
+box.schema.user.grant('u1', 'read', 'space', 'ro')
+local t1 = box.session.on_access_denied(function(op, otype, name) p('first', op, otype, name) end)
+box.session.on_access_denied(function(op, otype, name) p('second', op, otype, name) end)
+p(#box.session.on_access_denied(), type(t1))
+box.session.su('u1', function() p(pcall(box.space.sp.select, box.space.sp)) end)
+box.session.su('u1', function() p(pcall(box.space.ro.insert, box.space.ro, {1})) end)
+box.session.su('u1', function() p(pcall(box.space.sp.get, box.space.sp, 1)) end)
+local c = require('net.box').connect(os.getenv('LISTEN'), {user = 'u1', password = 'pw'})
+p(pcall(c.space.sp.select, c.space.sp))
+p(pcall(c.call, c, 'forbidden'))
+p(pcall(c.call, c, 'allowed'))
+p(pcall(c.eval, c, 'return 1'))
+p(pcall(c.space.ro.replace, c.space.ro, {2}))
+p(pcall(c.space.sp.replace, c.space.sp, {2}))
+c:close()
+box.session.on_access_denied(nil, t1)
+box.session.on_access_denied(function() error('trigger fails') end)
+box.session.su('u1', function() p(pcall(box.space.ro.delete, box.space.ro, 1)) end)
+p(#box.session.on_access_denied())
+os.exit(0)
+"""
+
+
+def test_access_denied_and_schema_init_triggers_as_2_6(tmp_path):
+    same_output_on_both(tmp_path, "access_denied", SCRIPT, 34)
