@@ -595,17 +595,22 @@ function space_methods:auto_increment(t)
     for _, v in ipairs(t) do row[#row + 1] = v end
     return self:insert(row)
 end
+-- As 2.6: the right to write the space is all truncate needs; its _truncate row is
+-- the server's to write.
 function space_methods:truncate()
-    local T = box.space._truncate
-    if T:get{self.id} == nil then T:insert{self.id, 0} end
-    T:update({self.id}, {{'+', 2, 1}})
+    op('check_space_write', self.id)
+    local prev = op('su', box.schema.ADMIN_ID)
+    local ok, err = pcall(function()
+        local T = box.space._truncate
+        if T:get{self.id} == nil then T:insert{self.id, 0} end
+        T:update({self.id}, {{'+', 2, 1}})
+    end)
+    op('su', prev)
+    if not ok then error(err, 0) end
 end
 function space_methods:drop()
-    local link = box.space._space_sequence:get{self.id}
-    if link ~= nil then
-        box.space._space_sequence:delete{self.id}
-        if link[3] then box.schema.sequence.drop(link[2]) end
-    end
+    local link = box.space._space_sequence:delete{self.id}
+    if link ~= nil and link[3] then box.schema.sequence.drop(link[2]) end
     local ids = {}
     for iid in pairs(self.index) do if type(iid) == 'number' then ids[#ids + 1] = iid end end
     table.sort(ids, function(a, b) return a > b end)
@@ -858,7 +863,9 @@ local function create_principal(kind, name, opts)
         raise(83, "Role '%s' already exists", name)
     end
     -- After the built-in users and roles (the last, 'super', is 31), as 2.6 numbers them.
-    local id = math.max(op('max_user_id') + 1, box.schema.SUPER_ROLE_ID + 1)
+    -- Read through the caller's rights, as 2.6's _user:auto_increment reads it.
+    local last = box.space._user.index[0]:max()
+    local id = math.max((last and last[1] or 0) + 1, box.schema.SUPER_ROLE_ID + 1)
     local auth = map{}
     if kind == 'user' and opts.password ~= nil then auth['chap-sha1'] = op('chap_sha1', opts.password) end
     box.space._user:insert{id, session_uid(), name, kind, auth}
@@ -934,7 +941,8 @@ local function grant(kind, name, privilege, obj_type, obj_name, opts)
         obj_type, obj_name, bits = 'role', privilege, 4
     end
     local oid = object_id(obj_type, obj_name)
-    local row = box.space._priv:get{grantee.id, obj_type, oid}
+    -- Read through the view, as 2.6 does: a user may look at the grants it can see.
+    local row = box.space._vpriv:get{grantee.id, obj_type, oid}
     local old = row and row[5] or 0
     if bit.band(old, bits) == bits then
         if opts.if_not_exists then return end

@@ -544,12 +544,6 @@ impl Engine {
         index.get(&str_key(name)).and_then(|t| catalog::parse_user(t).ok())
     }
 
-    /// The largest id in `_user` (new users and roles take the next one).
-    #[must_use]
-    pub fn max_user_id(&self) -> u32 {
-        self.max_first_field(space_id::USER)
-    }
-
     /// The largest id in `_func`.
     #[must_use]
     pub fn max_func_id(&self) -> u32 {
@@ -653,6 +647,19 @@ impl Engine {
             ));
         }
         Ok(())
+    }
+
+    /// The number of tuples in a space, for a user with the right to read it
+    /// (`space:len()`, `count()`, as 2.6 checks them).
+    pub fn space_len(&self, creds: &Credentials, space_id: u32) -> BoxResult<usize> {
+        let space = self.space(space_id)?;
+        self.check_space_access(creds, space, privilege::READ)?;
+        Ok(space.len())
+    }
+
+    /// Checks the right to write a space (`space:truncate()` needs no more, as in 2.6).
+    pub fn check_space_write(&self, creds: &Credentials, space_id: u32) -> BoxResult<()> {
+        self.check_space_access(creds, self.space(space_id)?, privilege::WRITE)
     }
 
     /// Checks the right to call `name` (a `_func` entry or, failing that, any global);

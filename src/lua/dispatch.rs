@@ -431,7 +431,11 @@ fn run(lua: &Lua, cx: &mut Context, op: &str, args: &[Value]) -> Result<Value, F
                 None => Value::Nil,
             }
         }
-        "len" => Value::Integer(i64::try_from(engine.space(u32_arg(1)?)?.len()).unwrap_or(i64::MAX)),
+        "len" => Value::Integer(i64::try_from(engine.space_len(&creds, u32_arg(1)?)?).unwrap_or(i64::MAX)),
+        "check_space_write" => {
+            engine.check_space_write(&creds, u32_arg(1)?)?;
+            Value::Nil
+        }
         "memory" => {
             // box.info.memory() / box.slab.info(): tuples (count and bytes) and
             // index structures, over every space.
@@ -463,7 +467,6 @@ fn run(lua: &Lua, cx: &mut Context, op: &str, args: &[Value]) -> Result<Value, F
             Value::Integer(i64::try_from(index.bsize()).unwrap_or(i64::MAX))
         }
         "max_space_id" => Value::Integer(i64::from(engine.spaces().map(|s| s.def.id).max().unwrap_or(0))),
-        "max_user_id" => Value::Integer(i64::from(engine.max_user_id())),
         "max_func_id" => Value::Integer(i64::from(engine.max_func_id())),
         "session_id" => Value::Number(cx.session_id as f64),
         "session_exists" | "session_peer" | "session_fd" => {

@@ -4,7 +4,10 @@ access-denied triggers (newest first, with the access, object type and name) for
 box operations in Lua under box.session.su and for IPROTO select, replace, CALL of
 a function without rights, a denied box operation inside a CALL, and EVAL; a failing
 trigger leaves the error as it was; schema-init triggers set before the first
-box.cfg{} run in it (newest first), set later they do not.
+box.cfg{} run in it (newest first), set later they do not. And which right a user
+without it is refused first (so which trigger runs, and the message) for schema
+changes, truncate, drop, count, len and random, and what a user with write on a
+space may do as 2.6 allows it (truncate it; grant, with if_not_exists, what it has).
 """
 from conftest import same_output_on_both
 
@@ -57,3 +60,59 @@ os.exit(0)
 
 def test_access_denied_and_schema_init_triggers_as_2_6(tmp_path):
     same_output_on_both(tmp_path, "access_denied", SCRIPT, 34)
+
+
+DENIED = r"""
+box.cfg{log_level=1}
+local function p(...)
+    local t = {}
+    for i = 1, select('#', ...) do t[i] = tostring((select(i, ...))) end
+    print(select('#', ...) .. ': ' .. table.concat(t, ' | '))
+end
+box.schema.user.create('u1')
+box.schema.space.create('sp'):create_index('pk')
+box.session.on_access_denied(function(op, otype, name) p('denied', op, otype, name) end)
+box.session.su('u1', function() p(pcall(box.schema.space.create, 'x')) end)
+box.session.su('u1', function() p(pcall(box.schema.user.create, 'u2')) end)
+box.session.su('u1', function() p(pcall(box.schema.user.grant, 'u1', 'read', 'space', 'sp')) end)
+box.session.su('u1', function() p(pcall(box.space.sp.truncate, box.space.sp)) end)
+box.session.su('u1', function() p(pcall(box.space.sp.drop, box.space.sp)) end)
+box.session.su('u1', function() p(pcall(box.space.sp.count, box.space.sp)) end)
+box.session.su('u1', function() p(pcall(box.space.sp.len, box.space.sp)) end)
+box.session.su('u1', function() p(pcall(box.space.sp.index.pk.count, box.space.sp.index.pk)) end)
+box.session.su('u1', function() p(pcall(box.space.sp.index.pk.random, box.space.sp.index.pk, 1)) end)
+box.session.su('u1', function() p(pcall(function() return box.space._space:select() end)) end)
+box.session.su('u1', function() p(pcall(box.schema.sequence.create, 's')) end)
+box.schema.user.create('u3')
+p(box.space._user.index.name:get{'u3'}[1])
+os.exit(0)
+"""
+
+ALLOWED = r"""
+box.cfg{log_level=1}
+local function p(...)
+    local t = {}
+    for i = 1, select('#', ...) do t[i] = tostring((select(i, ...))) end
+    print(select('#', ...) .. ': ' .. table.concat(t, ' | '))
+end
+box.schema.user.create('u1')
+box.schema.space.create('sp'):create_index('pk')
+box.space.sp:insert{1}
+box.schema.user.grant('u1', 'write', 'space', 'sp')
+box.session.su('u1', function() p(pcall(box.space.sp.truncate, box.space.sp)) end)
+p(box.space.sp:len())
+box.schema.user.grant('u1', 'read', 'space', 'sp')
+box.session.su('u1', function() p(pcall(box.space.sp.count, box.space.sp), pcall(box.space.sp.len, box.space.sp)) end)
+box.session.su('u1', function() p(pcall(box.schema.user.grant, 'u1', 'read', 'space', 'sp')) end)
+box.session.su('u1', function() p(pcall(box.schema.user.grant, 'u1', 'read', 'space', 'sp', {if_not_exists=true})) end)
+p(box.space._vpriv ~= nil, box.space._vuser ~= nil)
+os.exit(0)
+"""
+
+
+def test_the_right_refused_first_is_2_6s(tmp_path):
+    same_output_on_both(tmp_path, "denied_first", DENIED, 23)
+
+
+def test_a_writer_truncates_and_a_reader_counts_as_in_2_6(tmp_path):
+    same_output_on_both(tmp_path, "allowed", ALLOWED, 6)
