@@ -597,16 +597,14 @@ function space_methods:auto_increment(t)
 end
 -- As 2.6: the right to write the space is all truncate needs; its _truncate row is
 -- the server's to write.
+local as_admin
 function space_methods:truncate()
     op('check_space_write', self.id)
-    local prev = op('su', box.schema.ADMIN_ID)
-    local ok, err = pcall(function()
+    as_admin(function()
         local T = box.space._truncate
         if T:get{self.id} == nil then T:insert{self.id, 0} end
         T:update({self.id}, {{'+', 2, 1}})
     end)
-    op('su', prev)
-    if not ok then error(err, 0) end
 end
 function space_methods:drop()
     local link = box.space._space_sequence:delete{self.id}
@@ -844,7 +842,19 @@ end
 local function find_user(name, kind)
     local u = op('user', name)
     if u == nil or (kind ~= nil and u.type ~= kind) then return nil end
+    -- As 2.6 resolves a name through _vuser: a user or role the caller may not see
+    -- is not found.
+    if box.space._vuser ~= nil and box.space._vuser:get{u.id} == nil then return nil end
     return u
+end
+
+-- fn(...) with the server's rights (for what 2.6 does as admin on a user's behalf).
+as_admin = function(fn, ...)
+    local prev = op('su', box.schema.ADMIN_ID)
+    local r = {pcall(fn, ...)}
+    op('su', prev)
+    if not r[1] then error(r[2], 0) end
+    return unpack(r, 2, table.maxn(r))
 end
 
 function box.schema.user.get_id(name)
@@ -886,6 +896,12 @@ local function drop_principal(kind, name, opts)
         if kind == 'user' then raise(45, "User '%s' is not found", name) end
         raise(82, "Role '%s' is not found", name)
     end
+    if u.id <= box.schema.SYSTEM_USER_ID_MAX or u.id == box.schema.SUPER_ROLE_ID then
+        raise(44, "Failed to drop user or role '%s': the user or the role is a system", name)
+    end
+    if u.id == box.session.uid() or u.id == box.session.euid() then
+        raise(44, "Failed to drop user or role '%s': the user is active in the current session", name)
+    end
     for _, p in ipairs(box.space._priv:select{u.id}) do box.space._priv:delete{p[2], p[3], p[4]} end
     box.space._user:delete{u.id}
 end
@@ -894,8 +910,10 @@ function box.schema.role.drop(name, opts) drop_principal('role', name, opts) end
 
 function box.schema.user.passwd(name, password)
     if password == nil then
-        password = name
-        name = op('user_name', session_uid())
+        -- One's own password: 2.6 changes it as admin.
+        local auth = map{['chap-sha1'] = op('chap_sha1', name)}
+        as_admin(box.space._user.update, box.space._user, {session_uid()}, {{'=', 5, auth}})
+        return
     end
     local u = find_user(name, 'user')
     if u == nil then raise(45, "User '%s' is not found", name) end
@@ -964,7 +982,7 @@ local function revoke(kind, name, privilege, obj_type, obj_name, opts)
     local bits = priv_bits(privilege)
     if bits == nil or obj_type == nil then obj_type, obj_name, bits = 'role', privilege, 4 end
     local oid = object_id(obj_type, obj_name)
-    local row = box.space._priv:get{grantee.id, obj_type, oid}
+    local row = box.space._vpriv:get{grantee.id, obj_type, oid}
     if row == nil or bit.band(row[5], bits) == 0 then
         if opts.if_exists then return end
         raise(91, "User '%s' does not have %s access on %s '%s'", name, tostring(privilege), obj_type,
@@ -1028,7 +1046,9 @@ function box.schema.func.create(name, opts)
         if opts.if_not_exists then return end
         raise(52, "Function '%s' already exists", name)
     end
-    local id = op('max_func_id') + 1
+    -- Read through the caller's rights, as 2.6's _func:auto_increment reads it.
+    local last = box.space._func.index[0]:max()
+    local id = (last and last[1] or 0) + 1
     local now = os.date('!%Y-%m-%d %H:%M:%S')
     box.space._func:insert{id, session_uid(), name, opts.setuid and 1 or 0, string.upper(opts.language or 'LUA'),
                            opts.body or '', 'function', setmetatable({}, {__serialize = 'seq'}),

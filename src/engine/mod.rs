@@ -544,20 +544,6 @@ impl Engine {
         index.get(&str_key(name)).and_then(|t| catalog::parse_user(t).ok())
     }
 
-    /// The largest id in `_func`.
-    #[must_use]
-    pub fn max_func_id(&self) -> u32 {
-        self.max_first_field(space_id::FUNC)
-    }
-
-    fn max_first_field(&self, space: u32) -> u32 {
-        self.spaces
-            .get(&space)
-            .and_then(Space::primary)
-            .and_then(|pk| pk.iter().last().and_then(|t| catalog::first_uint(t)))
-            .unwrap_or(0)
-    }
-
     /// A user's name by id (for messages).
     #[must_use]
     pub fn user_name(&self, id: u32) -> String {

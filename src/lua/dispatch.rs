@@ -467,7 +467,6 @@ fn run(lua: &Lua, cx: &mut Context, op: &str, args: &[Value]) -> Result<Value, F
             Value::Integer(i64::try_from(index.bsize()).unwrap_or(i64::MAX))
         }
         "max_space_id" => Value::Integer(i64::from(engine.spaces().map(|s| s.def.id).max().unwrap_or(0))),
-        "max_func_id" => Value::Integer(i64::from(engine.max_func_id())),
         "session_id" => Value::Number(cx.session_id as f64),
         "session_exists" | "session_peer" | "session_fd" => {
             let id = match args.get(1) {

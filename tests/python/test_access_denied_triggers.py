@@ -116,3 +116,47 @@ def test_the_right_refused_first_is_2_6s(tmp_path):
 
 def test_a_writer_truncates_and_a_reader_counts_as_in_2_6(tmp_path):
     same_output_on_both(tmp_path, "allowed", ALLOWED, 6)
+
+
+PRINCIPALS = r"""
+box.cfg{log_level=1}
+local function p(...)
+    local t = {}
+    for i = 1, select('#', ...) do t[i] = tostring((select(i, ...))) end
+    print(select('#', ...) .. ': ' .. table.concat(t, ' | '))
+end
+box.schema.user.create('u1')
+box.schema.space.create('sp'):create_index('pk')
+box.schema.user.grant('u1', 'read', 'space', 'sp')
+box.schema.role.create('r1')
+box.session.on_access_denied(function(op, otype, name) p('denied', op, otype, name) end)
+box.session.su('u1', function() p(pcall(box.schema.user.revoke, 'u1', 'read', 'space', 'sp')) end)
+box.session.su('u1', function() p(pcall(box.schema.user.revoke, 'u1', 'write', 'space', 'sp')) end)
+box.session.su('u1', function() p(pcall(box.schema.user.grant, 'u1', 'r1')) end)
+box.session.su('u1', function() p(pcall(box.schema.user.drop, 'u1')) end)
+box.session.su('u1', function() p(pcall(box.schema.role.create, 'r2')) end)
+box.session.su('u1', function() p(pcall(box.schema.func.create, 'f')) end)
+box.session.su('u1', function() p(pcall(box.space.sp.create_index, box.space.sp, 'sk')) end)
+box.session.su('u1', function() p(pcall(box.space.sp.rename, box.space.sp, 'sp2')) end)
+box.session.su('u1', function() p(pcall(box.space.sp.bsize, box.space.sp)) end)
+box.session.su('u1', function() p(pcall(box.space.sp.index.pk.bsize, box.space.sp.index.pk)) end)
+box.session.su('u1', function() p(pcall(box.space.sp.auto_increment, box.space.sp, {'a'})) end)
+box.session.su('u1', function() p(pcall(box.schema.user.passwd, 'pw')) end)
+box.schema.user.grant('u1', 'create', 'space')
+box.session.su('u1', function() p(pcall(box.schema.space.create, 'mine')) end)
+box.session.su('u1', function() p(pcall(function() return box.space.mine:create_index('pk').id end)) end)
+box.session.su('u1', function() p(pcall(function() return box.space.mine:insert{1} end)) end)
+box.session.su('u1', function() p(pcall(function() return box.space.mine:truncate() end)) end)
+box.session.su('u1', function() p(pcall(function() return box.space.mine:drop() end)) end)
+
+p(pcall(box.schema.role.drop, 'super'))
+p(pcall(box.schema.user.drop, 'guest'))
+p(pcall(box.schema.role.drop, 'public'))
+p(pcall(box.schema.user.drop, 'admin'))
+box.session.su('u1', function() p(pcall(box.schema.user.exists, 'u1')) p(pcall(box.schema.role.exists, 'r1')) p(pcall(box.schema.role.exists, 'public')) p(pcall(box.schema.user.exists, 'admin')) end)
+os.exit(0)
+"""
+
+
+def test_grants_drops_and_visibility_of_users_as_in_2_6(tmp_path):
+    same_output_on_both(tmp_path, "principals", PRINCIPALS, 32)
