@@ -25,7 +25,7 @@ use crate::id_map::IdMap;
 use crate::idempotency::fingerprint::Fingerprint;
 use crate::idempotency::token::Token;
 use crate::idempotency::{self as idem, fingerprint, Mode, NewRecord, Record, Window};
-use crate::lua::{Caller, DueFiber, FiberKind, HeaderValue, Host, LuaRuntime, Resumed, Shape, Step};
+use crate::lua::{Caller, DueFiber, FiberKind, HeaderValue, Host, LuaRuntime, Resumed, Shape, Step, TriggerArg};
 use crate::protocol::frame::FrameError;
 use crate::protocol::header::Header;
 use crate::protocol::request::{Decoded, Request};
@@ -1291,11 +1291,11 @@ impl Executor {
             Request::Auth(a) => {
                 let authenticated = self.engine.authenticate(a.user, a.tuple, salt);
                 let name = String::from_utf8_lossy(a.user).into_owned();
-                let ok = if authenticated.is_ok() { "true" } else { "false" };
                 let as_user = *authenticated.as_ref().unwrap_or(&user);
                 // 2.6 runs on_auth for known users only.
                 if !matches!(&authenticated, Err(e) if e.code == code::NO_SUCH_USER) {
-                    self.session_triggers(session_id, as_user, "auth", &[&name, ok])?;
+                    let args = [TriggerArg::Str(&name), TriggerArg::Bool(authenticated.is_ok())];
+                    self.session_triggers(session_id, as_user, "auth", &args)?;
                 }
                 let new_user = authenticated?;
                 if let Some(s) = self.sessions.get_mut(&session_id) {
@@ -1420,7 +1420,7 @@ impl Executor {
     }
 
     /// Runs `box.session.on_<kind>` triggers for a session, if any are set.
-    fn session_triggers(&mut self, session_id: u64, user: u32, kind: &str, args: &[&str]) -> BoxResult<()> {
+    fn session_triggers(&mut self, session_id: u64, user: u32, kind: &str, args: &[TriggerArg<'_>]) -> BoxResult<()> {
         if !self.lua.has_session_triggers(kind) {
             return Ok(());
         }
@@ -1453,8 +1453,12 @@ impl Executor {
         else {
             return;
         };
-        if let Err(err) = self.session_triggers(session_id, user, "access_denied", &[access, object_type, object_name])
-        {
+        if let Err(err) = self.session_triggers(
+            session_id,
+            user,
+            "access_denied",
+            &[TriggerArg::Str(access), TriggerArg::Str(object_type), TriggerArg::Str(object_name)],
+        ) {
             tracing::debug!(error = %err, "on_access_denied triggers failed");
         }
     }

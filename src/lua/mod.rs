@@ -264,6 +264,15 @@ fn open_state() -> Lua {
     }
 }
 
+/// An argument of a session trigger (`on_auth` gets a name and a flag).
+#[derive(Debug, Clone, Copy)]
+pub enum TriggerArg<'a> {
+    /// A Lua string.
+    Str(&'a str),
+    /// A Lua boolean.
+    Bool(bool),
+}
+
 impl LuaRuntime {
     /// A VM with the standard libraries and the `box` prelude.
     pub fn new() -> BoxResult<Self> {
@@ -807,16 +816,15 @@ impl LuaRuntime {
         host: &mut Host<'_>,
         caller: &Caller,
         kind: &str,
-        args: &[&str],
+        args: &[TriggerArg<'_>],
     ) -> BoxResult<()> {
         let (outcome, _) = self.with_engine(host, caller, |lua| {
             let run: Function = internal_fn(lua, "run_session_triggers")?;
             let mut values = vec![Value::String(lua.create_string(kind)?)];
             for a in args {
                 values.push(match *a {
-                    "true" => Value::Boolean(true),
-                    "false" => Value::Boolean(false),
-                    other => Value::String(lua.create_string(other)?),
+                    TriggerArg::Bool(b) => Value::Boolean(b),
+                    TriggerArg::Str(s) => Value::String(lua.create_string(s)?),
                 });
             }
             protected_call(lua, &Value::Function(run), values).map(|r| r.map(|_| ()))

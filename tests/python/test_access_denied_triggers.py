@@ -11,16 +11,27 @@ space may do as 2.6 allows it (truncate it; grant, with if_not_exists, what it h
 """
 from conftest import same_output_on_both
 
+# p(...): prints how many values it got and each, as the lines both servers must match.
+PRINT_HELPER = r"""local function p(...)
+    local t = {}
+    for i = 1, select('#', ...) do t[i] = tostring((select(i, ...))) end
+    print(select('#', ...) .. ': ' .. table.concat(t, ' | '))
+end
+"""
+
+# A fresh instance with user u1 (no rights beyond public) and a space sp.
+PRELUDE = r"""
+box.cfg{log_level=1}
+""" + PRINT_HELPER + r"""box.schema.user.create('u1')
+box.schema.space.create('sp'):create_index('pk')
+"""
+
 SCRIPT = r"""
 box.ctl.on_schema_init(function() print('schema_init', box.space._space ~= nil, box.space._index ~= nil) end)
 local second = box.ctl.on_schema_init(function() print('second schema_init') end)
 print('schema_init triggers', #box.ctl.on_schema_init(), type(second))
 box.cfg{listen = os.getenv('LISTEN')}
-local function p(...)
-    local t = {}
-    for i = 1, select('#', ...) do t[i] = tostring((select(i, ...))) end
-    print(select('#', ...) .. ': ' .. table.concat(t, ' | '))
-end
+""" + PRINT_HELPER + r"""
 p('late schema_init', pcall(box.ctl.on_schema_init, function() print('never') end) and 'set')
 p('upgrade', pcall(box.schema.upgrade))
 p('clear_synchro_queue', pcall(box.ctl.clear_synchro_queue))
@@ -36,7 +47,9 @@ box.schema.space.create('ro')
 box.space.ro:create_index('pk')
 box.schema.user.grant('u1', 'write', 'space', 'sp')
 box.schema.user.grant('u1', 'read', 'space', 'ro')
-local t1 = box.session.on_access_denied(function(op, otype, name) p('first', op, otype, name) end)
+box.schema.space.create('true'):create_index('pk')
+box.schema.user.grant('u1', 'write', 'space', 'true')
+local t1 = box.session.on_access_denied(function(op, otype, name) p('first', op, otype, name, type(name)) end)
 box.session.on_access_denied(function(op, otype, name) p('second', op, otype, name) end)
 p(#box.session.on_access_denied(), type(t1))
 box.session.su('u1', function() p(pcall(box.space.sp.select, box.space.sp)) end)
@@ -49,6 +62,7 @@ p(pcall(c.call, c, 'allowed'))
 p(pcall(c.eval, c, 'return 1'))
 p(pcall(c.space.ro.replace, c.space.ro, {2}))
 p(pcall(c.space.sp.replace, c.space.sp, {2}))
+p(pcall(c.space['true'].select, c.space['true']))
 c:close()
 box.session.on_access_denied(nil, t1)
 box.session.on_access_denied(function() error('trigger fails') end)
@@ -59,18 +73,10 @@ os.exit(0)
 
 
 def test_access_denied_and_schema_init_triggers_as_2_6(tmp_path):
-    same_output_on_both(tmp_path, "access_denied", SCRIPT, 34)
+    same_output_on_both(tmp_path, "access_denied", SCRIPT, 37)
 
 
-DENIED = r"""
-box.cfg{log_level=1}
-local function p(...)
-    local t = {}
-    for i = 1, select('#', ...) do t[i] = tostring((select(i, ...))) end
-    print(select('#', ...) .. ': ' .. table.concat(t, ' | '))
-end
-box.schema.user.create('u1')
-box.schema.space.create('sp'):create_index('pk')
+DENIED = PRELUDE + r"""
 box.session.on_access_denied(function(op, otype, name) p('denied', op, otype, name) end)
 box.session.su('u1', function() p(pcall(box.schema.space.create, 'x')) end)
 box.session.su('u1', function() p(pcall(box.schema.user.create, 'u2')) end)
@@ -88,15 +94,7 @@ p(box.space._user.index.name:get{'u3'}[1])
 os.exit(0)
 """
 
-ALLOWED = r"""
-box.cfg{log_level=1}
-local function p(...)
-    local t = {}
-    for i = 1, select('#', ...) do t[i] = tostring((select(i, ...))) end
-    print(select('#', ...) .. ': ' .. table.concat(t, ' | '))
-end
-box.schema.user.create('u1')
-box.schema.space.create('sp'):create_index('pk')
+ALLOWED = PRELUDE + r"""
 box.space.sp:insert{1}
 box.schema.user.grant('u1', 'write', 'space', 'sp')
 box.session.su('u1', function() p(pcall(box.space.sp.truncate, box.space.sp)) end)
@@ -118,15 +116,7 @@ def test_a_writer_truncates_and_a_reader_counts_as_in_2_6(tmp_path):
     same_output_on_both(tmp_path, "allowed", ALLOWED, 6)
 
 
-PRINCIPALS = r"""
-box.cfg{log_level=1}
-local function p(...)
-    local t = {}
-    for i = 1, select('#', ...) do t[i] = tostring((select(i, ...))) end
-    print(select('#', ...) .. ': ' .. table.concat(t, ' | '))
-end
-box.schema.user.create('u1')
-box.schema.space.create('sp'):create_index('pk')
+PRINCIPALS = PRELUDE + r"""
 box.schema.user.grant('u1', 'read', 'space', 'sp')
 box.schema.role.create('r1')
 box.session.on_access_denied(function(op, otype, name) p('denied', op, otype, name) end)
