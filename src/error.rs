@@ -64,6 +64,7 @@ pub mod code {
     pub const INDEX_EXISTS: u32 = 85;
     pub const CANT_UPDATE_PRIMARY_KEY: u32 = 94;
     pub const UPDATE_INTEGER_OVERFLOW: u32 = 95;
+    pub const UPDATE_DECIMAL_OVERFLOW: u32 = 194;
     pub const WRONG_INDEX_RECORD: u32 = 106;
     pub const WRONG_INDEX_PARTS: u32 = 107;
     pub const WRONG_INDEX_OPTIONS: u32 = 108;

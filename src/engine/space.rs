@@ -5,9 +5,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::index::{Index, IndexDef, Part};
 use super::tuple::{split, Tuple, TupleFields};
-use super::value::{Collation, FieldType, Key};
+use super::value::{Collation, FieldType, Key, ValueType};
 use crate::error::{code, BoxError, BoxResult};
-use crate::protocol::msgpack::Reader;
 
 /// One field of a space format.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -198,7 +197,7 @@ impl Space {
         for &at in changed {
             let at = at as usize;
             let Some(raw) = fields.get(at) else { continue };
-            let ty = Reader::new(raw).peek_type().map_err(|_| BoxError::invalid_msgpack("tuple"))?;
+            let ty = ValueType::of(raw).map_err(|_| BoxError::invalid_msgpack("tuple"))?;
             // On one field the format is checked before the parts, the parts in index order.
             let format = self.def.format.get(at).map(|f| (f.ty, f.nullable));
             let mut wanted = format.into_iter().chain(self.parts_on_field(at).map(|p| (p.ty, p.nullable)));
@@ -236,7 +235,7 @@ impl Space {
         // The first field (in field order) a format entry or an index part rejects;
         // on one field the format is checked before the parts, the parts in index order.
         let mut rejected: Option<(usize, FieldType)> = None;
-        let type_of = |i: usize| Reader::new(fields[i]).peek_type().map_err(|_| BoxError::invalid_msgpack("tuple"));
+        let type_of = |i: usize| ValueType::of(fields[i]).map_err(|_| BoxError::invalid_msgpack("tuple"));
         for (i, f) in self.def.format.iter().enumerate().take(fields.len()) {
             let ty = type_of(i)?;
             if !f.ty.admits(ty, f.nullable) {
@@ -465,7 +464,7 @@ impl Space {
             for part in &index.def.parts {
                 match fields.get(part.field_no as usize) {
                     Some(raw) => {
-                        let ty = Reader::new(raw).peek_type().map_err(|_| BoxError::invalid_msgpack("tuple"))?;
+                        let ty = ValueType::of(raw).map_err(|_| BoxError::invalid_msgpack("tuple"))?;
                         if !part.ty.admits(ty, part.nullable) {
                             return Err(BoxError::field_type(&(part.field_no + 1).to_string(), part.ty.name()));
                         }

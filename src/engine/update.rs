@@ -14,6 +14,7 @@ use std::cell::RefCell;
 
 use super::space::Space;
 use super::tuple::{Tuple, TupleFields};
+use crate::decimal::{BinaryOp, Decimal, MP_DECIMAL};
 use crate::error::{code, BoxError, BoxResult};
 use crate::protocol::msgpack::{write, Integer, MpType, Reader};
 
@@ -33,6 +34,21 @@ enum FieldRef<'a> {
 enum Num {
     Int(i128),
     Float(f64),
+    Dec(Decimal),
+}
+
+impl Num {
+    /// The operand as a decimal (a double through its 15 digits, as 2.6).
+    fn to_decimal(self) -> Option<Decimal> {
+        match self {
+            #[allow(clippy::cast_possible_truncation, reason = "operands are 64-bit integers")]
+            Self::Int(i) if i < 0 => Some(Decimal::from_i64(i as i64)),
+            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "operands are 64-bit integers")]
+            Self::Int(i) => Some(Decimal::from_u64(i as u64)),
+            Self::Float(f) => Decimal::from_f64(f),
+            Self::Dec(d) => Some(d),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -69,6 +85,10 @@ fn read_num(r: &mut Reader<'_>) -> Option<Num> {
             Integer::Negative(i) => Num::Int(i128::from(i)),
         }),
         MpType::Float | MpType::Double => r.read_f64().ok().map(Num::Float),
+        MpType::Ext => match r.read_ext().ok()? {
+            (MP_DECIMAL, payload) => Decimal::unpack(payload).map(Num::Dec),
+            _ => None,
+        },
         _ => None,
     }
 }
@@ -238,6 +258,7 @@ fn encode_num(n: Num) -> Vec<u8> {
         #[allow(clippy::cast_possible_truncation, reason = "the round trip checks for loss")]
         Num::Float(f) if f64::from(f as f32) == f => write::f32(&mut out, f as f32),
         Num::Float(f) => write::f64(&mut out, f),
+        Num::Dec(d) => d.write_ext(&mut out),
     }
     out
 }
@@ -262,11 +283,26 @@ fn apply_one<'a>(slot: &mut Slot<'a>, kind: &OpKind<'a>, label: usize) -> BoxRes
                     }
                     Num::Int(v)
                 }
+                // A decimal on either side makes decimal arithmetic, as in 2.6.
+                (a, b) if matches!(a, Num::Dec(_)) || matches!(b, Num::Dec(_)) => {
+                    let (Some(x), Some(y)) = (a.to_decimal(), b.to_decimal()) else {
+                        return Err(arg_type(*op, label, "a number"));
+                    };
+                    let how = if *op == b'+' { BinaryOp::Add } else { BinaryOp::Sub };
+                    let Some(v) = x.binary(how, &y) else {
+                        return Err(BoxError::new(
+                            code::UPDATE_DECIMAL_OVERFLOW,
+                            format!("Decimal overflow when performing operation '{}' on field {label}", *op as char),
+                        ));
+                    };
+                    Num::Dec(v)
+                }
                 (a, b) => {
                     let f = |n: Num| match n {
                         #[allow(clippy::cast_precision_loss, reason = "mixed arithmetic is floating point")]
                         Num::Int(i) => i as f64,
                         Num::Float(x) => x,
+                        Num::Dec(d) => d.to_f64(),
                     };
                     Num::Float(if *op == b'+' { f(a) + f(b) } else { f(a) - f(b) })
                 }

@@ -8,6 +8,7 @@
 use std::cmp::Ordering;
 use std::hash::{Hash, Hasher};
 
+use crate::decimal::{Decimal, MP_DECIMAL};
 use crate::protocol::msgpack::{Integer, MpError, MpType, Reader};
 
 /// A field type from a space format or an index part.
@@ -37,6 +38,8 @@ pub enum FieldType {
     Map,
     /// UUIDs (MP_EXT type 2, 16 bytes).
     Uuid,
+    /// Decimals (MP_EXT type 1).
+    Decimal,
 }
 
 impl FieldType {
@@ -57,6 +60,7 @@ impl FieldType {
             b"array" => Self::Array,
             b"map" => Self::Map,
             b"uuid" => Self::Uuid,
+            b"decimal" => Self::Decimal,
             _ => return None,
         })
     }
@@ -77,24 +81,29 @@ impl FieldType {
             Self::Array => "array",
             Self::Map => "map",
             Self::Uuid => "uuid",
+            Self::Decimal => "decimal",
         }
     }
 
-    /// Whether a value of msgpack type `ty` may be stored in a field of this type
+    /// Whether a value of type `ty` may be stored in a field of this type
     /// (`nullable`: also nil).
     #[must_use]
-    pub fn admits(self, ty: MpType, nullable: bool) -> bool {
-        self.accepts(ty) || (ty == MpType::Nil && nullable)
+    pub fn admits(self, ty: ValueType, nullable: bool) -> bool {
+        self.accepts(ty) || (ty.mp == MpType::Nil && nullable)
     }
 
-    /// Whether a value of msgpack type `ty` fits this field type.
+    /// Whether a value of type `ty` fits this field type.
     #[must_use]
-    pub fn accepts(self, ty: MpType) -> bool {
+    pub fn accepts(self, value: ValueType) -> bool {
+        let ty = value.mp;
         match self {
             Self::Any => true,
             Self::Unsigned => ty == MpType::Uint,
             Self::Integer => matches!(ty, MpType::Uint | MpType::Int),
-            Self::Number => matches!(ty, MpType::Uint | MpType::Int | MpType::Float | MpType::Double),
+            Self::Number => {
+                matches!(ty, MpType::Uint | MpType::Int | MpType::Float | MpType::Double)
+                    || value.ext == Some(MP_DECIMAL)
+            }
             Self::Double => matches!(ty, MpType::Float | MpType::Double),
             Self::String => ty == MpType::Str,
             Self::Boolean => ty == MpType::Bool,
@@ -102,7 +111,8 @@ impl FieldType {
             Self::Scalar => !matches!(ty, MpType::Array | MpType::Map | MpType::Nil),
             Self::Array => ty == MpType::Array,
             Self::Map => ty == MpType::Map,
-            Self::Uuid => ty == MpType::Ext,
+            Self::Uuid => value.ext == Some(UUID_EXT),
+            Self::Decimal => value.ext == Some(MP_DECIMAL),
         }
     }
 
@@ -115,6 +125,29 @@ impl FieldType {
 
 /// The MP_EXT type of a UUID.
 pub const UUID_EXT: i8 = 2;
+
+/// A value's type as field types tell values apart: its msgpack type and, for an
+/// extension value, the extension's own type (a decimal is a number, a uuid is not).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ValueType {
+    /// The msgpack type.
+    pub mp: MpType,
+    /// The extension type of an MP_EXT value.
+    pub ext: Option<i8>,
+}
+
+impl ValueType {
+    /// The type of the msgpack value at the start of `raw`.
+    ///
+    /// # Errors
+    /// When `raw` does not start with a msgpack value's header.
+    pub fn of(raw: &[u8]) -> Result<Self, MpError> {
+        let mut r = Reader::new(raw);
+        let mp = r.peek_type()?;
+        let ext = if mp == MpType::Ext { Some(r.read_ext()?.0) } else { None };
+        Ok(Self { mp, ext })
+    }
+}
 
 /// How strings of a key part compare.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -213,6 +246,8 @@ pub enum KeyPart {
     Str(Box<[u8]>),
     /// Binary data.
     Bin(Box<[u8]>),
+    /// A decimal (boxed: a key part stays three words).
+    Dec(Box<Decimal>),
     /// An extension value (type, payload).
     Ext(i8, Box<[u8]>),
     /// Sorts after every value: used only to build range bounds.
@@ -224,7 +259,7 @@ impl KeyPart {
         match self {
             Self::Nil => 0,
             Self::Bool(_) => 1,
-            Self::Uint(_) | Self::Neg(_) | Self::Double(_) => 2,
+            Self::Uint(_) | Self::Neg(_) | Self::Double(_) | Self::Dec(_) => 2,
             Self::Str(_) => 3,
             Self::Bin(_) => 4,
             Self::Ext(..) => 5,
@@ -237,11 +272,12 @@ impl KeyPart {
     /// Returns `Ok(None)` when the value's type does not fit the part.
     pub fn read(r: &mut Reader<'_>, ty: FieldType, coll: Collation, nullable: bool) -> Result<Option<Self>, MpError> {
         let mp = r.peek_type()?;
+        let value = if mp == MpType::Ext { ValueType::of(r.rest())? } else { ValueType { mp, ext: None } };
         if mp == MpType::Nil {
             r.read_nil()?;
             return Ok(nullable.then_some(Self::Nil));
         }
-        if !ty.accepts(mp) {
+        if !ty.accepts(value) {
             r.skip()?;
             return Ok(None);
         }
@@ -256,7 +292,11 @@ impl KeyPart {
             MpType::Bin => Self::Bin(r.read_bin()?.into()),
             MpType::Ext => {
                 let (t, payload) = r.read_ext()?;
-                if ty == FieldType::Uuid && (t != UUID_EXT || payload.len() != 16) {
+                if t == MP_DECIMAL {
+                    // A decimal is a number wherever it stands; one that does not decode is no value.
+                    return Ok(Decimal::unpack(payload).map(|d| Self::Dec(Box::new(d))));
+                }
+                if ty == FieldType::Uuid && payload.len() != 16 {
                     return Ok(None);
                 }
                 Self::Ext(t, payload.into())
@@ -309,8 +349,15 @@ fn cmp_f64(a: f64, b: f64) -> Ordering {
 
 impl Ord for KeyPart {
     fn cmp(&self, other: &Self) -> Ordering {
-        use KeyPart::{Bin, Bool, Double, Ext, Neg, Str, Uint};
+        use KeyPart::{Bin, Bool, Dec, Double, Ext, Neg, Str, Uint};
         match (self, other) {
+            (Dec(a), Dec(b)) => a.compare(b),
+            (Dec(a), Uint(u)) => a.compare(&Decimal::from_u64(*u)),
+            (Uint(u), Dec(b)) => b.compare(&Decimal::from_u64(*u)).reverse(),
+            (Dec(a), Neg(i)) => a.compare(&Decimal::from_i64(*i)),
+            (Neg(i), Dec(b)) => b.compare(&Decimal::from_i64(*i)).reverse(),
+            (Dec(a), Double(d)) => a.compare_f64(*d),
+            (Double(d), Dec(b)) => b.compare_f64(*d).reverse(),
             (Uint(a), Uint(b)) => a.cmp(b),
             (Neg(a), Neg(b)) => a.cmp(b),
             (Uint(_), Neg(_)) => Ordering::Greater,
@@ -348,15 +395,12 @@ impl Hash for KeyPart {
         match self {
             Self::Uint(u) => i128::from(*u).hash(state),
             Self::Neg(i) => i128::from(*i).hash(state),
-            Self::Double(d) =>
-            {
-                #[allow(clippy::cast_possible_truncation, reason = "integral value in i128 range")]
-                if d.fract() == 0.0 && d.abs() < 1.8e19 {
-                    (*d as i128).hash(state);
-                } else {
-                    d.to_bits().hash(state);
-                }
-            }
+            Self::Double(d) => hash_f64(*d, state),
+            Self::Dec(d) => match canonical_number(d) {
+                CanonicalNumber::Integer(v) => v.hash(state),
+                CanonicalNumber::Double(f) => hash_f64(f, state),
+                CanonicalNumber::Decimal(text) => (7u8, text).hash(state),
+            },
             Self::Nil => 0u8.hash(state),
             Self::Bool(b) => b.hash(state),
             Self::Str(s) => s.hash(state),
@@ -365,6 +409,40 @@ impl Hash for KeyPart {
             Self::Max => 255u8.hash(state),
         }
     }
+}
+
+fn hash_f64<H: Hasher>(d: f64, state: &mut H) {
+    #[allow(clippy::cast_possible_truncation, reason = "integral value in i128 range")]
+    if d.fract() == 0.0 && d.abs() < 1.8e19 {
+        (d as i128).hash(state);
+    } else {
+        d.to_bits().hash(state);
+    }
+}
+
+/// The form a decimal key takes where equal numbers must look alike (hashes,
+/// storage keys): the integer or double it equals, else its digits.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CanonicalNumber {
+    /// An integer within the range of msgpack integers.
+    Integer(i128),
+    /// Not an integer, but equal to this double (as 2.6 compares them).
+    Double(f64),
+    /// Neither: its digits without trailing zeros.
+    Decimal(String),
+}
+
+/// The canonical form of a decimal key part.
+#[must_use]
+pub fn canonical_number(d: &Decimal) -> CanonicalNumber {
+    if let Some(v) = d.integer_value().filter(|v| (i128::from(i64::MIN)..=i128::from(u64::MAX)).contains(v)) {
+        return CanonicalNumber::Integer(v);
+    }
+    let f = d.to_f64();
+    if d.compare_f64(f) == Ordering::Equal {
+        return CanonicalNumber::Double(f);
+    }
+    CanonicalNumber::Decimal(d.trim().to_string())
 }
 
 /// A full or partial key: one [`KeyPart`] per index part (one or two parts inline).

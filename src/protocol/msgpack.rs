@@ -579,6 +579,30 @@ pub mod write {
         }
         out.extend_from_slice(s);
     }
+
+    /// Appends an extension value of type `ty` (shortest form: fixext when the
+    /// payload is 1, 2, 4, 8 or 16 bytes long).
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "range checked; the type is a raw byte")]
+    pub fn ext(out: &mut Vec<u8>, ty: i8, payload: &[u8]) {
+        match payload.len() {
+            1 => out.push(0xd4),
+            2 => out.push(0xd5),
+            4 => out.push(0xd6),
+            8 => out.push(0xd7),
+            16 => out.push(0xd8),
+            len @ 0..=0xff => out.extend_from_slice(&[0xc7, len as u8]),
+            len @ 0x100..=0xffff => {
+                out.push(0xc8);
+                out.extend_from_slice(&(len as u16).to_be_bytes());
+            }
+            len => {
+                out.push(0xc9);
+                out.extend_from_slice(&(len as u32).to_be_bytes());
+            }
+        }
+        out.push(ty as u8);
+        out.extend_from_slice(payload);
+    }
 }
 
 #[cfg(test)]

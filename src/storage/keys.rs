@@ -4,7 +4,7 @@
 //! under `unicode_ci`) encode to the same bytes, so a replace always overwrites
 //! the row it replaced in memory.
 
-use crate::engine::value::KeyPart;
+use crate::engine::value::{canonical_number, CanonicalNumber, KeyPart};
 
 /// The key prefix shared by every row of a space.
 #[must_use]
@@ -46,16 +46,12 @@ fn encode_part(out: &mut Vec<u8>, part: &KeyPart) {
         KeyPart::Bool(b) => out.extend_from_slice(&[1, u8::from(*b)]),
         KeyPart::Uint(u) => integer(out, i128::from(*u)),
         KeyPart::Neg(i) => integer(out, i128::from(*i)),
-        KeyPart::Double(d) =>
-        {
-            #[allow(clippy::cast_possible_truncation, reason = "only integral values in i128 range")]
-            if d.fract() == 0.0 && d.abs() < 1.0e19 {
-                integer(out, *d as i128);
-            } else {
-                out.push(3);
-                out.extend_from_slice(&d.to_bits().to_be_bytes());
-            }
-        }
+        KeyPart::Double(d) => double(out, *d),
+        KeyPart::Dec(d) => match canonical_number(d) {
+            CanonicalNumber::Integer(v) => integer(out, v),
+            CanonicalNumber::Double(f) => double(out, f),
+            CanonicalNumber::Decimal(text) => bytes(out, 7, text.as_bytes()),
+        },
         KeyPart::Str(s) => bytes(out, 4, s),
         KeyPart::Bin(b) => bytes(out, 5, b),
         KeyPart::Ext(t, b) => {
@@ -64,6 +60,16 @@ fn encode_part(out: &mut Vec<u8>, part: &KeyPart) {
             bytes(out, 6, b);
         }
         KeyPart::Max => out.push(0xff),
+    }
+}
+
+fn double(out: &mut Vec<u8>, d: f64) {
+    #[allow(clippy::cast_possible_truncation, reason = "only integral values in i128 range")]
+    if d.fract() == 0.0 && d.abs() < 1.0e19 {
+        integer(out, d as i128);
+    } else {
+        out.push(3);
+        out.extend_from_slice(&d.to_bits().to_be_bytes());
     }
 }
 
@@ -86,5 +92,19 @@ mod tests {
         let b = row_key(1, &[KeyPart::Str(b"a"[..].into()), KeyPart::Str(b"bc"[..].into())]);
         assert_ne!(a, b);
         assert_eq!(space_of(&a), Some(1));
+    }
+
+    #[test]
+    fn decimal_keys_encode_as_the_numbers_they_equal() {
+        let dec = |s: &str| KeyPart::Dec(Box::new(crate::decimal::Decimal::parse(s).unwrap()));
+        assert_eq!(row_key(512, &[dec("1.000")]), row_key(512, &[KeyPart::Uint(1)]));
+        assert_eq!(row_key(512, &[dec("-3")]), row_key(512, &[KeyPart::Neg(-3)]));
+        assert_eq!(row_key(512, &[dec("1.50")]), row_key(512, &[KeyPart::Double(1.5)]));
+        assert_eq!(row_key(512, &[dec("0.1")]), row_key(512, &[KeyPart::Double(0.1)]));
+        assert_eq!(row_key(512, &[dec("1e20")]), row_key(512, &[KeyPart::Double(1e20)]));
+        // Digits a double cannot carry: a form of their own, still equal for equal values.
+        let long = "1.2345678901234567890123";
+        assert_eq!(row_key(512, &[dec(long)]), row_key(512, &[dec(&format!("{long}000"))]));
+        assert_ne!(row_key(512, &[dec(long)]), row_key(512, &[KeyPart::Double(1.234_567_890_123_456_7)]));
     }
 }

@@ -364,11 +364,8 @@ def test_decimal_and_uuid_round_trip(server):
     run(main())
 
 
-def test_decimal_in_a_number_index(request, server):
+def test_decimal_in_a_number_index(server):
     """Decimals are numbers in 2.6: a `number` index orders them among integers and doubles."""
-    oncebox_lacks(request, server, "decimal values are not numbers in oncebox: a number field rejects them "
-                                   "and a scalar index sorts them after all other values")
-
     async def main():
         conn = await setup(server)
         await conn.eval("box.schema.space.create('num'):create_index('pk', {parts = {{1, 'number'}}})")
