@@ -163,6 +163,35 @@ end
 """
 
 
+# p(...): how many values it got, then each (tostring), as one line.
+LUA_PRINT_COUNTED = r"""local function p(...)
+    local t = {}
+    for i = 1, select('#', ...) do t[i] = tostring((select(i, ...))) end
+    print(select('#', ...) .. ': ' .. table.concat(t, ' | '))
+end
+"""
+
+
+def scripts_in_turn_on_both(tmp_path, scripts):
+    """Runs `scripts` ((name, source) pairs) one after the other in one work
+    directory (env WORK) with each server, Tarantool 2.6 first; returns the
+    stdout lines of each server's runs, joined: (tarantool, oncebox)."""
+    outs = []
+    for binary in ("tarantool", ONCEBOX):
+        work = tmp_path / os.path.basename(binary)
+        work.mkdir()
+        env = dict(os.environ, WORK=str(work))
+        lines = []
+        for name, source in scripts:
+            script = tmp_path / name
+            script.write_text(source)
+            r = subprocess.run([binary, str(script)], env=env, capture_output=True, text=True, timeout=60, cwd=work)
+            assert r.returncode == 0, (binary, r.stdout, r.stderr)
+            lines += r.stdout.splitlines()
+        outs.append(lines)
+    return outs[0], outs[1]
+
+
 def same_output_on_both(tmp_path, name, source, lines):
     """Runs a Lua script on both (`run_script_on_both`) and checks that it printed
     `lines` lines, equal line for line; returns Tarantool's lines."""

@@ -9,15 +9,9 @@ without it is refused first (so which trigger runs, and the message) for schema
 changes, truncate, drop, count, len and random, and what a user with write on a
 space may do as 2.6 allows it (truncate it; grant, with if_not_exists, what it has).
 """
-from conftest import same_output_on_both
+from conftest import LUA_PRINT_COUNTED, same_output_on_both
 
-# p(...): prints how many values it got and each, as the lines both servers must match.
-PRINT_HELPER = r"""local function p(...)
-    local t = {}
-    for i = 1, select('#', ...) do t[i] = tostring((select(i, ...))) end
-    print(select('#', ...) .. ': ' .. table.concat(t, ' | '))
-end
-"""
+PRINT_HELPER = LUA_PRINT_COUNTED
 
 # A fresh instance with user u1 (no rights beyond public) and a space sp.
 PRELUDE = r"""

@@ -5,10 +5,8 @@ INSERT and REPLACE from Lua and over IPROTO (net.box), explicit keys moving the
 sequence on; the generated sequence dropped with its space; and, after a restart,
 sequences and links that carry on where they were.
 """
-import os
-import subprocess
 
-from conftest import LUA_PRINT_ROW, ONCEBOX, same_output_on_both
+from conftest import LUA_PRINT_ROW, same_output_on_both, scripts_in_turn_on_both
 
 SCRIPT = r"""
 box.cfg{work_dir = os.getenv('WORK'), log_level = 1, listen = os.getenv('LISTEN')}
@@ -87,21 +85,9 @@ def test_sequences_behave_as_in_tarantool(tmp_path):
 
 
 def test_sequences_and_their_links_survive_a_restart(tmp_path):
-    outs = []
-    for binary in ("tarantool", ONCEBOX):
-        work = tmp_path / os.path.basename(binary)
-        work.mkdir()
-        env = dict(os.environ, WORK=str(work))
-        lines = []
-        for name, source in (("before.lua", BEFORE_RESTART), ("after.lua", AFTER_RESTART)):
-            script = tmp_path / name
-            script.write_text(source)
-            r = subprocess.run([binary, str(script)], env=env, capture_output=True, text=True, timeout=60, cwd=work)
-            assert r.returncode == 0, (binary, r.stdout, r.stderr)
-            lines += r.stdout.splitlines()
-        outs.append(lines)
-    assert outs[0] == outs[1]
-    assert outs[0] == ["[1, 'a']\t[2, 'b']\t100\t110", "[3, 'c']\t3LL\t120\t1"]
+    tarantool, oncebox = scripts_in_turn_on_both(tmp_path, (("before.lua", BEFORE_RESTART), ("after.lua", AFTER_RESTART)))
+    assert tarantool == oncebox
+    assert tarantool == ["[1, 'a']\t[2, 'b']\t100\t110", "[3, 'c']\t3LL\t120\t1"]
 
 
 PRIVILEGES = r"""
