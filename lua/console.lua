@@ -155,14 +155,23 @@ local function cdata_serializer(v)
     return nil
 end
 
+-- A decimal or a uuid: YAML and JSON write its text, a tuple's tostring null (as 2.6).
+local function is_extension(v)
+    local ty = type(v)
+    return ty == 'cdata' and package.loaded.decimal.is_decimal(v)
+        or ty == 'userdata' and box.internal.uuid_make('is', v)
+end
+
 local encode
 
-local function flow(v)
+-- `ext_as_null`: decimals and uuids as null, as 2.6 writes a tuple's tostring.
+local function flow(v, ext_as_null)
     if is_null(v) then return 'null' end
     local ty = type(v)
     if ty == 'boolean' then return tostring(v) end
     if ty == 'number' then return number(v) end
     if cdata_integer(v) then return cdata_integer(v) end
+    if is_extension(v) then return ext_as_null and 'null' or tostring(v) end
     if ty == 'string' then return string_scalar(v, true, 0) end
     if box.tuple.is(v) then v = v:totable() end
     if ty == 'cdata' and cdata_serializer(v) then return flow(cdata_serializer(v)(v)) end
@@ -170,10 +179,10 @@ local function flow(v)
     local parts = {}
     local n = sequence_length(v)
     if n then
-        for i = 1, n do parts[i] = flow(v[i]) end
+        for i = 1, n do parts[i] = flow(v[i], ext_as_null) end
         return '[' .. table.concat(parts, ', ') .. ']'
     end
-    for k, x in pairs(v) do parts[#parts + 1] = flow(k) .. ': ' .. flow(x) end
+    for k, x in pairs(v) do parts[#parts + 1] = flow(k, ext_as_null) .. ': ' .. flow(x, ext_as_null) end
     return '{' .. table.concat(parts, ', ') .. '}'
 end
 
@@ -185,6 +194,7 @@ encode = function(v, indent, col)
     if ty == 'boolean' then return tostring(v) end
     if ty == 'number' then return number(v) end
     if cdata_integer(v) then return cdata_integer(v) end
+    if is_extension(v) then return tostring(v) end
     if ty == 'string' then return string_scalar(v, false, indent, col or indent) end
     if box.tuple.is(v) then return flow(v) end
     if ty == 'cdata' and cdata_serializer(v) then return encode(cdata_serializer(v)(v), indent, col) end
@@ -381,6 +391,7 @@ local function json_encode(v, depth, cfg)
     if ty == 'number' then return json_number(v, cfg) end
     if ty == 'string' then return json_string(v) end
     if cdata_integer(v) then return cdata_integer(v) end
+    if is_extension(v) then return json_string(tostring(v)) end
     if box.tuple.is(v) then v = v:totable() end
     if type(v) ~= 'table' then return json_other(v, cfg) end
     if depth >= cfg.encode_max_depth then

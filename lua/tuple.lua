@@ -83,6 +83,6 @@ function methods.upsert(t, ops) return apply(t, ops, true) end
 
 -- tostring(tuple): YAML flow style, as Tarantool prints tuples.
 local flow = box.internal.yaml.flow
-methods.__tostring = function(t) return flow(t) end
+methods.__tostring = function(t) return flow(t, true) end
 
 native.tuple_methods(methods)

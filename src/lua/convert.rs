@@ -156,6 +156,7 @@ pub fn encode(out: &mut Vec<u8>, v: &Value, depth: usize) -> mlua::Result<()> {
                 return Err(mlua::Error::runtime("unsupported Lua type 'userdata'"));
             }
         }
+        Value::Other(_) if let Some(d) = decimal_of(v)? => d.write_ext(out),
         Value::Other(_) => match cdata_value(v) {
             Some(CData::Null) => write::nil(out),
             Some(CData::Integer(Integer::Unsigned(u))) => write::uint(out, u),
@@ -165,6 +166,14 @@ pub fn encode(out: &mut Vec<u8>, v: &Value, depth: usize) -> mlua::Result<()> {
         other => return Err(mlua::Error::runtime(format!("unsupported Lua type '{}'", other.type_name()))),
     }
     Ok(())
+}
+
+/// The decimal a cdata holds, if it is one.
+fn decimal_of(v: &Value) -> mlua::Result<Option<crate::decimal::Decimal>> {
+    match v.weak_lua().and_then(mlua::WeakLua::try_upgrade) {
+        Some(lua) => super::decimal::read(&lua, v),
+        None => Ok(None),
+    }
 }
 
 /// A cdata that has a msgpack form.
@@ -344,7 +353,15 @@ pub fn decode(lua: &Lua, r: &mut Reader<'_>, depth: usize) -> mlua::Result<Value
         MpType::Float | MpType::Double => Value::Number(r.read_f64().map_err(bad)?),
         MpType::Str => Value::String(lua.create_string(r.read_str().map_err(bad)?)?),
         MpType::Bin => Value::String(lua.create_string(r.read_bin().map_err(bad)?)?),
-        MpType::Ext => Value::UserData(lua.create_userdata(LuaExt(r.skip().map_err(bad)?.into()))?),
+        MpType::Ext => {
+            let raw = r.skip().map_err(bad)?;
+            match Reader::new(raw).read_ext() {
+                Ok((crate::decimal::MP_DECIMAL, payload)) if let Some(d) = crate::decimal::Decimal::unpack(payload) => {
+                    super::decimal::push(lua, &d)?
+                }
+                _ => Value::UserData(lua.create_userdata(LuaExt(raw.into()))?),
+            }
+        }
         MpType::Array => {
             let n = r.read_array_len().map_err(bad)?;
             let t = lua.create_table_with_capacity(n.min(1 << 16) as usize, 0)?;
@@ -386,7 +403,9 @@ mod tests {
 
     #[test]
     fn extension_values_go_back_unchanged() {
-        let lua = Lua::new();
+        // With ffi and the decimal module, as the runtime opens its states.
+        let lua = super::super::open_state();
+        super::super::decimal::register(&lua).unwrap();
         // decimal -12.345, a uuid, and an ext8 of an unknown type.
         let decimal: &[u8] = &[0xd6, 0x01, 0x03, 0x12, 0x34, 0x5d];
         let mut uuid = vec![0xd8, 0x02];
@@ -402,6 +421,10 @@ mod tests {
         }
         let v = decode(&lua, &mut Reader::new(&uuid), 0).unwrap();
         assert_eq!(v.to_string().unwrap(), "f47ac10b-58cc-4372-a567-0e02b2c3d479");
+        // A decimal is a decimal_t cdata, as in 2.6.
+        let v = decode(&lua, &mut Reader::new(decimal), 0).unwrap();
+        assert!(matches!(v, Value::Other(_)), "{v:?}");
+        assert_eq!(v.to_string().unwrap(), "-12.345");
     }
 
     #[test]

@@ -11,6 +11,8 @@
 //! - [`native`]: pure functions (hashes, clocks, log output) for the Lua modules.
 
 pub mod convert;
+#[allow(unsafe_code, reason = "LuaJIT's ffi calls C-ABI functions on decimal_t cdata; see the module")]
+pub mod decimal;
 pub mod dispatch;
 pub mod fio;
 pub mod key_def;
@@ -287,6 +289,7 @@ impl LuaRuntime {
         init().map_err(|e| lua_err(&e))?;
         register_frame(&lua).map_err(|e| lua_err(&e))?;
         convert::register_uuid(&lua).map_err(|e| lua_err(&e))?;
+        decimal::register(&lua).map_err(|e| lua_err(&e))?;
         lua.load(PRELUDE).set_name("=box.lua").exec().map_err(|e| lua_err(&e))?;
         lua.load(CONSOLE).set_name("=console.lua").exec().map_err(|e| lua_err(&e))?;
         netbox::register(&lua).map_err(|e| lua_err(&e))?;

@@ -138,7 +138,10 @@ fn path_steps(path: &str) -> Option<Vec<PathStep>> {
 impl UserData for LuaTuple {
     fn add_methods<M: UserDataMethods<Self>>(methods: &mut M) {
         methods.add_method("totable", |lua, this, (from, to): (Option<usize>, Option<usize>)| {
-            lua.create_sequence_from(this.range(lua, from, to)?)
+            // As 2.6: with the msgpack array metatable, so YAML writes it in flow style.
+            let t = lua.create_sequence_from(this.range(lua, from, to)?)?;
+            t.set_metatable(Some(super::convert::hint_mt(lua, true)?))?;
+            Ok(t)
         });
         methods.add_method("unpack", |lua, this, (from, to): (Option<usize>, Option<usize>)| {
             Ok(MultiValue::from_iter(this.range(lua, from, to)?))
