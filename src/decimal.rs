@@ -493,6 +493,36 @@ mod tests {
     }
 
     #[test]
+    fn any_payload_decodes_or_is_refused_and_what_decodes_packs_back() {
+        // A fixed xorshift stream: payloads of every length up to past the limit.
+        let mut state: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let mut decoded = 0;
+        for round in 0..200_000u64 {
+            let len = usize::try_from(round % 24).unwrap();
+            #[allow(clippy::cast_possible_truncation, reason = "one byte of each draw")]
+            let mut payload: Vec<u8> = (0..len).map(|_| next() as u8).collect();
+            if round % 2 == 0 && len > 1 {
+                // A small scale and a valid sign nibble half the time: more of them decode.
+                payload[0] &= 0x1f;
+                payload[len - 1] = (payload[len - 1] & 0xf0) | 0x0c;
+            }
+            if let Some(v) = Decimal::unpack(&payload) {
+                decoded += 1;
+                let mut again = Vec::new();
+                v.pack(&mut again);
+                assert_eq!(Decimal::unpack(&again).map(|d| d.to_string()), Some(v.to_string()), "{payload:02x?}");
+            }
+        }
+        assert!(decoded > 1000, "only {decoded} decoded");
+    }
+
+    #[test]
     fn integer_values() {
         assert_eq!(d("1.000").integer_value(), Some(1));
         assert_eq!(d("-1e10").integer_value(), Some(-10_000_000_000));

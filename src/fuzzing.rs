@@ -15,11 +15,13 @@ thread_local! {
     static ENGINE: RefCell<Option<Engine>> = const { RefCell::new(None) };
 }
 
-/// The rows of the space the fuzzer writes to: `[512, 1, 'f', 'memtx', 0, {}, [...]]` and two indexes.
+/// The rows of the space the fuzzer writes to: `[512, 1, 'f', 'memtx', 0, {}, [...]]` and three indexes.
 const SETUP: &[(u32, &[u8])] = &[
     (280, b"\x97\xcd\x02\x00\x01\xa1f\xa5memtx\x00\x80\x92\x82\xa4name\xa2id\xa4type\xa8unsigned\x83\xa4name\xa1s\xa4type\xa6string\xabis_nullable\xc3"),
     (288, b"\x96\xcd\x02\x00\x00\xa2pk\xa4tree\x81\xa6unique\xc3\x91\x92\x00\xa8unsigned"),
     (288, b"\x96\xcd\x02\x00\x01\xa2sk\xa4tree\x81\xa6unique\xc2\x91\x83\xa5field\x01\xa4type\xa6string\xabis_nullable\xc3"),
+    // Any scalar in the third field is a key: numbers, decimals and uuids compared with each other.
+    (288, b"\x96\xcd\x02\x00\x02\xa2tk\xa4tree\x81\xa6unique\xc2\x91\x83\xa5field\x02\xa4type\xa6scalar\xabis_nullable\xc3"),
 ];
 
 fn with_engine(f: impl FnOnce(&mut Engine)) {
@@ -94,7 +96,24 @@ mod tests {
             let slot = cell.borrow();
             let engine = slot.as_ref().expect("engine built");
             assert_eq!(engine.space(512).expect("fuzz space").len(), 1);
-            assert_eq!(engine.space(512).expect("fuzz space").indexes.len(), 2);
+            assert_eq!(engine.space(512).expect("fuzz space").indexes.len(), 3);
+        });
+    }
+
+    /// The decimal seed inserts a decimal and an equal double under the scalar
+    /// index, adds a decimal to the first, and selects by a decimal key.
+    #[test]
+    fn the_decimal_seed_reaches_decimal_arithmetic() {
+        frame_and_request(include_bytes!("../fuzz/seeds/decimal.bin"));
+        ENGINE.with(|cell| {
+            let slot = cell.borrow();
+            let space = slot.as_ref().expect("engine built").space(512).expect("fuzz space");
+            assert_eq!(space.len(), 2);
+            let key: crate::engine::value::Key = std::iter::once(crate::engine::value::KeyPart::Uint(3)).collect();
+            let row = space.primary().and_then(|pk| pk.get(&key)).expect("row 3");
+            let fields = crate::engine::tuple::split(row).expect("a tuple");
+            let third = crate::protocol::msgpack::Reader::new(fields[2]).read_ext().expect("an extension");
+            assert_eq!(crate::decimal::Decimal::unpack(third.1).map(|d| d.to_string()), Some("-12.34499".into()));
         });
     }
 }
