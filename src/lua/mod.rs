@@ -43,7 +43,7 @@ const PRELUDE: &str = include_str!("../../lua/box.lua");
 const CONSOLE: &str = include_str!("../../lua/console.lua");
 const NET_BOX: &str = include_str!("../../lua/net_box.lua");
 /// Tarantool's Lua modules, each registered in `package.loaded` by its own file (in load order).
-const MODULES: [(&str, &str); 21] = [
+const MODULES: [(&str, &str); 22] = [
     ("=string.lua", include_str!("../../lua/string.lua")),
     ("=table.lua", include_str!("../../lua/table.lua")),
     ("=fiber.lua", include_str!("../../lua/fiber.lua")),
@@ -61,6 +61,7 @@ const MODULES: [(&str, &str); 21] = [
     ("=socket.lua", include_str!("../../lua/socket.lua")),
     ("=buffer.lua", include_str!("../../lua/buffer.lua")),
     ("=uri.lua", include_str!("../../lua/uri.lua")),
+    ("=builtin/http.client.lua", include_str!("../../lua/http_client.lua")),
     ("=csv.lua", include_str!("../../lua/csv.lua")),
     ("=utf8.lua", include_str!("../../lua/utf8.lua")),
     ("=pickle.lua", include_str!("../../lua/pickle.lua")),
