@@ -11,6 +11,7 @@
 //! - [`native`]: pure functions (hashes, clocks, log output) for the Lua modules.
 
 pub mod convert;
+pub mod crypto;
 #[allow(unsafe_code, reason = "LuaJIT's ffi calls C-ABI functions on decimal_t cdata; see the module")]
 pub mod decimal;
 pub mod dispatch;
@@ -43,11 +44,12 @@ const PRELUDE: &str = include_str!("../../lua/box.lua");
 const CONSOLE: &str = include_str!("../../lua/console.lua");
 const NET_BOX: &str = include_str!("../../lua/net_box.lua");
 /// Tarantool's Lua modules, each registered in `package.loaded` by its own file (in load order).
-const MODULES: [(&str, &str); 22] = [
+const MODULES: [(&str, &str); 23] = [
     ("=string.lua", include_str!("../../lua/string.lua")),
     ("=table.lua", include_str!("../../lua/table.lua")),
     ("=fiber.lua", include_str!("../../lua/fiber.lua")),
     ("=digest.lua", include_str!("../../lua/digest.lua")),
+    ("=builtin/crypto.lua", include_str!("../../lua/crypto.lua")),
     ("=clock.lua", include_str!("../../lua/clock.lua")),
     ("=log.lua", include_str!("../../lua/log.lua")),
     ("=fun.lua", include_str!("../../lua/fun.lua")),
@@ -300,6 +302,7 @@ impl LuaRuntime {
             let internal: Table = lua.globals().get::<Table>("box")?.get("internal")?;
             internal.set("native", native::create(&lua)?)?;
             internal.set("fio", fio::create(&lua)?)?;
+            internal.set("crypto", crypto::create(&lua)?)?;
             internal.set("utf8", utf8::create(&lua)?)?;
             internal.set("key_def", key_def::create(&lua)?)?;
             let codes: Table = internal.get("op_codes")?;

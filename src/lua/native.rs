@@ -38,6 +38,7 @@ pub fn create(lua: &Lua) -> mlua::Result<Table> {
                 b"sha384" => sha2::Sha384::digest(&*data).to_vec(),
                 b"sha512" => sha2::Sha512::digest(&*data).to_vec(),
                 b"md5" => md5::Md5::digest(&*data).to_vec(),
+                b"ripemd160" => ripemd::Ripemd160::digest(&*data).to_vec(),
                 other => {
                     return Err(mlua::Error::runtime(format!("unknown digest {}", String::from_utf8_lossy(other))))
                 }
