@@ -54,8 +54,12 @@ def run_until_sigterm(binary, tmp_path):
                             stderr=subprocess.DEVNULL, text=True)
     try:
         wait_port(port, proc)
+        # The port opens in box.cfg, before the triggers are set: wait for the line
+        # the script prints after them, or a SIGTERM may come first.
+        first = proc.stdout.readline()
         proc.send_signal(signal.SIGTERM)
         out, _ = proc.communicate(timeout=20)
+        out = first + out
     finally:
         if proc.poll() is None:
             proc.kill()
