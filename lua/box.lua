@@ -272,7 +272,8 @@ local fill_space
 
 -- Space objects are kept per id and refreshed in place when the schema changes,
 -- so a script holding `s = box.schema.space.create(...)` sees indexes created later.
-local function lookup_space(k)
+-- Refills every space object made so far when the schema changed since.
+local function refresh_spaces()
     -- The server keeps internal.schema current while the engine is bound (internal.op).
     local version = internal.op ~= nil and internal.schema or op('schema_version')
     if version ~= space_cache.version then
@@ -287,6 +288,10 @@ local function lookup_space(k)
             end
         end
     end
+end
+
+local function lookup_space(k)
+    refresh_spaces()
     local cached = space_cache.by_id[k] or space_cache.by_name[k]
     if cached then return cached end
     local info = op('space', k)
@@ -471,9 +476,18 @@ function internal.iproto_before_replaced(space_id, index_id, request, a, b, inde
 end
 
 -- A Lua write: through the before_replace triggers if the space has any.
+-- After a write to a system space (a schema change), space objects already handed
+-- out show it at once, as in 2.6 (`s.index.pk:rename('x')` then `s.index.x`).
+local function after_write(space_id, ...)
+    if space_id < 512 then refresh_spaces() end
+    return ...
+end
+
 local function written(space_id, index_id, request, fn, a, b, ...)
-    if before_triggers[space_id] ~= nil then return before_replaced(space_id, index_id, request, a, b) end
-    return triggered(space_id, request, fn, ...)
+    if before_triggers[space_id] ~= nil then
+        return after_write(space_id, before_replaced(space_id, index_id, request, a, b))
+    end
+    return after_write(space_id, triggered(space_id, request, fn, ...))
 end
 
 function index_methods:select(key, opts)
@@ -733,6 +747,29 @@ box.schema.create_space = box.schema.space.create
 -- The schema is always 2.6's own: nothing to upgrade.
 function box.schema.upgrade() end
 function box.schema.space.drop(id) local s = box.space[id] if s then s:drop() end end
+
+-- box.schema.index: the index methods by space and index id, as 2.6 keeps them.
+box.schema.index = {}
+local function existing_space(space_id)
+    local s = box.space[space_id]
+    if s == nil then box.error(box.error.NO_SUCH_SPACE, '#' .. tostring(space_id)) end
+    return s
+end
+local function existing_index(space_id, index_id)
+    local s = existing_space(space_id)
+    local i = s.index[index_id]
+    if i == nil then box.error(box.error.NO_SUCH_INDEX_ID, index_id, s.name) end
+    return i
+end
+function box.schema.index.create(space_id, name, opts)
+    return internal.create_index(existing_space(space_id), name, opts)
+end
+-- As 2.6: a drop or rename of an index that is not there changes nothing, silently.
+function box.schema.index.drop(space_id, index_id) box.space._index:delete{space_id, index_id} end
+function box.schema.index.rename(space_id, index_id, name)
+    box.space._index:update({space_id, index_id}, {{'=', 3, name}})
+end
+function box.schema.index.alter(space_id, index_id, opts) existing_index(space_id, index_id):alter(opts) end
 
 local collations = {none = 0, unicode = 1, unicode_ci = 2, binary = 3}
 

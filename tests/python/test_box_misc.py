@@ -6,9 +6,11 @@ box.ctl.wait_rw / wait_ro; space:bsize() (the tuples' bytes, as uint64_t,
 through inserts, deletes, replaces and truncate), index:bsize(), stat() and
 compact(); box.info.memory(), box.slab.info() and box.runtime.info() with 2.6's
 fields and types, growing with the data; box.error.last/clear/set, per fiber;
-box.info.lsn, signature, vclock, replication and cluster.
+box.info.lsn, signature, vclock, replication and cluster; box.schema.index
+(create, rename, alter, drop by ids) and space objects already held showing a
+schema change at once.
 """
-from conftest import same_output_on_both
+from conftest import LUA_PRINT_COUNTED, same_output_on_both
 
 SCRIPT = r"""
 box.cfg{listen = os.getenv('LISTEN')}
@@ -135,3 +137,37 @@ os.exit(0)
 
 def test_box_info_lsn_vclock_replication_and_cluster(tmp_path):
     same_output_on_both(tmp_path, "lsn.lua", LSN, 4)
+
+
+SCHEMA_INDEX = r"""
+box.cfg{log_level = 1}
+""" + LUA_PRINT_COUNTED + r"""
+local s = box.schema.space.create('t')
+p('create', box.schema.index.create(s.id, 'pk', {parts = {1, 'unsigned'}}).name,
+  box.schema.index.create(s.id, 'sk', {parts = {2, 'string'}, unique = false}).id)
+box.schema.index.rename(s.id, 0, 'primary')
+p('rename', s.index[0].name, s.index.primary ~= nil, s.index.pk)
+box.schema.index.alter(s.id, 1, {name = 'by_name', unique = true})
+p('alter', s.index[1].name, s.index[1].unique, s.index.sk)
+box.schema.index.drop(s.id, 1)
+p('drop', s.index[1], s.index.by_name)
+p('no space', pcall(box.schema.index.create, 9999, 'pk'))
+p('no index', pcall(box.schema.index.drop, s.id, 7))
+p('no space', pcall(box.schema.index.rename, 9999, 0, 'x'))
+p('no index', pcall(box.schema.index.alter, s.id, 7, {name = 'y'}))
+-- A space object already held shows a schema change made any way at once.
+s:create_index('sk', {parts = {2, 'string'}})
+s.index.primary:rename('pk')
+p('held', s.index.pk ~= nil, s.index.primary, s.index[0].name)
+s.index.sk:drop()
+p('held', s.index.sk, s.index[1])
+box.space._index:update({s.id, 0}, {{'=', 3, 'again'}})
+p('held', s.index.again ~= nil, s.index.pk)
+s:rename('t2')
+p('held', s.name, box.space.t, box.space.t2 ~= nil)
+os.exit(0)
+"""
+
+
+def test_box_schema_index_and_held_space_objects(tmp_path):
+    same_output_on_both(tmp_path, "schema_index.lua", SCHEMA_INDEX, 12)
