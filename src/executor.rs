@@ -1068,6 +1068,8 @@ impl Executor {
             }
             Err(e) => {
                 self.engine.stats.bump(OpKind::Error);
+                // A replay refused for want of rights is refused as the request itself would be.
+                self.access_denied_triggers(session_id, user, &e);
                 response::error(&mut reply, header.sync, sv, &e);
                 if let Some(buf) = self.buffer(session_id) {
                     buf.extend_from_slice(&reply);

@@ -247,10 +247,15 @@ def test_grants_are_checked_on_replay(ob):
     a = Raw(ob.host, ob.port)
     assert a.auth("alice", "a")[0][0] == 0
     assert incr(a, 10, "t-grant")[0][STATUS] == EXECUTED
-    # Revoke alice's rights on the space: her replay is refused too.
+    watch = "denied = {} box.session.on_access_denied(function(...) table.insert(denied, table.concat({...}, ' ')) end)"
+    assert c.request(EVAL, {0x27: watch, 0x21: []})[0][0] == 0
+    # Revoke alice's rights on the space: her replay is refused too, and the
+    # on_access_denied triggers hear of it as of any refused request.
     assert c.request(DELETE, {0x10: 312, 0x20: [40, "space", SPACE]})[0][0] == 0
     h, b, _ = incr(a, 10, "t-grant")
     assert h[0] == 0x8000 | 42, b
+    h, b, _ = c.request(EVAL, {0x27: "return denied", 0x21: []})
+    assert b[0x30] == [["Write space counters"]], b
 
 
 def test_grants_are_checked_on_first_execution(ob):
