@@ -72,10 +72,7 @@ for _, algo in ipairs(DIGESTS) do
             check_supported('HMAC')
             return setmetatable({algo = algo, kind = 'hmac', key = tostring(key)}, hmac_ctx_mt):init()
         end,
-    }, {__call = function(_, key, s)
-        local r = mac(key, s, algo)
-        return r
-    end})
+    }, {__call = function(_, key, s) return mac(key, s, algo) end})
     hmac[algo .. '_hex'] = function(key, s) return native.hex(mac(key, s, algo .. '_hex')) end
 end
 

@@ -159,8 +159,10 @@ local function perform(stat, method, url, body, opts)
     end
     if body ~= nil then body = tostring(body) end
 
-    if socket.getaddrinfo(u.host, port) == nil then return failure(595, "Couldn't resolve host name") end
-    local sock = socket.tcp_connect(u.host, port, remaining())
+    -- Resolved once: the connection goes to the address found (the Host header keeps the name).
+    local addresses = socket.getaddrinfo(u.host, port)
+    if addresses == nil or addresses[1] == nil then return failure(595, "Couldn't resolve host name") end
+    local sock = socket.tcp_connect(addresses[1].host, port, remaining())
     if sock == nil then return failure(595, "Couldn't connect to server") end
     stat.sockets_added = stat.sockets_added + 1
     local target = (u.path or '/') .. (u.query and ('?' .. u.query) or '')
