@@ -635,7 +635,8 @@ function space_methods:drop()
 end
 function space_methods:rename(name) box.space._space:update({self.id}, {{'=', 3, name}}) end
 function space_methods:format(fmt)
-    if fmt == nil then return box.space._space:get(self.id)[7] end
+    -- Read through _vspace, as 2.6: whoever may use the space may see its format.
+    if fmt == nil then return box.space._vspace:get(self.id)[7] end
     box.space._space:update({self.id}, {{'=', 7, internal.normalize_format(fmt)}})
 end
 function space_methods:frommap(m)
@@ -702,12 +703,9 @@ function internal.normalize_format(fmt)
         local e
         if type(f) == 'string' then
             e = map{name = f, type = 'any'}
-        elseif f.name ~= nil then
-            e = map{name = f.name, type = f.type or 'any'}
-            if f.is_nullable ~= nil then e.is_nullable = f.is_nullable end
-            if f.collation ~= nil then e.collation = f.collation end
         else
-            e = map{name = f[1], type = f[2] or 'any'}
+            -- As 2.6: the name and type by key, or else by position ({'id', type = 'number'}).
+            e = map{name = f.name or f[1], type = f.type or f[2] or 'any'}
             if f.is_nullable ~= nil then e.is_nullable = f.is_nullable end
             if f.collation ~= nil then e.collation = f.collation end
         end

@@ -155,6 +155,14 @@ local function cdata_serializer(v)
     return nil
 end
 
+-- A table's `__serialize` function (a box error's gives its message), or nil:
+-- the serializers write what it returns instead, as 2.6's do.
+local function table_serializer(v)
+    local mt = getmetatable(v)
+    if mt and type(mt.__serialize) == 'function' then return mt.__serialize end
+    return nil
+end
+
 -- A decimal or a uuid: YAML and JSON write its text, a tuple's tostring null (as 2.6).
 local function is_extension(v)
     local ty = type(v)
@@ -176,6 +184,7 @@ local function flow(v, ext_as_null)
     if box.tuple.is(v) then v = v:totable() end
     if ty == 'cdata' and cdata_serializer(v) then return flow(cdata_serializer(v)(v)) end
     if type(v) ~= 'table' then return single_quoted(tostring(v), 0) end
+    if table_serializer(v) then return flow(table_serializer(v)(v), ext_as_null) end
     local parts = {}
     local n = sequence_length(v)
     if n then
@@ -199,6 +208,7 @@ encode = function(v, indent, col)
     if box.tuple.is(v) then return flow(v) end
     if ty == 'cdata' and cdata_serializer(v) then return encode(cdata_serializer(v)(v), indent, col) end
     if ty ~= 'table' then return string_scalar(tostring(v), false, indent, col or indent) end
+    if table_serializer(v) then return encode(table_serializer(v)(v), indent, col) end
     -- As in Tarantool, `__serialize = 'seq'` or 'map' asks for flow style
     -- ('sequence' and 'mapping' for block style).
     local mt = getmetatable(v)
@@ -217,6 +227,7 @@ encode = function(v, indent, col)
     end
     local lines = {}
     for k, x in pairs(v) do
+        if type(x) == 'table' and table_serializer(x) then x = table_serializer(x)(x) end
         -- A key is never wrapped (a huge negative column) and an empty one is quoted.
         local key = type(k) == 'string' and (k == '' and "''" or string_scalar(k, false, indent, -1e9)) or flow(k)
         local prefix = (#lines == 0 and '' or pad) .. key .. ':'
@@ -394,6 +405,9 @@ local function json_encode(v, depth, cfg)
     if is_extension(v) then return json_string(tostring(v)) end
     if box.tuple.is(v) then v = v:totable() end
     if type(v) ~= 'table' then return json_other(v, cfg) end
+    if cfg.encode_load_metatables and table_serializer(v) then
+        return json_encode(table_serializer(v)(v), depth, cfg)
+    end
     if depth >= cfg.encode_max_depth then
         if cfg.encode_deep_as_nil then return 'null' end
         error('Too high nest level', 0)

@@ -21,8 +21,10 @@ local function is_block(v)
         local ok, serializer = pcall(function() return v.__serialize end)
         if ok and type(serializer) == 'function' then return is_block(serializer(v)) end
     end
-    if type(v) ~= 'table' or next(v) == nil then return false end
+    if type(v) ~= 'table' then return false end
     local mt = getmetatable(v)
+    if mt and type(mt.__serialize) == 'function' then return is_block(mt.__serialize(v)) end
+    if next(v) == nil then return false end
     return not (mt and (mt.__serialize == 'seq' or mt.__serialize == 'map'))
 end
 

@@ -171,3 +171,28 @@ os.exit(0)
 
 def test_box_schema_index_and_held_space_objects(tmp_path):
     same_output_on_both(tmp_path, "schema_index.lua", SCHEMA_INDEX, 12)
+
+
+FORMAT_AND_SERIALIZERS = r"""
+box.cfg{log_level = 1}
+""" + LUA_PRINT_COUNTED + r"""
+local json, yaml = require('json'), require('yaml')
+-- A format entry may name its field by position and give its type by key.
+box.schema.space.create('s', {format = {{'id', type = 'number'}, {'v', 'string'}, {name = 'w', type = 'integer'}}})
+box.space.s:create_index('pk')
+for _, f in ipairs(box.space.s:format()) do p(f.name, f.type) end
+-- A user with rights on the space alone may read its format, as through _vspace.
+box.schema.user.create('u')
+box.schema.user.grant('u', 'read,write', 'space', 's')
+p(box.session.su('u', function() return pcall(function() return #box.space.s:format() end) end))
+-- A table's __serialize function gives what the serializers write: a box error its message.
+local e = box.error.new({code = 5, reason = 'boom'})
+p(yaml.encode({e}), json.encode({e}), yaml.encode(e))
+local t = setmetatable({}, {__serialize = function() return {1, 2} end})
+p(yaml.encode({x = t}), json.encode(t))
+os.exit()
+"""
+
+
+def test_format_by_position_and_key_and_serializer_functions(tmp_path):
+    same_output_on_both(tmp_path, "format.lua", FORMAT_AND_SERIALIZERS, 16)
