@@ -46,7 +46,7 @@ reports=target/reports
 mkdir -p "$reports"
 
 step "the tarantool-python connector's own test suite, oncebox standing in as tarantool"
-.venv/bin/python tests/connector_suites/tarantool_python.py --min-pass 153 --json "$reports/tarantool_python_suite.json"
+.venv/bin/python tests/connector_suites/tarantool_python.py --min-pass 176 --json "$reports/tarantool_python_suite.json"
 
 step "python tests (connectors, net.box, differential against Tarantool 2.6)"
 ONCEBOX_BIN="$PWD/target/release/oncebox" .venv/bin/python -m pytest tests/python -q -p no:cacheprovider \

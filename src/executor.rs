@@ -947,6 +947,10 @@ impl Executor {
         fingerprint: Option<Fingerprint>,
     ) -> BoxResult<Tokened<'a>> {
         let Some(range) = header.idempotent_token.clone() else { return Ok(Tokened::Plain) };
+        // SQL is not deduplicated yet: a token there is refused, not silently ignored.
+        if header.request_type == request_type::EXECUTE {
+            return Err(BoxError::new(code::UNSUPPORTED, "oncebox does not support idempotency tokens on SQL EXECUTE"));
+        }
         // On SELECT, PING and AUTH the token is accepted and ignored.
         if !idem::is_write_type(header.request_type) {
             return Ok(Tokened::Plain);
@@ -1103,10 +1107,10 @@ impl Executor {
         if let Some(fid) = self.parked.take() {
             // The CALL/EVAL's fiber yielded: what it did so far is committed, what it
             // pushed goes out now, and its reply comes when the fiber ends.
-            let kind = FiberKind::Request(if header.request_type == request_type::CALL_16 {
-                Shape::Call16
-            } else {
-                Shape::Call
+            let kind = FiberKind::Request(match header.request_type {
+                request_type::CALL_16 => Shape::Call16,
+                request_type::EXECUTE => Shape::Sql,
+                _ => Shape::Call,
             });
             self.wait_for = None;
             self.pending.insert(fid, PendingFiber { session_id, sync: header.sync, kind });
@@ -1391,6 +1395,17 @@ impl Executor {
                     ticket: self.wal.as_ref().map(|_| self.next_ticket),
                 };
                 let (step, wait) = self.lua.call(&mut host, &caller, c.name, c.args, shape, self.atomic);
+                self.wait_for = wait;
+                self.finish_step(out, sync, step)?;
+            }
+            Request::Execute(x) => {
+                let caller = Caller { sync, ..self.caller(creds, session_id) };
+                let mut host = Host {
+                    engine: &mut self.engine,
+                    window: &mut self.window,
+                    ticket: self.wal.as_ref().map(|_| self.next_ticket),
+                };
+                let (step, wait) = self.lua.sql(&mut host, &caller, x.text, x.binds, self.atomic);
                 self.wait_for = wait;
                 self.finish_step(out, sync, step)?;
             }

@@ -61,7 +61,8 @@ pub fn is_null(v: &Value) -> bool {
     is_box_null(v) || matches!(v, Value::Other(_)) && v.to_string().is_ok_and(|s| s == NULL_TEXT)
 }
 
-/// An MP_EXT value (decimal, uuid, ...) seen from Lua: its whole encoding, written back unchanged.
+/// A value Lua has no type for, kept as its whole msgpack encoding and written back
+/// unchanged: an MP_EXT value (decimal, uuid, ...), or SQL's varbinary (MP_BIN).
 #[derive(Debug, Clone)]
 pub struct LuaExt(pub Box<[u8]>);
 
@@ -107,7 +108,15 @@ pub fn register_uuid(lua: &Lua) -> mlua::Result<()> {
             None => Ok(Value::Nil),
         }
     })?;
-    lua.globals().get::<Table>("box")?.get::<Table>("internal")?.set("uuid_make", make)
+    let internal = lua.globals().get::<Table>("box")?.get::<Table>("internal")?;
+    internal.set("uuid_make", make)?;
+    // `box.internal.sql_varbinary(s)`: `s` to be written as MP_BIN (a varbinary field's value).
+    let varbinary = lua.create_function(|lua, s: mlua::LuaString| {
+        let mut enc = Vec::with_capacity(s.as_bytes().len() + 5);
+        write::bin(&mut enc, &s.as_bytes());
+        lua.create_userdata(LuaExt(enc.into()))
+    })?;
+    internal.set("sql_varbinary", varbinary)
 }
 
 impl UserData for LuaExt {
@@ -157,6 +166,7 @@ pub fn encode(out: &mut Vec<u8>, v: &Value, depth: usize) -> mlua::Result<()> {
             }
         }
         Value::Other(_) if let Some(d) = decimal_of(v)? => d.write_ext(out),
+        Value::Other(_) if let Some(d) = double_of(v)? => write::f64(out, d),
         Value::Other(_) => match cdata_value(v) {
             Some(CData::Null) => write::nil(out),
             Some(CData::Integer(Integer::Unsigned(u))) => write::uint(out, u),
@@ -173,6 +183,16 @@ fn decimal_of(v: &Value) -> mlua::Result<Option<crate::decimal::Decimal>> {
     match v.weak_lua().and_then(mlua::WeakLua::try_upgrade) {
         Some(lua) => super::decimal::read(&lua, v),
         None => Ok(None),
+    }
+}
+
+/// The value of a `double` or `float` cdata (`ffi.cast('double', 2)`), which
+/// msgpack writes as a double even when it is integral, as 2.6 does.
+fn double_of(v: &Value) -> mlua::Result<Option<f64>> {
+    let is_double = v.to_string().is_ok_and(|t| t.starts_with("cdata<double>") || t.starts_with("cdata<float>"));
+    match v.weak_lua().and_then(mlua::WeakLua::try_upgrade) {
+        Some(lua) if is_double => lua.globals().get::<mlua::Function>("tonumber")?.call(v),
+        _ => Ok(None),
     }
 }
 

@@ -44,7 +44,7 @@ const PRELUDE: &str = include_str!("../../lua/box.lua");
 const CONSOLE: &str = include_str!("../../lua/console.lua");
 const NET_BOX: &str = include_str!("../../lua/net_box.lua");
 /// Tarantool's Lua modules, each registered in `package.loaded` by its own file (in load order).
-const MODULES: [(&str, &str); 23] = [
+const MODULES: [(&str, &str); 24] = [
     ("=string.lua", include_str!("../../lua/string.lua")),
     ("=table.lua", include_str!("../../lua/table.lua")),
     ("=fiber.lua", include_str!("../../lua/fiber.lua")),
@@ -68,6 +68,7 @@ const MODULES: [(&str, &str); 23] = [
     ("=utf8.lua", include_str!("../../lua/utf8.lua")),
     ("=pickle.lua", include_str!("../../lua/pickle.lua")),
     ("=key_def.lua", include_str!("../../lua/key_def.lua")),
+    ("=builtin/sql.lua", include_str!("../../lua/sql.lua")),
 ];
 
 /// How CALL results are shaped.
@@ -77,6 +78,9 @@ pub enum Shape {
     Call,
     /// CALL_16: a list of tuples (Tarantool 1.6's shape).
     Call16,
+    /// EXECUTE: the statement's result table as an SQL reply body (metadata and
+    /// rows, or the row count and autoincremented ids).
+    Sql,
     /// A console line: the first result, a string, as its bytes (the YAML reply).
     Text,
 }
@@ -923,6 +927,22 @@ impl LuaRuntime {
     }
 }
 
+impl LuaRuntime {
+    /// EXECUTE: runs the SQL statement `text` with `binds` (a msgpack array) in a
+    /// fiber of its own, through `box.internal.sql_execute` (`lua/sql.lua`).
+    pub fn sql(&self, host: &mut Host<'_>, caller: &Caller, text: &[u8], binds: &[u8], atomic: bool) -> Outcome {
+        let (outcome, wait) = self.lent(host, caller, |lua, hot| {
+            let func = internal_fn(lua, "sql_execute")?;
+            let values = |all: &mut MultiValue| {
+                all.push_back(Value::String(lua.create_string(text)?));
+                convert::decode_args_into(lua, &[&[0x91][..], binds].concat(), &mut **all)
+            };
+            start_request(lua, hot, caller, atomic, Callee::Value(Value::Function(func)), values, Shape::Sql)
+        });
+        (step_of(outcome), wait)
+    }
+}
+
 /// The Lua function `box.internal.<name>` (defined by the built-in Lua files).
 fn internal_fn(lua: &Lua, name: &str) -> mlua::Result<Function> {
     lua.globals().get::<Table>("box")?.get::<Table>("internal")?.get(name)
@@ -1161,11 +1181,68 @@ fn is_scalar(v: &Value) -> bool {
     !matches!(v, Value::Table(_) | Value::UserData(_))
 }
 
+/// An SQL result table as 2.6's EXECUTE reply body: `{0x32: metadata, 0x30: rows}`
+/// for a query, `{0x42: {0: row_count[, 1: autoincrement_ids]}}` otherwise. A
+/// `double` column's integral values go as doubles, as 2.6 sends them.
+fn sql_body(result: Option<&Value>) -> mlua::Result<Vec<u8>> {
+    let Some(Value::Table(t)) = result else { return Err(mlua::Error::runtime("SQL returned no result")) };
+    let mut body = Vec::new();
+    if let Value::Table(metadata) = t.raw_get::<Value>("metadata")? {
+        let rows: Table = t.raw_get("rows")?;
+        let columns: Vec<(mlua::LuaString, mlua::LuaString)> = metadata
+            .sequence_values::<Table>()
+            .map(|c| c.and_then(|c| Ok((c.raw_get("name")?, c.raw_get("type")?))))
+            .collect::<mlua::Result<_>>()?;
+        body.extend_from_slice(&[0x82, key::METADATA]);
+        write::array_len(&mut body, columns.len() as u32);
+        for (name, ty) in &columns {
+            body.extend_from_slice(&[0x82, 0x00]);
+            write::str(&mut body, &name.as_bytes());
+            body.push(0x01);
+            write::str(&mut body, &ty.as_bytes());
+        }
+        body.push(key::DATA);
+        write::array_len(&mut body, rows.raw_len() as u32);
+        for row in rows.sequence_values::<Table>() {
+            let row = row?;
+            write::array_len(&mut body, columns.len() as u32);
+            for (i, (_, ty)) in columns.iter().enumerate() {
+                let v: Value = row.raw_get(i + 1)?;
+                match v {
+                    Value::Number(n) if &*ty.as_bytes() == b"double" => write::f64(&mut body, n),
+                    #[allow(clippy::cast_precision_loss, reason = "Lua's integers are doubles to begin with")]
+                    Value::Integer(n) if &*ty.as_bytes() == b"double" => write::f64(&mut body, n as f64),
+                    Value::String(b) if &*ty.as_bytes() == b"varbinary" => write::bin(&mut body, &b.as_bytes()),
+                    v => convert::encode(&mut body, &v, 0)?,
+                }
+            }
+        }
+        return Ok(body);
+    }
+    let count: u64 = t.raw_get("row_count")?;
+    let ids: Option<Table> = t.raw_get("autoincrement_ids")?;
+    body.extend_from_slice(&[0x81, key::SQL_INFO]);
+    body.push(if ids.is_some() { 0x82 } else { 0x81 });
+    body.push(0x00);
+    write::uint(&mut body, count);
+    if let Some(ids) = ids {
+        body.push(0x01);
+        write::array_len(&mut body, ids.raw_len() as u32);
+        for id in ids.sequence_values::<Value>() {
+            convert::encode(&mut body, &id?, 0)?;
+        }
+    }
+    Ok(body)
+}
+
 /// Encodes returned values as a reply body `{0x30: [...]}`.
 fn encode_results(values: &[Value], shape: Shape) -> BoxResult<Vec<u8>> {
     let enc = |out: &mut Vec<u8>, v: &Value| {
         convert::encode(out, v, 0).map_err(|e| BoxError::new(code::PROC_LUA, lua_message(&e)))
     };
+    if let Shape::Sql = shape {
+        return sql_body(values.first()).map_err(|e| BoxError::new(code::PROC_LUA, lua_message(&e)));
+    }
     if let Shape::Text = shape {
         return match values.first() {
             Some(Value::String(s)) => Ok(s.as_bytes().to_vec()),

@@ -38,6 +38,7 @@ pub mod request_type {
     pub const EVAL: u64 = 0x08;
     pub const UPSERT: u64 = 0x09;
     pub const CALL: u64 = 0x0a;
+    pub const EXECUTE: u64 = 0x0b;
     /// No operation (replication); 2.6 answers it as an error over IPROTO.
     pub const NOP: u64 = 0x0c;
     pub const PING: u64 = 0x40;
@@ -70,6 +71,11 @@ pub mod key {
     pub const OPS: u8 = 0x28;
     pub const DATA: u8 = 0x30;
     pub const ERROR_24: u8 = 0x31;
+    pub const METADATA: u8 = 0x32;
+    pub const SQL_TEXT: u8 = 0x40;
+    pub const SQL_BIND: u8 = 0x41;
+    pub const SQL_INFO: u8 = 0x42;
+    pub const STMT_ID: u8 = 0x43;
     pub const ERROR: u8 = 0x52;
     /// First key Tarantool 2.6.0 rejects in a header (0x53 TERM came in 2.6.1).
     pub const KEY_MAX_2_6: u64 = 0x53;

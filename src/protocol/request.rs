@@ -130,6 +130,17 @@ pub enum Request<'a> {
     Eval(Call<'a>),
     /// AUTH.
     Auth(Auth<'a>),
+    /// EXECUTE (SQL).
+    Execute(Execute<'a>),
+}
+
+/// EXECUTE: an SQL statement and its bound values.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Execute<'a> {
+    /// The statement's text.
+    pub text: &'a [u8],
+    /// The values bound to its parameters, as a msgpack array.
+    pub binds: &'a [u8],
 }
 
 /// Where a value sits in a request body (`start..end`), so the bytes can be found
@@ -160,7 +171,11 @@ enum Int {
     Offset,
     Iterator,
     IndexBase,
+    StmtId,
 }
+
+/// How many [`Int`] slots there are (the [`Part`] bits follow theirs).
+const INTS: u16 = 7;
 
 /// The array and string body keys requests use, as slots of [`Fields`].
 #[derive(Debug, Clone, Copy)]
@@ -171,6 +186,8 @@ enum Part {
     UserName,
     Expr,
     Ops,
+    SqlText,
+    SqlBind,
 }
 
 /// Raw values of the body keys requests use, kept compact (one travels with every
@@ -178,8 +195,8 @@ enum Part {
 #[derive(Debug, Default, Clone)]
 struct Fields {
     present: u16,
-    ints: [u64; 6],
-    parts: [Span; 6],
+    ints: [u64; INTS as usize],
+    parts: [Span; 8],
 }
 
 impl Fields {
@@ -194,11 +211,11 @@ impl Fields {
 
     fn set_part(&mut self, slot: Part, span: Span) {
         self.parts[slot as usize] = span;
-        self.present |= 1 << (6 + slot as u16);
+        self.present |= 1 << (INTS + slot as u16);
     }
 
     fn part(&self, slot: Part) -> Option<Span> {
-        (self.present & 1 << (6 + slot as u16) != 0).then(|| self.parts[slot as usize])
+        (self.present & 1 << (INTS + slot as u16) != 0).then(|| self.parts[slot as usize])
     }
 }
 
@@ -229,9 +246,9 @@ fn bad_body() -> BoxError {
     BoxError::invalid_msgpack("packet body")
 }
 
-/// The set of body keys (all below 64) a request reads, as a bit mask.
-const fn wanted(keys: &[u8]) -> u64 {
-    let mut mask = 0u64;
+/// The set of body keys (all below 128: SQL's are 0x40-0x43) a request reads, as a bit mask.
+const fn wanted(keys: &[u8]) -> u128 {
+    let mut mask = 0u128;
     let mut i = 0;
     while i < keys.len() {
         mask |= 1 << keys[i];
@@ -245,7 +262,7 @@ const fn wanted(keys: &[u8]) -> u64 {
 /// One pass over the body: every value, read or skipped, is validated on the way
 /// (skipping checks a value's whole structure), and bytes after the map are an
 /// error, so the body is checked as a whole as it is read.
-fn read_fields(body: &[u8], wanted: u64) -> BoxResult<Fields> {
+fn read_fields(body: &[u8], wanted: u128) -> BoxResult<Fields> {
     let mut f = Fields::default();
     if body.is_empty() {
         return Ok(f);
@@ -259,7 +276,7 @@ fn read_fields(body: &[u8], wanted: u64) -> BoxResult<Fields> {
             r.skip().map_err(|_| bad_body())?;
             continue;
         };
-        let Some(k) = u8::try_from(k).ok().filter(|k| *k < 64 && wanted & (1 << k) != 0) else {
+        let Some(k) = u8::try_from(k).ok().filter(|k| *k < 128 && wanted & (1 << k) != 0) else {
             r.skip().map_err(|_| bad_body())?;
             continue;
         };
@@ -291,6 +308,9 @@ fn read_fields(body: &[u8], wanted: u64) -> BoxResult<Fields> {
             key::FUNCTION_NAME => f.set_part(Part::FunctionName, str_span(&mut r)?),
             key::USER_NAME => f.set_part(Part::UserName, str_span(&mut r)?),
             key::EXPR => f.set_part(Part::Expr, str_span(&mut r)?),
+            key::SQL_TEXT => f.set_part(Part::SqlText, str_span(&mut r)?),
+            key::SQL_BIND => f.set_part(Part::SqlBind, of(&mut r, MpType::Array)?),
+            key::STMT_ID => f.set_int(Int::StmtId, uint(&mut r)?),
             _ => {
                 r.skip().map_err(|_| bad_body())?;
             }
@@ -335,7 +355,8 @@ pub fn decode(request_type: u64, body: &[u8]) -> Decoded {
 
 fn read_body(request_type: u64, body: &[u8]) -> BoxResult<Option<Fields>> {
     use key::{
-        EXPR, FUNCTION_NAME, INDEX_BASE, INDEX_ID, ITERATOR, KEY, LIMIT, OFFSET, OPS, SPACE_ID, TUPLE, USER_NAME,
+        EXPR, FUNCTION_NAME, INDEX_BASE, INDEX_ID, ITERATOR, KEY, LIMIT, OFFSET, OPS, SPACE_ID, SQL_BIND, SQL_TEXT,
+        STMT_ID, TUPLE, USER_NAME,
     };
     let wanted = match request_type {
         rt::PING => {
@@ -354,6 +375,7 @@ fn read_body(request_type: u64, body: &[u8]) -> BoxResult<Option<Fields>> {
         rt::CALL | rt::CALL_16 => const { wanted(&[FUNCTION_NAME, TUPLE]) },
         rt::EVAL => const { wanted(&[EXPR, TUPLE]) },
         rt::AUTH => const { wanted(&[USER_NAME, TUPLE]) },
+        rt::EXECUTE => const { wanted(&[SQL_TEXT, SQL_BIND, STMT_ID]) },
         _ => return Ok(None),
     };
     read_fields(body, wanted).map(Some)
@@ -419,6 +441,15 @@ impl Decoded {
             rt::AUTH => {
                 Request::Auth(Auth { user: span(Part::UserName, "user name")?, tuple: span(Part::Tuple, "tuple")? })
             }
+            rt::EXECUTE => match (f.part(Part::SqlText), f.int(Int::StmtId)) {
+                (Some(text), _) => Request::Execute(Execute {
+                    text: text.of(body),
+                    binds: f.part(Part::SqlBind).map_or(EMPTY_ARRAY, |s| s.of(body)),
+                }),
+                // oncebox prepares no statements, so no id names one.
+                (None, Some(id)) => return Err(BoxError::no_prepared_statement(id)),
+                (None, None) => return Err(BoxError::missing_request_field("SQL text or stmt id")),
+            },
             _ => return Ok(None),
         };
         Ok(Some(req))
@@ -429,6 +460,21 @@ impl Decoded {
 mod tests {
     use super::*;
     use crate::error::code;
+
+    #[test]
+    fn execute_reads_sql_text_and_binds_and_refuses_a_statement_id() {
+        // {0x40: "select ?", 0x41: [1]}
+        let body = [0x82, 0x40, 0xa8, b's', b'e', b'l', b'e', b'c', b't', b' ', b'?', 0x41, 0x91, 0x01];
+        let Some(Request::Execute(x)) = parse(rt::EXECUTE, &body).unwrap() else { panic!() };
+        assert_eq!((x.text, x.binds), (&b"select ?"[..], &[0x91, 0x01][..]));
+        // Without binds, an empty array; a statement id names nothing prepared.
+        let Some(Request::Execute(x)) = parse(rt::EXECUTE, &[0x81, 0x40, 0xa1, b'x']).unwrap() else { panic!() };
+        assert_eq!(x.binds, &[0x90][..]);
+        assert_eq!(parse(rt::EXECUTE, &[0x81, 0x43, 0x07]).unwrap_err().code, code::WRONG_QUERY_ID);
+        assert_eq!(parse(rt::EXECUTE, &[0x80]).unwrap_err().code, code::MISSING_REQUEST_FIELD);
+        // SQL text must be a string.
+        assert_eq!(parse(rt::EXECUTE, &[0x81, 0x40, 0x05]).unwrap_err().code, code::INVALID_MSGPACK);
+    }
 
     #[test]
     fn select_defaults_and_saturation() {

@@ -380,7 +380,6 @@ def test_decimal_in_a_number_index(server):
 
 def test_sql_execute(request, server):
     """asynctnt's execute() is IPROTO_EXECUTE: SQL DDL, DML with bindings and a SELECT with metadata."""
-    oncebox_lacks(request, server, "oncebox has no SQL: IPROTO_EXECUTE answers 'Unknown request type 11'")
 
     async def main():
         conn = await setup(server)

@@ -1,0 +1,1770 @@
+-- SQL: a subset of Tarantool 2.6's SQL over box spaces (`box.execute`, IPROTO EXECUTE).
+--
+-- A statement is read by a lexer and a recursive-descent parser into a tree,
+-- resolved against the space it names (columns to field numbers, each result
+-- column's type and name as 2.6 reports them), and run through the box API, so
+-- privileges, triggers, sequences and transactions are those of box operations.
+--
+-- Statements: SELECT (one table or none; WHERE, GROUP BY, ORDER BY, LIMIT/OFFSET,
+-- DISTINCT, aggregates count/sum/avg/min/max/total), VALUES, INSERT/REPLACE
+-- (VALUES rows, column lists, AUTOINCREMENT), UPDATE, DELETE, CREATE TABLE,
+-- DROP TABLE, CREATE INDEX, DROP INDEX, START TRANSACTION/BEGIN, COMMIT, ROLLBACK.
+-- Results: `{metadata = {{name =, type =}...}, rows = {...}}` for a query,
+-- `{row_count = n[, autoincrement_ids = {...}]}` otherwise.
+
+local ffi = require('ffi')
+
+local NULL = box.NULL
+
+-- 2.6's error codes for SQL (183, a reserved keyword, has no name in box.error).
+local E = {
+    CREATE_SPACE = 9, SPACE_EXISTS = 10, NO_SUCH_SPACE = 36, NO_SUCH_INDEX_NAME = 148,
+    SPACE_FIELD_IS_DUPLICATE = 149, NO_SUCH_FIELD_NAME_IN_SPACE = 153, SQL_EXECUTE = 159, SQL_BIND_NOT_FOUND = 161,
+    SQL_TYPE_MISMATCH = 171, SQL_CANT_RESOLVE_FIELD = 176, INDEX_EXISTS_IN_SPACE = 177, SQL_STATEMENT_EMPTY = 182,
+    SQL_KEYWORD_IS_RESERVED = 183, SQL_SYNTAX_NEAR_TOKEN = 184, SQL_UNKNOWN_TOKEN = 185, SQL_PARSER_GENERIC = 186,
+}
+
+local function fail(code, message)
+    error(box.error.new({code = code, reason = message}), 0)
+end
+
+local function fail_exec(message)
+    fail(E.SQL_EXECUTE, 'Failed to execute SQL statement: ' .. message)
+end
+
+---------------------------------------------------------------------------
+-- Lexer
+---------------------------------------------------------------------------
+
+-- Words that may not name a column or table unquoted (a subset of 2.6's list).
+local RESERVED = {}
+for w in ([[ALL ALTER ANALYZE AND AS ASC BEGIN BETWEEN BY CASE CAST CHECK COLLATE COLUMN COMMIT CONSTRAINT
+    CREATE CROSS CURRENT_DATE CURRENT_TIME CURRENT_TIMESTAMP DEFAULT DELETE DESC DISTINCT DROP ELSE END EXCEPT
+    EXISTS EXPLAIN FOREIGN FROM GROUP HAVING IF IN INDEX INNER INSERT INTERSECT INTO IS JOIN LEFT LIKE LIMIT
+    NOT NULL OF OFFSET ON OR ORDER OUTER PRAGMA PRIMARY REFERENCES RELEASE RENAME REPLACE RIGHT ROLLBACK
+    SAVEPOINT SELECT SET START TABLE THEN TO TRANSACTION TRIGGER UNION UNIQUE UPDATE USING VALUES VIEW WHEN
+    WHERE WITH TRUE FALSE]]):gmatch('%S+') do RESERVED[w] = true end
+
+-- Splits `text` into tokens: {kind, text (as written), value, pos (1-based)}.
+-- Kinds: 'word' (value upper-cased), 'id' (a quoted name, as written), 'int',
+-- 'float', 'str', 'blob', 'param', 'op', 'eof'.
+local function tokenize(text)
+    local tokens = {}
+    local i, n = 1, #text
+    local function push(kind, from, to, value)
+        tokens[#tokens + 1] = {kind = kind, text = text:sub(from, to), value = value, pos = from}
+    end
+    while i <= n do
+        local c = text:sub(i, i)
+        if c:match('%s') then
+            i = i + 1
+        elseif text:sub(i, i + 1) == '--' then
+            local e = text:find('\n', i, true)
+            i = e and e + 1 or n + 1
+        elseif text:sub(i, i + 1) == '/*' then
+            local e = text:find('*/', i + 2, true)
+            i = e and e + 2 or n + 1
+        elseif (c == 'x' or c == 'X') and text:sub(i + 1, i + 1) == "'" then
+            local e = text:find("'", i + 2, true)
+            if not e then fail(E.SQL_UNKNOWN_TOKEN, ("Syntax error at line 1 near '%s'"):format(text:sub(i))) end
+            local hex = text:sub(i + 2, e - 1)
+            if #hex % 2 == 1 or hex:find('[^%x]') then
+                fail(E.SQL_UNKNOWN_TOKEN, ("Syntax error at line 1 near '%s'"):format(text:sub(i, e)))
+            end
+            push('blob', i, e, (hex:gsub('%x%x', function(h) return string.char(tonumber(h, 16)) end)))
+            i = e + 1
+        elseif c:match('[%a_]') then
+            local e = select(2, text:find('^[%w_$]*', i + 1))
+            push('word', i, e, text:sub(i, e):upper())
+            i = e + 1
+        elseif c == '"' or c == '`' or c == '[' then
+            local close = c == '[' and ']' or c
+            local j, parts = i + 1, {}
+            while true do
+                local e = text:find(close, j, true)
+                if not e then fail(E.SQL_UNKNOWN_TOKEN, ("Syntax error at line 1 near '%s'"):format(text:sub(i))) end
+                parts[#parts + 1] = text:sub(j, e - 1)
+                if close ~= ']' and text:sub(e + 1, e + 1) == close then
+                    parts[#parts + 1] = close
+                    j = e + 2
+                else
+                    j = e + 1
+                    break
+                end
+            end
+            push('id', i, j - 1, table.concat(parts))
+            i = j
+        elseif c == "'" then
+            local j, parts = i + 1, {}
+            while true do
+                local e = text:find("'", j, true)
+                if not e then fail(E.SQL_UNKNOWN_TOKEN, ("Syntax error at line 1 near '%s'"):format(text:sub(i))) end
+                parts[#parts + 1] = text:sub(j, e - 1)
+                if text:sub(e + 1, e + 1) == "'" then
+                    parts[#parts + 1] = "'"
+                    j = e + 2
+                else
+                    j = e + 1
+                    break
+                end
+            end
+            push('str', i, j - 1, table.concat(parts))
+            i = j
+        elseif c:match('%d') or (c == '.' and text:sub(i + 1, i + 1):match('%d')) then
+            local e = select(2, text:find('^%d*', i))
+            local float = false
+            if text:sub(e + 1, e + 1) == '.' then
+                float = true
+                e = select(2, text:find('^%d*', e + 2))
+            end
+            local exp = text:match('^[eE][+-]?%d+', e + 1)
+            if exp then
+                float = true
+                e = e + #exp
+            end
+            local literal = text:sub(i, e)
+            if float then
+                push('float', i, e, tonumber(literal))
+            else
+                push('int', i, e, literal)
+            end
+            i = e + 1
+        elseif c == '?' then
+            push('param', i, i, '?')
+            i = i + 1
+        elseif c == ':' or c == '@' or c == '$' then
+            local e = select(2, text:find('^[%w_]+', i + 1))
+            if not e then fail(E.SQL_UNKNOWN_TOKEN, ("Syntax error at line 1 near '%s'"):format(c)) end
+            push('param', i, e, text:sub(i, e))
+            i = e + 1
+        else
+            local two = text:sub(i, i + 1)
+            if two == '<=' or two == '>=' or two == '<>' or two == '!=' or two == '==' or two == '||'
+                or two == '<<' or two == '>>' then
+                push('op', i, i + 1, two)
+                i = i + 2
+            elseif c:match('[%(%)%,%;%*%+%-%/%%<>=%.&|~]') then
+                push('op', i, i, c)
+                i = i + 1
+            else
+                fail(E.SQL_UNKNOWN_TOKEN, ("Syntax error at line 1 near '%s'"):format(c))
+            end
+        end
+    end
+    tokens[#tokens + 1] = {kind = 'eof', text = '', pos = n + 1}
+    return tokens
+end
+
+---------------------------------------------------------------------------
+-- Parser
+---------------------------------------------------------------------------
+
+local Parser = {}
+Parser.__index = Parser
+
+local function new_parser(text)
+    return setmetatable({tokens = tokenize(text), i = 1, text = text, params = {}, nparams = 0}, Parser)
+end
+
+function Parser:peek(k) return self.tokens[self.i + (k or 0)] end
+function Parser:next()
+    local t = self.tokens[self.i]
+    self.i = self.i + 1
+    return t
+end
+
+-- The error 2.6 gives where the parser cannot go on: at the end of the text it
+-- names the last token (at the position past the end).
+function Parser:unexpected()
+    local t = self:peek()
+    local pos = t.pos
+    if t.kind == 'eof' then
+        t = self.tokens[self.i - 1] or t
+    end
+    if t.kind == 'word' and RESERVED[t.value] then
+        fail(E.SQL_KEYWORD_IS_RESERVED, ("At line 1 at or near position %d: keyword '%s' is reserved. "
+            .. "Please use double quotes if '%s' is an identifier."):format(pos, t.text, t.text))
+    end
+    fail(E.SQL_SYNTAX_NEAR_TOKEN, ("Syntax error at line 1 near '%s'"):format(t.text))
+end
+
+-- Whether the next token is keyword `w` (taken if so).
+function Parser:accept(w)
+    local t = self:peek()
+    if t.kind == 'word' and t.value == w then
+        self.i = self.i + 1
+        return true
+    end
+    return false
+end
+
+function Parser:expect(w)
+    if not self:accept(w) then self:unexpected() end
+end
+
+function Parser:accept_op(op)
+    local t = self:peek()
+    if t.kind == 'op' and t.value == op then
+        self.i = self.i + 1
+        return true
+    end
+    return false
+end
+
+function Parser:expect_op(op)
+    if not self:accept_op(op) then self:unexpected() end
+end
+
+function Parser:is_word(w, k)
+    local t = self:peek(k)
+    return t.kind == 'word' and t.value == w
+end
+
+-- A name: an unquoted word (upper-cased, not reserved) or a quoted one (as written).
+function Parser:name()
+    local t = self:peek()
+    if t.kind == 'id' then
+        self.i = self.i + 1
+        return t.value
+    end
+    if t.kind == 'word' and not RESERVED[t.value] then
+        self.i = self.i + 1
+        return t.value
+    end
+    self:unexpected()
+end
+
+function Parser:expr() return self:or_expr() end
+
+function Parser:or_expr()
+    local l = self:and_expr()
+    while self:accept('OR') do l = {k = 'or', l = l, r = self:and_expr()} end
+    return l
+end
+
+function Parser:and_expr()
+    local l = self:not_expr()
+    while self:accept('AND') do l = {k = 'and', l = l, r = self:not_expr()} end
+    return l
+end
+
+function Parser:not_expr()
+    if self:accept('NOT') then return {k = 'not', e = self:not_expr()} end
+    return self:equality()
+end
+
+local EQUALITY = {['='] = '=', ['=='] = '=', ['!='] = '<>', ['<>'] = '<>'}
+
+function Parser:equality()
+    local l = self:relation()
+    while true do
+        local t = self:peek()
+        if t.kind == 'op' and EQUALITY[t.value] then
+            self:next()
+            l = {k = 'cmp', op = EQUALITY[t.value], l = l, r = self:relation()}
+        elseif self:is_word('IS') then
+            self:next()
+            local neg = self:accept('NOT')
+            self:expect('NULL')
+            l = {k = 'isnull', e = l, neg = neg}
+        elseif self:is_word('NOT') and (self:is_word('IN', 1) or self:is_word('BETWEEN', 1) or self:is_word('LIKE', 1)) then
+            self:next()
+            l = self:postfix(l, true)
+        elseif self:is_word('IN') or self:is_word('BETWEEN') or self:is_word('LIKE') then
+            l = self:postfix(l, false)
+        else
+            return l
+        end
+    end
+end
+
+function Parser:postfix(l, neg)
+    if self:accept('IN') then
+        self:expect_op('(')
+        local list = {}
+        if not self:accept_op(')') then
+            repeat list[#list + 1] = self:expr() until not self:accept_op(',')
+            self:expect_op(')')
+        end
+        return {k = 'in', e = l, list = list, neg = neg}
+    elseif self:accept('BETWEEN') then
+        local lo = self:relation()
+        self:expect('AND')
+        return {k = 'between', e = l, lo = lo, hi = self:relation(), neg = neg}
+    end
+    self:expect('LIKE')
+    return {k = 'like', e = l, pattern = self:relation(), neg = neg}
+end
+
+-- A left-associative run of binary operators from `ops` (operator -> node kind)
+-- over operands read by `operand`.
+function Parser:binary_run(operand, ops)
+    local l = operand(self)
+    while true do
+        local t = self:peek()
+        local kind = t.kind == 'op' and ops[t.value]
+        if not kind then return l end
+        self:next()
+        l = {k = kind, op = t.value, l = l, r = operand(self)}
+    end
+end
+
+local RELATION_OPS = {['<'] = 'cmp', ['<='] = 'cmp', ['>'] = 'cmp', ['>='] = 'cmp'}
+local ADDITIVE_OPS = {['+'] = 'arith', ['-'] = 'arith'}
+local MULTIPLICATIVE_OPS = {['*'] = 'arith', ['/'] = 'arith', ['%'] = 'arith'}
+
+function Parser:relation() return self:binary_run(Parser.additive, RELATION_OPS) end
+function Parser:additive() return self:binary_run(Parser.multiplicative, ADDITIVE_OPS) end
+function Parser:multiplicative() return self:binary_run(Parser.concat, MULTIPLICATIVE_OPS) end
+
+function Parser:concat()
+    local l = self:unary()
+    while self:accept_op('||') do l = {k = 'concat', l = l, r = self:unary()} end
+    return l
+end
+
+function Parser:unary()
+    if self:accept_op('-') then
+        local e = self:unary()
+        if e.k == 'lit' and type(e.value) == 'number' then
+            e.value = -e.value
+            return e
+        end
+        if e.k == 'lit' and ffi.istype('int64_t', e.value) then
+            e.value = -e.value
+            return e
+        end
+        return {k = 'neg', e = e}
+    end
+    if self:accept_op('+') then return self:unary() end
+    return self:primary()
+end
+
+-- An integer literal: a Lua number when exact, a 64-bit cdata beyond 2^53.
+local function integer_literal(t)
+    local digits = t.value
+    local n = tonumber(digits)
+    if n < 2 ^ 53 then return n end
+    digits = digits:gsub('^0+', '')
+    if #digits < 20 or (#digits == 20 and digits <= '18446744073709551615') then return tonumber64(digits) end
+    fail(E.SQL_PARSER_GENERIC, ("Integer literal %s exceeds the supported range [-9223372036854775808, "
+        .. "18446744073709551615]"):format(digits))
+end
+
+local AGGREGATES = {COUNT = true, SUM = true, AVG = true, MIN = true, MAX = true, TOTAL = true}
+
+function Parser:primary()
+    local t = self:peek()
+    if t.kind == 'int' then
+        self:next()
+        return {k = 'lit', value = integer_literal(t), type = 'integer'}
+    elseif t.kind == 'float' then
+        self:next()
+        return {k = 'lit', value = t.value, type = 'double'}
+    elseif t.kind == 'str' then
+        self:next()
+        return {k = 'lit', value = t.value, type = 'string'}
+    elseif t.kind == 'blob' then
+        self:next()
+        return {k = 'lit', value = t.value, type = 'varbinary'}
+    elseif t.kind == 'param' then
+        self:next()
+        return self:param(t.value)
+    elseif t.kind == 'op' and t.value == '(' then
+        self:next()
+        local e = self:expr()
+        self:expect_op(')')
+        return e
+    elseif t.kind == 'word' and (t.value == 'NULL' or t.value == 'TRUE' or t.value == 'FALSE') then
+        self:next()
+        if t.value == 'NULL' then return {k = 'lit', value = NULL, type = 'scalar'} end
+        return {k = 'lit', value = t.value == 'TRUE', type = 'boolean'}
+    elseif t.kind == 'word' and t.value == 'CAST' then
+        self:next()
+        self:expect_op('(')
+        local e = self:expr()
+        self:expect('AS')
+        local ty = self:type_name()
+        self:expect_op(')')
+        return {k = 'cast', e = e, to = ty}
+    elseif t.kind == 'word' and self:peek(1).kind == 'op' and self:peek(1).value == '(' and not RESERVED[t.value] then
+        self:next()
+        self:next()
+        local call = {k = 'call', name = t.value, args = {}}
+        if self:accept_op('*') then
+            call.star = true
+        elseif not self:accept_op(')') then
+            call.distinct = self:accept('DISTINCT')
+            repeat call.args[#call.args + 1] = self:expr() until not self:accept_op(',')
+        else
+            return call
+        end
+        self:expect_op(')')
+        if AGGREGATES[call.name] then call.k = 'agg' end
+        return call
+    elseif t.kind == 'id' or (t.kind == 'word' and not RESERVED[t.value]) then
+        local name = self:name()
+        if self:accept_op('.') then
+            return {k = 'col', table = name, name = self:name()}
+        end
+        return {k = 'col', name = name}
+    end
+    self:unexpected()
+end
+
+-- A parameter: `?` takes the next number; `:name`, `@name`, `$name` keep theirs.
+function Parser:param(text)
+    if text == '?' then
+        self.nparams = self.nparams + 1
+        return {k = 'param', index = self.nparams}
+    end
+    local index = self.params[text]
+    if index == nil then
+        self.nparams = self.nparams + 1
+        index = self.nparams
+        self.params[text] = index
+    end
+    return {k = 'param', index = index, name = text}
+end
+
+-- Column types as 2.6 maps them onto field types.
+local TYPE_NAMES = {
+    INT = 'integer', INTEGER = 'integer', UNSIGNED = 'unsigned', TEXT = 'string', STRING = 'string',
+    VARCHAR = 'string', CHAR = 'string', NUMBER = 'number', NUMERIC = 'number', DOUBLE = 'double',
+    FLOAT = 'double', REAL = 'double', BOOL = 'boolean', BOOLEAN = 'boolean', VARBINARY = 'varbinary',
+    SCALAR = 'scalar', UUID = 'uuid', DECIMAL = 'decimal',
+}
+
+function Parser:type_name()
+    local t = self:peek()
+    local ty = t.kind == 'word' and TYPE_NAMES[t.value]
+    if not ty then self:unexpected() end
+    self:next()
+    if self:accept_op('(') then
+        repeat
+            if self:peek().kind ~= 'int' then self:unexpected() end
+            self:next()
+        until not self:accept_op(',')
+        self:expect_op(')')
+    end
+    return ty
+end
+
+function Parser:select_stmt()
+    local s = {k = 'select', cols = {}}
+    s.distinct = self:accept('DISTINCT')
+    if not s.distinct then self:accept('ALL') end
+    repeat
+        if self:accept_op('*') then
+            s.cols[#s.cols + 1] = {star = true}
+        elseif (self:peek().kind == 'word' or self:peek().kind == 'id') and self:peek(1).kind == 'op'
+            and self:peek(1).value == '.' and self:peek(2).kind == 'op' and self:peek(2).value == '*' then
+            local name = self:name()
+            self:next()
+            self:next()
+            s.cols[#s.cols + 1] = {star = true, table = name}
+        else
+            local col = {e = self:expr()}
+            if self:accept('AS') then
+                col.alias = self:name()
+            elseif self:peek().kind == 'id' or (self:peek().kind == 'word' and not RESERVED[self:peek().value]) then
+                col.alias = self:name()
+            end
+            s.cols[#s.cols + 1] = col
+        end
+    until not self:accept_op(',')
+    if self:accept('FROM') then
+        s.from = self:name()
+        if self:accept('AS') then
+            s.alias = self:name()
+        elseif self:peek().kind == 'id' or (self:peek().kind == 'word' and not RESERVED[self:peek().value]) then
+            s.alias = self:name()
+        end
+    end
+    if self:accept('WHERE') then s.where = self:expr() end
+    if self:accept('GROUP') then
+        self:expect('BY')
+        s.group = {}
+        repeat s.group[#s.group + 1] = self:expr() until not self:accept_op(',')
+        if self:accept('HAVING') then s.having = self:expr() end
+    end
+    if self:accept('ORDER') then
+        self:expect('BY')
+        s.order = {}
+        repeat
+            local term = {e = self:expr()}
+            if self:accept('DESC') then term.desc = true else self:accept('ASC') end
+            s.order[#s.order + 1] = term
+        until not self:accept_op(',')
+    end
+    if self:accept('LIMIT') then
+        s.limit = self:expr()
+        if self:accept('OFFSET') then
+            s.offset = self:expr()
+        elseif self:accept_op(',') then
+            s.offset, s.limit = s.limit, self:expr()
+        end
+    end
+    return s
+end
+
+function Parser:values_rows()
+    local rows = {}
+    repeat
+        self:expect_op('(')
+        local row = {}
+        repeat row[#row + 1] = self:expr() until not self:accept_op(',')
+        self:expect_op(')')
+        rows[#rows + 1] = row
+    until not self:accept_op(',')
+    return rows
+end
+
+function Parser:insert_stmt(replace)
+    if not replace and self:accept('OR') then
+        if self:accept('REPLACE') then
+            replace = true
+        else
+            self:unexpected()
+        end
+    end
+    self:expect('INTO')
+    local s = {k = 'insert', table = self:name(), replace = replace}
+    if self:accept_op('(') then
+        s.columns = {}
+        repeat s.columns[#s.columns + 1] = self:name() until not self:accept_op(',')
+        self:expect_op(')')
+    end
+    if self:accept('VALUES') then
+        s.rows = self:values_rows()
+    elseif self:accept('SELECT') then
+        s.select = self:select_stmt()
+    else
+        self:unexpected()
+    end
+    return s
+end
+
+function Parser:column_def(s)
+    local col = {name = self:name(), type = self:type_name(), nullable = true}
+    while true do
+        if self:accept('PRIMARY') then
+            self:expect('KEY')
+            if self:accept('DESC') then col.desc = true else self:accept('ASC') end
+            if s.pk then fail(E.CREATE_SPACE, ("Failed to create space '%s': primary key has been already "
+                .. "declared"):format(s.name)) end
+            s.pk = {col.name}
+            col.nullable = false
+            if self:accept('AUTOINCREMENT') then s.autoincrement = col.name end
+        elseif self:accept('NOT') then
+            self:expect('NULL')
+            col.nullable = false
+            col.not_null = true
+        elseif self:accept('NULL') then
+            col.nullable = true
+        elseif self:accept('UNIQUE') then
+            s.uniques[#s.uniques + 1] = {col.name}
+        elseif self:accept('DEFAULT') then
+            local t = self:peek()
+            local e = self:unary()
+            if e.k ~= 'lit' then self:unexpected() end
+            col.default = e.value
+            col.default_text = t.kind == 'str' and ("'%s'"):format(t.value) or self.text:sub(t.pos, self:peek().pos - 1):gsub('%s+$', '')
+        else
+            return col
+        end
+    end
+end
+
+function Parser:create_table()
+    local s = {k = 'create_table', columns = {}, uniques = {}}
+    if self:accept('IF') then
+        self:expect('NOT')
+        self:expect('EXISTS')
+        s.if_not_exists = true
+    end
+    s.name = self:name()
+    self:expect_op('(')
+    repeat
+        if self:accept('PRIMARY') then
+            self:expect('KEY')
+            self:expect_op('(')
+            local pk = {}
+            repeat pk[#pk + 1] = self:name() until not self:accept_op(',')
+            self:expect_op(')')
+            if s.pk then fail(E.CREATE_SPACE, ("Failed to create space '%s': primary key has been already "
+                .. "declared"):format(s.name)) end
+            s.pk = pk
+        elseif self:accept('UNIQUE') then
+            self:expect_op('(')
+            local u = {}
+            repeat u[#u + 1] = self:name() until not self:accept_op(',')
+            self:expect_op(')')
+            s.uniques[#s.uniques + 1] = u
+        else
+            s.columns[#s.columns + 1] = self:column_def(s)
+        end
+    until not self:accept_op(',')
+    self:expect_op(')')
+    return s
+end
+
+function Parser:statement()
+    local t = self:peek()
+    local s
+    if t.kind == 'eof' then
+        fail(E.SQL_STATEMENT_EMPTY, 'Failed to execute an empty SQL statement')
+    elseif self:accept('SELECT') then
+        s = self:select_stmt()
+    elseif self:accept('VALUES') then
+        s = {k = 'values', rows = self:values_rows()}
+    elseif self:accept('INSERT') then
+        s = self:insert_stmt(false)
+    elseif self:accept('REPLACE') then
+        s = self:insert_stmt(true)
+    elseif self:accept('UPDATE') then
+        s = {k = 'update', table = self:name(), sets = {}}
+        self:expect('SET')
+        repeat
+            local name = self:name()
+            self:expect_op('=')
+            s.sets[#s.sets + 1] = {name = name, e = self:expr()}
+        until not self:accept_op(',')
+        if self:accept('WHERE') then s.where = self:expr() end
+    elseif self:accept('DELETE') then
+        self:expect('FROM')
+        s = {k = 'delete', table = self:name()}
+        if self:accept('WHERE') then s.where = self:expr() end
+    elseif self:accept('CREATE') then
+        if self:accept('TABLE') then
+            s = self:create_table()
+        else
+            local unique = self:accept('UNIQUE')
+            self:expect('INDEX')
+            s = {k = 'create_index', unique = unique, columns = {}}
+            if self:accept('IF') then
+                self:expect('NOT')
+                self:expect('EXISTS')
+                s.if_not_exists = true
+            end
+            s.name = self:name()
+            self:expect('ON')
+            s.table = self:name()
+            self:expect_op('(')
+            repeat
+                s.columns[#s.columns + 1] = self:name()
+                if not self:accept('ASC') then self:accept('DESC') end
+            until not self:accept_op(',')
+            self:expect_op(')')
+        end
+    elseif self:accept('DROP') then
+        if self:accept('TABLE') then
+            s = {k = 'drop_table'}
+        else
+            self:expect('INDEX')
+            s = {k = 'drop_index'}
+        end
+        if self:accept('IF') then
+            self:expect('EXISTS')
+            s.if_exists = true
+        end
+        s.name = self:name()
+        if s.k == 'drop_index' then
+            self:expect('ON')
+            s.table = self:name()
+        end
+    elseif self:accept('START') then
+        self:expect('TRANSACTION')
+        s = {k = 'begin'}
+    elseif self:accept('BEGIN') then
+        self:accept('TRANSACTION')
+        s = {k = 'begin'}
+    elseif self:accept('COMMIT') or self:accept('END') then
+        self:accept('TRANSACTION')
+        s = {k = 'commit'}
+    elseif self:accept('ROLLBACK') then
+        self:accept('TRANSACTION')
+        s = {k = 'rollback'}
+    else
+        self:unexpected()
+    end
+    self:accept_op(';')
+    if self:peek().kind ~= 'eof' then
+        -- As 2.6, which builds a statement before it reads past it: a missing
+        -- table is reported before the text that follows.
+        s.trailing = function() self:unexpected() end
+    end
+    s.nparams = self.nparams
+    s.params = self.params
+    return s
+end
+
+---------------------------------------------------------------------------
+-- Values
+---------------------------------------------------------------------------
+
+local function is_null(v) return v == nil end
+
+local function is_int64(v) return type(v) == 'cdata' and (ffi.istype('int64_t', v) or ffi.istype('uint64_t', v)) end
+
+local function is_integer(v)
+    return (type(v) == 'number' and v == math.floor(v) and v > -2 ^ 63 and v < 2 ^ 64) or is_int64(v)
+end
+
+local function is_number(v)
+    return type(v) == 'number' or is_int64(v) or (type(v) == 'cdata' and ffi.istype('decimal_t', v))
+end
+
+-- A value as 2.6 shows it in an error message.
+local function show(v)
+    if is_null(v) then return 'NULL' end
+    if type(v) == 'boolean' then return v and 'TRUE' or 'FALSE' end
+    if is_int64(v) then return (tostring(v):gsub('U?LL$', '')) end
+    if type(v) == 'number' and v == math.floor(v) and math.abs(v) < 2 ^ 53 then return ('%d'):format(v) end
+    if type(v) == 'number' then return ('%.15g'):format(v) end
+    return tostring(v)
+end
+
+local function mismatch(v, ty)
+    fail(E.SQL_TYPE_MISMATCH, ('Type mismatch: can not convert %s to %s'):format(show(v), ty))
+end
+
+-- The rank of a value's class in 2.6's order across types.
+local function class_rank(v)
+    if is_null(v) then return 0 end
+    if type(v) == 'boolean' then return 1 end
+    if is_number(v) then return 2 end
+    if type(v) == 'string' then return 3 end
+    return 4
+end
+
+-- Compares two values in scalar order: -1, 0 or 1.
+local function compare(a, b)
+    local ra, rb = class_rank(a), class_rank(b)
+    if ra ~= rb then return ra < rb and -1 or 1 end
+    if ra == 0 then return 0 end
+    if ra == 1 then
+        if a == b then return 0 end
+        return (not a) and -1 or 1
+    end
+    if ra == 2 and (is_int64(a) or is_int64(b)) and not (is_int64(a) and is_int64(b)) then
+        -- Mixed 64-bit and double: compare as doubles unless both are integral.
+        local x, y = tonumber(a), tonumber(b)
+        if x ~= y then return x < y and -1 or 1 end
+        return 0
+    end
+    if a == b then return 0 end
+    return a < b and -1 or 1
+end
+
+-- Truthiness of a WHERE/ON condition: true, false or NULL.
+local function truth(v)
+    if is_null(v) then return nil end
+    if type(v) == 'boolean' then return v end
+    mismatch(v, 'boolean')
+end
+
+---------------------------------------------------------------------------
+-- Resolving names and types
+---------------------------------------------------------------------------
+
+local function table_of(name)
+    local space = box.space[name]
+    if space == nil then fail(E.NO_SUCH_SPACE, ("Space '%s' does not exist"):format(name)) end
+    return space
+end
+
+local function columns_of(space)
+    local cols = {}
+    for i, f in ipairs(space:format()) do
+        cols[i] = {name = f.name, type = f.type or 'any', nullable = f.is_nullable, field = i,
+                   default = f.default, not_null = f.nullable_action == 'abort'}
+        cols[f.name] = cols[i]
+    end
+    return cols
+end
+
+local function bind_type(v)
+    if is_null(v) then return 'boolean' end
+    if type(v) == 'boolean' then return 'boolean' end
+    if is_integer(v) then return 'integer' end
+    if is_number(v) then return 'numeric' end
+    if type(v) == 'string' then return 'text' end
+    return 'varbinary'
+end
+
+-- Resolves column references of `e` in `scope` and works out its type.
+local function resolve(e, scope)
+    local k = e.k
+    if k == 'lit' then
+        return e.type
+    elseif k == 'param' then
+        e.type = bind_type(scope.binds[e.index])
+        return e.type
+    elseif k == 'col' then
+        local cols = scope.columns
+        local col = cols and cols[e.name]
+        if e.table and e.table ~= scope.table_name and e.table ~= scope.alias then col = nil end
+        if not col then
+            fail(E.SQL_CANT_RESOLVE_FIELD, ("Can’t resolve field '%s'"):format(
+                e.table and (e.table .. '.' .. e.name) or e.name))
+        end
+        e.field = col.field
+        e.type = col.type
+        return e.type
+    elseif k == 'neg' then
+        local t = resolve(e.e, scope)
+        e.type = (t == 'integer' or t == 'unsigned') and 'integer' or (t == 'double' and 'double' or 'number')
+        return e.type
+    elseif k == 'arith' then
+        local l, r = resolve(e.l, scope), resolve(e.r, scope)
+        if e.l.k == 'param' then l = 'integer' end
+        if e.r.k == 'param' then r = 'integer' end
+        local function kind(t)
+            if t == 'integer' or t == 'unsigned' or t == 'boolean' or t == 'scalar' then return 1 end
+            if t == 'double' then return 3 end
+            return 2
+        end
+        local m = math.max(kind(l), kind(r))
+        e.type = m == 1 and 'integer' or (m == 3 and 'double' or 'number')
+        return e.type
+    elseif k == 'concat' then
+        resolve(e.l, scope)
+        resolve(e.r, scope)
+        e.type = 'string'
+        return e.type
+    elseif k == 'cmp' or k == 'and' or k == 'or' then
+        resolve(e.l, scope)
+        resolve(e.r, scope)
+        e.type = 'boolean'
+        return e.type
+    elseif k == 'not' or k == 'isnull' then
+        resolve(e.e, scope)
+        e.type = 'boolean'
+        return e.type
+    elseif k == 'in' then
+        resolve(e.e, scope)
+        for _, x in ipairs(e.list) do resolve(x, scope) end
+        e.type = 'boolean'
+        return e.type
+    elseif k == 'between' then
+        resolve(e.e, scope)
+        resolve(e.lo, scope)
+        resolve(e.hi, scope)
+        e.type = 'boolean'
+        return e.type
+    elseif k == 'like' then
+        resolve(e.e, scope)
+        resolve(e.pattern, scope)
+        e.type = 'boolean'
+        return e.type
+    elseif k == 'cast' then
+        resolve(e.e, scope)
+        e.type = e.to
+        return e.type
+    elseif k == 'agg' then
+        if not scope.aggregates_allowed then
+            fail(E.SQL_EXECUTE, ("Failed to execute SQL statement: misuse of aggregate function %s()"):format(e.name))
+        end
+        scope.has_aggregates = true
+        local inner = scope.aggregates_allowed
+        scope.aggregates_allowed = false
+        for _, a in ipairs(e.args) do resolve(a, scope) end
+        scope.aggregates_allowed = inner
+        if e.name == 'COUNT' then
+            e.type = 'integer'
+        elseif e.name == 'SUM' or e.name == 'AVG' then
+            e.type = 'number'
+        elseif e.name == 'TOTAL' then
+            e.type = 'double'
+        else
+            e.type = 'scalar'
+        end
+        if e.name ~= 'COUNT' and #e.args ~= 1 then
+            fail(E.SQL_EXECUTE, ("Failed to execute SQL statement: wrong number of arguments to function %s()")
+                :format(e.name))
+        end
+        return e.type
+    elseif k == 'call' then
+        for _, a in ipairs(e.args) do resolve(a, scope) end
+        local f = e.name
+        if f == 'UPPER' or f == 'LOWER' or f == 'TRIM' or f == 'SUBSTR' or f == 'REPLACE' or f == 'TYPEOF'
+            or f == 'QUOTE' or f == 'PRINTF' then
+            e.type = 'string'
+        elseif f == 'LENGTH' or f == 'CHAR_LENGTH' or f == 'CHARACTER_LENGTH' then
+            e.type = 'integer'
+        elseif f == 'ABS' then
+            e.type = 'number'
+        elseif f == 'COALESCE' or f == 'IFNULL' or f == 'NULLIF' then
+            e.type = 'scalar'
+        else
+            fail(E.SQL_EXECUTE, ("Failed to execute SQL statement: no such function: %s"):format(f))
+        end
+        return e.type
+    end
+    error('unknown SQL node ' .. tostring(k))
+end
+
+---------------------------------------------------------------------------
+-- Evaluation
+---------------------------------------------------------------------------
+
+local eval
+
+-- Brings numbers to a common kind for arithmetic and comparison; a string
+-- beside a number is read as a number (or refused).
+local function numeric(v)
+    if is_number(v) then return v end
+    if type(v) == 'string' then
+        local n = tonumber(v)
+        if n == nil then mismatch(v, 'numeric') end
+        return n
+    end
+    mismatch(v, 'numeric')
+end
+
+local function int_div(a, b)
+    local q = a / b
+    if type(q) == 'number' then
+        return q >= 0 and math.floor(q) or math.ceil(q)
+    end
+    return q
+end
+
+local function arith(op, l, r, integer)
+    if is_null(l) or is_null(r) then return NULL end
+    l, r = numeric(l), numeric(r)
+    if op == '+' then return l + r end
+    if op == '-' then return l - r end
+    if op == '*' then return l * r end
+    if op == '/' then
+        if r == 0 then fail_exec('division by zero') end
+        if integer then return int_div(l, r) end
+        return l / r
+    end
+    if r == 0 then fail_exec('division by zero') end
+    if integer and type(l) == 'number' and type(r) == 'number' then return math.fmod(l, r) end
+    return l % r
+end
+
+local function cmp_values(op, l, r)
+    if is_null(l) or is_null(r) then return NULL end
+    if is_number(l) and type(r) == 'string' then
+        r = numeric(r)
+    elseif type(l) == 'string' and is_number(r) then
+        l = numeric(l)
+    end
+    local c = compare(l, r)
+    if op == '=' then return c == 0 end
+    if op == '<>' then return c ~= 0 end
+    if op == '<' then return c < 0 end
+    if op == '<=' then return c <= 0 end
+    if op == '>' then return c > 0 end
+    return c >= 0
+end
+
+-- LIKE with `%` and `_`, case-sensitive as 2.6's binary collation.
+local function like(s, pattern)
+    local lua = {'^'}
+    for ch in pattern:gmatch('.') do
+        if ch == '%' then
+            lua[#lua + 1] = '.-'
+        elseif ch == '_' then
+            lua[#lua + 1] = '.'
+        elseif ch:match('%W') then
+            lua[#lua + 1] = '%' .. ch
+        else
+            lua[#lua + 1] = ch
+        end
+    end
+    lua[#lua + 1] = '$'
+    return s:find(table.concat(lua)) ~= nil
+end
+
+local function cast(v, to)
+    if is_null(v) then return NULL end
+    if to == 'string' then
+        if type(v) == 'string' then return v end
+        return show(v)
+    elseif to == 'integer' or to == 'unsigned' then
+        local n = is_number(v) and v or tonumber(v)
+        if n == nil or not is_number(n) then mismatch(v, to) end
+        if type(n) == 'number' then n = n >= 0 and math.floor(n) or math.ceil(n) end
+        if to == 'unsigned' and n < 0 then mismatch(v, to) end
+        return n
+    elseif to == 'number' or to == 'double' then
+        local n = is_number(v) and v or tonumber(v)
+        if n == nil then mismatch(v, to) end
+        return n
+    elseif to == 'boolean' then
+        if type(v) == 'boolean' then return v end
+        mismatch(v, to)
+    end
+    return v
+end
+
+local CALLS = {
+    UPPER = function(a) return type(a) == 'string' and a:upper() or a end,
+    LOWER = function(a) return type(a) == 'string' and a:lower() or a end,
+    LENGTH = function(a)
+        if is_null(a) then return NULL end
+        return utf8 and utf8.len(tostring(a)) or #tostring(a)
+    end,
+    ABS = function(a)
+        if is_null(a) then return NULL end
+        a = numeric(a)
+        return a < 0 and -a or a
+    end,
+    COALESCE = function(...)
+        for i = 1, select('#', ...) do
+            local v = select(i, ...)
+            if not is_null(v) then return v end
+        end
+        return NULL
+    end,
+    NULLIF = function(a, b)
+        if not is_null(a) and not is_null(b) and compare(a, b) == 0 then return NULL end
+        return a
+    end,
+    TYPEOF = function(a)
+        if is_null(a) then return 'NULL' end
+        if type(a) == 'boolean' then return 'boolean' end
+        if is_integer(a) then return 'integer' end
+        if is_number(a) then return 'double' end
+        if type(a) == 'string' then return 'string' end
+        return 'varbinary'
+    end,
+    TRIM = function(a) return type(a) == 'string' and a:match('^%s*(.-)%s*$') or a end,
+    SUBSTR = function(s, from, len)
+        if is_null(s) then return NULL end
+        s = tostring(s)
+        from = from or 1
+        if len == nil then return s:sub(from) end
+        return s:sub(from, from + len - 1)
+    end,
+    REPLACE = function(s, a, b)
+        if is_null(s) or is_null(a) or is_null(b) then return NULL end
+        return (s:gsub(a:gsub('%W', '%%%0'), (b:gsub('%%', '%%%%'))))
+    end,
+}
+CALLS.IFNULL = CALLS.COALESCE
+CALLS.CHAR_LENGTH = CALLS.LENGTH
+CALLS.CHARACTER_LENGTH = CALLS.LENGTH
+
+-- Evaluates `e` over `row` (a tuple or array of field values; nil without a table).
+eval = function(e, row, ctx)
+    local k = e.k
+    if k == 'col' then
+        local v = row[e.field]
+        if v == nil then return NULL end
+        return v
+    elseif k == 'lit' then
+        return e.value
+    elseif k == 'param' then
+        local v = ctx.binds[e.index]
+        if v == nil then return NULL end
+        return v
+    elseif k == 'cmp' then
+        return cmp_values(e.op, eval(e.l, row, ctx), eval(e.r, row, ctx))
+    elseif k == 'and' then
+        local l = truth(eval(e.l, row, ctx))
+        if l == false then return false end
+        local r = truth(eval(e.r, row, ctx))
+        if r == false then return false end
+        if l == nil or r == nil then return NULL end
+        return true
+    elseif k == 'or' then
+        local l = truth(eval(e.l, row, ctx))
+        if l == true then return true end
+        local r = truth(eval(e.r, row, ctx))
+        if r == true then return true end
+        if l == nil or r == nil then return NULL end
+        return false
+    elseif k == 'not' then
+        local v = truth(eval(e.e, row, ctx))
+        if v == nil then return NULL end
+        return not v
+    elseif k == 'isnull' then
+        local null = is_null(eval(e.e, row, ctx))
+        if e.neg then return not null end
+        return null
+    elseif k == 'arith' then
+        return arith(e.op, eval(e.l, row, ctx), eval(e.r, row, ctx), e.type == 'integer')
+    elseif k == 'neg' then
+        local v = eval(e.e, row, ctx)
+        if is_null(v) then return NULL end
+        return -numeric(v)
+    elseif k == 'concat' then
+        local l, r = eval(e.l, row, ctx), eval(e.r, row, ctx)
+        if is_null(l) or is_null(r) then return NULL end
+        if type(l) ~= 'string' then mismatch(l, 'string') end
+        if type(r) ~= 'string' then mismatch(r, 'string') end
+        return l .. r
+    elseif k == 'in' then
+        local v = eval(e.e, row, ctx)
+        if is_null(v) then return NULL end
+        local found, saw_null = false, false
+        for _, x in ipairs(e.list) do
+            local c = cmp_values('=', v, eval(x, row, ctx))
+            if c == true then
+                found = true
+                break
+            end
+            if is_null(c) then saw_null = true end
+        end
+        if not found and saw_null then return NULL end
+        if e.neg then return not found end
+        return found
+    elseif k == 'between' then
+        local v = eval(e.e, row, ctx)
+        local lo = cmp_values('>=', v, eval(e.lo, row, ctx))
+        local hi = cmp_values('<=', v, eval(e.hi, row, ctx))
+        if is_null(lo) or is_null(hi) then return NULL end
+        local r = lo and hi
+        if e.neg then return not r end
+        return r
+    elseif k == 'like' then
+        local s, p = eval(e.e, row, ctx), eval(e.pattern, row, ctx)
+        if is_null(s) or is_null(p) then return NULL end
+        if type(s) ~= 'string' then mismatch(s, 'string') end
+        if type(p) ~= 'string' then mismatch(p, 'string') end
+        local r = like(s, p)
+        if e.neg then return not r end
+        return r
+    elseif k == 'cast' then
+        return cast(eval(e.e, row, ctx), e.to)
+    elseif k == 'agg' then
+        return ctx.aggregates[e]
+    elseif k == 'call' then
+        local args = {}
+        for i, a in ipairs(e.args) do args[i] = eval(a, row, ctx) end
+        return CALLS[e.name](unpack(args, 1, #e.args))
+    end
+    error('unknown SQL node ' .. tostring(k))
+end
+
+---------------------------------------------------------------------------
+-- Aggregates
+---------------------------------------------------------------------------
+
+local function collect_aggregates(e, out)
+    if type(e) ~= 'table' then return end
+    if e.k == 'agg' then
+        out[#out + 1] = e
+        return
+    end
+    for key, child in pairs(e) do
+        if key ~= 'value' and type(child) == 'table' then collect_aggregates(child, out) end
+    end
+end
+
+local function new_accumulator(agg)
+    return {agg = agg, count = 0, sum = nil, value = NULL, seen = {}}
+end
+
+local function accumulate(acc, row, ctx)
+    local agg = acc.agg
+    if agg.star then
+        acc.count = acc.count + 1
+        return
+    end
+    local v = eval(agg.args[1], row, ctx)
+    if is_null(v) then return end
+    if agg.distinct then
+        local key = tostring(v) .. '\0' .. type(v)
+        if acc.seen[key] then return end
+        acc.seen[key] = true
+    end
+    acc.count = acc.count + 1
+    local name = agg.name
+    if name == 'SUM' or name == 'AVG' or name == 'TOTAL' then
+        v = numeric(v)
+        acc.sum = acc.sum == nil and v or acc.sum + v
+    elseif name == 'MIN' then
+        if is_null(acc.value) or compare(v, acc.value) < 0 then acc.value = v end
+    elseif name == 'MAX' then
+        if is_null(acc.value) or compare(v, acc.value) > 0 then acc.value = v end
+    end
+end
+
+local function finish(acc)
+    local name = acc.agg.name
+    if name == 'COUNT' then return acc.count end
+    if name == 'SUM' then
+        if acc.sum == nil then return NULL end
+        return acc.sum
+    end
+    if name == 'TOTAL' then return acc.sum == nil and 0 or tonumber(acc.sum) end
+    if name == 'AVG' then
+        if acc.sum == nil then return NULL end
+        return tonumber(acc.sum) / acc.count
+    end
+    return acc.value
+end
+
+---------------------------------------------------------------------------
+-- Statements
+---------------------------------------------------------------------------
+
+-- The column `name` of `columns` (a table's), or 2.6's error naming it.
+local function column_named(columns, name, space_name)
+    local col = columns[name]
+    if col == nil then
+        fail(E.NO_SUCH_FIELD_NAME_IN_SPACE, ("Field '%s' was not found in space '%s' format"):format(name, space_name))
+    end
+    return col
+end
+
+local function scope_for(space_name, alias, binds)
+    local scope = {binds = binds}
+    if space_name then
+        local space = table_of(space_name)
+        scope.space = space
+        scope.table_name = space_name
+        scope.alias = alias
+        scope.columns = columns_of(space)
+    end
+    return scope
+end
+
+-- LIMIT/OFFSET values (positive integers).
+local function limit_value(e, scope, what)
+    if e == nil then return nil end
+    resolve(e, scope)
+    local v = eval(e, {}, scope)
+    if not is_integer(v) or v < 0 then
+        fail_exec(('Only positive integers are allowed in the %s clause'):format(what))
+    end
+    return tonumber(v)
+end
+
+-- Rows of `space` that `where` holds for, in primary key order.
+local function matching_rows(scope, where)
+    local out = {}
+    for _, t in scope.space:pairs() do
+        if where == nil or truth(eval(where, t, scope)) == true then out[#out + 1] = t end
+    end
+    return out
+end
+
+local function run_select(s, binds)
+    local scope = scope_for(s.from, s.alias, binds)
+    -- Result columns: `*` expands to every column of the table.
+    local cols, metadata, aliases, unnamed = {}, {}, {}, 0
+    scope.aggregates_allowed = true
+    for _, c in ipairs(s.cols) do
+        if c.star then
+            if not scope.columns then
+                fail(E.SQL_EXECUTE, 'Failed to execute SQL statement: no tables specified')
+            end
+            for i, col in ipairs(scope.columns) do
+                local e = {k = 'col', name = col.name, field = i, type = col.type}
+                cols[#cols + 1] = e
+                metadata[#metadata + 1] = {name = col.name, type = col.type}
+            end
+        else
+            local ty = resolve(c.e, scope)
+            cols[#cols + 1] = c.e
+            local name = c.alias
+            if name == nil and c.e.k == 'col' then name = scope.columns[c.e.field].name end
+            if name == nil then
+                unnamed = unnamed + 1
+                name = 'COLUMN_' .. unnamed
+            end
+            metadata[#metadata + 1] = {name = name, type = ty}
+            aliases[#metadata] = c.alias
+        end
+    end
+    scope.aggregates_allowed = false
+    if s.where then resolve(s.where, scope) end
+    scope.aggregates_allowed = true
+    if s.group then for _, g in ipairs(s.group) do resolve(g, scope) end end
+    if s.having then resolve(s.having, scope) end
+    -- ORDER BY terms: a column number, a result column's alias, or an expression.
+    local order = {}
+    for _, term in ipairs(s.order or {}) do
+        local e = term.e
+        local o = {desc = term.desc}
+        if e.k == 'lit' and is_integer(e.value) then
+            if e.value < 1 or e.value > #cols then
+                fail_exec(('ORDER BY term out of range - should be between 1 and %d'):format(#cols))
+            end
+            o.column = tonumber(e.value)
+        elseif e.k == 'col' and e.table == nil then
+            for i = 1, #metadata do
+                if aliases[i] == e.name then o.column = i end
+            end
+        end
+        if not o.column then
+            resolve(e, scope)
+            o.e = e
+        end
+        order[#order + 1] = o
+    end
+    local limit = limit_value(s.limit, scope, 'LIMIT')
+    local offset = limit_value(s.offset, scope, 'OFFSET') or 0
+    local aggregates = {}
+    for _, e in ipairs(cols) do collect_aggregates(e, aggregates) end
+    if s.having then collect_aggregates(s.having, aggregates) end
+    for _, o in ipairs(order) do if o.e then collect_aggregates(o.e, aggregates) end end
+
+    -- Source rows.
+    local source
+    if scope.space then
+        source = matching_rows(scope, s.where)
+    else
+        source = {}
+        if s.where == nil or truth(eval(s.where, {}, scope)) == true then source[1] = {} end
+    end
+    -- Output rows, each with the row its ORDER BY expressions are read from.
+    local results = {}
+    local function emit(row, ctx)
+        local out = {}
+        for i, e in ipairs(cols) do out[i] = eval(e, row, ctx) end
+        local keys = {}
+        for i, o in ipairs(order) do
+            if o.column then keys[i] = out[o.column] else keys[i] = eval(o.e, row, ctx) end
+        end
+        results[#results + 1] = {out = out, keys = keys, seq = #results + 1}
+    end
+    if s.group or #aggregates > 0 then
+        -- Groups in the order of their keys (one group without GROUP BY).
+        local groups, list = {}, {}
+        for _, row in ipairs(source) do
+            local key_values, key = {}, ''
+            for i, g in ipairs(s.group or {}) do
+                key_values[i] = eval(g, row, scope)
+                key = key .. '\0' .. type(key_values[i]) .. tostring(key_values[i])
+            end
+            local group = groups[key]
+            if group == nil then
+                group = {key = key_values, accs = {}}
+                for i, a in ipairs(aggregates) do group.accs[i] = new_accumulator(a) end
+                groups[key] = group
+                list[#list + 1] = group
+            end
+            group.last = row
+            for _, acc in ipairs(group.accs) do accumulate(acc, row, scope) end
+        end
+        if s.group == nil and #list == 0 then
+            local group = {key = {}, accs = {}, last = {}}
+            for i, a in ipairs(aggregates) do group.accs[i] = new_accumulator(a) end
+            list[1] = group
+        end
+        if s.group then
+            table.sort(list, function(a, b)
+                for i = 1, #a.key do
+                    local c = compare(a.key[i], b.key[i])
+                    if c ~= 0 then return c < 0 end
+                end
+                return false
+            end)
+        end
+        for _, group in ipairs(list) do
+            local ctx = {binds = binds, aggregates = {}}
+            for i, acc in ipairs(group.accs) do ctx.aggregates[aggregates[i]] = finish(acc) end
+            if s.having == nil or truth(eval(s.having, group.last, ctx)) == true then
+                emit(group.last, ctx)
+            end
+        end
+    else
+        for _, row in ipairs(source) do emit(row, scope) end
+    end
+    if s.distinct then
+        local seen, kept = {}, {}
+        for _, r in ipairs(results) do
+            local parts = {}
+            for i = 1, #cols do parts[i] = type(r.out[i]) .. ':' .. tostring(r.out[i]) end
+            local key = table.concat(parts, '\0')
+            if not seen[key] then
+                seen[key] = true
+                kept[#kept + 1] = r
+            end
+        end
+        results = kept
+    end
+    if #order > 0 then
+        table.sort(results, function(a, b)
+            for i, o in ipairs(order) do
+                local c = compare(a.keys[i], b.keys[i])
+                if c ~= 0 then
+                    if o.desc then return c > 0 end
+                    return c < 0
+                end
+            end
+            return a.seq < b.seq
+        end)
+    end
+    local rows = {}
+    for i = offset + 1, #results do
+        if limit and #rows >= limit then break end
+        rows[#rows + 1] = setmetatable(results[i].out, require('msgpack').array_mt)
+        for j = 1, #cols do if rows[#rows][j] == nil then rows[#rows][j] = NULL end end
+    end
+    return {metadata = metadata, rows = rows}
+end
+
+-- A value made fit for a column of type `ty` (2.6's implicit casts on insert);
+-- `vtype` is the type of the expression it came from.
+local function fit(v, col, space_name, vtype)
+    if is_null(v) then
+        if col.not_null or not col.nullable then
+            fail_exec(('NOT NULL constraint failed: %s.%s'):format(space_name, col.name))
+        end
+        return NULL
+    end
+    local ty = col.type
+    if ty == 'integer' or ty == 'unsigned' then
+        if not is_number(v) then mismatch(v, ty) end
+        if type(v) == 'number' and v ~= math.floor(v) then v = v >= 0 and math.floor(v) or math.ceil(v) end
+        if ty == 'unsigned' and v < 0 then mismatch(v, ty) end
+        return v
+    elseif ty == 'number' then
+        if not is_number(v) then mismatch(v, ty) end
+        return v
+    elseif ty == 'double' then
+        if not is_number(v) then mismatch(v, ty) end
+        -- A double field takes doubles only: 2 is stored as 2.0, as 2.6 does.
+        if type(v) == 'number' then return ffi.cast('double', v) end
+        return ffi.cast('double', tonumber(v))
+    elseif ty == 'string' then
+        if type(v) ~= 'string' then mismatch(v, ty) end
+        return v
+    elseif ty == 'boolean' then
+        if type(v) ~= 'boolean' then mismatch(v, ty) end
+        return v
+    elseif ty == 'varbinary' then
+        if type(v) ~= 'string' or vtype ~= 'varbinary' then mismatch(v, ty) end
+    end
+    if vtype == 'varbinary' and type(v) == 'string' then return box.internal.sql_varbinary(v) end
+    return v
+end
+
+-- The field the primary key's sequence fills, if it has one.
+local function autoincrement_of(space)
+    return space.index[0] and space.index[0].sequence_fieldno
+end
+
+-- Runs `fn` as one statement: all of it or nothing.
+local function atomically(fn)
+    if box.is_in_txn() then
+        local sp = box.savepoint()
+        local ok, res = pcall(fn)
+        if not ok then
+            box.rollback_to_savepoint(sp)
+            error(res, 0)
+        end
+        return res
+    end
+    box.begin()
+    local ok, res = pcall(fn)
+    if not ok then
+        box.rollback()
+        error(res, 0)
+    end
+    box.commit()
+    return res
+end
+
+local function run_insert(s, binds)
+    local scope = scope_for(s.table, nil, binds)
+    local space, cols = scope.space, scope.columns
+    local targets = {}
+    if s.columns then
+        for i, name in ipairs(s.columns) do targets[i] = column_named(cols, name, s.table) end
+    else
+        for i, col in ipairs(cols) do targets[i] = col end
+    end
+    local rows
+    if s.select then
+        local r = run_select(s.select, binds)
+        rows = {}
+        for i, row in ipairs(r.rows) do
+            rows[i] = {}
+            for j = 1, #r.metadata do rows[i][j] = {k = 'lit', value = row[j]} end
+        end
+    else
+        rows = s.rows
+    end
+    for _, row in ipairs(rows) do
+        if #row ~= #targets then
+            if s.columns then
+                fail(E.SQL_PARSER_GENERIC, ('%d values for %d columns'):format(#row, #targets))
+            end
+            fail(E.SQL_PARSER_GENERIC, ('table %s has %d columns but %d values were supplied')
+                :format(s.table, #cols, #row))
+        end
+        for _, e in ipairs(row) do resolve(e, {binds = binds}) end
+    end
+    local seq_field = autoincrement_of(space)
+    local ids = {}
+    local count = 0
+    atomically(function()
+        for _, row in ipairs(rows) do
+            local values, types = {}, {}
+            for i, e in ipairs(row) do
+                values[targets[i].field] = eval(e, {}, scope)
+                types[targets[i].field] = e.type
+            end
+            local tuple = {}
+            local generated = false
+            for i, col in ipairs(cols) do
+                local v = values[i]
+                if v == nil and values[i] == nil and col.default ~= nil then
+                    local d = new_parser(col.default)
+                    local ok, lit = pcall(function() return d:expr() end)
+                    v = ok and lit.k == 'lit' and lit.value or col.default
+                end
+                if is_null(v) and i == seq_field then
+                    generated = true
+                    tuple[i] = NULL
+                else
+                    tuple[i] = fit(v, col, s.table, types[i])
+                end
+            end
+            local written
+            if s.replace then
+                local pk = {}
+                for _, p in ipairs(space.index[0].parts) do pk[#pk + 1] = tuple[p.fieldno] end
+                if not generated and space:get(pk) ~= nil then count = count + 1 end
+                written = space:replace(tuple)
+            else
+                written = space:insert(tuple)
+            end
+            if generated then ids[#ids + 1] = written[seq_field] end
+            count = count + 1
+        end
+    end)
+    local result = {row_count = count}
+    if #ids > 0 then result.autoincrement_ids = ids end
+    return result
+end
+
+local function primary_key_of(space, tuple)
+    local key = {}
+    for i, p in ipairs(space.index[0].parts) do key[i] = tuple[p.fieldno] end
+    return key
+end
+
+local function run_update(s, binds)
+    local scope = scope_for(s.table, nil, binds)
+    local sets = {}
+    for i, set in ipairs(s.sets) do
+        local col = column_named(scope.columns, set.name, s.table)
+        resolve(set.e, scope)
+        sets[i] = {col = col, e = set.e}
+    end
+    if s.where then resolve(s.where, scope) end
+    local space = scope.space
+    local rows = matching_rows(scope, s.where)
+    atomically(function()
+        for _, t in ipairs(rows) do
+            local ops = {}
+            for i, set in ipairs(sets) do
+                ops[i] = {'=', set.col.field, fit(eval(set.e, t, scope), set.col, s.table, set.e.type)}
+            end
+            space:update(primary_key_of(space, t), ops)
+        end
+    end)
+    return {row_count = #rows}
+end
+
+local function run_delete(s, binds)
+    local scope = scope_for(s.table, nil, binds)
+    if s.where then resolve(s.where, scope) end
+    local space = scope.space
+    local rows = matching_rows(scope, s.where)
+    atomically(function()
+        for _, t in ipairs(rows) do space:delete(primary_key_of(space, t)) end
+    end)
+    return {row_count = #rows}
+end
+
+-- Index parts over the columns `names`, in the map form 2.6's SQL writes.
+local function index_parts(columns, names, space_name)
+    local parts = {}
+    for i, name in ipairs(names) do
+        local col = column_named(columns, name, space_name)
+        parts[i] = {field = col.field - 1, type = col.type, is_nullable = col.nullable == true,
+                    nullable_action = col.not_null and 'abort' or 'none', sort_order = 'asc'}
+    end
+    return parts
+end
+
+local function run_create_table(s)
+    if box.space[s.name] ~= nil then
+        if s.if_not_exists then return {row_count = 0} end
+        fail(E.SPACE_EXISTS, ("Space '%s' already exists"):format(s.name))
+    end
+    if s.pk == nil then
+        fail(E.CREATE_SPACE, ("Failed to create space '%s': PRIMARY KEY missing"):format(s.name))
+    end
+    local columns = {}
+    for i, col in ipairs(s.columns) do
+        if columns[col.name] then
+            fail(E.SPACE_FIELD_IS_DUPLICATE, ("Space field '%s' is duplicate"):format(col.name))
+        end
+        col.field = i
+        columns[col.name] = col
+    end
+    for _, name in ipairs(s.pk) do
+        local col = columns[name]
+        if col then col.nullable = false end
+    end
+    for _, col in ipairs(s.columns) do col.not_null = not col.nullable end
+    local format = {}
+    for i, col in ipairs(s.columns) do
+        local f = {name = col.name, type = col.type, is_nullable = col.nullable,
+                   nullable_action = col.not_null and 'abort' or 'none'}
+        if col.default_text ~= nil then f.default = col.default_text end
+        format[i] = f
+    end
+    local name = s.name
+    local space = box.schema.space.create(name, {field_count = #format})
+    -- The format as 2.6's SQL writes it (with nullable_action and default).
+    box.space._space:update({space.id}, {{'=', 7, setmetatable(format, {__serialize = 'seq'})}})
+    box.space._index:insert{space.id, 0, 'pk_unnamed_' .. name .. '_1', 'tree', {unique = true},
+                            index_parts(columns, s.pk, name)}
+    local next_iid = 1
+    for _, u in ipairs(s.uniques) do
+        next_iid = next_iid + 1
+        box.space._index:insert{space.id, next_iid - 1, 'unique_unnamed_' .. name .. '_' .. next_iid,
+                                'tree', {unique = true}, index_parts(columns, u, name)}
+    end
+    if s.autoincrement then
+        local seq = box.schema.sequence.create(name, {min = 0, start = 1})
+        box.space._space_sequence:insert{space.id, seq.id, true, columns[s.autoincrement].field - 1, ''}
+    end
+    return {row_count = 1}
+end
+
+local function run_drop_table(s)
+    local space = box.space[s.name]
+    if space == nil then
+        if s.if_exists then return {row_count = 0} end
+        fail(E.NO_SUCH_SPACE, ("Space '%s' does not exist"):format(s.name))
+    end
+    space:drop()
+    return {row_count = 1}
+end
+
+local function run_create_index(s)
+    local space = table_of(s.table)
+    if space.index[s.name] ~= nil then
+        if s.if_not_exists then return {row_count = 0} end
+        fail(E.INDEX_EXISTS_IN_SPACE, ("Index '%s' already exists in space '%s'"):format(s.name, s.table))
+    end
+    local columns = columns_of(space)
+    local iid = 0
+    for id in pairs(space.index) do
+        if type(id) == 'number' and id >= iid then iid = id + 1 end
+    end
+    box.space._index:insert{space.id, iid, s.name, 'tree', {unique = s.unique},
+                            index_parts(columns, s.columns, s.table)}
+    return {row_count = 1}
+end
+
+local function run_drop_index(s)
+    local space = table_of(s.table)
+    local index = space.index[s.name]
+    if index == nil then
+        if s.if_exists then return {row_count = 0} end
+        fail(E.NO_SUCH_INDEX_NAME, ("No index '%s' is defined in space '%s'"):format(s.name, s.table))
+    end
+    box.space._index:delete{space.id, index.id}
+    return {row_count = 1}
+end
+
+local RUN = {
+    select = run_select,
+    values = function(s, binds)
+        local first = s.rows[1]
+        local metadata = {}
+        local rows = {}
+        -- Each row is a SELECT of its own to 2.6, numbering its columns on from the
+        -- row before; the result is named after the last row's.
+        local base = (#s.rows - 1) * #first
+        for i, e in ipairs(first) do
+            metadata[i] = {name = 'COLUMN_' .. (base + i), type = resolve(e, {binds = binds})}
+        end
+        for r, row in ipairs(s.rows) do
+            if #row ~= #first then fail(E.SQL_EXECUTE, 'Failed to execute SQL statement: all VALUES must have '
+                .. 'the same number of terms') end
+            rows[r] = setmetatable({}, require('msgpack').array_mt)
+            for i, e in ipairs(row) do
+                if r > 1 then resolve(e, {binds = binds}) end
+                rows[r][i] = eval(e, {}, {binds = binds})
+            end
+        end
+        return {metadata = metadata, rows = rows}
+    end,
+    insert = run_insert,
+    update = run_update,
+    delete = run_delete,
+    create_table = run_create_table,
+    drop_table = run_drop_table,
+    create_index = run_create_index,
+    drop_index = run_drop_index,
+    begin = function()
+        box.begin()
+        return {row_count = 0}
+    end,
+    commit = function()
+        box.commit()
+        return {row_count = 0}
+    end,
+    rollback = function()
+        box.rollback()
+        return {row_count = 0}
+    end,
+}
+
+-- Binds as an array by parameter number: positional values, and `{[':name'] = v}`
+-- maps for named parameters.
+local function bind_values(stmt, binds)
+    local out = {}
+    if binds == nil then return out end
+    if #binds > stmt.nparams then fail_exec('The number of parameters is too large') end
+    for i, b in ipairs(binds) do
+        if type(b) == 'table' and #b == 0 and next(b) ~= nil and getmetatable(b) ~= require('msgpack').array_mt then
+            local name, value = next(b)
+            local index = stmt.params[name]
+            if index == nil then
+                fail(E.SQL_BIND_NOT_FOUND, ("Parameter '%s' was not found in the statement"):format(tostring(name)))
+            end
+            out[index] = value
+        else
+            out[i] = b
+        end
+    end
+    return out
+end
+
+-- Runs one SQL statement; raises its error.
+local function execute(text, binds)
+    if type(text) ~= 'string' then
+        fail(E.SQL_EXECUTE, 'Failed to execute SQL statement: the statement is not a string')
+    end
+    local stmt = new_parser(text):statement()
+    if stmt.trailing then
+        if stmt.from or (stmt.table and stmt.k ~= 'create_index' and stmt.k ~= 'drop_index') then
+            table_of(stmt.from or stmt.table)
+        end
+        stmt.trailing()
+    end
+    return RUN[stmt.k](stmt, bind_values(stmt, binds))
+end
+
+box.internal.sql_execute = execute
+
+--- `box.execute(sql[, binds])`: the result table, or nil and the error.
+function box.execute(text, ...)
+    if select('#', ...) > 0 and type(...) ~= 'table' then error('Second argument must be a table', 2) end
+    local binds = ...
+    local ok, res = pcall(execute, text, binds)
+    if ok then return res end
+    if box.error.is(res) then return nil, res end
+    return nil, box.error.new({code = E.SQL_EXECUTE, reason = tostring(res)})
+end
+
+return {execute = execute}

@@ -1,0 +1,268 @@
+"""SQL (`box.execute`, IPROTO EXECUTE) compared with real Tarantool 2.6.
+
+The Lua script runs the same statements on both servers and prints each result
+in a fixed order (Lua's table order differs between the two LuaJITs): result
+columns' names and types, rows, row counts and autoincremented ids, or the error's
+code and message; then the catalogue rows CREATE TABLE and CREATE INDEX wrote.
+Over IPROTO, each EXECUTE reply body must be byte-identical (a `double` column's
+integral values travel as doubles, a varbinary as MP_BIN), errors equal but for
+their C file and line. The tarantool-python connector's `execute()` sees the same
+results from both; a table made by SQL survives a restart; a tokened EXECUTE is
+refused, not silently run without deduplication.
+"""
+import io
+
+import msgpack
+import pytest
+import tarantool
+
+from conftest import ADMIN_PASSWORD, same_output_on_both, start_oncebox, start_tarantool
+from iproto_raw import EVAL, Raw, normalize
+
+EXECUTE = 0x0B
+
+SHOW = r"""
+box.cfg{log_level = 1}
+local json = require('json')
+local function show(sql, ...)
+    local r, e = box.execute(sql, ...)
+    if e ~= nil then
+        print(sql .. ' => ERR ' .. e.code .. ' ' .. e.message)
+        return
+    end
+    if r.metadata ~= nil then
+        local cols = {}
+        for i, c in ipairs(r.metadata) do cols[i] = c.name .. ':' .. c.type end
+        local rows = {}
+        for i, row in ipairs(r.rows) do
+            local vals = {}
+            for j = 1, #r.metadata do vals[j] = json.encode(row[j]) end
+            rows[i] = '[' .. table.concat(vals, ',') .. ']'
+        end
+        print(sql .. ' => ' .. table.concat(cols, ',') .. ' ' .. table.concat(rows, ' '))
+    else
+        local ids = r.autoincrement_ids and (' ids ' .. table.concat(r.autoincrement_ids, ',')) or ''
+        print(sql .. ' => rows ' .. r.row_count .. ids)
+    end
+end
+local function fields(m, keys)
+    local out = {}
+    for i, k in ipairs(keys) do out[i] = k .. '=' .. tostring(m[k]) end
+    return table.concat(out, ' ')
+end
+"""
+
+STATEMENTS = r"""
+show([[create table foo (id INTEGER PRIMARY KEY AUTOINCREMENT, name varchar(20))]])
+for _, f in ipairs(box.space.FOO:format()) do
+    print(fields(f, {'name', 'type', 'is_nullable', 'nullable_action', 'default'}))
+end
+local s = box.space._space:get(box.space.FOO.id)
+print(s[1], s[2], s[3], s[4], s[5], json.encode(s[6]))
+for _, ix in box.space._index:pairs({box.space.FOO.id}) do
+    print(ix[3], ix[4], ix[5].unique)
+    for _, p in ipairs(ix[6]) do print(fields(p, {'field', 'type', 'is_nullable', 'nullable_action', 'sort_order'})) end
+end
+print(json.encode(box.space._sequence:select{}[1]:totable()), json.encode(box.space._space_sequence:select{}[1]:totable()))
+show([[insert into foo values (:id, :name)]], {{[':id'] = box.NULL}, {[':name'] = 'Michael'}})
+show([[insert into foo values (null, 'b'), (10, 'c'), (null, 'd')]])
+show([[INSERT INTO foo (name) VALUES ('e')]])
+show([[select * from foo]])
+show([[select name, id + 1, id * 2.5 as x, 'a' || name from foo where id in (1, 11) order by name desc]])
+show([[select name from foo where id in (1, 3, 5)]])
+show([[select count(*), sum(id), min(id), max(name), avg(id) from foo]])
+show([[select count(id), sum(id), avg(id) from foo where id > 100]])
+show([[select id from foo order by id desc limit 2 offset 1]])
+show([[select id from foo where name like 'c%' or name = 'b']])
+show([[select id from foo where id between 2 and 11 and not id = 10]])
+show([[select id from foo where name is null]])
+show([[select distinct name is not null from foo]])
+show([[update foo set name = 'zz' where id > 2]])
+show([[select name, count(*) from foo group by name]])
+show([[delete from foo where id in (4, 5, 10)]])
+show([[select * from foo]])
+show([[select 1, 2.5, 'x', null, true, 7 / 2, -7 / 2, 7 % 3, 7 / 2.0, 1 = 1, 1 < 2, null = 1, 1 + null]])
+show([[values (1, 'a'), (2, 'b')]])
+show([[select upper('ab'), lower('AB'), length('abc'), abs(-2), coalesce(null, 3), typeof(1)]])
+show([[select cast(1 as text), cast('2' as integer)]])
+show([[select ?, ?]], {1})
+show([[select id from foo where id = :x]], {{[':x'] = 1}})
+show([[select * from foo where id = ?]], {2})
+show([[select ?]], {'s'})
+show([[select 9223372036854775807, 18446744073709551615, 1e3, .5]])
+show([[select 1;]])
+show([[create table t (a int primary key, b text not null, c number default 5, d double, e boolean,
+       h unsigned, i integer unique)]])
+for _, f in ipairs(box.space.T:format()) do
+    print(fields(f, {'name', 'type', 'is_nullable', 'nullable_action', 'default'}))
+end
+show([[insert into t (a, b) values (1, 'x')]])
+show([[insert into t (a) values (2)]])
+show([[insert into t values (3, 'y', 1.5, 2, true, 7, 9)]])
+show([[insert into t (a, b) values ('4', 'z')]])
+show([[insert into t (a, b) values (4.0, 'z')]])
+show([[insert into t (a, b) values (5.5, 'z')]])
+show([[insert into t (a, b, h) values (6, 'z', -1)]])
+show([[insert into t (a, b, d) values (7, 'z', 3)]])
+show([[insert into t (a, b, c) values (8, 'z', 'q')]])
+show([[insert into t (a, b, e) values (9, 'z', 1)]])
+show([[insert into t (a, b, i) values (10, 'z', 9)]])
+show([[insert into t (a, b, zz) values (10, 'z', 9)]])
+show([[insert into t (a, b) values (11)]])
+show([[insert into t values (12)]])
+show([[insert into t (a, b) values (20, 'm'), (1, 'dup')]])
+show([[select a from t where a = 20]])
+show([[select * from t]])
+print(box.space.T:get(7)[4], require('msgpack').encode(box.space.T:get(7)):byte(-1))
+show([[select a from t where a = '1']])
+show([[select a from t where b = 1]])
+show([[select zz from t]])
+show([[select a from nosuch]])
+show([[update t set zz = 1]])
+show([[update t set a = a + 100 where a = 1]])
+show([[create index ib on t (b)]])
+show([[create index ib on t (b)]])
+local ib = box.space._index:get{box.space.T.id, 2}
+print(ib[3], ib[4], ib[5].unique, fields(ib[6][1], {'field', 'type', 'is_nullable', 'nullable_action'}))
+show([[select b from t order by b limit 2]])
+show([[drop index ib on t]])
+show([[drop index ib on t]])
+show([[create table nopk (a int)]])
+show([[create table t (x int primary key)]])
+show([[create table if not exists t (x int primary key)]])
+show([[replace into t (a, b) values (1, 'r')]])
+show([[insert or replace into t (a, b) values (30, 'n')]])
+show([[select a, b from t where a in (1, 30)]])
+show([[delete from t]])
+show([[drop table t]])
+show([[drop table t]])
+show([[drop table if exists t]])
+show([[create table "lower" ("id" int primary key, v string, primary key ("id"))]])
+show([[create table "lower" ("id" int primary key)]])
+show([[insert into "lower" values (1)]])
+show([[SELECT "id" FROM "lower"]])
+show([[SELECT "ID" FROM "lower"]])
+show([[create table w (id int, v string, primary key (v, id))]])
+local w = box.space._index:get{box.space.W.id, 0}
+print(w[3], w[6][1].field, w[6][2].field)
+show([[selec * from bar]])
+show([[select * from]])
+show([[select 1 +]])
+show([[select a from t; select 1]])
+show([[]])
+show([[select 1/0]])
+show([[select a from t limit -1]])
+show([[select ?, ?]], {1, 2, 3})
+show([[select id from foo where id = :x]], {{x = 1}})
+print(pcall(box.execute, 'select 1', nil))
+os.exit()
+"""
+
+
+def test_statements_match_tarantool(tmp_path):
+    same_output_on_both(tmp_path, "sql.lua", SHOW + STATEMENTS, 100)
+
+
+def body_bytes(raw):
+    """A reply's body as sent (after the length and the header)."""
+    unpacker = msgpack.Unpacker(io.BytesIO(raw[5:]), raw=False, strict_map_key=False)
+    unpacker.unpack()
+    return raw[5 + unpacker.tell():]
+
+
+@pytest.fixture(scope="module")
+def servers():
+    real, ours = start_tarantool(), start_oncebox()
+    yield real, ours
+    real.stop()
+    ours.stop()
+
+
+def test_execute_replies_are_byte_identical(servers):
+    conns = []
+    for inst in servers:
+        c = Raw(inst.host, inst.port)
+        assert c.auth("admin", ADMIN_PASSWORD)[0][0] == 0
+        conns.append(c)
+    steps = [
+        {0x40: "create table bytes (a int primary key autoincrement, b double, c varbinary, d scalar)", 0x41: []},
+        {0x40: "insert into bytes values (null, 2, x'00ff', 'x'), (5, 2.5, null, 1)", 0x41: []},
+        {0x40: "insert into bytes (b) values (?)", 0x41: [3]},
+        {0x40: "select a, b, b * 2, c, d from bytes"},
+        {0x40: "select a from bytes where a = ?", 0x41: [1]},
+        {0x40: "select :x, ?", 0x41: [{":x": "named"}, 2]},
+        {0x40: "update bytes set b = 1"},
+        {0x40: "delete from bytes where a > 1"},
+        {0x40: "select x'0102', 1.5, true, null, 'str'"},
+        {0x40: "select 1", 0x2b: []},
+        {0x40: "selec"},
+        {0x40: "select nope from bytes"},
+        {0x41: []},
+        {0x43: 7},
+        {0x40: "drop table bytes"},
+    ]
+    for step in steps:
+        replies = [c.request(EXECUTE, step) for c in conns]
+        (h1, b1, raw1), (h2, b2, raw2) = replies
+        assert normalize(h1, b1) == normalize(h2, b2), (step, b1, b2)
+        if h1[0] == 0:
+            assert body_bytes(raw1) == body_bytes(raw2), (step, body_bytes(raw1).hex(), body_bytes(raw2).hex())
+    for c in conns:
+        c.close()
+
+
+def test_python_connector_execute(servers):
+    results = []
+    for inst in servers:
+        conn = tarantool.Connection(inst.host, inst.port, user="admin", password=ADMIN_PASSWORD)
+        out = []
+        r = conn.execute("create table py (id INTEGER PRIMARY KEY AUTOINCREMENT, name varchar(20))")
+        out.append((r.autoincrement_ids, r.affected_row_count, r.data))
+        for name in ("Michael", "Mary", "John"):
+            r = conn.execute("insert into py values (:id, :name)", {"id": None, "name": name})
+            out.append((r.autoincrement_ids, r.affected_row_count, r.data))
+        r = conn.execute("select name from py where id in (1, 3)")
+        out.append((r.autoincrement_ids, r.affected_row_count, r.data))
+        r = conn.execute("select * from py where name = ?", ["Mary"])
+        out.append((r.data,))
+        try:
+            conn.execute("select * from missing")
+        except tarantool.error.DatabaseError as e:
+            out.append((e.args[0], e.args[1]))
+        r = conn.execute("delete from py where id in (2, 3)")
+        out.append((r.autoincrement_ids, r.affected_row_count, r.data))
+        conn.execute("drop table py")
+        conn.close()
+        results.append(out)
+    assert results[0] == results[1]
+    assert results[0][1] == ([1], 1, None)
+    assert results[0][4] == (None, None, [["Michael"], ["John"]])
+
+
+def test_a_table_made_by_sql_survives_a_restart(tmp_path):
+    data = tmp_path / "data"
+    inst = start_oncebox("--data-dir", str(data))
+    conn = tarantool.Connection(inst.host, inst.port, user="admin", password=ADMIN_PASSWORD)
+    conn.execute("create table kept (id INTEGER PRIMARY KEY AUTOINCREMENT, v TEXT)")
+    conn.execute("insert into kept (v) values ('one'), ('two')")
+    conn.close()
+    inst.stop()
+    inst = start_oncebox("--data-dir", str(data))
+    conn = tarantool.Connection(inst.host, inst.port, user="admin", password=ADMIN_PASSWORD)
+    assert conn.execute("select id, v from kept").data == [[1, "one"], [2, "two"]]
+    r = conn.execute("insert into kept (v) values ('three')")
+    assert r.autoincrement_ids == [3]
+    conn.close()
+    inst.stop()
+
+
+def test_a_tokened_execute_is_refused_not_run(oncebox):
+    c = Raw(oncebox.host, oncebox.port)
+    assert c.auth("admin", ADMIN_PASSWORD)[0][0] == 0
+    c.request(EXECUTE, {0x40: "create table tok (id int primary key)"})
+    h, b, _ = c.request(EXECUTE, {0x40: "insert into tok values (1)"}, _12="token-1")
+    assert h[0] == 0x8000 + 5, b
+    assert "idempotency tokens on SQL EXECUTE" in b[0x31]
+    h, b, _ = c.request(EVAL, {0x27: "return box.space.TOK:count()", 0x21: []})
+    assert b[0x30] == [0]
+    c.close()
