@@ -242,18 +242,22 @@ def test_python_connector_execute(servers):
 def test_a_table_made_by_sql_survives_a_restart(tmp_path):
     data = tmp_path / "data"
     inst = start_oncebox("--data-dir", str(data))
-    conn = tarantool.Connection(inst.host, inst.port, user="admin", password=ADMIN_PASSWORD)
-    conn.execute("create table kept (id INTEGER PRIMARY KEY AUTOINCREMENT, v TEXT)")
-    conn.execute("insert into kept (v) values ('one'), ('two')")
-    conn.close()
-    inst.stop()
+    try:
+        conn = tarantool.Connection(inst.host, inst.port, user="admin", password=ADMIN_PASSWORD)
+        conn.execute("create table kept (id INTEGER PRIMARY KEY AUTOINCREMENT, v TEXT)")
+        conn.execute("insert into kept (v) values ('one'), ('two')")
+        conn.close()
+    finally:
+        inst.stop()
     inst = start_oncebox("--data-dir", str(data))
-    conn = tarantool.Connection(inst.host, inst.port, user="admin", password=ADMIN_PASSWORD)
-    assert conn.execute("select id, v from kept").data == [[1, "one"], [2, "two"]]
-    r = conn.execute("insert into kept (v) values ('three')")
-    assert r.autoincrement_ids == [3]
-    conn.close()
-    inst.stop()
+    try:
+        conn = tarantool.Connection(inst.host, inst.port, user="admin", password=ADMIN_PASSWORD)
+        assert conn.execute("select id, v from kept").data == [[1, "one"], [2, "two"]]
+        r = conn.execute("insert into kept (v) values ('three')")
+        assert r.autoincrement_ids == [3]
+        conn.close()
+    finally:
+        inst.stop()
 
 
 def test_a_tokened_execute_is_refused_not_run(oncebox):
