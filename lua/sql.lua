@@ -8,11 +8,13 @@
 -- Statements: SELECT (one table or none; WHERE, GROUP BY, ORDER BY, LIMIT/OFFSET,
 -- DISTINCT, aggregates count/sum/avg/min/max/total), VALUES, INSERT/REPLACE
 -- (VALUES rows, column lists, AUTOINCREMENT), UPDATE, DELETE, CREATE TABLE,
--- DROP TABLE, CREATE INDEX, DROP INDEX, START TRANSACTION/BEGIN, COMMIT, ROLLBACK.
+-- DROP TABLE, CREATE INDEX, DROP INDEX, START TRANSACTION/BEGIN, COMMIT, ROLLBACK;
+-- prepared statements (`box.prepare`, IPROTO PREPARE), kept as their text.
 -- Results: `{metadata = {{name =, type =}...}, rows = {...}}` for a query,
 -- `{row_count = n[, autoincrement_ids = {...}]}` otherwise.
 
 local ffi = require('ffi')
+local digest = require('digest')
 
 local NULL = box.NULL
 
@@ -22,6 +24,7 @@ local E = {
     SPACE_FIELD_IS_DUPLICATE = 149, NO_SUCH_FIELD_NAME_IN_SPACE = 153, SQL_EXECUTE = 159, SQL_BIND_NOT_FOUND = 161,
     SQL_TYPE_MISMATCH = 171, SQL_CANT_RESOLVE_FIELD = 176, INDEX_EXISTS_IN_SPACE = 177, SQL_STATEMENT_EMPTY = 182,
     SQL_KEYWORD_IS_RESERVED = 183, SQL_SYNTAX_NEAR_TOKEN = 184, SQL_UNKNOWN_TOKEN = 185, SQL_PARSER_GENERIC = 186,
+    WRONG_QUERY_ID = 211,
 }
 
 local function fail(code, message)
@@ -1247,7 +1250,8 @@ local function matching_rows(scope, where)
     return out
 end
 
-local function run_select(s, binds)
+-- Runs a SELECT; with `describe`, only works out its result columns (PREPARE).
+local function run_select(s, binds, describe)
     local scope = scope_for(s.from, s.alias, binds)
     -- Result columns: `*` expands to every column of the table.
     local cols, metadata, aliases, unnamed = {}, {}, {}, 0
@@ -1301,6 +1305,7 @@ local function run_select(s, binds)
         end
         order[#order + 1] = o
     end
+    if describe then return {metadata = metadata} end
     local limit = limit_value(s.limit, scope, 'LIMIT')
     local offset = limit_value(s.offset, scope, 'OFFSET') or 0
     local aggregates = {}
@@ -1740,8 +1745,8 @@ local function bind_values(stmt, binds)
     return out
 end
 
--- Runs one SQL statement; raises its error.
-local function execute(text, binds)
+-- Reads one SQL statement; raises its error.
+local function parse(text)
     if type(text) ~= 'string' then
         fail(E.SQL_EXECUTE, 'Failed to execute SQL statement: the statement is not a string')
     end
@@ -1752,19 +1757,102 @@ local function execute(text, binds)
         end
         stmt.trailing()
     end
+    return stmt
+end
+
+-- Prepared statements: each session's texts by statement id, 2.6's id (the
+-- murmur hash of the text). A statement is read again on each execution.
+local prepared = {}
+
+local function no_statement(id)
+    fail(E.WRONG_QUERY_ID, ('Prepared statement with id %d does not exist'):format(id))
+end
+
+-- The text of the statement `id` this session prepared.
+local function prepared_text(id)
+    local text = (prepared[box.session.id()] or {})[id]
+    if text == nil then no_statement(id) end
+    return text
+end
+
+-- Runs one SQL statement (its text, or a prepared statement's id); raises its error.
+local function execute(statement, binds)
+    if type(statement) == 'number' then statement = prepared_text(statement) end
+    local stmt = parse(statement)
     return RUN[stmt.k](stmt, bind_values(stmt, binds))
 end
 
+-- PREPARE: the statement's id, parameters and result columns.
+local function prepare(text)
+    local stmt = parse(text)
+    local names = {}
+    for name, index in pairs(stmt.params) do names[index] = name end
+    local params = {}
+    for i = 1, stmt.nparams do params[i] = {name = names[i] or '?', type = 'ANY'} end
+    local metadata
+    if stmt.k == 'select' then
+        metadata = run_select(stmt, {}, true).metadata
+    elseif stmt.k == 'values' then
+        metadata = RUN.values(stmt, {}).metadata
+    end
+    local id = digest.murmur(text)
+    local session = box.session.id()
+    prepared[session] = prepared[session] or {}
+    prepared[session][id] = text
+    return {stmt_id = id, params = params, param_count = stmt.nparams, metadata = metadata}
+end
+
+-- Forgets the statement `id` this session prepared.
+local function unprepare(id)
+    prepared_text(id)
+    prepared[box.session.id()][id] = nil
+    return {unprepared = true}
+end
+
 box.internal.sql_execute = execute
+box.internal.sql_prepare = prepare
+box.internal.sql_unprepare = unprepare
+
+-- A session's prepared statements go with it.
+local forget_session = box.internal.forget_session
+function box.internal.forget_session(id)
+    prepared[id] = nil
+    return forget_session(id)
+end
+
+-- Runs `fn(...)` as box.execute runs a statement: its result, or nil and the error.
+local function result_or_error(fn, ...)
+    local ok, res = pcall(fn, ...)
+    if ok then return res end
+    if box.error.is(res) then return nil, res end
+    return nil, box.error.new({code = E.SQL_EXECUTE, reason = tostring(res)})
+end
+
+local statement_methods = {}
+statement_methods.__index = statement_methods
+function statement_methods:execute(binds) return box.execute(self.stmt_id, binds) end
+function statement_methods:unprepare() return box.unprepare(self.stmt_id) end
+
+--- `box.prepare(sql)`: a prepared statement (`stmt_id`, `params`, `param_count`,
+--- `metadata`, `:execute(binds)`, `:unprepare()`), or nil and the error.
+function box.prepare(text)
+    local res, err = result_or_error(prepare, text)
+    if res == nil then return nil, err end
+    return setmetatable(res, statement_methods)
+end
+
+--- `box.unprepare(stmt_id)`: forgets a statement this session prepared (nil and
+--- the error if it did not).
+function box.unprepare(id)
+    if type(id) == 'table' then id = id.stmt_id end
+    local _, err = result_or_error(unprepare, id)
+    if err then return nil, err end
+end
 
 --- `box.execute(sql[, binds])`: the result table, or nil and the error.
 function box.execute(text, ...)
     if select('#', ...) > 0 and type(...) ~= 'table' then error('Second argument must be a table', 2) end
-    local binds = ...
-    local ok, res = pcall(execute, text, binds)
-    if ok then return res end
-    if box.error.is(res) then return nil, res end
-    return nil, box.error.new({code = E.SQL_EXECUTE, reason = tostring(res)})
+    return result_or_error(execute, text, (...))
 end
 
 return {execute = execute}

@@ -65,7 +65,6 @@ pub mod code {
     pub const CANT_UPDATE_PRIMARY_KEY: u32 = 94;
     pub const UPDATE_INTEGER_OVERFLOW: u32 = 95;
     pub const UPDATE_DECIMAL_OVERFLOW: u32 = 194;
-    pub const WRONG_QUERY_ID: u32 = 211;
     pub const WRONG_INDEX_RECORD: u32 = 106;
     pub const WRONG_INDEX_PARTS: u32 = 107;
     pub const WRONG_INDEX_OPTIONS: u32 = 108;
@@ -178,13 +177,6 @@ impl BoxError {
     #[must_use]
     pub fn missing_request_field(what: &str) -> Self {
         Self::new(code::MISSING_REQUEST_FIELD, format!("Missing mandatory field '{what}' in request"))
-    }
-
-    /// ER_WRONG_QUERY_ID: EXECUTE of a statement id nothing was prepared under.
-    #[track_caller]
-    #[must_use]
-    pub fn no_prepared_statement(id: u64) -> Self {
-        Self::new(code::WRONG_QUERY_ID, format!("Prepared statement with id {id} does not exist"))
     }
 
     /// ER_UNKNOWN_REQUEST_TYPE. 2.6 prints the type's low 8 bits (type 300 is "44").

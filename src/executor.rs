@@ -28,7 +28,7 @@ use crate::idempotency::{self as idem, fingerprint, Mode, NewRecord, Record, Win
 use crate::lua::{Caller, DueFiber, FiberKind, HeaderValue, Host, LuaRuntime, Resumed, Shape, Step, TriggerArg};
 use crate::protocol::frame::FrameError;
 use crate::protocol::header::Header;
-use crate::protocol::request::{Decoded, Request};
+use crate::protocol::request::{Decoded, Request, Statement};
 use crate::protocol::{request_type, response};
 use crate::script::ScriptEvent;
 use crate::storage::group;
@@ -948,7 +948,7 @@ impl Executor {
     ) -> BoxResult<Tokened<'a>> {
         let Some(range) = header.idempotent_token.clone() else { return Ok(Tokened::Plain) };
         // SQL is not deduplicated yet: a token there is refused, not silently ignored.
-        if header.request_type == request_type::EXECUTE {
+        if matches!(header.request_type, request_type::EXECUTE | request_type::PREPARE) {
             return Err(BoxError::new(code::UNSUPPORTED, "oncebox does not support idempotency tokens on SQL EXECUTE"));
         }
         // On SELECT, PING and AUTH the token is accepted and ignored.
@@ -1109,7 +1109,7 @@ impl Executor {
             // pushed goes out now, and its reply comes when the fiber ends.
             let kind = FiberKind::Request(match header.request_type {
                 request_type::CALL_16 => Shape::Call16,
-                request_type::EXECUTE => Shape::Sql,
+                request_type::EXECUTE | request_type::PREPARE => Shape::Sql,
                 _ => Shape::Call,
             });
             self.wait_for = None;
@@ -1398,17 +1398,8 @@ impl Executor {
                 self.wait_for = wait;
                 self.finish_step(out, sync, step)?;
             }
-            Request::Execute(x) => {
-                let caller = Caller { sync, ..self.caller(creds, session_id) };
-                let mut host = Host {
-                    engine: &mut self.engine,
-                    window: &mut self.window,
-                    ticket: self.wal.as_ref().map(|_| self.next_ticket),
-                };
-                let (step, wait) = self.lua.sql(&mut host, &caller, x.text, x.binds, self.atomic);
-                self.wait_for = wait;
-                self.finish_step(out, sync, step)?;
-            }
+            Request::Execute(x) => self.sql(session_id, creds, sync, x.statement, x.binds, false, out)?,
+            Request::Prepare(statement) => self.sql(session_id, creds, sync, statement, &[0x90], true, out)?,
             Request::Eval(e) => {
                 self.engine.check_eval_access(&creds).inspect_err(|e| {
                     self.access_denied_triggers(session_id, user, e);
@@ -1425,6 +1416,29 @@ impl Executor {
             }
         }
         Ok(())
+    }
+
+    /// EXECUTE or PREPARE (`prepare`) of an SQL statement, run by Lua in a fiber of its own.
+    #[allow(clippy::too_many_arguments, reason = "one request's parts")]
+    fn sql(
+        &mut self,
+        session_id: u64,
+        creds: Rc<Credentials>,
+        sync: u64,
+        statement: Statement<'_>,
+        binds: &[u8],
+        prepare: bool,
+        out: &mut Vec<u8>,
+    ) -> BoxResult<()> {
+        let caller = Caller { sync, ..self.caller(creds, session_id) };
+        let mut host = Host {
+            engine: &mut self.engine,
+            window: &mut self.window,
+            ticket: self.wal.as_ref().map(|_| self.next_ticket),
+        };
+        let (step, wait) = self.lua.sql(&mut host, &caller, statement, binds, prepare, self.atomic);
+        self.wait_for = wait;
+        self.finish_step(out, sync, step)
     }
 
     /// Writes a CALL/EVAL's reply if it ended; notes its fiber if it yielded.

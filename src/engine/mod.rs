@@ -454,7 +454,9 @@ impl Engine {
             Request::Delete(d) => d.space_id,
             Request::Call(c) | Request::Call16(c) => return self.check_call_access(creds, c.name).map(|_| ()),
             Request::Eval(_) => return self.check_eval_access(creds),
-            Request::Select(_) | Request::Ping | Request::Auth(_) | Request::Execute(_) => return Ok(()),
+            Request::Select(_) | Request::Ping | Request::Auth(_) | Request::Execute(_) | Request::Prepare(_) => {
+                return Ok(())
+            }
         };
         self.writable_space(creds, space).map(|_| ())
     }

@@ -34,6 +34,7 @@ use crate::error::{code, BoxError, BoxResult, ErrorKind};
 use crate::idempotency::Window;
 use crate::protocol::key;
 use crate::protocol::msgpack::write;
+use crate::protocol::request::Statement;
 use dispatch::{dispatch, Context};
 use tuple::LuaTuple;
 
@@ -928,13 +929,31 @@ impl LuaRuntime {
 }
 
 impl LuaRuntime {
-    /// EXECUTE: runs the SQL statement `text` with `binds` (a msgpack array) in a
-    /// fiber of its own, through `box.internal.sql_execute` (`lua/sql.lua`).
-    pub fn sql(&self, host: &mut Host<'_>, caller: &Caller, text: &[u8], binds: &[u8], atomic: bool) -> Outcome {
+    /// EXECUTE (`prepare` false) or PREPARE of `statement` in a fiber of its own,
+    /// through `box.internal.sql_execute`, `sql_prepare` or `sql_unprepare`
+    /// (`lua/sql.lua`); `binds` is EXECUTE's msgpack array.
+    pub fn sql(
+        &self,
+        host: &mut Host<'_>,
+        caller: &Caller,
+        statement: Statement<'_>,
+        binds: &[u8],
+        prepare: bool,
+        atomic: bool,
+    ) -> Outcome {
         let (outcome, wait) = self.lent(host, caller, |lua, hot| {
-            let func = internal_fn(lua, "sql_execute")?;
+            let name = match (prepare, statement) {
+                (false, _) => "sql_execute",
+                (true, Statement::Text(_)) => "sql_prepare",
+                (true, Statement::Id(_)) => "sql_unprepare",
+            };
+            let func = internal_fn(lua, name)?;
             let values = |all: &mut MultiValue| {
-                all.push_back(Value::String(lua.create_string(text)?));
+                all.push_back(match statement {
+                    Statement::Text(text) => Value::String(lua.create_string(text)?),
+                    #[allow(clippy::cast_precision_loss, reason = "statement ids are 32-bit hashes")]
+                    Statement::Id(id) => Value::Number(id as f64),
+                });
                 convert::decode_args_into(lua, &[&[0x91][..], binds].concat(), &mut **all)
             };
             start_request(lua, hot, caller, atomic, Callee::Value(Value::Function(func)), values, Shape::Sql)
@@ -1186,27 +1205,27 @@ fn is_scalar(v: &Value) -> bool {
 /// `double` column's integral values go as doubles, as 2.6 sends them.
 fn sql_body(result: Option<&Value>) -> mlua::Result<Vec<u8>> {
     let Some(Value::Table(t)) = result else { return Err(mlua::Error::runtime("SQL returned no result")) };
+    if let Some(id) = t.raw_get::<Option<u64>>("stmt_id")? {
+        return prepared_body(t, id);
+    }
+    if t.raw_get::<bool>("unprepared")? {
+        return Ok(vec![0x80]);
+    }
     let mut body = Vec::new();
     if let Value::Table(metadata) = t.raw_get::<Value>("metadata")? {
         let rows: Table = t.raw_get("rows")?;
-        let columns: Vec<(mlua::LuaString, mlua::LuaString)> = metadata
+        let columns: Vec<mlua::LuaString> = metadata
             .sequence_values::<Table>()
-            .map(|c| c.and_then(|c| Ok((c.raw_get("name")?, c.raw_get("type")?))))
+            .map(|c| c.and_then(|c| c.raw_get("type")))
             .collect::<mlua::Result<_>>()?;
         body.extend_from_slice(&[0x82, key::METADATA]);
-        write::array_len(&mut body, columns.len() as u32);
-        for (name, ty) in &columns {
-            body.extend_from_slice(&[0x82, 0x00]);
-            write::str(&mut body, &name.as_bytes());
-            body.push(0x01);
-            write::str(&mut body, &ty.as_bytes());
-        }
+        name_type_pairs(&mut body, &metadata)?;
         body.push(key::DATA);
         write::array_len(&mut body, rows.raw_len() as u32);
         for row in rows.sequence_values::<Table>() {
             let row = row?;
             write::array_len(&mut body, columns.len() as u32);
-            for (i, (_, ty)) in columns.iter().enumerate() {
+            for (i, ty) in columns.iter().enumerate() {
                 let v: Value = row.raw_get(i + 1)?;
                 match v {
                     Value::Number(n) if &*ty.as_bytes() == b"double" => write::f64(&mut body, n),
@@ -1233,6 +1252,38 @@ fn sql_body(result: Option<&Value>) -> mlua::Result<Vec<u8>> {
         }
     }
     Ok(body)
+}
+
+/// A PREPARE reply body as 2.6's: `{0x43: id, 0x34: bind count, 0x33: [{0: name,
+/// 1: type}...][, 0x32: result columns]}`.
+fn prepared_body(t: &Table, id: u64) -> mlua::Result<Vec<u8>> {
+    let params: Table = t.raw_get("params")?;
+    let metadata: Option<Table> = t.raw_get("metadata")?;
+    let mut body = vec![if metadata.is_some() { 0x84 } else { 0x83 }, key::STMT_ID];
+    write::uint(&mut body, id);
+    body.push(key::BIND_COUNT);
+    write::uint(&mut body, params.raw_len() as u64);
+    body.push(key::BIND_METADATA);
+    name_type_pairs(&mut body, &params)?;
+    if let Some(metadata) = metadata {
+        body.push(key::METADATA);
+        name_type_pairs(&mut body, &metadata)?;
+    }
+    Ok(body)
+}
+
+/// An array of `{name =, type =}` tables as `[{0: name, 1: type}...]`.
+fn name_type_pairs(body: &mut Vec<u8>, list: &Table) -> mlua::Result<()> {
+    #[allow(clippy::cast_possible_truncation, reason = "lists of columns and parameters are short")]
+    write::array_len(body, list.raw_len() as u32);
+    for entry in list.sequence_values::<Table>() {
+        let entry = entry?;
+        body.extend_from_slice(&[0x82, 0x00]);
+        write::str(body, &entry.raw_get::<mlua::LuaString>("name")?.as_bytes());
+        body.push(0x01);
+        write::str(body, &entry.raw_get::<mlua::LuaString>("type")?.as_bytes());
+    }
+    Ok(())
 }
 
 /// Encodes returned values as a reply body `{0x30: [...]}`.

@@ -39,6 +39,7 @@ pub mod request_type {
     pub const UPSERT: u64 = 0x09;
     pub const CALL: u64 = 0x0a;
     pub const EXECUTE: u64 = 0x0b;
+    pub const PREPARE: u64 = 0x0d;
     /// No operation (replication); 2.6 answers it as an error over IPROTO.
     pub const NOP: u64 = 0x0c;
     pub const PING: u64 = 0x40;
@@ -72,6 +73,8 @@ pub mod key {
     pub const DATA: u8 = 0x30;
     pub const ERROR_24: u8 = 0x31;
     pub const METADATA: u8 = 0x32;
+    pub const BIND_METADATA: u8 = 0x33;
+    pub const BIND_COUNT: u8 = 0x34;
     pub const SQL_TEXT: u8 = 0x40;
     pub const SQL_BIND: u8 = 0x41;
     pub const SQL_INFO: u8 = 0x42;

@@ -132,13 +132,24 @@ pub enum Request<'a> {
     Auth(Auth<'a>),
     /// EXECUTE (SQL).
     Execute(Execute<'a>),
+    /// PREPARE (SQL): prepares a statement's text, or unprepares a statement id.
+    Prepare(Statement<'a>),
+}
+
+/// An SQL statement: its text, or the id it was prepared under.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Statement<'a> {
+    /// The statement's text.
+    Text(&'a [u8]),
+    /// A prepared statement's id.
+    Id(u64),
 }
 
 /// EXECUTE: an SQL statement and its bound values.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Execute<'a> {
-    /// The statement's text.
-    pub text: &'a [u8],
+    /// The statement.
+    pub statement: Statement<'a>,
     /// The values bound to its parameters, as a msgpack array.
     pub binds: &'a [u8],
 }
@@ -375,7 +386,7 @@ fn read_body(request_type: u64, body: &[u8]) -> BoxResult<Option<Fields>> {
         rt::CALL | rt::CALL_16 => const { wanted(&[FUNCTION_NAME, TUPLE]) },
         rt::EVAL => const { wanted(&[EXPR, TUPLE]) },
         rt::AUTH => const { wanted(&[USER_NAME, TUPLE]) },
-        rt::EXECUTE => const { wanted(&[SQL_TEXT, SQL_BIND, STMT_ID]) },
+        rt::EXECUTE | rt::PREPARE => const { wanted(&[SQL_TEXT, SQL_BIND, STMT_ID]) },
         _ => return Ok(None),
     };
     read_fields(body, wanted).map(Some)
@@ -441,15 +452,26 @@ impl Decoded {
             rt::AUTH => {
                 Request::Auth(Auth { user: span(Part::UserName, "user name")?, tuple: span(Part::Tuple, "tuple")? })
             }
-            rt::EXECUTE => match (f.part(Part::SqlText), f.int(Int::StmtId)) {
-                (Some(text), _) => Request::Execute(Execute {
-                    text: text.of(body),
-                    binds: f.part(Part::SqlBind).map_or(EMPTY_ARRAY, |s| s.of(body)),
-                }),
-                // oncebox prepares no statements, so no id names one.
-                (None, Some(id)) => return Err(BoxError::no_prepared_statement(id)),
-                (None, None) => return Err(BoxError::missing_request_field("SQL text or stmt id")),
-            },
+            rt::EXECUTE | rt::PREPARE => {
+                let statement = match (f.part(Part::SqlText), f.int(Int::StmtId)) {
+                    (Some(text), None) => Statement::Text(text.of(body)),
+                    (None, Some(id)) => Statement::Id(id),
+                    (Some(_), Some(_)) => {
+                        return Err(BoxError::invalid_msgpack(
+                            "SQL text and statement id are incompatible options in one request: choose one",
+                        ))
+                    }
+                    (None, None) => return Err(BoxError::missing_request_field("SQL text or stmt id")),
+                };
+                if self.request_type == rt::PREPARE {
+                    Request::Prepare(statement)
+                } else {
+                    Request::Execute(Execute {
+                        statement,
+                        binds: f.part(Part::SqlBind).map_or(EMPTY_ARRAY, |s| s.of(body)),
+                    })
+                }
+            }
             _ => return Ok(None),
         };
         Ok(Some(req))
@@ -462,15 +484,19 @@ mod tests {
     use crate::error::code;
 
     #[test]
-    fn execute_reads_sql_text_and_binds_and_refuses_a_statement_id() {
+    fn execute_and_prepare_read_sql_text_or_statement_id_and_binds() {
         // {0x40: "select ?", 0x41: [1]}
         let body = [0x82, 0x40, 0xa8, b's', b'e', b'l', b'e', b'c', b't', b' ', b'?', 0x41, 0x91, 0x01];
         let Some(Request::Execute(x)) = parse(rt::EXECUTE, &body).unwrap() else { panic!() };
-        assert_eq!((x.text, x.binds), (&b"select ?"[..], &[0x91, 0x01][..]));
+        assert_eq!((x.statement, x.binds), (Statement::Text(b"select ?"), &[0x91, 0x01][..]));
         // Without binds, an empty array; a statement id names nothing prepared.
         let Some(Request::Execute(x)) = parse(rt::EXECUTE, &[0x81, 0x40, 0xa1, b'x']).unwrap() else { panic!() };
         assert_eq!(x.binds, &[0x90][..]);
-        assert_eq!(parse(rt::EXECUTE, &[0x81, 0x43, 0x07]).unwrap_err().code, code::WRONG_QUERY_ID);
+        let Some(Request::Execute(x)) = parse(rt::EXECUTE, &[0x81, 0x43, 0x07]).unwrap() else { panic!() };
+        assert_eq!(x.statement, Statement::Id(7));
+        assert_eq!(parse(rt::PREPARE, &[0x81, 0x43, 0x07]).unwrap(), Some(Request::Prepare(Statement::Id(7))));
+        // Text and id together are refused, as 2.6 refuses them.
+        assert_eq!(parse(rt::EXECUTE, &[0x82, 0x43, 0x07, 0x40, 0xa1, b'x']).unwrap_err().code, code::INVALID_MSGPACK);
         assert_eq!(parse(rt::EXECUTE, &[0x80]).unwrap_err().code, code::MISSING_REQUEST_FIELD);
         // SQL text must be a string.
         assert_eq!(parse(rt::EXECUTE, &[0x81, 0x40, 0x05]).unwrap_err().code, code::INVALID_MSGPACK);

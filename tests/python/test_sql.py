@@ -19,7 +19,7 @@ import tarantool
 from conftest import ADMIN_PASSWORD, same_output_on_both, start_oncebox, start_tarantool
 from iproto_raw import EVAL, Raw, normalize
 
-EXECUTE = 0x0B
+EXECUTE, PREPARE = 0x0B, 0x0D
 
 SHOW = r"""
 box.cfg{log_level = 1}
@@ -145,6 +145,19 @@ show([[SELECT "ID" FROM "lower"]])
 show([[create table w (id int, v string, primary key (v, id))]])
 local w = box.space._index:get{box.space.W.id, 0}
 print(w[3], w[6][1].field, w[6][2].field)
+local st = box.prepare('select id, name from foo where id > ?')
+print(st.stmt_id, st.param_count, st.params[1].name, st.params[1].type, #st.metadata, st.metadata[2].name,
+      st.metadata[2].type)
+local r = st:execute({1})
+print(#r.rows, r.rows[1][1], r.metadata[1].name)
+print(#box.execute(st.stmt_id, {1}).rows)
+local ins = box.prepare('insert into foo values (?, :name)')
+print(ins.param_count, ins.params[2].name, ins.metadata)
+print(ins:execute({box.NULL, {[':name'] = 'prepared'}}).row_count)
+print(select('#', st:unprepare()))
+print(box.execute(st.stmt_id, {1}))
+print(pcall(box.unprepare, st.stmt_id))
+print(box.prepare('selec 1'))
 show([[selec * from bar]])
 show([[select * from]])
 show([[select 1 +]])
@@ -160,7 +173,7 @@ os.exit()
 
 
 def test_statements_match_tarantool(tmp_path):
-    same_output_on_both(tmp_path, "sql.lua", SHOW + STATEMENTS, 100)
+    same_output_on_both(tmp_path, "sql.lua", SHOW + STATEMENTS, 109)
 
 
 def body_bytes(raw):
@@ -184,7 +197,7 @@ def test_execute_replies_are_byte_identical(servers):
         c = Raw(inst.host, inst.port)
         assert c.auth("admin", ADMIN_PASSWORD)[0][0] == 0
         conns.append(c)
-    steps = [
+    statements = [
         {0x40: "create table bytes (a int primary key autoincrement, b double, c varbinary, d scalar)", 0x41: []},
         {0x40: "insert into bytes values (null, 2, x'00ff', 'x'), (5, 2.5, null, 1)", 0x41: []},
         {0x40: "insert into bytes (b) values (?)", 0x41: [3]},
@@ -199,14 +212,40 @@ def test_execute_replies_are_byte_identical(servers):
         {0x40: "select nope from bytes"},
         {0x41: []},
         {0x43: 7},
-        {0x40: "drop table bytes"},
+        {0x40: "select 1", 0x43: 7},
     ]
-    for step in steps:
-        replies = [c.request(EXECUTE, step) for c in conns]
+    select_id = 4238322938  # murmur("select a, b from bytes where a > ?"), as 2.6 numbers it
+    prepared = [
+        {0x40: "select a, b from bytes where a > ?"},
+        {0x40: "insert into bytes values (?, :x, null, null)"},
+        {0x40: "SELECT ?"},
+        {0x40: "values (1, 'a')"},
+        {0x40: "selec"},
+        {0x43: 5},
+        {},
+    ]
+    steps = [(EXECUTE, b) for b in statements] + [(PREPARE, b) for b in prepared] + [
+        (EXECUTE, {0x43: select_id, 0x41: [0]}),
+        (EXECUTE, {0x43: select_id, 0x41: [0, 1]}),
+        (PREPARE, {0x43: select_id}),
+        (EXECUTE, {0x43: select_id, 0x41: [0]}),
+        (PREPARE, {0x43: select_id}),
+        (EXECUTE, {0x40: "drop table bytes"}),
+    ]
+    for rtype, step in steps:
+        replies = [c.request(rtype, step) for c in conns]
         (h1, b1, raw1), (h2, b2, raw2) = replies
         assert normalize(h1, b1) == normalize(h2, b2), (step, b1, b2)
         if h1[0] == 0:
             assert body_bytes(raw1) == body_bytes(raw2), (step, body_bytes(raw1).hex(), body_bytes(raw2).hex())
+    # A statement is prepared for its session only.
+    others = [Raw(inst.host, inst.port) for inst in servers]
+    for c in conns:
+        c.request(PREPARE, {0x40: "select 1"})
+    for o in others:
+        h, b, _ = o.request(EXECUTE, {0x43: 4094013948})  # murmur("select 1")
+        assert b[0x31] == "Prepared statement with id 4094013948 does not exist", b
+        o.close()
     for c in conns:
         c.close()
 
