@@ -24,7 +24,7 @@ local E = {
     SPACE_FIELD_IS_DUPLICATE = 149, NO_SUCH_FIELD_NAME_IN_SPACE = 153, SQL_EXECUTE = 159, SQL_BIND_NOT_FOUND = 161,
     SQL_TYPE_MISMATCH = 171, SQL_CANT_RESOLVE_FIELD = 176, INDEX_EXISTS_IN_SPACE = 177, SQL_STATEMENT_EMPTY = 182,
     SQL_KEYWORD_IS_RESERVED = 183, SQL_SYNTAX_NEAR_TOKEN = 184, SQL_UNKNOWN_TOKEN = 185, SQL_PARSER_GENERIC = 186,
-    WRONG_QUERY_ID = 211,
+    SQL_STACK_OVERFLOW = 180, SQL_PARSER_LIMIT = 191, WRONG_QUERY_ID = 211,
 }
 
 local function fail(code, message)
@@ -166,7 +166,7 @@ local Parser = {}
 Parser.__index = Parser
 
 local function new_parser(text)
-    return setmetatable({tokens = tokenize(text), i = 1, text = text, params = {}, nparams = 0}, Parser)
+    return setmetatable({tokens = tokenize(text), i = 1, text = text, params = {}, nparams = 0, depth = 0}, Parser)
 end
 
 function Parser:peek(k) return self.tokens[self.i + (k or 0)] end
@@ -237,22 +237,61 @@ function Parser:name()
     self:unexpected()
 end
 
+-- 2.6's parser limits: its stack (nesting of parentheses, calls and unary
+-- operators) and the height of an expression tree.
+local PARSER_STACK_LIMIT = 100
+local PARSER_STACK_BASE = 7
+local EXPR_HEIGHT_LIMIT = 200
+
+-- Goes `n` (1) places deeper into nested syntax (left again by `leave`).
+function Parser:enter(n)
+    self.depth = self.depth + (n or 1)
+    if PARSER_STACK_BASE + self.depth >= PARSER_STACK_LIMIT then
+        fail(E.SQL_STACK_OVERFLOW, 'Failed to parse SQL statement: parser stack limit reached')
+    end
+end
+
+function Parser:leave(n) self.depth = self.depth - (n or 1) end
+
+-- `node` with its height (one more than its highest operand's), within 2.6's limit.
+local function tree(node)
+    local h = 0
+    for _, key in ipairs({'l', 'r', 'e', 'lo', 'hi', 'pattern'}) do
+        local child = node[key]
+        if child then h = math.max(h, child.height or 1) end
+    end
+    for _, child in ipairs(node.list or node.args or {}) do h = math.max(h, child.height or 1) end
+    node.height = h + 1
+    if node.height > EXPR_HEIGHT_LIMIT then
+        fail(E.SQL_PARSER_LIMIT, ('Number of nodes in expression tree %d exceeds the limit (%d)')
+            :format(node.height, EXPR_HEIGHT_LIMIT))
+    end
+    return node
+end
+
 function Parser:expr() return self:or_expr() end
 
 function Parser:or_expr()
     local l = self:and_expr()
-    while self:accept('OR') do l = {k = 'or', l = l, r = self:and_expr()} end
+    while self:accept('OR') do l = tree({k = 'or', l = l, r = self:and_expr()}) end
     return l
 end
 
 function Parser:and_expr()
     local l = self:not_expr()
-    while self:accept('AND') do l = {k = 'and', l = l, r = self:not_expr()} end
+    while self:accept('AND') do l = tree({k = 'and', l = l, r = self:not_expr()}) end
     return l
 end
 
 function Parser:not_expr()
-    if self:accept('NOT') then return {k = 'not', e = self:not_expr()} end
+    if self:accept('NOT') then
+        -- Only a NOT within a NOT takes a place of its own on 2.6's parser stack.
+        local nested = self:is_word('NOT')
+        if nested then self:enter() end
+        local e = self:not_expr()
+        if nested then self:leave() end
+        return tree({k = 'not', e = e})
+    end
     return self:equality()
 end
 
@@ -264,12 +303,12 @@ function Parser:equality()
         local t = self:peek()
         if t.kind == 'op' and EQUALITY[t.value] then
             self:next()
-            l = {k = 'cmp', op = EQUALITY[t.value], l = l, r = self:relation()}
+            l = tree({k = 'cmp', op = EQUALITY[t.value], l = l, r = self:relation()})
         elseif self:is_word('IS') then
             self:next()
             local neg = self:accept('NOT')
             self:expect('NULL')
-            l = {k = 'isnull', e = l, neg = neg}
+            l = tree({k = 'isnull', e = l, neg = neg})
         elseif self:is_word('NOT') and (self:is_word('IN', 1) or self:is_word('BETWEEN', 1) or self:is_word('LIKE', 1)) then
             self:next()
             l = self:postfix(l, true)
@@ -289,14 +328,14 @@ function Parser:postfix(l, neg)
             repeat list[#list + 1] = self:expr() until not self:accept_op(',')
             self:expect_op(')')
         end
-        return {k = 'in', e = l, list = list, neg = neg}
+        return tree({k = 'in', e = l, list = list, neg = neg})
     elseif self:accept('BETWEEN') then
         local lo = self:relation()
         self:expect('AND')
-        return {k = 'between', e = l, lo = lo, hi = self:relation(), neg = neg}
+        return tree({k = 'between', e = l, lo = lo, hi = self:relation(), neg = neg})
     end
     self:expect('LIKE')
-    return {k = 'like', e = l, pattern = self:relation(), neg = neg}
+    return tree({k = 'like', e = l, pattern = self:relation(), neg = neg})
 end
 
 -- A left-associative run of binary operators from `ops` (operator -> node kind)
@@ -308,7 +347,7 @@ function Parser:binary_run(operand, ops)
         local kind = t.kind == 'op' and ops[t.value]
         if not kind then return l end
         self:next()
-        l = {k = kind, op = t.value, l = l, r = operand(self)}
+        l = tree({k = kind, op = t.value, l = l, r = operand(self)})
     end
 end
 
@@ -322,13 +361,15 @@ function Parser:multiplicative() return self:binary_run(Parser.concat, MULTIPLIC
 
 function Parser:concat()
     local l = self:unary()
-    while self:accept_op('||') do l = {k = 'concat', l = l, r = self:unary()} end
+    while self:accept_op('||') do l = tree({k = 'concat', l = l, r = self:unary()}) end
     return l
 end
 
 function Parser:unary()
     if self:accept_op('-') then
+        self:enter()
         local e = self:unary()
+        self:leave()
         if e.k == 'lit' and type(e.value) == 'number' then
             e.value = -e.value
             return e
@@ -337,9 +378,14 @@ function Parser:unary()
             e.value = -e.value
             return e
         end
-        return {k = 'neg', e = e}
+        return tree({k = 'neg', e = e})
     end
-    if self:accept_op('+') then return self:unary() end
+    if self:accept_op('+') then
+        self:enter()
+        local e = self:unary()
+        self:leave()
+        return e
+    end
     return self:primary()
 end
 
@@ -375,7 +421,9 @@ function Parser:primary()
         return self:param(t.value)
     elseif t.kind == 'op' and t.value == '(' then
         self:next()
+        self:enter()
         local e = self:expr()
+        self:leave()
         self:expect_op(')')
         return e
     elseif t.kind == 'word' and (t.value == 'NULL' or t.value == 'TRUE' or t.value == 'FALSE') then
@@ -385,26 +433,37 @@ function Parser:primary()
     elseif t.kind == 'word' and t.value == 'CAST' then
         self:next()
         self:expect_op('(')
+        self:enter()
         local e = self:expr()
+        self:leave()
         self:expect('AS')
         local ty = self:type_name()
         self:expect_op(')')
-        return {k = 'cast', e = e, to = ty}
+        return tree({k = 'cast', e = e, to = ty})
     elseif t.kind == 'word' and self:peek(1).kind == 'op' and self:peek(1).value == '(' and not RESERVED[t.value] then
         self:next()
         self:next()
         local call = {k = 'call', name = t.value, args = {}}
+        if AGGREGATES[call.name] then call.k = 'agg' end
         if self:accept_op('*') then
             call.star = true
         elseif not self:accept_op(')') then
             call.distinct = self:accept('DISTINCT')
-            repeat call.args[#call.args + 1] = self:expr() until not self:accept_op(',')
+            -- On 2.6's parser stack a call takes three places, and an argument
+            -- after a comma two more while it is read.
+            self:enter(3)
+            call.args[1] = self:expr()
+            while self:accept_op(',') do
+                self:enter(2)
+                call.args[#call.args + 1] = self:expr()
+                self:leave(2)
+            end
+            self:leave(3)
         else
-            return call
+            return tree(call)
         end
         self:expect_op(')')
-        if AGGREGATES[call.name] then call.k = 'agg' end
-        return call
+        return tree(call)
     elseif t.kind == 'id' or (t.kind == 'word' and not RESERVED[t.value]) then
         local name = self:name()
         if self:accept_op('.') then
