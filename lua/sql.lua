@@ -24,7 +24,7 @@ local E = {
     SPACE_FIELD_IS_DUPLICATE = 149, NO_SUCH_FIELD_NAME_IN_SPACE = 153, SQL_EXECUTE = 159, SQL_BIND_NOT_FOUND = 161,
     SQL_TYPE_MISMATCH = 171, SQL_CANT_RESOLVE_FIELD = 176, INDEX_EXISTS_IN_SPACE = 177, SQL_STATEMENT_EMPTY = 182,
     SQL_KEYWORD_IS_RESERVED = 183, SQL_SYNTAX_NEAR_TOKEN = 184, SQL_UNKNOWN_TOKEN = 185, SQL_PARSER_GENERIC = 186,
-    SQL_STACK_OVERFLOW = 180, SQL_PARSER_LIMIT = 191, WRONG_QUERY_ID = 211,
+    UNSUPPORTED = 5, SQL_STACK_OVERFLOW = 180, SQL_PARSER_LIMIT = 191, WRONG_QUERY_ID = 211,
 }
 
 local function fail(code, message)
@@ -1868,7 +1868,37 @@ local function unprepare(id)
     return {unprepared = true}
 end
 
+-- Statements an idempotency token applies to, and the rights each needs on its
+-- table, checked again when a stored reply is replayed.
+local TOKENED_ACCESS = {
+    select = {read = true},
+    values = {},
+    insert = {write = true},
+    update = {read = true, write = true},
+    delete = {read = true, write = true},
+}
+
+-- Whether the caller may run the tokened `statement` (or have it replayed):
+-- `true`, or `false` and the error.
+local function access(statement)
+    return pcall(function()
+        if type(statement) == 'number' then statement = prepared_text(statement) end
+        local stmt = parse(statement)
+        local needs = TOKENED_ACCESS[stmt.k]
+        if needs == nil then
+            fail(E.UNSUPPORTED, ('oncebox does not support idempotency tokens on SQL %s'):format(
+                stmt.k:upper():gsub('_', ' ')))
+        end
+        local name = stmt.from or stmt.table
+        if name == nil then return end
+        local space = table_of(name)
+        if needs.write then box.internal.call_op('check_space_write', space.id) end
+        if needs.read then box.internal.call_op('len', space.id) end
+    end)
+end
+
 box.internal.sql_execute = execute
+box.internal.sql_access = access
 box.internal.sql_prepare = prepare
 box.internal.sql_unprepare = unprepare
 

@@ -937,8 +937,10 @@ impl Executor {
     }
 
     /// Decides how a request with an idempotency token is served (DESIGN §3.2).
+    #[allow(clippy::too_many_arguments, reason = "one request's parts")]
     fn tokened<'a>(
         &mut self,
+        session_id: u64,
         user: u32,
         header: &Header,
         packet: &[u8],
@@ -947,9 +949,9 @@ impl Executor {
         fingerprint: Option<Fingerprint>,
     ) -> BoxResult<Tokened<'a>> {
         let Some(range) = header.idempotent_token.clone() else { return Ok(Tokened::Plain) };
-        // SQL is not deduplicated yet: a token there is refused, not silently ignored.
-        if matches!(header.request_type, request_type::EXECUTE | request_type::PREPARE) {
-            return Err(BoxError::new(code::UNSUPPORTED, "oncebox does not support idempotency tokens on SQL EXECUTE"));
+        // PREPARE writes nothing: a token there is refused, not silently ignored.
+        if header.request_type == request_type::PREPARE {
+            return Err(BoxError::new(code::UNSUPPORTED, "oncebox does not support idempotency tokens on SQL PREPARE"));
         }
         // On SELECT, PING and AUTH the token is accepted and ignored.
         if !idem::is_write_type(header.request_type) {
@@ -982,6 +984,10 @@ impl Executor {
             return Err(BoxError::unknown_request_type(header.request_type));
         };
         let fp = fingerprint.unwrap_or_else(|| fingerprint::of(&req));
+        if let Request::Execute(x) = &req {
+            // SQL's rights depend on the statement: Lua reads it (first attempts and replays alike).
+            self.sql_access(session_id, user, x.statement)?;
+        }
         let Some(stored) = self.engine.idempotency_record(user, &token.encoded) else {
             // A first execution: `execute` checks rights and writability as for any request.
             return Ok(Tokened::Own(token, fp, req));
@@ -989,7 +995,7 @@ impl Executor {
         // Rights are checked on the replay path too: a token never bypasses a grant.
         let creds = self.creds(user);
         self.engine.check_write_access(&creds, &req)?;
-        if !matches!(req, Request::Call(_) | Request::Call16(_) | Request::Eval(_)) {
+        if !matches!(req, Request::Call(_) | Request::Call16(_) | Request::Eval(_) | Request::Execute(_)) {
             self.check_writable()?;
         }
         let record = Record::from_tuple(&stored).ok_or_else(|| BoxError::invalid_msgpack("_idempotency record"))?;
@@ -1053,7 +1059,7 @@ impl Executor {
             Err(BoxError::wrong_schema_version(sv, header.schema_version))
         } else {
             self.iproto_triggers(session_id, user, header, packet)
-                .and_then(|()| self.tokened(user, header, packet, body, decoded, fingerprint))
+                .and_then(|()| self.tokened(session_id, user, header, packet, body, decoded, fingerprint))
         };
         let (owner, parsed) = match gate {
             Ok(Tokened::Plain) => (None, None),
@@ -1416,6 +1422,18 @@ impl Executor {
             }
         }
         Ok(())
+    }
+
+    /// Whether `user` may run the tokened SQL `statement` (or have it replayed):
+    /// the rights it needs on its table, and a statement tokens apply to.
+    fn sql_access(&mut self, session_id: u64, user: u32, statement: Statement<'_>) -> BoxResult<()> {
+        let caller = self.caller(self.creds(user), session_id);
+        let mut host = Host {
+            engine: &mut self.engine,
+            window: &mut self.window,
+            ticket: self.wal.as_ref().map(|_| self.next_ticket),
+        };
+        self.lua.sql_access(&mut host, &caller, statement)
     }
 
     /// EXECUTE or PREPARE (`prepare`) of an SQL statement, run by Lua in a fiber of its own.

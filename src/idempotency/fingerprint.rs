@@ -9,7 +9,7 @@ use sha2::{Digest, Sha256};
 
 use crate::protocol::header::Header;
 use crate::protocol::msgpack::{write, Integer, MpType, Reader};
-use crate::protocol::request::{Decoded, Request};
+use crate::protocol::request::{Decoded, Request, Statement};
 
 /// A fingerprint: the first 16 bytes of SHA-256 over the canonical form. 128 bits
 /// keep accidental matches out of reach while a remembered record (and every
@@ -49,8 +49,12 @@ pub fn of(req: &Request<'_>) -> Fingerprint {
         Request::Call(x) => named(&mut c, b"call", x.name, x.args),
         Request::Call16(x) => named(&mut c, b"call_16", x.name, x.args),
         Request::Eval(x) => named(&mut c, b"eval", x.name, x.args),
-        // SQL takes no token (the executor refuses one), so it is never fingerprinted for real.
-        Request::Execute(_) | Request::Prepare(_) => write::str(&mut c, b"sql"),
+        Request::Execute(x) => match x.statement {
+            Statement::Text(text) => named(&mut c, b"execute", text, x.binds),
+            Statement::Id(id) => named(&mut c, b"execute_prepared", &id.to_be_bytes(), x.binds),
+        },
+        // PREPARE takes no token (the executor refuses one).
+        Request::Prepare(_) => write::str(&mut c, b"prepare"),
         Request::Select(_) | Request::Ping | Request::Auth(_) => write::str(&mut c, b"read"),
     }
     digest(&c)

@@ -40,7 +40,10 @@ pub const SPACE_ID: u32 = 500;
 #[must_use]
 pub fn is_write_type(ty: u64) -> bool {
     use crate::protocol::request_type as t;
-    matches!(ty, t::INSERT | t::REPLACE | t::UPDATE | t::DELETE | t::UPSERT | t::CALL | t::CALL_16 | t::EVAL)
+    matches!(
+        ty,
+        t::INSERT | t::REPLACE | t::UPDATE | t::DELETE | t::UPSERT | t::CALL | t::CALL_16 | t::EVAL | t::EXECUTE
+    )
 }
 
 /// Reply status (header key 0x0d): executed now.

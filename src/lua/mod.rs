@@ -962,6 +962,27 @@ impl LuaRuntime {
     }
 }
 
+impl LuaRuntime {
+    /// Whether the caller may run the tokened SQL `statement`, or have its stored
+    /// reply replayed (`box.internal.sql_access`): the rights on its table, and a
+    /// statement idempotency tokens apply to.
+    pub fn sql_access(&self, host: &mut Host<'_>, caller: &Caller, statement: Statement<'_>) -> BoxResult<()> {
+        let (result, _) = self.lent(host, caller, |lua, hot| {
+            hot.internal.raw_set(&hot.op_key, &hot.op)?;
+            let arg = match statement {
+                Statement::Text(text) => Value::String(lua.create_string(text)?),
+                #[allow(clippy::cast_precision_loss, reason = "statement ids are 32-bit hashes")]
+                Statement::Id(id) => Value::Number(id as f64),
+            };
+            let out = internal_fn(lua, "sql_access")?.call::<(bool, Value)>(arg);
+            hot.internal.raw_set(&hot.op_key, Value::Nil)?;
+            let (ok, err) = out?;
+            Ok(if ok { Ok(()) } else { Err(error_from_value(lua, err)) })
+        });
+        result.unwrap_or_else(|e| Err(lua_err(&e)))
+    }
+}
+
 /// The Lua function `box.internal.<name>` (defined by the built-in Lua files).
 fn internal_fn(lua: &Lua, name: &str) -> mlua::Result<Function> {
     lua.globals().get::<Table>("box")?.get::<Table>("internal")?.get(name)

@@ -430,9 +430,11 @@ def segments(ob):
 
 
 def settled_segments(ob, at_most, timeout=10):
-    """The segment files, once checkpoints have brought them down to `at_most`."""
+    """The segment files, once checkpoints have written one and brought them down to
+    `at_most` (checkpoints run at the lowest CPU priority: on a loaded machine the
+    first may come late)."""
     deadline = time.time() + timeout
-    while len(segments(ob)) > at_most and time.time() < deadline:
+    while not 0 < len(segments(ob)) <= at_most and time.time() < deadline:
         time.sleep(0.1)
     return segments(ob)
 

@@ -319,16 +319,57 @@ def test_a_table_made_by_sql_survives_a_restart(tmp_path):
         inst.stop()
 
 
-def test_a_tokened_execute_is_refused_not_run(oncebox):
-    c = Raw(oncebox.host, oncebox.port)
-    assert c.auth("admin", ADMIN_PASSWORD)[0][0] == 0
-    c.request(EXECUTE, {0x40: "create table tok (id int primary key)"})
-    h, b, _ = c.request(EXECUTE, {0x40: "insert into tok values (1)"}, _12="token-1")
-    assert h[0] == 0x8000 + 5, b
-    assert "idempotency tokens on SQL EXECUTE" in b[0x31]
-    h, b, _ = c.request(EVAL, {0x27: "return box.space.TOK:count()", 0x21: []})
-    assert b[0x30] == [0]
-    c.close()
+def test_tokened_sql_runs_once_and_replays(oncebox):
+    """An idempotency token on EXECUTE: the first attempt runs (status 1), a retry gets
+    the stored reply byte for byte (status 2) and applies nothing; another statement
+    under the token is a mismatch; a failed attempt leaves no record; a replay checks
+    the rights again; PREPARE and DDL take no token."""
+    admin = Raw(oncebox.host, oncebox.port)
+    assert admin.auth("admin", ADMIN_PASSWORD)[0][0] == 0
+    admin.request(EXECUTE, {0x40: "create table tok (id int primary key, v text)"})
+
+    def tokened(conn, token, body):
+        h, b, raw = conn.request(EXECUTE, body, _12=token)
+        return h.get(0x0D), b, body_bytes(raw)
+
+    first = tokened(admin, "t1", {0x40: "insert into tok values (?, ?)", 0x41: [1, "a"]})
+    again = tokened(admin, "t1", {0x40: "insert into tok values (?, ?)", 0x41: [1, "a"]})
+    assert (first[0], first[1]) == (1, {0x42: {0: 1}}), first
+    assert (again[0], again[2]) == (2, first[2]), again
+    for _ in range(2):
+        status, b, _ = tokened(admin, "t2", {0x40: "update tok set v = v || 'x' where id = 1"})
+        assert b == {0x42: {0: 1}}, b
+    rows = admin.request(EXECUTE, {0x40: "select v from tok"})[1][0x30]
+    assert rows == [["ax"]], rows
+    # Another statement, or other binds, under a known token: 4002.
+    _, b, _ = tokened(admin, "t1", {0x40: "insert into tok values (?, ?)", 0x41: [2, "a"]})
+    assert b[0x52][0][0][5] == 4002, b
+    # A failed attempt (one row of two is a duplicate) leaves no row and no record.
+    _, b, _ = tokened(admin, "t3", {0x40: "insert into tok values (5, 'e'), (1, 'dup')"})
+    assert b[0x52][0][0][5] == 3, b
+    status, b, _ = tokened(admin, "t3", {0x40: "insert into tok values (5, 'e')"})
+    assert (status, b) == (1, {0x42: {0: 1}}), (status, b)
+    # A prepared statement under a token, by its id.
+    stmt = admin.request(PREPARE, {0x40: "insert into tok values (?, 'p')"})[1][0x43]
+    replies = [tokened(admin, "t4", {0x43: stmt, 0x41: [7]}) for _ in range(2)]
+    assert [r[0] for r in replies] == [1, 2] and replies[0][2] == replies[1][2], replies
+    assert admin.request(EXECUTE, {0x40: "select count(*) from tok"})[1][0x30] == [[3]]
+    # PREPARE and DDL take no token.
+    _, b, _ = admin.request(PREPARE, {0x40: "select 1"}, _12="t5")
+    assert b[0x52][0][0][5] == 5, b
+    _, b, _ = tokened(admin, "t6", {0x40: "create table other (id int primary key)"})
+    assert b[0x31] == "oncebox does not support idempotency tokens on SQL CREATE TABLE", b
+    # A replay checks the rights again.
+    admin.request(EVAL, {0x27: "box.schema.user.create('u', {password = 'pw'}) "
+                               "box.schema.user.grant('u', 'read,write', 'space', 'TOK')", 0x21: []})
+    user = Raw(oncebox.host, oncebox.port)
+    assert user.auth("u", "pw")[0][0] == 0
+    assert tokened(user, "t7", {0x40: "delete from tok where id = 7"})[0] == 1
+    admin.request(EVAL, {0x27: "box.schema.user.revoke('u', 'write', 'space', 'TOK')", 0x21: []})
+    _, b, _ = tokened(user, "t7", {0x40: "delete from tok where id = 7"})
+    assert b[0x52][0][0][5] == 42, b
+    user.close()
+    admin.close()
 
 
 RANDOM_STATEMENTS = r"""
