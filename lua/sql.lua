@@ -5,7 +5,8 @@
 -- column's type and name as 2.6 reports them), and run through the box API, so
 -- privileges, triggers, sequences and transactions are those of box operations.
 --
--- Statements: SELECT (one table or none; WHERE, GROUP BY, ORDER BY, LIMIT/OFFSET,
+-- Statements: SELECT (no table, one, or several joined: JOIN, LEFT JOIN, CROSS JOIN,
+-- commas, ON/USING; WHERE, GROUP BY, ORDER BY, LIMIT/OFFSET,
 -- DISTINCT, aggregates count/sum/avg/min/max/total), VALUES, INSERT/REPLACE
 -- (VALUES rows, column lists, AUTOINCREMENT), UPDATE, DELETE, CREATE TABLE,
 -- DROP TABLE, CREATE INDEX, DROP INDEX, START TRANSACTION/BEGIN, COMMIT, ROLLBACK;
@@ -400,6 +401,9 @@ local function integer_literal(t)
         .. "18446744073709551615]"):format(digits))
 end
 
+-- Words that end a table's name in FROM (not an alias).
+local JOIN_WORDS = {JOIN = true, CROSS = true, NATURAL = true, INNER = true}
+
 local AGGREGATES = {COUNT = true, SUM = true, AVG = true, MIN = true, MAX = true, TOTAL = true}
 
 function Parser:primary()
@@ -536,11 +540,23 @@ function Parser:select_stmt()
         end
     until not self:accept_op(',')
     if self:accept('FROM') then
-        s.from = self:name()
-        if self:accept('AS') then
-            s.alias = self:name()
-        elseif self:peek().kind == 'id' or (self:peek().kind == 'word' and not RESERVED[self:peek().value]) then
-            s.alias = self:name()
+        s.sources = {self:source('first')}
+        s.from = s.sources[1].name
+        while true do
+            local join = self:join_kind()
+            if join == nil then break end
+            local source = self:source(join)
+            if join ~= 'cross' then
+                if self:accept('ON') then
+                    source.on = self:expr()
+                elseif self:accept('USING') then
+                    self:expect_op('(')
+                    source.using = {}
+                    repeat source.using[#source.using + 1] = self:name() until not self:accept_op(',')
+                    self:expect_op(')')
+                end
+            end
+            s.sources[#s.sources + 1] = source
         end
     end
     if self:accept('WHERE') then s.where = self:expr() end
@@ -568,6 +584,41 @@ function Parser:select_stmt()
         end
     end
     return s
+end
+
+-- A table in FROM: its name and alias.
+function Parser:source(join)
+    local source = {name = self:name(), join = join}
+    if self:accept('AS') then
+        source.alias = self:name()
+    elseif self:peek().kind == 'id' or (self:peek().kind == 'word' and not RESERVED[self:peek().value]
+        and not JOIN_WORDS[self:peek().value]) then
+        source.alias = self:name()
+    end
+    return source
+end
+
+-- The join to the next table in FROM ('inner', 'left' or 'cross'), or nil.
+function Parser:join_kind()
+    if self:accept_op(',') then return 'cross' end
+    if self:accept('CROSS') then
+        self:expect('JOIN')
+        return 'cross'
+    end
+    if self:accept('LEFT') then
+        self:accept('OUTER')
+        self:expect('JOIN')
+        return 'left'
+    end
+    if self:is_word('RIGHT') or self:is_word('FULL') then
+        fail(E.UNSUPPORTED, 'Tarantool does not support RIGHT and FULL OUTER JOINs')
+    end
+    if self:accept('INNER') then
+        self:expect('JOIN')
+        return 'inner'
+    end
+    if self:accept('JOIN') then return 'inner' end
+    return nil
 end
 
 function Parser:values_rows()
@@ -864,15 +915,26 @@ local function resolve(e, scope)
         e.type = bind_type(scope.binds[e.index])
         return e.type
     elseif k == 'col' then
-        local cols = scope.columns
-        local col = cols and cols[e.name]
-        if e.table and e.table ~= scope.table_name and e.table ~= scope.alias then col = nil end
+        local col, offset, named
+        for _, source in ipairs(scope.tables or {}) do
+            if e.table == nil or e.table == source.alias or e.table == source.name then
+                named = true
+                local c = source.columns[e.name]
+                if c and col then fail(E.SQL_PARSER_GENERIC, 'ambiguous column name: ' .. e.name) end
+                if c then col, offset = c, source.offset end
+            end
+        end
+        if e.table and not named then
+            -- 2.6's words for a table the statement does not name.
+            fail(E.NO_SUCH_FIELD_NAME_IN_SPACE, ("Field '%s' was not found in space '%s' format"):format(e.name, e.table))
+        end
         if not col then
             fail(E.SQL_CANT_RESOLVE_FIELD, ("Can’t resolve field '%s'"):format(
                 e.table and (e.table .. '.' .. e.name) or e.name))
         end
-        e.field = col.field
+        e.field = offset + col.field
         e.type = col.type
+        e.column_name = col.name
         return e.type
     elseif k == 'neg' then
         local t = resolve(e.e, scope)
@@ -1277,16 +1339,91 @@ local function column_named(columns, name, space_name)
     return col
 end
 
-local function scope_for(space_name, alias, binds)
-    local scope = {binds = binds}
+-- A table of a statement: its space and columns, and where its fields start in
+-- a row of the statement's tables joined.
+local function source_table(name, alias, offset)
+    local space = table_of(name)
+    return {name = name, alias = alias, space = space, columns = columns_of(space), offset = offset}
+end
+
+-- The scope of a statement on one table (or none).
+local function scope_for(space_name, binds)
+    local scope = {binds = binds, tables = {}}
     if space_name then
-        local space = table_of(space_name)
-        scope.space = space
-        scope.table_name = space_name
-        scope.alias = alias
-        scope.columns = columns_of(space)
+        local t = source_table(space_name, nil, 0)
+        scope.tables[1], scope.space, scope.columns = t, t.space, t.columns
     end
     return scope
+end
+
+-- The scope of a SELECT: every table of its FROM, each after the one before in a joined row.
+local function select_scope(s, binds)
+    local scope = {binds = binds, tables = {}}
+    local offset = 0
+    for i, source in ipairs(s.sources or {}) do
+        local t = source_table(source.name, source.alias, offset)
+        t.join, t.on, t.using = source.join, source.on, source.using
+        scope.tables[i] = t
+        offset = offset + #t.columns
+    end
+    return scope
+end
+
+-- The ON condition of `t` (the `i`th table), USING's columns made one.
+local function join_condition(scope, i, t)
+    if not t.using then return t.on end
+    local on
+    for _, name in ipairs(t.using) do
+        local here = {k = 'col', table = t.alias or t.name, name = name}
+        local earlier
+        for j = 1, i - 1 do
+            local other = scope.tables[j]
+            if other.columns[name] then
+                earlier = {k = 'col', table = other.alias or other.name, name = name}
+                break
+            end
+        end
+        if earlier == nil then
+            fail(E.SQL_EXECUTE, ("Failed to execute SQL statement: cannot join using column %s - column not present "
+                .. "in both tables"):format(name))
+        end
+        local eq = tree({k = 'cmp', op = '=', l = earlier, r = here})
+        on = on and tree({k = 'and', l = on, r = eq}) or eq
+    end
+    return on
+end
+
+-- The rows of a SELECT's tables joined (nested loops, in each table's primary key
+-- order), before WHERE: each a tuple for one table, an array of fields for more.
+local function joined_rows(scope)
+    local tables = scope.tables
+    if #tables == 0 then return {{}} end
+    if #tables == 1 then
+        local rows = {}
+        for _, t in tables[1].space:pairs() do rows[#rows + 1] = t end
+        return rows
+    end
+    local rows = {{}}
+    for i, t in ipairs(tables) do
+        local on = t.condition
+        local width = #t.columns
+        local out = {}
+        for _, partial in ipairs(rows) do
+            local matched = false
+            for _, tuple in t.space:pairs() do
+                local row = {}
+                for f = 1, t.offset do row[f] = partial[f] end
+                for f = 1, width do row[t.offset + f] = tuple[f] end
+                if on == nil or truth(eval(on, row, scope)) == true then
+                    out[#out + 1] = row
+                    matched = true
+                end
+            end
+            if t.join == 'left' and not matched and i > 1 then out[#out + 1] = partial end
+        end
+        rows = out
+    end
+    return rows
 end
 
 -- LIMIT/OFFSET values (positive integers).
@@ -1311,25 +1448,33 @@ end
 
 -- Runs a SELECT; with `describe`, only works out its result columns (PREPARE).
 local function run_select(s, binds, describe)
-    local scope = scope_for(s.from, s.alias, binds)
-    -- Result columns: `*` expands to every column of the table.
+    local scope = select_scope(s, binds)
+    -- Result columns: `*` expands to every column of the tables (`t.*` of one).
     local cols, metadata, aliases, unnamed = {}, {}, {}, 0
     scope.aggregates_allowed = true
     for _, c in ipairs(s.cols) do
         if c.star then
-            if not scope.columns then
+            if #scope.tables == 0 then
                 fail(E.SQL_EXECUTE, 'Failed to execute SQL statement: no tables specified')
             end
-            for i, col in ipairs(scope.columns) do
-                local e = {k = 'col', name = col.name, field = i, type = col.type}
-                cols[#cols + 1] = e
-                metadata[#metadata + 1] = {name = col.name, type = col.type}
+            local expanded = false
+            for _, t in ipairs(scope.tables) do
+                if c.table == nil or c.table == t.alias or c.table == t.name then
+                    expanded = true
+                    for i, col in ipairs(t.columns) do
+                        cols[#cols + 1] = {k = 'col', name = col.name, field = t.offset + i, type = col.type}
+                        metadata[#metadata + 1] = {name = col.name, type = col.type}
+                    end
+                end
+            end
+            if not expanded then
+                fail(E.SQL_EXECUTE, ('Failed to execute SQL statement: no such table: %s'):format(c.table))
             end
         else
             local ty = resolve(c.e, scope)
             cols[#cols + 1] = c.e
             local name = c.alias
-            if name == nil and c.e.k == 'col' then name = scope.columns[c.e.field].name end
+            if name == nil and c.e.k == 'col' then name = c.e.column_name end
             if name == nil then
                 unnamed = unnamed + 1
                 name = 'COLUMN_' .. unnamed
@@ -1339,6 +1484,10 @@ local function run_select(s, binds, describe)
         end
     end
     scope.aggregates_allowed = false
+    for i, t in ipairs(scope.tables) do
+        t.condition = join_condition(scope, i, t)
+        if t.condition then resolve(t.condition, scope) end
+    end
     if s.where then resolve(s.where, scope) end
     scope.aggregates_allowed = true
     if s.group then for _, g in ipairs(s.group) do resolve(g, scope) end end
@@ -1373,12 +1522,9 @@ local function run_select(s, binds, describe)
     for _, o in ipairs(order) do if o.e then collect_aggregates(o.e, aggregates) end end
 
     -- Source rows.
-    local source
-    if scope.space then
-        source = matching_rows(scope, s.where)
-    else
-        source = {}
-        if s.where == nil or truth(eval(s.where, {}, scope)) == true then source[1] = {} end
+    local source = {}
+    for _, row in ipairs(joined_rows(scope)) do
+        if s.where == nil or truth(eval(s.where, row, scope)) == true then source[#source + 1] = row end
     end
     -- Output rows, each with the row its ORDER BY expressions are read from.
     local results = {}
@@ -1531,7 +1677,7 @@ local function atomically(fn)
 end
 
 local function run_insert(s, binds)
-    local scope = scope_for(s.table, nil, binds)
+    local scope = scope_for(s.table, binds)
     local space, cols = scope.space, scope.columns
     local targets = {}
     if s.columns then
@@ -1611,7 +1757,7 @@ local function primary_key_of(space, tuple)
 end
 
 local function run_update(s, binds)
-    local scope = scope_for(s.table, nil, binds)
+    local scope = scope_for(s.table, binds)
     local sets = {}
     for i, set in ipairs(s.sets) do
         local col = column_named(scope.columns, set.name, s.table)
@@ -1634,7 +1780,7 @@ local function run_update(s, binds)
 end
 
 local function run_delete(s, binds)
-    local scope = scope_for(s.table, nil, binds)
+    local scope = scope_for(s.table, binds)
     if s.where then resolve(s.where, scope) end
     local space = scope.space
     local rows = matching_rows(scope, s.where)
@@ -1889,11 +2035,13 @@ local function access(statement)
             fail(E.UNSUPPORTED, ('oncebox does not support idempotency tokens on SQL %s'):format(
                 stmt.k:upper():gsub('_', ' ')))
         end
-        local name = stmt.from or stmt.table
-        if name == nil then return end
-        local space = table_of(name)
-        if needs.write then box.internal.call_op('check_space_write', space.id) end
-        if needs.read then box.internal.call_op('len', space.id) end
+        local names = {stmt.table}
+        for i, source in ipairs(stmt.sources or {}) do names[i] = source.name end
+        for _, name in ipairs(names) do
+            local space = table_of(name)
+            if needs.write then box.internal.call_op('check_space_write', space.id) end
+            if needs.read then box.internal.call_op('len', space.id) end
+        end
     end)
 end
 

@@ -160,6 +160,26 @@ print(select('#', st:unprepare()))
 print(box.execute(st.stmt_id, {1}))
 print(pcall(box.unprepare, st.stmt_id))
 print(box.prepare('selec 1'))
+show([[create table ja (id int primary key, name text)]])
+show([[create table jb (id int primary key, a_id int, v text)]])
+show([[insert into ja values (1, 'x'), (2, 'y'), (3, 'z')]])
+show([[insert into jb values (10, 1, 'p'), (11, 1, 'q'), (12, 2, 'r'), (13, 9, 's')]])
+show([[select * from ja join jb on ja.id = jb.a_id]])
+show([[select ja.name, jb.v from ja join jb on ja.id = jb.a_id order by jb.v desc]])
+show([[select ja.name, jb.v from ja inner join jb on ja.id = jb.a_id where jb.v > 'p']])
+show([[select ja.name, jb.v from ja left join jb on ja.id = jb.a_id]])
+show([[select ja.name, jb.v from ja left outer join jb on ja.id = jb.a_id]])
+show([[select name, v from ja, jb where ja.id = jb.a_id]])
+show([[select id from ja, jb]])
+show([[select ja.id, count(*) from ja join jb on ja.id = jb.a_id group by ja.id]])
+show([[select x.name, y.v from ja as x join jb y on x.id = y.a_id]])
+show([[select * from ja cross join jb where ja.id = 3]])
+show([[select ja.*, jb.v from ja join jb on ja.id = jb.a_id]])
+show([[select ja.id from ja join jb using (id)]])
+show([[select count(*) from ja, jb]])
+show([[select zz.id from ja]])
+show([[select ja.id from ja join nope on 1]])
+show([[select ja.id from ja right join jb on ja.id = jb.a_id]])
 -- 2.6's parser limits: its stack (nesting) and the height of an expression tree.
 for _, sql in ipairs({'select ' .. string.rep('(', 92) .. '1' .. string.rep(')', 92),
                       'select ' .. string.rep('(', 93) .. '1' .. string.rep(')', 93),
@@ -193,7 +213,7 @@ os.exit()
 
 
 def test_statements_match_tarantool(tmp_path):
-    same_output_on_both(tmp_path, "sql.lua", SHOW + STATEMENTS, 125)
+    same_output_on_both(tmp_path, "sql.lua", SHOW + STATEMENTS, 145)
 
 
 def body_bytes(raw):
@@ -382,8 +402,10 @@ local words = {'select', 'insert', 'into', 'values', 'from', 't', 'a', 'b', 'c',
     'delete', 'create', 'table', 'drop', 'index', 'on', 'primary', 'key', 'int', 'text', 'in', 'between', 'like',
     'is', 'distinct', 'as', 'cast', 'integer', 'replace', "x'01'", ';', 'begin', 'commit', 'rollback', '.', 'zz',
     'unique', 'autoincrement', 'default', 'if', 'exists', 'upper', 'abs', 'coalesce', 'avg', 'min', '"a"',
-    '9223372036854775808', "'", '"', '[', 'x', '@', '$y', '0x', '1e', '/*', '--'}
-local starts = {'select', 'insert into t', 'update t set', 'delete from t', 'select * from t where', 'values'}
+    '9223372036854775808', "'", '"', '[', 'x', '@', '$y', '0x', '1e', '/*', '--', 'join', 'left', 'using', 't.a',
+    't.*', 'cross', 'inner', 'outer', 'prepare'}
+local starts = {'select', 'insert into t', 'update t set', 'delete from t', 'select * from t where', 'values',
+    'select * from t join t as u on', 'select * from t left join t u using'}
 math.randomseed(42)
 local internal, answered = 0, 0
 for _ = 1, 20000 do
