@@ -7,7 +7,8 @@
 --
 -- Statements: SELECT (no table, one, or several joined: JOIN, LEFT JOIN, CROSS JOIN,
 -- commas, ON/USING; WHERE, GROUP BY, ORDER BY, LIMIT/OFFSET,
--- DISTINCT, aggregates count/sum/avg/min/max/total), VALUES, INSERT/REPLACE
+-- DISTINCT, aggregates count/sum/avg/min/max/total, subqueries in IN, EXISTS and
+-- as values, correlated ones too), VALUES, INSERT/REPLACE
 -- (VALUES rows, column lists, AUTOINCREMENT), UPDATE, DELETE, CREATE TABLE,
 -- DROP TABLE, CREATE INDEX, DROP INDEX, START TRANSACTION/BEGIN, COMMIT, ROLLBACK;
 -- prepared statements (`box.prepare`, IPROTO PREPARE), kept as their text.
@@ -25,7 +26,7 @@ local E = {
     SPACE_FIELD_IS_DUPLICATE = 149, NO_SUCH_FIELD_NAME_IN_SPACE = 153, SQL_EXECUTE = 159, SQL_BIND_NOT_FOUND = 161,
     SQL_TYPE_MISMATCH = 171, SQL_CANT_RESOLVE_FIELD = 176, INDEX_EXISTS_IN_SPACE = 177, SQL_STATEMENT_EMPTY = 182,
     SQL_KEYWORD_IS_RESERVED = 183, SQL_SYNTAX_NEAR_TOKEN = 184, SQL_UNKNOWN_TOKEN = 185, SQL_PARSER_GENERIC = 186,
-    UNSUPPORTED = 5, SQL_STACK_OVERFLOW = 180, SQL_PARSER_LIMIT = 191, WRONG_QUERY_ID = 211,
+    UNSUPPORTED = 5, SQL_STACK_OVERFLOW = 180, SQL_PARSER_LIMIT = 191, SQL_ROW_EXPRESSION = 197, WRONG_QUERY_ID = 211,
 }
 
 local function fail(code, message)
@@ -324,6 +325,11 @@ end
 function Parser:postfix(l, neg)
     if self:accept('IN') then
         self:expect_op('(')
+        if self:accept('SELECT') then
+            local select = self:select_stmt()
+            self:expect_op(')')
+            return tree({k = 'in', e = l, select = select, neg = neg})
+        end
         local list = {}
         if not self:accept_op(')') then
             repeat list[#list + 1] = self:expr() until not self:accept_op(',')
@@ -423,6 +429,19 @@ function Parser:primary()
     elseif t.kind == 'param' then
         self:next()
         return self:param(t.value)
+    elseif t.kind == 'op' and t.value == '(' and self:is_word('SELECT', 1) then
+        self:next()
+        self:next()
+        local select = self:select_stmt()
+        self:expect_op(')')
+        return {k = 'subquery', select = select}
+    elseif t.kind == 'word' and t.value == 'EXISTS' then
+        self:next()
+        self:expect_op('(')
+        self:expect('SELECT')
+        local select = self:select_stmt()
+        self:expect_op(')')
+        return {k = 'exists', select = select}
     elseif t.kind == 'op' and t.value == '(' then
         self:next()
         self:enter()
@@ -907,6 +926,21 @@ local function bind_type(v)
 end
 
 -- Resolves column references of `e` in `scope` and works out its type.
+-- Runs a SELECT (defined below; subqueries run it from resolve and eval).
+local run_select
+
+-- The result columns of the subquery `e` in `scope`.
+local function subquery_columns(e, scope)
+    e.scope = scope
+    return run_select(e.select, scope.binds, true, {scope = scope}).metadata
+end
+
+-- 2.6's error for a row expression of the wrong width.
+local function row_width_mismatch(left, right)
+    fail(E.SQL_ROW_EXPRESSION, ('Unequal number of entries in row expression: left side has %d, but right side - %d')
+        :format(left, right))
+end
+
 local function resolve(e, scope)
     local k = e.k
     if k == 'lit' then
@@ -922,6 +956,23 @@ local function resolve(e, scope)
                 local c = source.columns[e.name]
                 if c and col then fail(E.SQL_PARSER_GENERIC, 'ambiguous column name: ' .. e.name) end
                 if c then col, offset = c, source.offset end
+            end
+        end
+        if not col then
+            -- A correlated subquery's reference to a table of a query around it.
+            local outer, depth = scope.outer, 1
+            while outer do
+                for _, source in ipairs(outer.scope.tables or {}) do
+                    if e.table == nil or e.table == source.alias or e.table == source.name then
+                        local c = source.columns[e.name]
+                        if c then
+                            e.k, e.depth, e.field, e.type, e.column_name = 'outer', depth, source.offset + c.field,
+                                c.type, c.name
+                            return e.type
+                        end
+                    end
+                end
+                outer, depth = outer.scope.outer, depth + 1
             end
         end
         if e.table and not named then
@@ -968,8 +1019,24 @@ local function resolve(e, scope)
         return e.type
     elseif k == 'in' then
         resolve(e.e, scope)
-        for _, x in ipairs(e.list) do resolve(x, scope) end
+        if e.select then
+            local metadata = subquery_columns(e, scope)
+            if #metadata ~= 1 then row_width_mismatch(1, #metadata) end
+        else
+            for _, x in ipairs(e.list) do resolve(x, scope) end
+        end
         e.type = 'boolean'
+        return e.type
+    elseif k == 'subquery' then
+        local metadata = subquery_columns(e, scope)
+        if #metadata ~= 1 then row_width_mismatch(#metadata, 1) end
+        e.type = metadata[1].type
+        return e.type
+    elseif k == 'exists' then
+        subquery_columns(e, scope)
+        e.type = 'boolean'
+        return e.type
+    elseif k == 'outer' then
         return e.type
     elseif k == 'between' then
         resolve(e.e, scope)
@@ -1224,11 +1291,30 @@ eval = function(e, row, ctx)
         if type(l) ~= 'string' then mismatch(l, 'string') end
         if type(r) ~= 'string' then mismatch(r, 'string') end
         return l .. r
+    elseif k == 'outer' then
+        local outer = ctx.outer
+        for _ = 2, e.depth do outer = outer.scope.outer end
+        local v = outer.row[e.field]
+        if v == nil then return NULL end
+        return v
+    elseif k == 'subquery' or k == 'exists' then
+        local rows = run_select(e.select, ctx.binds, false, {scope = e.scope, row = row}).rows
+        if k == 'exists' then return #rows > 0 end
+        if #rows > 1 then fail_exec('Expression subquery returned more than 1 row') end
+        if rows[1] == nil or rows[1][1] == nil then return NULL end
+        return rows[1][1]
     elseif k == 'in' then
         local v = eval(e.e, row, ctx)
         if is_null(v) then return NULL end
         local found, saw_null = false, false
-        for _, x in ipairs(e.list) do
+        local candidates = e.list
+        if e.select then
+            candidates = {}
+            for i, r in ipairs(run_select(e.select, ctx.binds, false, {scope = e.scope, row = row}).rows) do
+                candidates[i] = {k = 'lit', value = r[1] == nil and NULL or r[1]}
+            end
+        end
+        for _, x in ipairs(candidates) do
             local c = cmp_values('=', v, eval(x, row, ctx))
             if c == true then
                 found = true
@@ -1277,9 +1363,10 @@ local function collect_aggregates(e, out)
         out[#out + 1] = e
         return
     end
-    for key, child in pairs(e) do
-        if key ~= 'value' and type(child) == 'table' then collect_aggregates(child, out) end
+    for _, key in ipairs({'l', 'r', 'e', 'lo', 'hi', 'pattern'}) do
+        if e[key] then collect_aggregates(e[key], out) end
     end
+    for _, child in ipairs(e.list or e.args or {}) do collect_aggregates(child, out) end
 end
 
 local function new_accumulator(agg)
@@ -1447,8 +1534,10 @@ local function matching_rows(scope, where)
 end
 
 -- Runs a SELECT; with `describe`, only works out its result columns (PREPARE).
-local function run_select(s, binds, describe)
+-- A subquery's `outer` is the query around it: its scope, and the row it is at.
+run_select = function(s, binds, describe, outer)
     local scope = select_scope(s, binds)
+    scope.outer = outer
     -- Result columns: `*` expands to every column of the tables (`t.*` of one).
     local cols, metadata, aliases, unnamed = {}, {}, {}, 0
     scope.aggregates_allowed = true
@@ -1571,7 +1660,7 @@ local function run_select(s, binds, describe)
             end)
         end
         for _, group in ipairs(list) do
-            local ctx = {binds = binds, aggregates = {}}
+            local ctx = {binds = binds, aggregates = {}, outer = outer}
             for i, acc in ipairs(group.accs) do ctx.aggregates[aggregates[i]] = finish(acc) end
             if s.having == nil or truth(eval(s.having, group.last, ctx)) == true then
                 emit(group.last, ctx)

@@ -180,6 +180,22 @@ show([[select count(*) from ja, jb]])
 show([[select zz.id from ja]])
 show([[select ja.id from ja join nope on 1]])
 show([[select ja.id from ja right join jb on ja.id = jb.a_id]])
+-- Subqueries: IN, scalar (correlated too), in UPDATE and DELETE, their errors.
+show([[select name from ja where id in (select a_id from jb)]])
+show([[select name from ja where id not in (select a_id from jb where v > 'p')]])
+show([[select name, (select count(*) from jb where jb.a_id = ja.id) from ja]])
+show([[select name, (select count(*) from jb where jb.a_id = ja.id) as n from ja order by n desc]])
+show([[select (select max(id) from jb), (select v from jb where id = 99)]])
+show([[select (select id from jb)]])
+show([[select (select id, v from jb)]])
+show([[select name from ja where id = (select a_id from jb where v = 'r')]])
+show([[select name from ja where id in (select id, v from jb)]])
+show([[select name from ja where exists (select 1 from jb where v = 's')]])
+show([[select name from ja where not exists (select 1 from jb where v = 'none')]])
+show([[insert into ja select id + 100, v from jb where id > 11]])
+show([[delete from ja where id in (select id + 100 from jb)]])
+show([[update ja set name = (select v from jb where jb.a_id = ja.id and jb.id = 10) where id = 1]])
+show([[select * from ja]])
 -- 2.6's parser limits: its stack (nesting) and the height of an expression tree.
 for _, sql in ipairs({'select ' .. string.rep('(', 92) .. '1' .. string.rep(')', 92),
                       'select ' .. string.rep('(', 93) .. '1' .. string.rep(')', 93),
@@ -213,7 +229,7 @@ os.exit()
 
 
 def test_statements_match_tarantool(tmp_path):
-    same_output_on_both(tmp_path, "sql.lua", SHOW + STATEMENTS, 145)
+    same_output_on_both(tmp_path, "sql.lua", SHOW + STATEMENTS, 160)
 
 
 def body_bytes(raw):
@@ -403,7 +419,7 @@ local words = {'select', 'insert', 'into', 'values', 'from', 't', 'a', 'b', 'c',
     'is', 'distinct', 'as', 'cast', 'integer', 'replace', "x'01'", ';', 'begin', 'commit', 'rollback', '.', 'zz',
     'unique', 'autoincrement', 'default', 'if', 'exists', 'upper', 'abs', 'coalesce', 'avg', 'min', '"a"',
     '9223372036854775808', "'", '"', '[', 'x', '@', '$y', '0x', '1e', '/*', '--', 'join', 'left', 'using', 't.a',
-    't.*', 'cross', 'inner', 'outer', 'prepare'}
+    't.*', 'cross', 'inner', 'outer', 'prepare', '(select', '(select a from t)', 'exists', '(select * from t where'}
 local starts = {'select', 'insert into t', 'update t set', 'delete from t', 'select * from t where', 'values',
     'select * from t join t as u on', 'select * from t left join t u using'}
 math.randomseed(42)
