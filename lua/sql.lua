@@ -8,7 +8,8 @@
 -- Statements: SELECT (no table, one, or several joined: JOIN, LEFT JOIN, CROSS JOIN,
 -- commas, ON/USING; WHERE, GROUP BY, ORDER BY, LIMIT/OFFSET,
 -- DISTINCT, aggregates count/sum/avg/min/max/total, subqueries in IN, EXISTS and
--- as values, correlated ones too), VALUES, INSERT/REPLACE
+-- as values, correlated ones too; derived tables; UNION [ALL], EXCEPT, INTERSECT),
+-- VALUES, INSERT/REPLACE
 -- (VALUES rows, column lists, AUTOINCREMENT), UPDATE, DELETE, CREATE TABLE,
 -- DROP TABLE, CREATE INDEX, DROP INDEX, START TRANSACTION/BEGIN, COMMIT, ROLLBACK;
 -- prepared statements (`box.prepare`, IPROTO PREPARE), kept as their text.
@@ -535,7 +536,65 @@ function Parser:type_name()
     return ty
 end
 
+-- A SELECT after its keyword: a core, maybe more joined by UNION, EXCEPT or
+-- INTERSECT, then ORDER BY and LIMIT.
 function Parser:select_stmt()
+    return self:compound_tail(self:select_core())
+end
+
+-- UNION [ALL], EXCEPT or INTERSECT (taken), or nil.
+function Parser:compound_op()
+    if self:accept('UNION') then return self:accept('ALL') and 'UNION ALL' or 'UNION' end
+    if self:accept('EXCEPT') then return 'EXCEPT' end
+    if self:accept('INTERSECT') then return 'INTERSECT' end
+    return nil
+end
+
+-- What follows a SELECT's (or VALUES') core: more cores of a compound, then
+-- ORDER BY and LIMIT, which belong to the compound as a whole.
+function Parser:compound_tail(core)
+    local s = core
+    local op = self:compound_op()
+    if op then
+        s = {k = 'select', compound = {parts = {core}, ops = {}}}
+        while op do
+            s.compound.ops[#s.compound.ops + 1] = op
+            if self:accept('SELECT') then
+                s.compound.parts[#s.compound.parts + 1] = self:select_core()
+            else
+                self:expect('VALUES')
+                s.compound.parts[#s.compound.parts + 1] = {k = 'values', rows = self:values_rows()}
+            end
+            op = self:compound_op()
+        end
+    end
+    if s.k ~= 'select' then return s end
+    if self:accept('ORDER') then
+        self:expect('BY')
+        s.order = {}
+        repeat
+            local term = {e = self:expr()}
+            if self:accept('DESC') then term.desc = true else self:accept('ASC') end
+            s.order[#s.order + 1] = term
+        until not self:accept_op(',')
+    end
+    if self:accept('LIMIT') then
+        s.limit = self:expr()
+        if self:accept('OFFSET') then
+            s.offset = self:expr()
+        elseif self:accept_op(',') then
+            s.offset, s.limit = s.limit, self:expr()
+        end
+    end
+    if self:is_word('UNION') or self:is_word('EXCEPT') or self:is_word('INTERSECT') then
+        fail(E.SQL_PARSER_GENERIC, ('%s clause should come after %s not before'):format(
+            s.limit and not s.order and 'LIMIT' or 'ORDER BY', self:peek().value))
+    end
+    return s
+end
+
+-- A SELECT's columns, FROM, WHERE, GROUP BY and HAVING.
+function Parser:select_core()
     local s = {k = 'select', cols = {}}
     s.distinct = self:accept('DISTINCT')
     if not s.distinct then self:accept('ALL') end
@@ -585,29 +644,21 @@ function Parser:select_stmt()
         repeat s.group[#s.group + 1] = self:expr() until not self:accept_op(',')
         if self:accept('HAVING') then s.having = self:expr() end
     end
-    if self:accept('ORDER') then
-        self:expect('BY')
-        s.order = {}
-        repeat
-            local term = {e = self:expr()}
-            if self:accept('DESC') then term.desc = true else self:accept('ASC') end
-            s.order[#s.order + 1] = term
-        until not self:accept_op(',')
-    end
-    if self:accept('LIMIT') then
-        s.limit = self:expr()
-        if self:accept('OFFSET') then
-            s.offset = self:expr()
-        elseif self:accept_op(',') then
-            s.offset, s.limit = s.limit, self:expr()
-        end
-    end
     return s
 end
 
 -- A table in FROM: its name and alias.
 function Parser:source(join)
-    local source = {name = self:name(), join = join}
+    local source = {join = join}
+    if self:peek().kind == 'op' and self:peek().value == '(' and self:is_word('SELECT', 1) then
+        -- A derived table: a subquery's result read as a table.
+        self:next()
+        self:next()
+        source.derived = self:select_stmt()
+        self:expect_op(')')
+    else
+        source.name = self:name()
+    end
     if self:accept('AS') then
         source.alias = self:name()
     elseif self:peek().kind == 'id' or (self:peek().kind == 'word' and not RESERVED[self:peek().value]
@@ -749,7 +800,7 @@ function Parser:statement()
     elseif self:accept('SELECT') then
         s = self:select_stmt()
     elseif self:accept('VALUES') then
-        s = {k = 'values', rows = self:values_rows()}
+        s = self:compound_tail({k = 'values', rows = self:values_rows()})
     elseif self:accept('INSERT') then
         s = self:insert_stmt(false)
     elseif self:accept('REPLACE') then
@@ -955,7 +1006,13 @@ local function resolve(e, scope)
                 named = true
                 local c = source.columns[e.name]
                 if c and col then fail(E.SQL_PARSER_GENERIC, 'ambiguous column name: ' .. e.name) end
-                if c then col, offset = c, source.offset end
+                if c then
+                    col, offset = c, source.offset
+                    -- 2.6 names a derived table's column (one not named by AS) by the
+                    -- reference to it.
+                    e.column_name = source.derived and e.table and not c.aliased and (e.table .. '.' .. c.name)
+                        or c.name
+                end
             end
         end
         if not col then
@@ -985,7 +1042,6 @@ local function resolve(e, scope)
         end
         e.field = offset + col.field
         e.type = col.type
-        e.column_name = col.name
         return e.type
     elseif k == 'neg' then
         local t = resolve(e.e, scope)
@@ -1444,11 +1500,31 @@ local function scope_for(space_name, binds)
 end
 
 -- The scope of a SELECT: every table of its FROM, each after the one before in a joined row.
+-- A derived table (a subquery in FROM): its result's columns, run once.
+local function derived_table(source, binds, offset)
+    local result = run_select(source.derived, binds, false)
+    -- Columns named by AS (not after a column of the subquery's own table).
+    local aliased = {}
+    local first = source.derived.compound and source.derived.compound.parts[1] or source.derived
+    local position = 0
+    for _, c in ipairs(first.cols or {}) do
+        position = position + 1
+        aliased[position] = c.alias ~= nil
+    end
+    local columns = {}
+    for i, m in ipairs(result.metadata) do
+        columns[i] = {name = m.name, type = m.type, nullable = true, field = i, aliased = aliased[i]}
+        columns[m.name] = columns[i]
+    end
+    return {alias = source.alias, derived = true, rows = result.rows, columns = columns, offset = offset}
+end
+
 local function select_scope(s, binds)
     local scope = {binds = binds, tables = {}}
     local offset = 0
     for i, source in ipairs(s.sources or {}) do
-        local t = source_table(source.name, source.alias, offset)
+        local t = source.derived and derived_table(source, binds, offset)
+            or source_table(source.name, source.alias, offset)
         t.join, t.on, t.using = source.join, source.on, source.using
         scope.tables[i] = t
         offset = offset + #t.columns
@@ -1480,16 +1556,20 @@ local function join_condition(scope, i, t)
     return on
 end
 
+-- A table's rows: a space's tuples in primary key order, or a derived table's.
+local function table_rows(t)
+    if t.derived then return t.rows end
+    local rows = {}
+    for _, tuple in t.space:pairs() do rows[#rows + 1] = tuple end
+    return rows
+end
+
 -- The rows of a SELECT's tables joined (nested loops, in each table's primary key
 -- order), before WHERE: each a tuple for one table, an array of fields for more.
 local function joined_rows(scope)
     local tables = scope.tables
     if #tables == 0 then return {{}} end
-    if #tables == 1 then
-        local rows = {}
-        for _, t in tables[1].space:pairs() do rows[#rows + 1] = t end
-        return rows
-    end
+    if #tables == 1 then return table_rows(tables[1]) end
     local rows = {{}}
     for i, t in ipairs(tables) do
         local on = t.condition
@@ -1497,7 +1577,7 @@ local function joined_rows(scope)
         local out = {}
         for _, partial in ipairs(rows) do
             local matched = false
-            for _, tuple in t.space:pairs() do
+            for _, tuple in ipairs(table_rows(t)) do
                 local row = {}
                 for f = 1, t.offset do row[f] = partial[f] end
                 for f = 1, width do row[t.offset + f] = tuple[f] end
@@ -1533,13 +1613,19 @@ local function matching_rows(scope, where)
     return out
 end
 
+-- Runs a compound SELECT (defined after RUN, whose VALUES it runs).
+local run_compound
+
 -- Runs a SELECT; with `describe`, only works out its result columns (PREPARE).
 -- A subquery's `outer` is the query around it: its scope, and the row it is at.
-run_select = function(s, binds, describe, outer)
+-- `counter` numbers unnamed columns across a compound's SELECTs.
+run_select = function(s, binds, describe, outer, counter)
+    if s.compound then return run_compound(s, binds, describe, outer) end
+    counter = counter or {n = 0}
     local scope = select_scope(s, binds)
     scope.outer = outer
     -- Result columns: `*` expands to every column of the tables (`t.*` of one).
-    local cols, metadata, aliases, unnamed = {}, {}, {}, 0
+    local cols, metadata, aliases, generated = {}, {}, {}, {}
     scope.aggregates_allowed = true
     for _, c in ipairs(s.cols) do
         if c.star then
@@ -1565,8 +1651,9 @@ run_select = function(s, binds, describe, outer)
             local name = c.alias
             if name == nil and c.e.k == 'col' then name = c.e.column_name end
             if name == nil then
-                unnamed = unnamed + 1
-                name = 'COLUMN_' .. unnamed
+                counter.n = counter.n + 1
+                name = 'COLUMN_' .. counter.n
+                generated[#metadata + 1] = true
             end
             metadata[#metadata + 1] = {name = name, type = ty}
             aliases[#metadata] = c.alias
@@ -1602,7 +1689,7 @@ run_select = function(s, binds, describe, outer)
         end
         order[#order + 1] = o
     end
-    if describe then return {metadata = metadata} end
+    if describe then return {metadata = metadata}, generated end
     local limit = limit_value(s.limit, scope, 'LIMIT')
     local offset = limit_value(s.offset, scope, 'OFFSET') or 0
     local aggregates = {}
@@ -1700,7 +1787,7 @@ run_select = function(s, binds, describe, outer)
         rows[#rows + 1] = setmetatable(results[i].out, require('msgpack').array_mt)
         for j = 1, #cols do if rows[#rows][j] == nil then rows[#rows][j] = NULL end end
     end
-    return {metadata = metadata, rows = rows}
+    return {metadata = metadata, rows = rows}, generated
 end
 
 -- A value made fit for a column of type `ty` (2.6's implicit casts on insert);
@@ -1976,15 +2063,18 @@ end
 
 local RUN = {
     select = run_select,
-    values = function(s, binds)
+    values = function(s, binds, counter)
         local first = s.rows[1]
-        local metadata = {}
+        local metadata, generated = {}, {}
         local rows = {}
         -- Each row is a SELECT of its own to 2.6, numbering its columns on from the
         -- row before; the result is named after the last row's.
-        local base = (#s.rows - 1) * #first
+        counter = counter or {n = 0}
+        local base = counter.n + (#s.rows - 1) * #first
+        counter.n = counter.n + #s.rows * #first
         for i, e in ipairs(first) do
             metadata[i] = {name = 'COLUMN_' .. (base + i), type = resolve(e, {binds = binds})}
+            generated[i] = true
         end
         for r, row in ipairs(s.rows) do
             if #row ~= #first then fail(E.SQL_EXECUTE, 'Failed to execute SQL statement: all VALUES must have '
@@ -1995,7 +2085,7 @@ local RUN = {
                 rows[r][i] = eval(e, {}, {binds = binds})
             end
         end
-        return {metadata = metadata, rows = rows}
+        return {metadata = metadata, rows = rows}, generated
     end,
     insert = run_insert,
     update = run_update,
@@ -2017,6 +2107,124 @@ local RUN = {
         return {row_count = 0}
     end,
 }
+
+-- A row's values as one string, equal for rows SQL counts as duplicates.
+local function row_key(row, width)
+    local parts = {}
+    for i = 1, width do parts[i] = type(row[i]) .. ':' .. tostring(row[i]) end
+    return table.concat(parts, '\0')
+end
+
+-- `rows` without duplicates, in scalar order over all their columns (as 2.6 gives
+-- the result of UNION, EXCEPT and INTERSECT).
+local function distinct_sorted(rows, width, keep)
+    local seen, out = {}, {}
+    for _, row in ipairs(rows) do
+        local key = row_key(row, width)
+        if not seen[key] and (keep == nil or keep(key)) then
+            seen[key] = true
+            out[#out + 1] = row
+        end
+    end
+    table.sort(out, function(a, b)
+        for i = 1, width do
+            local c = compare(a[i], b[i])
+            if c ~= 0 then return c < 0 end
+        end
+        return false
+    end)
+    return out
+end
+
+run_compound = function(s, binds, describe, outer)
+    local counter = {n = 0}
+    local parts, generated_first = {}, nil
+    for i, part in ipairs(s.compound.parts) do
+        local r, generated
+        if part.k == 'values' then
+            r, generated = RUN.values(part, binds, counter)
+        else
+            r, generated = run_select(part, binds, describe, outer, counter)
+        end
+        if i > 1 and #r.metadata ~= #parts[1].metadata then
+            fail(E.SQL_PARSER_GENERIC, ('SELECTs to the left and right of %s do not have the same number of result '
+                .. 'columns'):format(s.compound.ops[i - 1]))
+        end
+        parts[i] = r
+        generated_first = generated_first or generated
+    end
+    -- Named as the first SELECT names its columns; an unnamed one as the last numbers it.
+    local width = #parts[1].metadata
+    local metadata = {}
+    for i, m in ipairs(parts[1].metadata) do
+        local name = generated_first[i] and parts[#parts].metadata[i].name or m.name
+        metadata[i] = {name = name, type = m.type}
+    end
+    if describe then return {metadata = metadata} end
+    local rows = parts[1].rows
+    for i, op in ipairs(s.compound.ops) do
+        local right = parts[i + 1].rows
+        if op == 'UNION ALL' then
+            local all = {}
+            for _, r in ipairs(rows) do all[#all + 1] = r end
+            for _, r in ipairs(right) do all[#all + 1] = r end
+            rows = all
+        else
+            local in_right = {}
+            for _, r in ipairs(right) do in_right[row_key(r, width)] = true end
+            if op == 'UNION' then
+                local all = {}
+                for _, r in ipairs(rows) do all[#all + 1] = r end
+                for _, r in ipairs(right) do all[#all + 1] = r end
+                rows = distinct_sorted(all, width)
+            elseif op == 'EXCEPT' then
+                rows = distinct_sorted(rows, width, function(key) return not in_right[key] end)
+            else
+                rows = distinct_sorted(rows, width, function(key) return in_right[key] end)
+            end
+        end
+    end
+    -- ORDER BY a result column, by number or name.
+    local order = {}
+    for i, term in ipairs(s.order or {}) do
+        local column
+        if term.e.k == 'lit' and is_integer(term.e.value) and term.e.value >= 1 and term.e.value <= width then
+            column = tonumber(term.e.value)
+        elseif term.e.k == 'col' and term.e.table == nil then
+            for j, m in ipairs(metadata) do
+                if m.name == term.e.name then column = j end
+            end
+        end
+        if column == nil then
+            fail_exec(('%d%s ORDER BY term does not match any column in the result set'):format(
+                i, ({'st', 'nd', 'rd'})[i] or 'th'))
+        end
+        order[i] = {column = column, desc = term.desc}
+    end
+    if #order > 0 then
+        local seq = {}
+        for i, r in ipairs(rows) do seq[r] = i end
+        table.sort(rows, function(a, b)
+            for _, o in ipairs(order) do
+                local c = compare(a[o.column], b[o.column])
+                if c ~= 0 then
+                    if o.desc then return c > 0 end
+                    return c < 0
+                end
+            end
+            return seq[a] < seq[b]
+        end)
+    end
+    local scope = {binds = binds, tables = {}}
+    local limit = limit_value(s.limit, scope, 'LIMIT')
+    local offset = limit_value(s.offset, scope, 'OFFSET') or 0
+    local out = {}
+    for i = offset + 1, #rows do
+        if limit and #out >= limit then break end
+        out[#out + 1] = rows[i]
+    end
+    return {metadata = metadata, rows = out}
+end
 
 -- Binds as an array by parameter number: positional values, and `{[':name'] = v}`
 -- maps for named parameters.
@@ -2125,7 +2333,14 @@ local function access(statement)
                 stmt.k:upper():gsub('_', ' ')))
         end
         local names = {stmt.table}
-        for i, source in ipairs(stmt.sources or {}) do names[i] = source.name end
+        local function read_by(select)
+            for _, part in ipairs(select.compound and select.compound.parts or {select}) do
+                for _, source in ipairs(part.sources or {}) do
+                    if source.derived then read_by(source.derived) else names[#names + 1] = source.name end
+                end
+            end
+        end
+        read_by(stmt)
         for _, name in ipairs(names) do
             local space = table_of(name)
             if needs.write then box.internal.call_op('check_space_write', space.id) end

@@ -196,6 +196,23 @@ show([[insert into ja select id + 100, v from jb where id > 11]])
 show([[delete from ja where id in (select id + 100 from jb)]])
 show([[update ja set name = (select v from jb where jb.a_id = ja.id and jb.id = 10) where id = 1]])
 show([[select * from ja]])
+-- Compound SELECTs and derived tables.
+show([[select id from ja union select a_id from jb]])
+show([[select id as k from ja union all select a_id from jb order by 1]])
+show([[select a_id from jb union select id from ja]])
+show([[select id, name from ja union all select a_id, v from jb order by 2 desc limit 3]])
+show([[select id from ja except select a_id from jb]])
+show([[select id from ja intersect select a_id from jb]])
+show([[select id from ja union select a_id, v from jb]])
+show([[select 1 union select 2.5 union select 'x']])
+show([[select name from ja union select v from jb order by name]])
+show([[select id from ja union all select a_id from jb limit 2 offset 1]])
+show([[values (1) union values (2)]])
+show([[select id from ja order by id union select a_id from jb]])
+show([[select * from (select id from ja)]])
+show([[select x.id from (select id, name from ja where id > 1) as x order by x.id desc]])
+show([[select count(*) from (select a_id from jb group by a_id)]])
+show([[select j.name, d.n from ja j join (select a_id, count(*) as n from jb group by a_id) d on d.a_id = j.id]])
 -- 2.6's parser limits: its stack (nesting) and the height of an expression tree.
 for _, sql in ipairs({'select ' .. string.rep('(', 92) .. '1' .. string.rep(')', 92),
                       'select ' .. string.rep('(', 93) .. '1' .. string.rep(')', 93),
@@ -229,7 +246,7 @@ os.exit()
 
 
 def test_statements_match_tarantool(tmp_path):
-    same_output_on_both(tmp_path, "sql.lua", SHOW + STATEMENTS, 160)
+    same_output_on_both(tmp_path, "sql.lua", SHOW + STATEMENTS, 176)
 
 
 def body_bytes(raw):
@@ -419,7 +436,8 @@ local words = {'select', 'insert', 'into', 'values', 'from', 't', 'a', 'b', 'c',
     'is', 'distinct', 'as', 'cast', 'integer', 'replace', "x'01'", ';', 'begin', 'commit', 'rollback', '.', 'zz',
     'unique', 'autoincrement', 'default', 'if', 'exists', 'upper', 'abs', 'coalesce', 'avg', 'min', '"a"',
     '9223372036854775808', "'", '"', '[', 'x', '@', '$y', '0x', '1e', '/*', '--', 'join', 'left', 'using', 't.a',
-    't.*', 'cross', 'inner', 'outer', 'prepare', '(select', '(select a from t)', 'exists', '(select * from t where'}
+    't.*', 'cross', 'inner', 'outer', 'prepare', '(select', '(select a from t)', 'exists', '(select * from t where',
+    'union', 'union all', 'except', 'intersect', 'from (select a from t)'}
 local starts = {'select', 'insert into t', 'update t set', 'delete from t', 'select * from t where', 'values',
     'select * from t join t as u on', 'select * from t left join t u using'}
 math.randomseed(42)
