@@ -1008,9 +1008,9 @@ local function resolve(e, scope)
                 if c and col then fail(E.SQL_PARSER_GENERIC, 'ambiguous column name: ' .. e.name) end
                 if c then
                     col, offset = c, source.offset
-                    -- 2.6 names a derived table's column (one not named by AS) by the
-                    -- reference to it.
-                    e.column_name = source.derived and e.table and not c.aliased and (e.table .. '.' .. c.name)
+                    -- 2.6 names a derived table's column that is a column of its own
+                    -- table (under AS or not) by the reference to it ("X.ID").
+                    e.column_name = source.derived and e.table and c.reference and (e.table .. '.' .. c.name)
                         or c.name
                 end
             end
@@ -1502,18 +1502,10 @@ end
 -- The scope of a SELECT: every table of its FROM, each after the one before in a joined row.
 -- A derived table (a subquery in FROM): its result's columns, run once.
 local function derived_table(source, binds, offset)
-    local result = run_select(source.derived, binds, false)
-    -- Columns named by AS (not after a column of the subquery's own table).
-    local aliased = {}
-    local first = source.derived.compound and source.derived.compound.parts[1] or source.derived
-    local position = 0
-    for _, c in ipairs(first.cols or {}) do
-        position = position + 1
-        aliased[position] = c.alias ~= nil
-    end
+    local result, _, refs = run_select(source.derived, binds, false)
     local columns = {}
     for i, m in ipairs(result.metadata) do
-        columns[i] = {name = m.name, type = m.type, nullable = true, field = i, aliased = aliased[i]}
+        columns[i] = {name = m.name, type = m.type, nullable = true, field = i, reference = refs and refs[i]}
         columns[m.name] = columns[i]
     end
     return {alias = source.alias, derived = true, rows = result.rows, columns = columns, offset = offset}
@@ -1787,7 +1779,10 @@ run_select = function(s, binds, describe, outer, counter)
         rows[#rows + 1] = setmetatable(results[i].out, require('msgpack').array_mt)
         for j = 1, #cols do if rows[#rows][j] == nil then rows[#rows][j] = NULL end end
     end
-    return {metadata = metadata, rows = rows}, generated
+    -- Which result columns are columns of the tables (for a derived table's names).
+    local refs = {}
+    for i, e in ipairs(cols) do refs[i] = e.k == 'col' end
+    return {metadata = metadata, rows = rows}, generated, refs
 end
 
 -- A value made fit for a column of type `ty` (2.6's implicit casts on insert);
