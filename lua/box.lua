@@ -394,6 +394,8 @@ local function primary_key_of(space, tuple)
     return key
 end
 
+internal.primary_key_of = primary_key_of
+
 local function same_key(a, b)
     for i = 1, #a do
         if a[i] ~= b[i] then return false end

@@ -20,6 +20,7 @@ local ffi = require('ffi')
 local digest = require('digest')
 
 local NULL = box.NULL
+local primary_key_of = box.internal.primary_key_of
 
 -- 2.6's error codes for SQL (183, a reserved keyword, has no name in box.error).
 local E = {
@@ -194,28 +195,25 @@ function Parser:unexpected()
     fail(E.SQL_SYNTAX_NEAR_TOKEN, ("Syntax error at line 1 near '%s'"):format(t.text))
 end
 
--- Whether the next token is keyword `w` (taken if so).
-function Parser:accept(w)
+-- Whether the next token is of `kind` and `value` (taken if so).
+function Parser:take(kind, value)
     local t = self:peek()
-    if t.kind == 'word' and t.value == w then
+    if t.kind == kind and t.value == value then
         self.i = self.i + 1
         return true
     end
     return false
 end
+
+-- Whether the next token is keyword `w` (taken if so).
+function Parser:accept(w) return self:take('word', w) end
 
 function Parser:expect(w)
     if not self:accept(w) then self:unexpected() end
 end
 
-function Parser:accept_op(op)
-    local t = self:peek()
-    if t.kind == 'op' and t.value == op then
-        self.i = self.i + 1
-        return true
-    end
-    return false
-end
+-- Whether the next token is operator `op` (taken if so).
+function Parser:accept_op(op) return self:take('op', op) end
 
 function Parser:expect_op(op)
     if not self:accept_op(op) then self:unexpected() end
@@ -1313,20 +1311,15 @@ eval = function(e, row, ctx)
         return v
     elseif k == 'cmp' then
         return cmp_values(e.op, eval(e.l, row, ctx), eval(e.r, row, ctx))
-    elseif k == 'and' then
+    elseif k == 'and' or k == 'or' then
+        -- Three-valued logic: one operand equal to `decisive` decides, else NULL wins.
+        local decisive = k == 'or'
         local l = truth(eval(e.l, row, ctx))
-        if l == false then return false end
+        if l == decisive then return decisive end
         local r = truth(eval(e.r, row, ctx))
-        if r == false then return false end
+        if r == decisive then return decisive end
         if l == nil or r == nil then return NULL end
-        return true
-    elseif k == 'or' then
-        local l = truth(eval(e.l, row, ctx))
-        if l == true then return true end
-        local r = truth(eval(e.r, row, ctx))
-        if r == true then return true end
-        if l == nil or r == nil then return NULL end
-        return false
+        return not decisive
     elseif k == 'not' then
         local v = truth(eval(e.e, row, ctx))
         if v == nil then return NULL end
@@ -1905,9 +1898,7 @@ local function run_insert(s, binds)
             end
             local written
             if s.replace then
-                local pk = {}
-                for _, p in ipairs(space.index[0].parts) do pk[#pk + 1] = tuple[p.fieldno] end
-                if not generated and space:get(pk) ~= nil then count = count + 1 end
+                if not generated and space:get(primary_key_of(space, tuple)) ~= nil then count = count + 1 end
                 written = space:replace(tuple)
             else
                 written = space:insert(tuple)
@@ -1919,12 +1910,6 @@ local function run_insert(s, binds)
     local result = {row_count = count}
     if #ids > 0 then result.autoincrement_ids = ids end
     return result
-end
-
-local function primary_key_of(space, tuple)
-    local key = {}
-    for i, p in ipairs(space.index[0].parts) do key[i] = tuple[p.fieldno] end
-    return key
 end
 
 local function run_update(s, binds)

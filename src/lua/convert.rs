@@ -166,9 +166,9 @@ pub fn encode(out: &mut Vec<u8>, v: &Value, depth: usize) -> mlua::Result<()> {
             }
         }
         Value::Other(_) if let Some(d) = decimal_of(v)? => d.write_ext(out),
-        Value::Other(_) if let Some(d) = double_of(v)? => write::f64(out, d),
         Value::Other(_) => match cdata_value(v) {
             Some(CData::Null) => write::nil(out),
+            Some(CData::Double) => write::f64(out, double_of(v)?),
             Some(CData::Integer(Integer::Unsigned(u))) => write::uint(out, u),
             Some(CData::Integer(Integer::Negative(i))) => write::int(out, i),
             None => return Err(mlua::Error::runtime("unsupported Lua type 'cdata'")),
@@ -186,13 +186,11 @@ fn decimal_of(v: &Value) -> mlua::Result<Option<crate::decimal::Decimal>> {
     }
 }
 
-/// The value of a `double` or `float` cdata (`ffi.cast('double', 2)`), which
-/// msgpack writes as a double even when it is integral, as 2.6 does.
-fn double_of(v: &Value) -> mlua::Result<Option<f64>> {
-    let is_double = v.to_string().is_ok_and(|t| t.starts_with("cdata<double>") || t.starts_with("cdata<float>"));
+/// The value of a `double` or `float` cdata, read with Lua's `tonumber`.
+fn double_of(v: &Value) -> mlua::Result<f64> {
     match v.weak_lua().and_then(mlua::WeakLua::try_upgrade) {
-        Some(lua) if is_double => lua.globals().get::<mlua::Function>("tonumber")?.call(v),
-        _ => Ok(None),
+        Some(lua) => lua.globals().get::<mlua::Function>("tonumber")?.call(v),
+        None => Err(mlua::Error::runtime("a cdata outlived its Lua state")),
     }
 }
 
@@ -200,6 +198,9 @@ fn double_of(v: &Value) -> mlua::Result<Option<f64>> {
 enum CData {
     /// A `void *` NULL (nil).
     Null,
+    /// A `double` or `float` (`ffi.cast('double', 2)`), which msgpack writes as a
+    /// double even when it is integral, as 2.6 does.
+    Double,
     /// A 64-bit integer (`5ULL`, `-5LL`, as `clock.time64()` returns).
     Integer(Integer),
 }
@@ -209,6 +210,9 @@ fn cdata_value(v: &Value) -> Option<CData> {
     let text = v.to_string().ok()?;
     if text == NULL_TEXT {
         return Some(CData::Null);
+    }
+    if text.starts_with("cdata<double>") || text.starts_with("cdata<float>") {
+        return Some(CData::Double);
     }
     if let Some(digits) = text.strip_suffix("ULL") {
         return digits.parse().ok().map(|u| CData::Integer(Integer::Unsigned(u)));
