@@ -677,6 +677,9 @@ end
 --------------------------------------------------------------------------------
 
 box.schema = box.schema or {}
+-- box.priv: the privilege bits of _priv's fifth field.
+box.priv = {R = 1, W = 2, X = 4, S = 8, U = 16, C = 32, D = 64, A = 128, REFERENCE = 256, TRIGGER = 512,
+            INSERT = 1024, UPDATE = 2048, DELETE = 4096, GRANT = 8192, REVOKE = 16384, ALL = 4294967295}
 box.schema.space = {}
 box.schema.user = {}
 box.schema.role = {}
@@ -747,6 +750,20 @@ box.schema.create_space = box.schema.space.create
 -- The schema is always 2.6's own: nothing to upgrade.
 function box.schema.upgrade() end
 function box.schema.space.drop(id) local s = box.space[id] if s then s:drop() end end
+function box.schema.space.rename(space_id, name)
+    if type(space_id) ~= 'number' then raise(1, 'Illegal parameters, space_id should be a number') end
+    if type(name) ~= 'string' then raise(1, 'Illegal parameters, space_name should be a string') end
+    box.space._space:update(space_id, {{'=', 3, name}})
+end
+-- box.schema.space.format(id[, format]): the space's format, or sets it.
+function box.schema.space.format(space_id, format)
+    if type(space_id) ~= 'number' then raise(1, 'Illegal parameters, space_id should be a number') end
+    local space = box.space[space_id]
+    if space == nil then raise(36, "Space '%s' does not exist", '#' .. space_id) end
+    if format == nil then return space:format() end
+    if type(format) ~= 'table' then raise(1, 'Illegal parameters, format should be a table') end
+    space:format(format)
+end
 
 -- box.schema.index: the index methods by space and index id, as 2.6 keeps them.
 box.schema.index = {}
@@ -957,6 +974,15 @@ function box.schema.user.passwd(name, password)
     box.space._user:update({u.id}, {{'=', 5, map{['chap-sha1'] = op('chap_sha1', password)}}})
 end
 
+-- box.schema.user.password(pw): the hash _user keeps for `pw` (base64 of
+-- sha1(sha1(pw)), as 2.6's password_prepare).
+function box.schema.user.password(password)
+    if type(password) ~= 'string' then
+        error("attempt to get length of local 'password' (a " .. type(password) .. " value)", 2)
+    end
+    return op('chap_sha1', password)
+end
+
 local function object_id(obj_type, obj_name)
     if obj_type == 'universe' then return 0 end
     if obj_name == nil or obj_name == '' then return '' end
@@ -1071,11 +1097,58 @@ local function principal_info(kind, name)
     return out
 end
 function box.schema.user.info(name) return principal_info('user', name) end
+-- enable/disable: the usage and session rights on universe, which logging in needs.
+function box.schema.user.enable(name)
+    box.schema.user.grant(name, 'usage,session', 'universe', nil, {if_not_exists = true})
+end
+function box.schema.user.disable(name)
+    box.schema.user.revoke(name, 'usage,session', 'universe', nil, {if_exists = true})
+end
 function box.schema.role.info(name) return principal_info('role', name) end
 
 -- Functions.
 
 function box.schema.func.exists(name) return box.space._vfunc.index.name:get{name} ~= nil end
+
+-- Persistent functions: a LUA function of _func with a body is `return <body>`,
+-- compiled once per body; a sandboxed one sees only 2.6's sandbox exports.
+local SANDBOX_EXPORTS = {'assert', 'error', 'ipairs', 'math', 'next', 'pairs', 'pcall', 'print', 'select',
+                         'string', 'table', 'tonumber', 'tostring', 'type', 'unpack', 'xpcall', 'utf8'}
+local function sandbox()
+    local env = {}
+    for _, name in ipairs(SANDBOX_EXPORTS) do
+        local v = _G[name]
+        env[name] = type(v) == 'table' and table.copy(v) or v
+    end
+    return env
+end
+
+local function compile_body(name, body, sandboxed)
+    local chunk = loadstring('return ' .. body)
+    local ok, fn = false, nil
+    if chunk ~= nil then
+        if sandboxed then setfenv(chunk, sandbox()) end
+        ok, fn = pcall(chunk)
+    end
+    if not ok or type(fn) ~= 'function' then
+        raise(99, "Failed to dynamically load function '%s': given body doesn't define a function", name)
+    end
+    return fn
+end
+
+local compiled_functions = {} -- name -> {body, sandboxed, fn}
+
+-- The function a CALL of persistent function `name` runs (nil if there is none).
+function internal.persistent_function(name)
+    local row = as_admin(function() return box.space._func.index.name:get(name) end)
+    if row == nil or row[6] == '' or string.upper(tostring(row[5])) ~= 'LUA' then return nil end
+    local body, sandboxed = row[6], row[13] == true
+    local known = compiled_functions[name]
+    if known ~= nil and known.body == body and known.sandboxed == sandboxed then return known.fn end
+    local fn = compile_body(name, body, sandboxed)
+    compiled_functions[name] = {body = body, sandboxed = sandboxed, fn = fn}
+    return fn
+end
 
 function box.schema.func.create(name, opts)
     opts = opts or {}
@@ -1083,6 +1156,15 @@ function box.schema.func.create(name, opts)
         if opts.if_not_exists then return end
         raise(52, "Function '%s' already exists", name)
     end
+    local language = string.upper(opts.language or 'LUA')
+    if language ~= 'LUA' and language ~= 'C' then
+        raise(100, "Unsupported language '%s' specified for function '%s'", language, name)
+    end
+    if language == 'C' and (opts.body ~= nil or opts.is_sandboxed) then
+        raise(50, "Failed to create function '%s': body and is_sandboxed options are not compatible with C language",
+              name)
+    end
+    if opts.body ~= nil and opts.body ~= '' then compile_body(name, opts.body, opts.is_sandboxed) end
     -- Read through the caller's rights, as 2.6's _func:auto_increment reads it.
     local last = box.space._func.index[0]:max()
     local id = (last and last[1] or 0) + 1
@@ -1104,6 +1186,7 @@ function box.schema.func.drop(name, opts)
         box.space._priv:delete{p[2], p[3], p[4]}
     end
     box.space._func:delete{f[1]}
+    compiled_functions[name] = nil
 end
 
 -- Sequences: definitions in _sequence, values in _sequence_data. next() is the
@@ -1342,6 +1425,44 @@ end
 
 local function txn_clear(txn)
     txn.mark, txn.token, txn.aborted = nil, nil, nil
+    txn.on_commit, txn.on_rollback = nil, nil
+end
+
+-- The statements box.on_commit/on_rollback triggers are shown, captured before
+-- the transaction's end: {{old, new, space_id}, ...}, oldest first.
+local function txn_statements(txn, list)
+    if list == nil or #list == 0 then return nil end
+    if txn.aborted then return {} end -- a yield already undid them (2.6 shows none)
+    return op('changes_since', txn.mark)
+end
+
+-- Runs a transaction's triggers, in the order they were set, each given an
+-- iterator over the statements: `for i, old, new, space_id in iterator() do`.
+-- An error is logged and the next trigger runs (2.6 crashes on one).
+local function run_txn_triggers(list, statements, kind)
+    if list == nil then return end
+    local function iterator()
+        return function(rows, i)
+            local row = rows[i + 1]
+            if row == nil then return nil end
+            return i + 1, row[1], row[2], row[3]
+        end, statements, 0
+    end
+    for _, trigger in ipairs(list) do
+        local ok, err = pcall(trigger, iterator)
+        if not ok then
+            require('log').error('%s trigger failed: %s', kind, tostring(err))
+        end
+    end
+end
+
+-- Ends a transaction by undoing it, then runs its on_rollback triggers.
+local function txn_undo(txn)
+    local list = txn.on_rollback
+    local statements = txn_statements(txn, list)
+    op('txn_rollback', txn.mark)
+    txn_clear(txn)
+    run_txn_triggers(list, statements, 'on_rollback')
 end
 
 function box.begin(opts)
@@ -1357,35 +1478,51 @@ function box.commit()
     local txn = current_txn()
     if txn.mark == nil then return end
     if txn.aborted then
-        op('txn_rollback', txn.mark)
-        txn_clear(txn)
+        txn_undo(txn)
         raise(154, 'Transaction has been aborted by a fiber yield')
     end
     local token = txn.token
-    if token ~= nil then
-        if op('idem_lookup', token) ~= nil then
-            -- Already committed under this token: this transaction is discarded.
-            op('txn_rollback', txn.mark)
-        else
-            op('idem_store', token, setmetatable({}, {__serialize = 'seq'}))
-        end
+    if token ~= nil and op('idem_lookup', token) ~= nil then
+        -- Already committed under this token: this transaction is discarded.
+        return txn_undo(txn)
     end
+    local list = txn.on_commit
+    local statements = txn_statements(txn, list)
+    if token ~= nil then op('idem_store', token, setmetatable({}, {__serialize = 'seq'})) end
     txn_clear(txn)
+    run_txn_triggers(list, statements, 'on_commit')
 end
 
 function box.rollback()
     local txn = current_txn()
-    if txn.mark ~= nil then op('txn_rollback', txn.mark) end
+    if txn.mark ~= nil then return txn_undo(txn) end
     txn_clear(txn)
 end
 
+-- box.on_commit / box.on_rollback: triggers of the current transaction (the
+-- usual trigger arguments), run once it commits or rolls back.
+local function txn_trigger(kind, name)
+    return function(new, old)
+        local txn = current_txn()
+        if txn.mark == nil then
+            error(string.format('Usage inside a transaction: box.%s([function | nil, [function | nil]])', name), 2)
+        end
+        txn[kind] = txn[kind] or {}
+        return set_trigger(txn[kind], new, old)
+    end
+end
+box.on_commit = txn_trigger('on_commit', 'on_commit')
+box.on_rollback = txn_trigger('on_rollback', 'on_rollback')
+
 -- A fiber switched out inside a transaction: its changes are undone, and it is
--- marked aborted, so that box.commit fails with 154 (as memtx in 2.6 does).
+-- marked aborted, so that box.commit fails with 154 (as memtx in 2.6 does); its
+-- on_rollback triggers run when it ends.
 function internal.txn_on_yield(locals)
     local txn = locals.txn
     if txn ~= nil and txn.mark ~= nil and not txn.aborted then
         op('txn_rollback', txn.mark)
         txn.aborted = true
+        txn.on_commit = nil
     end
 end
 
@@ -1405,8 +1542,7 @@ function internal.txn_leave(locals)
     -- rawget: a fiber's missing field is not looked for in its metatable (once per request).
     local txn = rawget(locals, 'txn')
     if txn == nil or txn.mark == nil then return false end
-    op('txn_rollback', txn.mark)
-    txn_clear(txn)
+    txn_undo(txn)
     return true
 end
 
@@ -1895,7 +2031,8 @@ end
 
 function func_methods:call(args)
     if args ~= nil and type(args) ~= 'table' then error('Use func:call(table)', 2) end
-    local fn, object = resolve_function(self.name)
+    local fn, object = internal.persistent_function(self.name), nil
+    if fn == nil then fn, object = resolve_function(self.name) end
     if fn == nil then raise(33, "Procedure '%s' is not defined", self.name) end
     args = args or {}
     if object ~= nil then return fn(object, unpack(args, 1, table.maxn(args))) end
@@ -1903,6 +2040,22 @@ function func_methods:call(args)
 end
 
 function func_methods:drop() box.schema.func.drop(self.name) end
+
+-- box.schema.func.reload(name): reloads a C module; oncebox loads none, so every
+-- name is unknown.
+function box.schema.func.reload(name)
+    if type(name) ~= 'string' then
+        error("bad argument #1 to '?' (string expected, got " .. (name == nil and 'no value' or type(name)) .. ')', 2)
+    end
+    raise(165, "Module '%s' does not exist", name)
+end
+
+-- box.schema.func.call(name, ...): runs a function of _func as func:call would.
+function box.schema.func.call(name, ...)
+    local func = box.func[name]
+    if func == nil then raise(51, "Function '%s' does not exist", tostring(name)) end
+    return func:call({...})
+end
 
 box.func = setmetatable({}, {__index = function(_, name)
     if type(name) ~= 'string' then return nil end

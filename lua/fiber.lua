@@ -695,6 +695,16 @@ function os.exit(code)
     coroutine.yield()
 end
 
+-- os.setenv(name, value): sets a variable of the process's environment, or
+-- removes it when value is nil (2.6's addition to os).
+function os.setenv(name, value)
+    if type(name) ~= 'string' then error("bad argument #1 to 'setenv' (string expected)", 2) end
+    if value ~= nil and type(value) ~= 'string' and type(value) ~= 'number' then
+        error("bad argument #2 to 'setenv' (string expected)", 2)
+    end
+    native.setenv(name, value ~= nil and tostring(value) or nil)
+end
+
 -- Outcomes another thread delivers (net.box replies, socket I/O), by ticket:
 -- `await(ticket, timeout)` parks the calling fiber until `deliver(ticket, ...)`
 -- and returns true and what was delivered, or false on time-out. Each user makes

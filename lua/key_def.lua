@@ -73,11 +73,27 @@ local function checked(r, code, message)
     return r
 end
 
-function methods:extract_key(tuple) return checked(native.extract_key(self.native, tuple)) end
-function methods:compare(a, b) return checked(native.compare(self.native, a, b)) end
-function methods:compare_with_key(tuple, key) return checked(native.compare_with_key(self.native, tuple, key)) end
+-- Each method is also a function of the module (key_def.compare(kd, a, b)), as
+-- in 2.6, so `self` may be anything: it is checked.
+local function usage(self, call)
+    if getmetatable(self) ~= key_def_mt then error('Usage: key_def:' .. call, 3) end
+end
+function methods:extract_key(tuple)
+    usage(self, 'extract_key(tuple)')
+    return checked(native.extract_key(self.native, tuple))
+end
+function methods:compare(a, b)
+    usage(self, 'compare(tuple_a, tuple_b)')
+    return checked(native.compare(self.native, a, b))
+end
+function methods:compare_with_key(tuple, key)
+    usage(self, 'compare_with_key(tuple, key)')
+    return checked(native.compare_with_key(self.native, tuple, key))
+end
 
 function methods:merge(other)
+    usage(self, 'merge(second_key_def)')
+    usage(other, 'merge(second_key_def)')
     local parts, seen = {}, {}
     for _, p in ipairs(self.parts) do
         parts[#parts + 1] = table.copy(p)
@@ -93,12 +109,14 @@ function methods:merge(other)
 end
 
 function methods:totable()
+    usage(self, 'totable()')
     local out = {}
     for i, p in ipairs(self.parts) do out[i] = table.copy(p) end
     return out
 end
 
 key_def_mt.__serialize = methods.totable
+for name, method in pairs(methods) do key_def[name] = method end
 
 package.loaded.key_def = key_def
 return key_def

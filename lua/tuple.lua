@@ -1,5 +1,5 @@
 -- box.tuple extras: the tuple methods Tarantool 2.6 has beyond field access
--- (find, findall, next, pairs, ipairs, transform, update, upsert), and
+-- (find, findall, next, pairs, ipairs, slice, transform, update, upsert), and
 -- box.tuple.new without box.cfg{}. The Rust userdata (src/lua/tuple.rs) looks
 -- names up here when no field has them.
 
@@ -72,6 +72,37 @@ function methods.transform(t, from, count, ...)
     return new_tuple(out)
 end
 
+-- slice(start[, end]): the fields from `start` (counted from 0) up to `end`
+-- (not included), as values; negative positions count from the end (2.6's rules
+-- and messages).
+function methods.slice(t, ...)
+    local argc = select('#', ...)
+    if argc == 0 or argc > 2 then error('tuple.slice(): bad arguments', 0) end
+    local count = #t
+    local offset = math.floor(tonumber((...)) or 0)
+    local first
+    if offset >= 0 and offset < count then
+        first = offset
+    elseif offset < 0 and -offset <= count then
+        first = offset + count
+    else
+        error('tuple.slice(): start >= field count', 0)
+    end
+    local last = count
+    if argc == 2 then
+        offset = math.floor(tonumber((select(2, ...))) or 0)
+        if offset > 0 and offset <= count then
+            last = offset
+        elseif offset < 0 and -offset < count then
+            last = offset + count
+        else
+            error('tuple.slice(): end > field count', 0)
+        end
+    end
+    if last <= first then error('tuple.slice(): start must be less than end', 0) end
+    return t:unpack(first + 1, last)
+end
+
 local function apply(t, ops, upsert)
     local r, code, message = native.tuple_update(t, ops, upsert)
     if r == nil then raise(code, message) end
@@ -86,3 +117,24 @@ local flow = box.internal.yaml.flow
 methods.__tostring = function(t) return flow(t, true) end
 
 native.tuple_methods(methods)
+
+-- The methods are functions of box.tuple too (box.tuple.totable(t)), as in 2.6;
+-- anything but a tuple is refused with 2.6's usage message.
+local is_tuple = native.is_tuple
+local FUNCTIONS = {
+    bsize = 'Usage: tuple:bsize()', find = 'Usage: tuple:find([offset, ]val)',
+    findall = 'Usage: tuple:findall([offset, ]val)', ipairs = 'Usage: tuple:pairs(tuple[, pos])',
+    next = 'Usage: tuple:next(tuple[, pos])', pairs = 'Usage: tuple:pairs(tuple[, pos])',
+    totable = 'Usage: tuple:totable([from[, to]])', unpack = 'Usage: tuple:totable([from[, to]])',
+    update = 'Usage: tuple:update({ { op, field, arg}+ })', upsert = 'Usage: tuple:upsert({ { op, field, arg}+ })',
+    slice = false, tomap = false, transform = false,
+}
+for name, usage in pairs(FUNCTIONS) do
+    box.tuple[name] = function(t, ...)
+        if not is_tuple(t) then
+            if usage then error(usage, 2) end
+            error(string.format('Invalid argument #1 (box.tuple expected, got %s)', type(t)), 2)
+        end
+        return t[name](t, ...)
+    end
+end

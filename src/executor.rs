@@ -25,7 +25,9 @@ use crate::id_map::IdMap;
 use crate::idempotency::fingerprint::Fingerprint;
 use crate::idempotency::token::Token;
 use crate::idempotency::{self as idem, fingerprint, Mode, NewRecord, Record, Window};
-use crate::lua::{Caller, DueFiber, FiberKind, HeaderValue, Host, LuaRuntime, Resumed, Shape, Step, TriggerArg};
+use crate::lua::{
+    Called, Caller, DueFiber, FiberKind, HeaderValue, Host, LuaRuntime, Resumed, Shape, Step, TriggerArg,
+};
 use crate::protocol::frame::FrameError;
 use crate::protocol::header::Header;
 use crate::protocol::request::{Decoded, Request, Statement};
@@ -1400,7 +1402,12 @@ impl Executor {
                     window: &mut self.window,
                     ticket: self.wal.as_ref().map(|_| self.next_ticket),
                 };
-                let (step, wait) = self.lua.call(&mut host, &caller, c.name, c.args, shape, self.atomic);
+                let called = if func.is_some_and(|f| f.persistent) {
+                    Called::Persistent(c.name)
+                } else {
+                    Called::Global(c.name)
+                };
+                let (step, wait) = self.lua.call(&mut host, &caller, called, c.args, shape, self.atomic);
                 self.wait_for = wait;
                 self.finish_step(out, sync, step)?;
             }

@@ -336,17 +336,19 @@ pub fn parse_user(tuple: &[u8]) -> BoxResult<UserRow> {
     })
 }
 
-/// A `_func` row's id, owner, name and setuid flag.
+/// A `_func` row's id, owner, name, setuid flag and whether it is persistent.
 #[derive(Debug, Clone)]
 pub struct FuncRow {
     /// Function id.
     pub id: u32,
     /// Owner user id.
     pub owner: u32,
-    /// Name (a Lua global path for Lua functions).
+    /// Name (a Lua global path for Lua functions without a body).
     pub name: String,
     /// Whether it runs with the owner's rights.
     pub setuid: bool,
+    /// A Lua function defined by its body (the row's sixth field), not by a global.
+    pub persistent: bool,
 }
 
 /// The fields of a `_func` row that define the function: all before `created`
@@ -367,11 +369,14 @@ pub fn parse_func(tuple: &[u8]) -> BoxResult<FuncRow> {
     let owner = uint_field(&f, 1).ok_or_else(|| BoxError::field_type("2", "unsigned"))?;
     let name = text(str_field(&f, 2).ok_or_else(|| BoxError::field_type("3", "string"))?);
     let setuid = f.get(3).is_some_and(|v| matches!(Reader::new(v).read_integer(), Ok(Integer::Unsigned(n)) if n != 0));
+    let language = str_field(&f, 4).unwrap_or(b"LUA");
+    let persistent = language.eq_ignore_ascii_case(b"LUA") && str_field(&f, 5).is_some_and(|body| !body.is_empty());
     Ok(FuncRow {
         id: u32::try_from(id).unwrap_or(u32::MAX),
         owner: u32::try_from(owner).unwrap_or(u32::MAX),
         name,
         setuid,
+        persistent,
     })
 }
 

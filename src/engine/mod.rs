@@ -131,6 +131,8 @@ pub struct FuncAccess {
     pub owner: u32,
     /// Whether it runs with the owner's rights.
     pub setuid: bool,
+    /// Whether its body defines it (see [`catalog::FuncRow::persistent`]).
+    pub persistent: bool,
 }
 
 /// A token [`Engine::idempotency_record`] did not find.
@@ -569,7 +571,12 @@ impl Engine {
         if let Some(found) = self.funcs.borrow().get(name) {
             return *found;
         }
-        let found = self.func_by_name(name).map(|f| FuncAccess { id: f.id, owner: f.owner, setuid: f.setuid });
+        let found = self.func_by_name(name).map(|f| FuncAccess {
+            id: f.id,
+            owner: f.owner,
+            setuid: f.setuid,
+            persistent: f.persistent,
+        });
         let mut funcs = self.funcs.borrow_mut();
         // Names of functions that do not exist are remembered too: bounded.
         if funcs.len() >= MAX_REMEMBERED_FUNCS {

@@ -630,29 +630,49 @@ fn run(lua: &Lua, cx: &mut Context, op: &str, args: &[Value]) -> Result<Value, F
         }
         "txn_mark" => Value::Integer(i64::try_from(engine.pending_changes()).unwrap_or(0)),
         "changes_since" => {
-            // {{old, new}, ...}: the rows of `space_id` changed after the mark, oldest first.
-            let (mark, space_id) = (arg::<usize>(lua, args, 1)?, u32_arg(2)?);
-            let rows: Vec<(Option<Tuple>, Option<Tuple>)> = engine
+            // {{old, new, space_id}, ...}: the rows changed after the mark, oldest
+            // first; only those of `space_id` when one is given.
+            let mark = arg::<usize>(lua, args, 1)?;
+            let only = match args.get(2) {
+                None | Some(Value::Nil) => None,
+                Some(_) => Some(u32_arg(2)?),
+            };
+            let rows: Vec<(u32, Option<Tuple>, Option<Tuple>)> = engine
                 .changes_since(mark)
                 .iter()
                 .filter_map(|c| match c {
-                    crate::engine::Change::Row { space_id: s, old, new, .. } if *s == space_id => {
-                        Some((old.clone(), new.clone()))
+                    crate::engine::Change::Row { space_id, old, new, .. }
+                        if only.is_none_or(|only| only == *space_id) =>
+                    {
+                        Some((*space_id, old.clone(), new.clone()))
                     }
                     _ => None,
                 })
                 .collect();
-            let format = format_of(engine.space(space_id)?, engine.schema_version());
             let out = lua.create_table_with_capacity(rows.len(), 0)?;
-            for (i, (old, new)) in rows.into_iter().enumerate() {
-                let pair = lua.create_table()?;
+            let mut formats: Vec<(u32, Rc<TupleFormat>)> = Vec::new();
+            for (i, (space_id, old, new)) in rows.into_iter().enumerate() {
+                let format = match formats.iter().find(|(id, _)| *id == space_id) {
+                    Some((_, format)) => Rc::clone(format),
+                    None => {
+                        // A space dropped later in the transaction has no format left.
+                        let format = engine.space(space_id).map_or_else(
+                            |_| Rc::new(TupleFormat::default()),
+                            |s| format_of(s, engine.schema_version()),
+                        );
+                        formats.push((space_id, Rc::clone(&format)));
+                        format
+                    }
+                };
+                let row = lua.create_table()?;
                 if let Some(t) = old {
-                    pair.raw_set(1, tuple_value(lua, t, &format)?)?;
+                    row.raw_set(1, tuple_value(lua, t, &format)?)?;
                 }
                 if let Some(t) = new {
-                    pair.raw_set(2, tuple_value(lua, t, &format)?)?;
+                    row.raw_set(2, tuple_value(lua, t, &format)?)?;
                 }
-                out.raw_set(i + 1, pair)?;
+                row.raw_set(3, space_id)?;
+                out.raw_set(i + 1, row)?;
             }
             Value::Table(out)
         }

@@ -879,20 +879,40 @@ impl LuaRuntime {
         outcome.map_err(|e| lua_err(&e))?.map(|_| ())
     }
 
-    /// CALL: runs the global function `name` (`a.b.c`, or `a.b:c` to pass `a.b` as self)
-    /// in a fiber of its own; its reply body is `{0x30: [...]}`. `atomic` (a tokened
-    /// call, one transaction) makes a yield fail the call with error 154.
+    /// CALL: runs the function `callee` names in a fiber of its own; its reply body
+    /// is `{0x30: [...]}`. `atomic` (a tokened call, one transaction) makes a yield
+    /// fail the call with error 154.
     pub fn call(
         &self,
         host: &mut Host<'_>,
         caller: &Caller,
-        name: &[u8],
+        callee: Called<'_>,
         args: &[u8],
         shape: Shape,
         atomic: bool,
     ) -> Outcome {
-        let name = String::from_utf8_lossy(name);
+        let (name, persistent) = match callee {
+            Called::Global(name) => (String::from_utf8_lossy(name), false),
+            Called::Persistent(name) => (String::from_utf8_lossy(name), true),
+        };
         let (outcome, wait) = self.lent(host, caller, |lua, hot| {
+            if persistent {
+                // Compiled from its body in `_func` (box.lua keeps it until the body changes).
+                hot.internal.raw_set(&hot.op_key, &hot.op)?;
+                let compile: Function = internal_fn(lua, "persistent_function")?;
+                let compiled =
+                    protected_call(lua, &Value::Function(compile), vec![Value::String(lua.create_string(&*name)?)]);
+                hot.internal.raw_set(&hot.op_key, Value::Nil)?;
+                let func = match compiled? {
+                    Ok(out) => out.into_iter().next().unwrap_or(Value::Nil),
+                    Err(e) => return Ok(Err(e)),
+                };
+                if func.is_nil() {
+                    return Ok(Err(no_such_procedure(&name)));
+                }
+                let values = |all: &mut MultiValue| convert::decode_args_into(lua, args, &mut **all);
+                return start_request(lua, hot, caller, atomic, Callee::Value(func), values, shape);
+            }
             if !name.contains(['.', ':']) {
                 // A global's name: the fiber looks it up, as the global it names now.
                 let values = |all: &mut MultiValue| convert::decode_args_into(lua, args, &mut **all);
@@ -994,6 +1014,15 @@ fn step_of(outcome: mlua::Result<BoxResult<Step>>) -> Step {
         Ok(Err(e)) => Step::Done(Err(e)),
         Err(e) => Step::Done(Err(lua_err(&e))),
     }
+}
+
+/// The function a CALL names.
+#[derive(Debug, Clone, Copy)]
+pub enum Called<'a> {
+    /// A Lua global, or a path to a value (`a.b.c`, or `a.b:c` to pass `a.b` as self).
+    Global(&'a [u8]),
+    /// A persistent function of `_func`, defined by its body.
+    Persistent(&'a [u8]),
 }
 
 /// What a request's fiber runs.

@@ -145,6 +145,26 @@ pub fn create(lua: &Lua) -> mlua::Result<Table> {
             Ok(())
         })?,
     )?;
+    t.set(
+        "setenv",
+        lua.create_function(|_, (key, value): (LuaString, Option<LuaString>)| {
+            let key = key.to_str()?.to_string();
+            if key.is_empty() || key.contains(['=', '\0']) {
+                return Err(mlua::Error::runtime(format!("invalid environment variable name '{key}'")));
+            }
+            match value {
+                Some(v) => {
+                    let v = v.to_str()?.to_string();
+                    if v.contains('\0') {
+                        return Err(mlua::Error::runtime("an environment variable's value cannot hold a zero byte"));
+                    }
+                    std::env::set_var(key, v);
+                }
+                None => std::env::remove_var(key),
+            }
+            Ok(())
+        })?,
+    )?;
     t.set("is_tuple", lua.create_function(|_, v: mlua::Value| Ok(super::is_tuple(&v)))?)?;
     t.set(
         "tuple_methods",
