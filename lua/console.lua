@@ -281,6 +281,70 @@ end
 
 function console.completion_handler() return {} end
 
+-- Whether `text` is a statement cut short (more lines complete it), as 2.6's
+-- console tells: Lua's parser stopped at the end of the input.
+local function incomplete(text)
+    if loadstring('return ' .. text) ~= nil then return false end
+    local fn, err = loadstring(text)
+    return fn == nil and tostring(err):match("'<eof>'$") ~= nil
+end
+
+local ffi = require('ffi')
+pcall(ffi.cdef, 'int isatty(int fd);')
+
+-- console.start(): an interactive console on the standard input, as 2.6's: the
+-- 'tarantool> ' prompt, a statement continued over lines ('         > ') until it
+-- is complete (or, after `\set delimiter X`, until a line ends with X), each
+-- result as YAML, until the input ends. Input that is not a terminal is echoed
+-- after the prompt, as readline echoes it. The server goes on serving while the
+-- console waits for a line.
+function console.start()
+    local tty = ffi.C.isatty(0) == 1
+    local stdin = box.internal.op ~= nil and box.internal.stdin_socket() or nil
+    local function read_line()
+        io.stdout:flush()
+        local line
+        if stdin ~= nil then
+            line = stdin:read('\n')
+            if line == nil or line == '' then return nil end
+            line = line:gsub('\n$', '')
+        else
+            line = io.read('*l')
+        end
+        if line ~= nil and not tty then io.write(line, '\n') end
+        return line
+    end
+    local delimiter = ''
+    while true do
+        io.write('tarantool> ')
+        local text = read_line()
+        if text == nil then break end
+        while true do
+            if delimiter ~= '' then
+                if text:sub(-#delimiter) == delimiter then
+                    text = text:sub(1, -#delimiter - 1)
+                    break
+                end
+            elseif not incomplete(text) then
+                break
+            end
+            io.write('         > ')
+            local more = read_line()
+            if more == nil then break end
+            text = text .. '\n' .. more
+        end
+        local set = text:match('^%s*\\set%s+delimiter%s*(.-)%s*$')
+        if set ~= nil then
+            delimiter = set
+            io.write('---\n...\n\n')
+        else
+            io.write(console.eval(text), '\n')
+        end
+    end
+    io.stdout:flush()
+    if stdin ~= nil then stdin:close() end
+end
+
 local pending = {}
 
 -- Before box.cfg there is no server yet: the console opens right after it boots.

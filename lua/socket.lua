@@ -206,6 +206,14 @@ function socket.getaddrinfo(host, port)
     return list
 end
 
+-- The standard input as a socket that only reads (for console.start()): its
+-- reads wait in an I/O thread, so the server goes on while a fiber waits for a line.
+function internal.stdin_socket()
+    local h, _, text = internal.socket_stdin()
+    if h == nil then return nil, text end
+    return wrap(h)
+end
+
 setmetatable(socket, {
     __call = function()
         error('socket(domain, type, protocol) is not supported: use socket.tcp_connect or socket.tcp_server', 2)

@@ -279,6 +279,7 @@ enum End {
 /// in the port's place (empty for an unnamed end).
 fn end_table(lua: &Lua, stream: &Stream, end: End) -> mlua::Result<Value> {
     match stream {
+        Stream::Stdin(_) => Ok(Value::Nil),
         Stream::Tcp(s) => {
             let addr = match end {
                 End::Peer => s.peer_addr(),
@@ -413,6 +414,7 @@ impl UserData for Sock {
             Ok(this.stream.as_ref().is_some_and(|s| match s {
                 Stream::Tcp(s) => s.shutdown(how).is_ok(),
                 Stream::Unix(s) => s.shutdown(how).is_ok(),
+                Stream::Stdin(_) => false,
             }))
         });
         methods.add_method_mut("set_error", |_, this, (errno, text): (i32, String)| {
@@ -559,6 +561,12 @@ pub fn register(lua: &Lua) -> mlua::Result<()> {
         lua.create_function(|lua, (host, port): (String, u16)| {
             let listener = listen(lua, &host, port);
             or_failure(lua, listener)
+        })?,
+    )?;
+    internal.set(
+        "socket_stdin",
+        lua.create_function(|lua, ()| {
+            or_failure(lua, Stream::stdin().and_then(Sock::start).map_err(|e| os_error(&e)))
         })?,
     )?;
     internal.set(

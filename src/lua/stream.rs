@@ -1,5 +1,6 @@
 //! A blocking client socket, TCP or Unix (Tarantool's `unix/:/path` addresses),
-//! for the threads behind `net.box` and `socket`.
+//! for the threads behind `net.box` and `socket`; or the process's standard input,
+//! which `console.start()` reads through the same threads.
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpStream};
@@ -17,9 +18,19 @@ pub enum Stream {
     Tcp(TcpStream),
     /// A Unix-domain stream connection.
     Unix(UnixStream),
+    /// A duplicate of the standard input (reads only; no time-outs, no shutdown).
+    Stdin(std::fs::File),
 }
 
 impl Stream {
+    /// A handle on the standard input.
+    ///
+    /// # Errors
+    /// dup(2)'s.
+    pub fn stdin() -> std::io::Result<Self> {
+        Ok(Self::Stdin(std::fs::File::from(std::io::stdin().as_fd().try_clone_to_owned()?)))
+    }
+
     /// Another handle on the same socket.
     ///
     /// # Errors
@@ -28,6 +39,7 @@ impl Stream {
         Ok(match self {
             Self::Tcp(s) => Self::Tcp(s.try_clone()?),
             Self::Unix(s) => Self::Unix(s.try_clone()?),
+            Self::Stdin(f) => Self::Stdin(f.try_clone()?),
         })
     }
 
@@ -36,6 +48,7 @@ impl Stream {
         let _ = match self {
             Self::Tcp(s) => s.shutdown(Shutdown::Both),
             Self::Unix(s) => s.shutdown(Shutdown::Both),
+            Self::Stdin(_) => Ok(()),
         };
     }
 
@@ -47,6 +60,7 @@ impl Stream {
         match self {
             Self::Tcp(s) => s.set_read_timeout(timeout),
             Self::Unix(s) => s.set_read_timeout(timeout),
+            Self::Stdin(_) => Ok(()),
         }
     }
 
@@ -58,6 +72,7 @@ impl Stream {
         match self {
             Self::Tcp(s) => s.set_write_timeout(timeout),
             Self::Unix(s) => s.set_write_timeout(timeout),
+            Self::Stdin(_) => Ok(()),
         }
     }
 }
@@ -67,6 +82,7 @@ impl Read for Stream {
         match self {
             Self::Tcp(s) => s.read(buf),
             Self::Unix(s) => s.read(buf),
+            Self::Stdin(f) => f.read(buf),
         }
     }
 }
@@ -76,6 +92,7 @@ impl Write for Stream {
         match self {
             Self::Tcp(s) => s.write(buf),
             Self::Unix(s) => s.write(buf),
+            Self::Stdin(f) => f.write(buf),
         }
     }
 
@@ -83,6 +100,7 @@ impl Write for Stream {
         match self {
             Self::Tcp(s) => s.flush(),
             Self::Unix(s) => s.flush(),
+            Self::Stdin(f) => f.flush(),
         }
     }
 }
@@ -92,6 +110,7 @@ impl AsFd for Stream {
         match self {
             Self::Tcp(s) => s.as_fd(),
             Self::Unix(s) => s.as_fd(),
+            Self::Stdin(f) => f.as_fd(),
         }
     }
 }

@@ -136,10 +136,10 @@ def server(request):
     inst.stop()
 
 
-def run_script_on_both(tmp_path, name, source):
+def run_script_on_both(tmp_path, name, source, stdin_text=None):
     """Runs a Lua script with `tarantool` and with oncebox, each in a work directory of
-    its own (`WORK`) with a free `LISTEN` address; returns both stdouts as lines
-    (tarantool's first)."""
+    its own (`WORK`) with a free `LISTEN` address (and `stdin_text` as standard input,
+    if given); returns both stdouts as lines (tarantool's first)."""
     script = tmp_path / name
     script.write_text(source)
     outs = []
@@ -147,7 +147,9 @@ def run_script_on_both(tmp_path, name, source):
         work = tmp_path / os.path.basename(binary)
         work.mkdir(exist_ok=True)
         env = dict(os.environ, WORK=str(work), LISTEN=f"127.0.0.1:{free_port()}")
-        r = subprocess.run([binary, str(script)], env=env, capture_output=True, text=True, timeout=60, cwd=work)
+        r = subprocess.run(
+            [binary, str(script)], env=env, capture_output=True, text=True, timeout=60, cwd=work, input=stdin_text
+        )
         assert r.returncode == 0, (binary, r.stdout, r.stderr)
         outs.append(r.stdout.splitlines())
     return outs
