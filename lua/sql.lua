@@ -29,6 +29,7 @@ local E = {
     SQL_TYPE_MISMATCH = 171, SQL_CANT_RESOLVE_FIELD = 176, INDEX_EXISTS_IN_SPACE = 177, SQL_STATEMENT_EMPTY = 182,
     SQL_KEYWORD_IS_RESERVED = 183, SQL_SYNTAX_NEAR_TOKEN = 184, SQL_UNKNOWN_TOKEN = 185, SQL_PARSER_GENERIC = 186,
     UNSUPPORTED = 5, SQL_STACK_OVERFLOW = 180, SQL_PARSER_LIMIT = 191, SQL_ROW_EXPRESSION = 197, WRONG_QUERY_ID = 211,
+    ILLEGAL_PARAMS = 1, INCONSISTENT_TYPES = 178, SQL_FUNC_WRONG_ARG_COUNT = 202, INT_LITERAL_MAX = 190,
 }
 
 local function fail(code, message)
@@ -358,10 +359,12 @@ function Parser:binary_run(operand, ops)
 end
 
 local RELATION_OPS = {['<'] = 'cmp', ['<='] = 'cmp', ['>'] = 'cmp', ['>='] = 'cmp'}
+local BITWISE_OPS = {['<<'] = 'bit', ['>>'] = 'bit', ['&'] = 'bit', ['|'] = 'bit'}
 local ADDITIVE_OPS = {['+'] = 'arith', ['-'] = 'arith'}
 local MULTIPLICATIVE_OPS = {['*'] = 'arith', ['/'] = 'arith', ['%'] = 'arith'}
 
-function Parser:relation() return self:binary_run(Parser.additive, RELATION_OPS) end
+function Parser:relation() return self:binary_run(Parser.bitwise, RELATION_OPS) end
+function Parser:bitwise() return self:binary_run(Parser.additive, BITWISE_OPS) end
 function Parser:additive() return self:binary_run(Parser.multiplicative, ADDITIVE_OPS) end
 function Parser:multiplicative() return self:binary_run(Parser.concat, MULTIPLICATIVE_OPS) end
 
@@ -381,7 +384,16 @@ function Parser:unary()
             return e
         end
         if e.k == 'lit' and ffi.istype('int64_t', e.value) then
-            e.value = -e.value
+            e.value = e.value == -9223372036854775807LL - 1 and 9223372036854775808ULL or -e.value
+            return e
+        end
+        if e.k == 'lit' and ffi.istype('uint64_t', e.value) then
+            -- Past 2^63 only 2^63 itself has a negative (the least int64).
+            if e.value > 9223372036854775808ULL then
+                fail(E.INT_LITERAL_MAX, ("Integer literal -%s exceeds the supported range "
+                    .. "[-9223372036854775808, 18446744073709551615]"):format(tostring(e.value):sub(1, -4)))
+            end
+            e.value = -ffi.cast('int64_t', e.value)
             return e
         end
         return tree({k = 'neg', e = e})
@@ -391,6 +403,12 @@ function Parser:unary()
         local e = self:unary()
         self:leave()
         return e
+    end
+    if self:accept_op('~') then
+        self:enter()
+        local e = self:unary()
+        self:leave()
+        return tree({k = 'bitnot', e = e})
     end
     return self:primary()
 end
@@ -402,9 +420,46 @@ local function integer_literal(t)
     if n < 2 ^ 53 then return n end
     digits = digits:gsub('^0+', '')
     if #digits < 20 or (#digits == 20 and digits <= '18446744073709551615') then return tonumber64(digits) end
-    fail(E.SQL_PARSER_GENERIC, ("Integer literal %s exceeds the supported range [-9223372036854775808, "
+    fail(E.INT_LITERAL_MAX, ("Integer literal %s exceeds the supported range [-9223372036854775808, "
         .. "18446744073709551615]"):format(digits))
 end
+
+-- Scalar functions: the type 2.6 gives each one's result ('arg': its first
+-- argument's), and how many arguments it takes.
+local FUNCTION_TYPES = {
+    UPPER = 'string', LOWER = 'string', TRIM = 'string', SUBSTR = 'string', REPLACE = 'string', TYPEOF = 'string',
+    QUOTE = 'string', PRINTF = 'string', HEX = 'string', UNICODE = 'string', CHAR = 'string', SOUNDEX = 'string',
+    VERSION = 'string', LENGTH = 'integer', CHAR_LENGTH = 'integer', CHARACTER_LENGTH = 'integer',
+    POSITION = 'integer', ROUND = 'integer', ROW_COUNT = 'integer', RANDOM = 'integer', IFNULL = 'integer',
+    ABS = 'number', COALESCE = 'scalar', NULLIF = 'scalar', GREATEST = 'scalar', LEAST = 'scalar',
+    RANDOMBLOB = 'varbinary', ZEROBLOB = 'varbinary', LIKELIHOOD = 'arg', LIKELY = 'arg', UNLIKELY = 'arg',
+}
+local FUNCTION_ARITY = {
+    UPPER = {1, 1}, LOWER = {1, 1}, TRIM = {1, 1}, SUBSTR = {2, 3}, REPLACE = {3, 3}, TYPEOF = {1, 1},
+    QUOTE = {1, 1}, PRINTF = {0, math.huge}, HEX = {1, 1}, UNICODE = {1, 1}, CHAR = {0, math.huge},
+    SOUNDEX = {1, 1}, VERSION = {0, 0}, LENGTH = {1, 1}, CHAR_LENGTH = {1, 1}, CHARACTER_LENGTH = {1, 1},
+    POSITION = {2, 2}, ROUND = {1, 2}, ROW_COUNT = {0, 0}, RANDOM = {0, 0}, IFNULL = {2, 2}, ABS = {1, 1},
+    COALESCE = {2, math.huge}, NULLIF = {2, 2}, GREATEST = {2, math.huge}, LEAST = {2, math.huge},
+    RANDOMBLOB = {1, 1}, ZEROBLOB = {1, 1}, LIKELIHOOD = {2, 2}, LIKELY = {1, 1}, UNLIKELY = {1, 1},
+}
+local ARITY_WORDS = {'one', 'two'}
+
+-- Refuses a call of a known function with a number of arguments it does not take.
+local function check_arity(e)
+    local f = e.name
+    local low, high = unpack(FUNCTION_ARITY[f] or {0, math.huge})
+    -- (TRIM(... FROM s) takes its characters as a second argument.)
+    if e.side or (#e.args >= low and #e.args <= high) then return end
+    -- (2.6's message for SUBSTR counts one argument fewer.)
+    if f == 'SUBSTR' then low, high = low - 1, high - 1 end
+    local expected = high == math.huge and ('at least ' .. (ARITY_WORDS[low] or low))
+        or low == high and tostring(low) or (low .. ' or ' .. high)
+    fail(E.SQL_FUNC_WRONG_ARG_COUNT, ("Wrong number of arguments is passed to %s(): expected %s, got %d")
+        :format(f, expected, #e.args))
+end
+
+-- Reserved words that are also functions' names (REPLACE(s, a, b)).
+local RESERVED_FUNCTIONS = {REPLACE = true}
 
 -- Words that end a table's name in FROM (not an alias).
 local JOIN_WORDS = {JOIN = true, CROSS = true, NATURAL = true, INNER = true}
@@ -452,6 +507,14 @@ function Parser:primary()
         self:next()
         if t.value == 'NULL' then return {k = 'lit', value = NULL, type = 'scalar'} end
         return {k = 'lit', value = t.value == 'TRUE', type = 'boolean'}
+    elseif t.kind == 'word' and t.value == 'CASE' then
+        self:next()
+        return self:case_expr()
+    elseif t.kind == 'word' and t.value == 'TRIM' and self:peek(1).kind == 'op' and self:peek(1).value == '('
+        and self:trim_has_from() then
+        self:next()
+        self:next()
+        return self:trim_call()
     elseif t.kind == 'word' and t.value == 'CAST' then
         self:next()
         self:expect_op('(')
@@ -462,11 +525,14 @@ function Parser:primary()
         local ty = self:type_name()
         self:expect_op(')')
         return tree({k = 'cast', e = e, to = ty})
-    elseif t.kind == 'word' and self:peek(1).kind == 'op' and self:peek(1).value == '(' and not RESERVED[t.value] then
+    elseif t.kind == 'word' and self:peek(1).kind == 'op' and self:peek(1).value == '('
+        and (not RESERVED[t.value] or RESERVED_FUNCTIONS[t.value]) then
         self:next()
         self:next()
         local call = {k = 'call', name = t.value, args = {}}
         if AGGREGATES[call.name] then call.k = 'agg' end
+        -- 2.6's grammar wants TRIM's operand.
+        if call.name == 'TRIM' and self:peek().kind == 'op' and self:peek().value == ')' then self:unexpected() end
         if self:accept_op('*') then
             call.star = true
         elseif not self:accept_op(')') then
@@ -475,6 +541,8 @@ function Parser:primary()
             -- after a comma two more while it is read.
             self:enter(3)
             call.args[1] = self:expr()
+            -- 2.6's grammar gives TRIM one argument (or the FROM form).
+            if call.name == 'TRIM' and self:peek().kind == 'op' and self:peek().value == ',' then self:unexpected() end
             while self:accept_op(',') do
                 self:enter(2)
                 call.args[#call.args + 1] = self:expr()
@@ -494,6 +562,74 @@ function Parser:primary()
         return {k = 'col', name = name}
     end
     self:unexpected()
+end
+
+-- CASE [base] WHEN w THEN t ... [ELSE e] END, after CASE.
+function Parser:case_expr()
+    self:enter()
+    local node = {k = 'case', whens = {}}
+    if not self:is_word('WHEN') then node.base = self:expr() end
+    self:expect('WHEN')
+    repeat
+        local when = self:expr()
+        self:expect('THEN')
+        node.whens[#node.whens + 1] = {when = when, ['then'] = self:expr()}
+    until not self:accept('WHEN')
+    if self:accept('ELSE') then node.default = self:expr() end
+    self:expect('END')
+    self:leave()
+    -- Every operand, for the walks over a tree's nodes (height, aggregates).
+    node.args = {}
+    if node.base then node.args[1] = node.base end
+    for _, w in ipairs(node.whens) do
+        node.args[#node.args + 1] = w.when
+        node.args[#node.args + 1] = w['then']
+    end
+    if node.default then node.args[#node.args + 1] = node.default end
+    return tree(node)
+end
+
+-- Whether the TRIM call ahead (at `TRIM (`) uses the standard's form:
+-- TRIM([LEADING | TRAILING | BOTH] [chars] FROM s).
+function Parser:trim_has_from()
+    local depth, k = 0, 2
+    while true do
+        local t = self:peek(k)
+        if t.kind == 'eof' then return false end
+        if t.kind == 'op' and t.value == '(' then
+            depth = depth + 1
+        elseif t.kind == 'op' and t.value == ')' then
+            if depth == 0 then return false end
+            depth = depth - 1
+        elseif depth == 0 and t.kind == 'word' and (t.value == 'FROM' or t.value == 'LEADING'
+            or t.value == 'TRAILING' or t.value == 'BOTH') then
+            return true
+        end
+        k = k + 1
+    end
+end
+
+-- The rest of TRIM([LEADING | TRAILING | BOTH] [chars] FROM s), after `TRIM (`:
+-- a call of TRIM with the string, the side and the characters.
+function Parser:trim_call()
+    local side, side_given = 'BOTH', nil
+    for _, w in ipairs({'LEADING', 'TRAILING', 'BOTH'}) do
+        if self:accept(w) then side, side_given = w, w end
+    end
+    local chars
+    if not self:is_word('FROM') then
+        chars = self:expr()
+    elseif side_given == nil then
+        -- FROM needs a side or the characters before it.
+        fail(E.SQL_SYNTAX_NEAR_TOKEN, ("Syntax error at line 1 near '%s'"):format(self:peek().text))
+    end
+    self:expect('FROM')
+    self:enter(3)
+    local str = self:expr()
+    self:leave(3)
+    self:expect_op(')')
+    return tree({k = 'call', name = 'TRIM', args = {str, chars or {k = 'lit', value = ' ', type = 'string'}},
+                 side = side})
 end
 
 -- A parameter: `?` takes the next number; `:name`, `@name`, `$name` keep theirs.
@@ -902,7 +1038,12 @@ local function show(v)
     if type(v) == 'boolean' then return v and 'TRUE' or 'FALSE' end
     if is_int64(v) then return (tostring(v):gsub('U?LL$', '')) end
     if type(v) == 'number' and v == math.floor(v) and math.abs(v) < 2 ^ 53 then return ('%d'):format(v) end
-    if type(v) == 'number' then return ('%.15g'):format(v) end
+    if type(v) == 'number' then
+        -- A double as SQLite writes one ("%!.15g"): 1.0e+308, not 1e+308.
+        local text = ('%.15g'):format(v)
+        if not text:find('.', 1, true) then text = text:gsub('^(-?%d+)e', '%1.0e') end
+        return text
+    end
     return tostring(v)
 end
 
@@ -990,6 +1131,7 @@ local function row_width_mismatch(left, right)
         :format(left, right))
 end
 
+
 local function resolve(e, scope)
     local k = e.k
     if k == 'lit' then
@@ -1042,20 +1184,46 @@ local function resolve(e, scope)
         e.type = col.type
         return e.type
     elseif k == 'neg' then
+        -- 2.6 gives a negation its operand's type (a string's too).
         local t = resolve(e.e, scope)
-        e.type = (t == 'integer' or t == 'unsigned') and 'integer' or (t == 'double' and 'double' or 'number')
+        e.type = t == 'unsigned' and 'integer' or t
         return e.type
     elseif k == 'arith' then
         local l, r = resolve(e.l, scope), resolve(e.r, scope)
         if e.l.k == 'param' then l = 'integer' end
         if e.r.k == 'param' then r = 'integer' end
+        -- As 2.6 types it: a string operand does not count, two make a scalar.
         local function kind(t)
+            if t == 'string' then return 0 end
             if t == 'integer' or t == 'unsigned' or t == 'boolean' or t == 'scalar' then return 1 end
             if t == 'double' then return 3 end
             return 2
         end
         local m = math.max(kind(l), kind(r))
-        e.type = m == 1 and 'integer' or (m == 3 and 'double' or 'number')
+        e.type = m == 0 and 'scalar' or m == 1 and 'integer' or (m == 3 and 'double' or 'number')
+        return e.type
+    elseif k == 'bit' then
+        -- Integer, as 2.6 types it, unless both operands are strings.
+        local l, r = resolve(e.l, scope), resolve(e.r, scope)
+        e.type = (l == 'string' and r == 'string') and 'scalar' or 'integer'
+        return e.type
+    elseif k == 'bitnot' then
+        local t = resolve(e.e, scope)
+        e.type = (t == 'integer' or t == 'unsigned') and 'integer' or 'scalar'
+        return e.type
+    elseif k == 'case' then
+        -- One type when every result has it, else scalar (2.6's rule).
+        if e.base then resolve(e.base, scope) end
+        local results = {}
+        for _, w in ipairs(e.whens) do
+            resolve(w.when, scope)
+            results[#results + 1] = resolve(w['then'], scope)
+        end
+        if e.default then results[#results + 1] = resolve(e.default, scope) end
+        e.type = results[1]
+        for _, t in ipairs(results) do
+            if t ~= e.type then e.type = 'scalar' end
+        end
         return e.type
     elseif k == 'concat' then
         resolve(e.l, scope)
@@ -1101,7 +1269,8 @@ local function resolve(e, scope)
     elseif k == 'like' then
         resolve(e.e, scope)
         resolve(e.pattern, scope)
-        e.type = 'boolean'
+        -- 2.6 reports LIKE's result (a boolean) as an integer column, NOT LIKE's as boolean.
+        e.type = e.neg and 'boolean' or 'integer'
         return e.type
     elseif k == 'cast' then
         resolve(e.e, scope)
@@ -1131,19 +1300,22 @@ local function resolve(e, scope)
         end
         return e.type
     elseif k == 'call' then
-        for _, a in ipairs(e.args) do resolve(a, scope) end
+        -- The function and its arguments' count first, then the arguments (2.6's order).
         local f = e.name
-        if f == 'UPPER' or f == 'LOWER' or f == 'TRIM' or f == 'SUBSTR' or f == 'REPLACE' or f == 'TYPEOF'
-            or f == 'QUOTE' or f == 'PRINTF' then
-            e.type = 'string'
-        elseif f == 'LENGTH' or f == 'CHAR_LENGTH' or f == 'CHARACTER_LENGTH' then
-            e.type = 'integer'
-        elseif f == 'ABS' then
-            e.type = 'number'
-        elseif f == 'COALESCE' or f == 'IFNULL' or f == 'NULLIF' then
-            e.type = 'scalar'
-        else
+        local ty = FUNCTION_TYPES[f]
+        if ty == nil then
             fail(E.SQL_EXECUTE, ("Failed to execute SQL statement: no such function: %s"):format(f))
+        end
+        check_arity(e)
+        for _, a in ipairs(e.args) do resolve(a, scope) end
+        -- 'arg': the first argument's type (LIKELY and its kin pass it on).
+        e.type = ty == 'arg' and (e.args[1] and e.args[1].type or 'scalar') or ty
+        if f == 'LIKELIHOOD' then
+            local p = e.args[2]
+            if p.k ~= 'lit' or not is_number(p.value) or p.value < 0 or p.value > 1 then
+                fail(E.ILLEGAL_PARAMS, 'Illegal parameters, second argument to likelihood() must be a constant '
+                    .. 'between 0.0 and 1.0')
+            end
         end
         return e.type
     end
@@ -1176,24 +1348,109 @@ local function int_div(a, b)
     return q
 end
 
+-- A 64-bit result as a Lua number when that is exact.
+local function from_int64(v)
+    if ffi.istype('uint64_t', v) then
+        if v < 9007199254740992ULL then return tonumber(v) end
+        return v
+    end
+    if v > -2 ^ 53 and v < 2 ^ 53 then return tonumber(v) end
+    return v
+end
+
+local U64 = ffi.typeof('uint64_t')
+local I64 = ffi.typeof('int64_t')
+local TWO_63 = 9223372036854775808ULL
+
+-- An integer as its sign and magnitude (a uint64_t, so that -2^63 and 2^64 - 1 fit).
+local function sign_magnitude(v)
+    if v < 0 then return true, U64(-I64(v)) end
+    return false, U64(v)
+end
+
+local function overflowed() fail_exec('integer is overflowed') end
+
+-- A signed magnitude back as an integer: a Lua number when exact, else int64_t
+-- (negative) or uint64_t (positive), as 2.6 returns them; beyond either, overflow.
+local function from_sign_magnitude(negative, mag)
+    if mag == 0 then return 0 end
+    if negative then
+        if mag > TWO_63 then overflowed() end
+        return from_int64(I64(-mag))
+    end
+    return from_int64(mag)
+end
+
+-- +, - and * of two integers, exact over 2.6's range [-2^63, 2^64).
+local function integer_arith(op, l, r)
+    local ln, lm = sign_magnitude(l)
+    local rn, rm = sign_magnitude(r)
+    if op == '-' then rn = not rn end
+    if op == '*' then
+        local mag = lm * rm
+        if lm ~= 0 and mag / lm ~= rm then overflowed() end
+        return from_sign_magnitude(ln ~= rn, mag)
+    end
+    if ln == rn then
+        local mag = lm + rm
+        if mag < lm then overflowed() end
+        return from_sign_magnitude(ln, mag)
+    end
+    if lm >= rm then return from_sign_magnitude(ln, lm - rm) end
+    return from_sign_magnitude(rn, rm - lm)
+end
+
 local function arith(op, l, r, integer)
     if is_null(l) or is_null(r) then return NULL end
     l, r = numeric(l), numeric(r)
+    if (op == '+' or op == '-' or op == '*') and is_integer(l) and is_integer(r)
+        and (type(l) ~= 'number' or type(r) ~= 'number' or math.abs(l) >= 2 ^ 26 or math.abs(r) >= 2 ^ 26) then
+        -- (Small operands stay in doubles, where their results are exact.)
+        return integer_arith(op, l, r)
+    end
+    if not is_integer(l) or not is_integer(r) then
+        -- Beside a double a 64-bit integer is a double too (not the double an integer).
+        if is_int64(l) then l = tonumber(l) end
+        if is_int64(r) then r = tonumber(r) end
+    end
     if op == '+' then return l + r end
     if op == '-' then return l - r end
     if op == '*' then return l * r end
     if op == '/' then
         if r == 0 then fail_exec('division by zero') end
+        if is_integer(l) and is_integer(r) and (is_int64(l) or is_int64(r)) then
+            -- 64-bit operands: by sign and magnitude, so that unsigned ones divide as numbers.
+            local ln, lm = sign_magnitude(l)
+            local rn, rm = sign_magnitude(r)
+            return from_sign_magnitude(ln ~= rn, lm / rm)
+        end
         if integer then return int_div(l, r) end
         return l / r
     end
     if r == 0 then fail_exec('division by zero') end
+    if is_integer(l) and is_integer(r) and (is_int64(l) or is_int64(r)) then
+        -- The remainder takes the dividend's sign.
+        local ln, lm = sign_magnitude(l)
+        local _, rm = sign_magnitude(r)
+        return from_sign_magnitude(ln, lm % rm)
+    end
     if integer and type(l) == 'number' and type(r) == 'number' then return math.fmod(l, r) end
     return l % r
 end
 
+-- 2.6's name of a value's type where a comparison with a boolean refuses it.
+local function sql_type_name(v)
+    if is_integer(v) then return v >= 0 and 'unsigned' or 'integer' end
+    if is_number(v) then return 'real' end
+    return 'text'
+end
+
 local function cmp_values(op, l, r)
     if is_null(l) or is_null(r) then return NULL end
+    if (type(l) == 'boolean') ~= (type(r) == 'boolean') then
+        local other = type(l) == 'boolean' and r or l
+        fail(E.SQL_TYPE_MISMATCH, ('Type mismatch: can not convert %s to boolean'):format(sql_type_name(other)))
+    end
     if is_number(l) and type(r) == 'string' then
         r = numeric(r)
     elseif type(l) == 'string' and is_number(r) then
@@ -1248,49 +1505,429 @@ local function cast(v, to)
     return v
 end
 
+-- The text of a value where a function reads it as text (numbers and booleans
+-- as 2.6 writes them).
+local function text_of(v)
+    if type(v) == 'string' then return v end
+    return show(v)
+end
+
+-- UTF-8 characters of `s`, as an array.
+local function characters(s)
+    local out = {}
+    for ch in s:gmatch('[%z\1-\127\194-\244][\128-\191]*') do out[#out + 1] = ch end
+    return out
+end
+
+-- `cp` as UTF-8.
+local function utf8_char(cp)
+    if cp < 0x80 then return string.char(cp) end
+    if cp < 0x800 then return string.char(0xC0 + math.floor(cp / 0x40), 0x80 + cp % 0x40) end
+    if cp < 0x10000 then
+        return string.char(0xE0 + math.floor(cp / 0x1000), 0x80 + math.floor(cp / 0x40) % 0x40, 0x80 + cp % 0x40)
+    end
+    return string.char(0xF0 + math.floor(cp / 0x40000), 0x80 + math.floor(cp / 0x1000) % 0x40,
+                       0x80 + math.floor(cp / 0x40) % 0x40, 0x80 + cp % 0x40)
+end
+
+-- The first UTF-8 character's code point.
+local function code_point(s)
+    local b = s:byte(1)
+    if b < 0x80 then return b end
+    local n = b >= 0xF0 and 4 or b >= 0xE0 and 3 or 2
+    local cp = b % (2 ^ (7 - n))
+    for i = 2, n do cp = cp * 64 + (s:byte(i) or 0x80) % 64 end
+    return cp
+end
+
+local function is_varbinary_arg(e, i) return e.args[i] ~= nil and e.args[i].type == 'varbinary' end
+
+-- 2.6's name of a value's type in "Inconsistent types" errors.
+local function type_word(v)
+    if type(v) == 'boolean' then return 'boolean' end
+    if is_integer(v) then return v >= 0 and 'unsigned' or 'integer' end
+    if is_number(v) then return 'double' end
+    return 'string'
+end
+
+local function inconsistent(expected, v)
+    fail(E.INCONSISTENT_TYPES, ('Inconsistent types: expected %s got %s'):format(expected, type_word(v)))
+end
+
+-- An integer operand of a bitwise operator, as a 64-bit integer.
+local function int64_operand(v)
+    if type(v) == 'string' then
+        local n = tonumber(v)
+        if n == nil then mismatch(v, 'integer') end
+        v = n
+    end
+    if type(v) == 'boolean' or not is_integer(v) then mismatch(v, 'integer') end
+    return ffi.cast('int64_t', v)
+end
+
+
+local function shift(v, n, left)
+    if n < 0 then n, left = -n, not left end
+    if n >= 64 then return (left or v >= 0) and 0LL or -1LL end
+    n = tonumber(n)
+    if left then return bit.lshift(v, n) end
+    return bit.arshift(v, n)
+end
+
+local function bitwise(op, l, r)
+    if is_null(l) or is_null(r) then return NULL end
+    l, r = int64_operand(l), int64_operand(r)
+    local v
+    if op == '&' then
+        v = bit.band(l, r)
+    elseif op == '|' then
+        v = bit.bor(l, r)
+    else
+        v = shift(l, r, op == '<<')
+    end
+    return from_int64(v)
+end
+
+-- ROUND(x[, digits]): half away from zero; digits below 0 count as 0.
+local function round(x, digits)
+    if is_null(x) then return NULL end
+    x = tonumber(numeric(x))
+    digits = is_null(digits) and 0 or math.floor(tonumber(numeric(digits)))
+    if x ~= x or x == math.huge or x == -math.huge or math.abs(x) >= 2 ^ 52 then return x end
+    if digits <= 0 then
+        return x >= 0 and math.floor(x + 0.5) or math.ceil(x - 0.5)
+    end
+    if digits > 15 then return x end
+    return tonumber(('%.' .. digits .. 'f'):format(x))
+end
+
+-- SUBSTR(s, from[, count]) over characters (bytes for varbinary), SQLite's rules
+-- for a start of 0 or below and a negative count.
+local function substr(chars, from, count)
+    local len = #chars
+    -- Positions as whole numbers within ±2^40, where doubles add them exactly
+    -- (no string is that long: beyond that they all mean the same).
+    local function position(v)
+        v = tonumber(numeric(v))
+        if v ~= v then return 0 end
+        v = v >= 0 and math.floor(v) or math.ceil(v)
+        return math.max(-2 ^ 40, math.min(v, 2 ^ 40))
+    end
+    local p1 = position(from)
+    local p2 = count == nil and len + 1 or position(count)
+    local negative = p2 < 0
+    if negative then p2 = -p2 end
+    if p1 < 0 then
+        p1 = p1 + len
+        if p1 < 0 then
+            p2 = math.max(p2 + p1, 0)
+            p1 = 0
+        end
+    elseif p1 > 0 then
+        p1 = p1 - 1
+    elseif p2 > 0 then
+        p2 = p2 - 1
+    end
+    if negative then
+        p1 = p1 - p2
+        if p1 < 0 then
+            p2 = p2 + p1
+            p1 = 0
+        end
+    end
+    local first, last = p1 + 1, math.min(p1 + p2, len)
+    if first > last then return '' end
+    return table.concat(chars, '', first, last)
+end
+
+-- TRIM: `chars` (a set of characters) off one side or both.
+local function trim(s, chars, side)
+    local set = {}
+    for _, ch in ipairs(characters(chars)) do set[ch] = true end
+    local list = characters(s)
+    local first, last = 1, #list
+    if side ~= 'TRAILING' then
+        while first <= last and set[list[first]] do first = first + 1 end
+    end
+    if side ~= 'LEADING' then
+        while last >= first and set[list[last]] do last = last - 1 end
+    end
+    return table.concat(list, '', first, last)
+end
+
+-- SOUNDEX as SQLite computes it ("?000" without a letter).
+local SOUNDEX_CODES = {B = 1, F = 1, P = 1, V = 1, C = 2, G = 2, J = 2, K = 2, Q = 2, S = 2, X = 2, Z = 2,
+                       D = 3, T = 3, L = 4, M = 5, N = 5, R = 6}
+local function soundex(s)
+    s = is_null(s) and '' or text_of(s)
+    local start = s:find('%a')
+    if start == nil then return '?000' end
+    local out = {s:sub(start, start):upper()}
+    local prev = SOUNDEX_CODES[out[1]] or 0
+    for i = start + 1, #s do
+        local ch = s:sub(i, i):upper()
+        local code = SOUNDEX_CODES[ch]
+        if code ~= nil then
+            if code ~= prev then out[#out + 1] = tostring(code) end
+            prev = code
+        else
+            prev = 0
+        end
+        if #out == 4 then break end
+    end
+    return (table.concat(out) .. '000'):sub(1, 4)
+end
+
+-- The longest string or blob a function makes (2.6's SQL_MAX_LENGTH).
+local MAX_BLOB_LENGTH = 1000000000
+
+-- PRINTF: SQLite's conversions (%d %i %u %x %X %o %f %e %E %g %G %s %c %q %Q
+-- %%) with flags, width and precision; a missing argument reads as NULL.
+local function printf(fmt, ...)
+    if is_null(fmt) then return NULL end
+    fmt = text_of(fmt)
+    local args, n, next_arg = {...}, select('#', ...), 0
+    local function arg()
+        next_arg = next_arg + 1
+        if next_arg > n then return NULL end
+        local v = args[next_arg]
+        if v == nil then return NULL end
+        return v
+    end
+    local function number_arg(integer)
+        local v = arg()
+        if is_null(v) or type(v) == 'boolean' then return 0 end
+        v = tonumber(type(v) == 'string' and (tonumber(v) or 0) or v)
+        if integer then v = v >= 0 and math.floor(v) or math.ceil(v) end
+        return v
+    end
+    local too_big = false
+    local out = fmt:gsub('%%([-+ #0]*)(%d*)%.?(%d*)(%a?%%?)', function(flags, width, precision, conv)
+        if conv == '%' then return '%' end
+        width, precision = tonumber(width) or 0, tonumber(precision)
+        if width >= MAX_BLOB_LENGTH or (precision or 0) >= MAX_BLOB_LENGTH then
+            too_big = true
+            return ''
+        end
+        -- Lua's format takes two digits of precision: more are zeros it cannot show anyway.
+        local spec = '%' .. flags:gsub('[-0]', '') .. (precision and ('.' .. math.min(precision, 99)) or '')
+        local body, numeric_conv = nil, true
+        if conv == 'd' or conv == 'i' then
+            body = (spec .. 'd'):format(number_arg(true))
+        elseif conv == 'u' then
+            body = (spec .. 'd'):format(math.abs(number_arg(true)))
+        elseif conv == 'x' or conv == 'X' or conv == 'o' then
+            body = (spec .. conv):format(number_arg(true))
+        elseif conv == 'f' or conv == 'e' or conv == 'E' or conv == 'g' or conv == 'G' then
+            body = (spec .. conv):format(number_arg(false))
+        else
+            numeric_conv = false
+            local v = arg()
+            if conv == 's' then
+                body = is_null(v) and '' or text_of(v)
+                if precision then body = body:sub(1, precision) end
+            elseif conv == 'c' then
+                body = is_null(v) and '' or (characters(text_of(v))[1] or '')
+            elseif conv == 'q' or conv == 'Q' then
+                if is_null(v) then
+                    body = conv == 'q' and '(NULL)' or 'NULL'
+                else
+                    body = text_of(v):gsub("'", "''")
+                    if conv == 'Q' then body = "'" .. body .. "'" end
+                end
+            else
+                return ''
+            end
+        end
+        -- The width, applied here (Lua's format takes two digits of it).
+        local pad = width - #body
+        if pad <= 0 then return body end
+        if flags:find('-', 1, true) then return body .. string.rep(' ', pad) end
+        if numeric_conv and flags:find('0', 1, true) then
+            local sign, digits = body:match('^([-+ ]?)(.*)$')
+            return sign .. string.rep('0', pad) .. digits
+        end
+        return string.rep(' ', pad) .. body
+    end)
+    if too_big then return NULL end
+    return out
+end
+
+local function random_int64()
+    local hi, lo = math.random(0, 0x7fffffff), math.random(0, 0xffffffff)
+    local v = ffi.cast('int64_t', hi) * 4294967296LL + lo
+    if math.random(0, 1) == 1 then v = -v end
+    return from_int64(v)
+end
+
+-- A blob length argument of ZEROBLOB/RANDOMBLOB, checked against the limit
+-- with 2.6's message for each.
+local function blob_length(n, message)
+    n = is_null(n) and 0 or tonumber(numeric(n))
+    n = n >= 0 and math.floor(n) or math.ceil(n)
+    if n > MAX_BLOB_LENGTH then fail_exec(message) end
+    return n
+end
+
+-- GREATEST (`sign` 1) or LEAST (-1) of a call's values, in scalar order (a
+-- varbinary argument above every string); NULL if one is NULL.
+local function extreme(e, sign, ...)
+    local best, best_rank
+    for i = 1, select('#', ...) do
+        local v = select(i, ...)
+        if is_null(v) then return NULL end
+        local rank = is_varbinary_arg(e, i) and 4 or class_rank(v)
+        local c = best == nil and sign or (rank ~= best_rank and (rank < best_rank and -1 or 1) or compare(v, best))
+        if c * sign > 0 then best, best_rank = v, rank end
+    end
+    return best
+end
+
+-- The row count of the session's last statement (ROW_COUNT()).
+local row_counts = {}
+
+-- Scalar functions by name: each gets its call node (for its arguments' types)
+-- and the argument values.
 local CALLS = {
-    UPPER = function(a) return type(a) == 'string' and a:upper() or a end,
-    LOWER = function(a) return type(a) == 'string' and a:lower() or a end,
-    LENGTH = function(a)
+    UPPER = function(e, a)
         if is_null(a) then return NULL end
-        return utf8 and utf8.len(tostring(a)) or #tostring(a)
+        if is_varbinary_arg(e, 1) then fail(E.INCONSISTENT_TYPES, 'Inconsistent types: expected text got varbinary') end
+        return utf8.upper(text_of(a))
     end,
-    ABS = function(a)
+    LOWER = function(e, a)
         if is_null(a) then return NULL end
+        if is_varbinary_arg(e, 1) then fail(E.INCONSISTENT_TYPES, 'Inconsistent types: expected text got varbinary') end
+        return utf8.lower(text_of(a))
+    end,
+    LENGTH = function(e, a)
+        if is_null(a) then return NULL end
+        if is_varbinary_arg(e, 1) then return #a end
+        return utf8.len(text_of(a)) or #text_of(a)
+    end,
+    ABS = function(e, a)
+        if is_null(a) then return NULL end
+        if is_varbinary_arg(e, 1) then fail(E.INCONSISTENT_TYPES, 'Inconsistent types: expected number got varbinary') end
+        if type(a) == 'string' then a = tonumber(a) or 0 end
         a = numeric(a)
+        if is_int64(a) and a == -9223372036854775807LL - 1 then return 9223372036854775808ULL end
         return a < 0 and -a or a
     end,
-    COALESCE = function(...)
+    COALESCE = function(_, ...)
         for i = 1, select('#', ...) do
             local v = select(i, ...)
             if not is_null(v) then return v end
         end
         return NULL
     end,
-    NULLIF = function(a, b)
+    NULLIF = function(_, a, b)
         if not is_null(a) and not is_null(b) and compare(a, b) == 0 then return NULL end
         return a
     end,
-    TYPEOF = function(a)
+    TYPEOF = function(e, a)
         if is_null(a) then return 'NULL' end
         if type(a) == 'boolean' then return 'boolean' end
         if is_integer(a) then return 'integer' end
         if is_number(a) then return 'double' end
-        if type(a) == 'string' then return 'string' end
-        return 'varbinary'
+        if is_varbinary_arg(e, 1) or type(a) ~= 'string' then return 'varbinary' end
+        return 'string'
     end,
-    TRIM = function(a) return type(a) == 'string' and a:match('^%s*(.-)%s*$') or a end,
-    SUBSTR = function(s, from, len)
-        if is_null(s) then return NULL end
-        s = tostring(s)
-        from = from or 1
-        if len == nil then return s:sub(from) end
-        return s:sub(from, from + len - 1)
+    TRIM = function(e, a, chars)
+        if is_null(a) or (#e.args > 1 and is_null(chars)) then return NULL end
+        return trim(text_of(a), #e.args > 1 and text_of(chars) or ' ', e.side or 'BOTH')
     end,
-    REPLACE = function(s, a, b)
+    SUBSTR = function(e, s, from, count)
+        if is_null(s) or is_null(from) or (count ~= nil and is_null(count)) then return NULL end
+        if is_varbinary_arg(e, 1) then
+            local bytes = {}
+            for i = 1, #s do bytes[i] = s:sub(i, i) end
+            return substr(bytes, from, count)
+        end
+        return substr(characters(text_of(s)), from, count)
+    end,
+    REPLACE = function(_, s, a, b)
         if is_null(s) or is_null(a) or is_null(b) then return NULL end
-        return (s:gsub(a:gsub('%W', '%%%0'), (b:gsub('%%', '%%%%'))))
+        s, a, b = text_of(s), text_of(a), text_of(b)
+        if a == '' then return s end
+        local out, at = {}, 1
+        while true do
+            local found = s:find(a, at, true)
+            if found == nil then break end
+            out[#out + 1] = s:sub(at, found - 1)
+            out[#out + 1] = b
+            at = found + #a
+        end
+        out[#out + 1] = s:sub(at)
+        return table.concat(out)
     end,
+    QUOTE = function(e, v)
+        if is_null(v) then return 'NULL' end
+        if type(v) == 'boolean' then return v and 'TRUE' or 'FALSE' end
+        local real = e.args[1].type == 'double' or not is_integer(v)
+        if not real then return v end
+        if is_number(v) then
+            -- SQLite's "%!.15g": a real keeps a decimal point.
+            local text = ('%.15g'):format(tonumber(v))
+            if not text:find('[.eEn]') then text = text .. '.0' end
+            return text
+        end
+        if is_varbinary_arg(e, 1) then return "X'" .. v:gsub('.', function(c) return ('%02X'):format(c:byte()) end) .. "'" end
+        return "'" .. v:gsub("'", "''") .. "'"
+    end,
+    PRINTF = function(_, ...)
+        if select('#', ...) == 0 then return NULL end
+        return printf(...)
+    end,
+    HEX = function(_, v)
+        if is_null(v) then return '' end
+        return (text_of(v):gsub('.', function(c) return ('%02X'):format(c:byte()) end))
+    end,
+    UNICODE = function(_, s)
+        if is_null(s) then return NULL end
+        s = text_of(s)
+        if s == '' then return NULL end
+        return code_point(s)
+    end,
+    CHAR = function(_, ...)
+        local out = {}
+        for i = 1, select('#', ...) do
+            local v = select(i, ...)
+            local cp = (is_null(v) or type(v) == 'boolean') and 0 or math.floor(tonumber(numeric(v)) or 0)
+            out[i] = utf8_char(math.max(0, math.min(cp, 0x10FFFF)))
+        end
+        return table.concat(out)
+    end,
+    GREATEST = function(e, ...) return extreme(e, 1, ...) end,
+    LEAST = function(e, ...) return extreme(e, -1, ...) end,
+    POSITION = function(e, needle, haystack)
+        if is_null(needle) or is_null(haystack) then return NULL end
+        if type(needle) ~= 'string' then inconsistent('text or varbinary', needle) end
+        if type(haystack) ~= 'string' then inconsistent('text or varbinary', haystack) end
+        if is_varbinary_arg(e, 1) ~= is_varbinary_arg(e, 2) then
+            fail(E.INCONSISTENT_TYPES, ('Inconsistent types: expected %s got %s'):format(
+                is_varbinary_arg(e, 1) and 'varbinary' or 'text', is_varbinary_arg(e, 2) and 'varbinary' or 'text'))
+        end
+        if needle == '' then return 1 end
+        local at = haystack:find(needle, 1, true)
+        if at == nil then return 0 end
+        return #characters(haystack:sub(1, at - 1)) + 1
+    end,
+    ROUND = function(_, x, digits) return round(x, digits) end,
+    ROW_COUNT = function() return row_counts[box.session.id()] or 0 end,
+    RANDOM = function() return random_int64() end,
+    RANDOMBLOB = function(_, n)
+        n = blob_length(n, 'string or blob too big')
+        if n < 1 then return NULL end
+        return digest.urandom(n)
+    end,
+    ZEROBLOB = function(_, n)
+        n = blob_length(n, 'string or binary stringis too big')
+        return string.rep('\0', math.max(n, 0))
+    end,
+    SOUNDEX = function(_, s) return soundex(s) end,
+    LIKELIHOOD = function(_, v) return v end,
+    LIKELY = function(_, v) return v end,
+    UNLIKELY = function(_, v) return v end,
+    VERSION = function() return require('tarantool').version end,
 }
 CALLS.IFNULL = CALLS.COALESCE
 CALLS.CHAR_LENGTH = CALLS.LENGTH
@@ -1314,9 +1951,16 @@ eval = function(e, row, ctx)
     elseif k == 'and' or k == 'or' then
         -- Three-valued logic: one operand equal to `decisive` decides, else NULL wins.
         local decisive = k == 'or'
-        local l = truth(eval(e.l, row, ctx))
-        if l == decisive then return decisive end
-        local r = truth(eval(e.r, row, ctx))
+        -- 2.6 reads `x AND FALSE` and `FALSE AND x` as FALSE, whatever x is.
+        if not decisive and (e.l.k == 'lit' and e.l.value == false or e.r.k == 'lit' and e.r.value == false) then
+            return false
+        end
+        local lv = eval(e.l, row, ctx)
+        if lv == decisive then return decisive end
+        local rv = eval(e.r, row, ctx)
+        -- Both read: the right operand's type is checked first, as 2.6 checks it.
+        local r = truth(rv)
+        local l = truth(lv)
         if r == decisive then return decisive end
         if l == nil or r == nil then return NULL end
         return not decisive
@@ -1333,7 +1977,9 @@ eval = function(e, row, ctx)
     elseif k == 'neg' then
         local v = eval(e.e, row, ctx)
         if is_null(v) then return NULL end
-        return -numeric(v)
+        v = numeric(v)
+        if is_int64(v) then return integer_arith('-', 0, v) end
+        return -v
     elseif k == 'concat' then
         local l, r = eval(e.l, row, ctx), eval(e.r, row, ctx)
         if is_null(l) or is_null(r) then return NULL end
@@ -1397,7 +2043,31 @@ eval = function(e, row, ctx)
     elseif k == 'call' then
         local args = {}
         for i, a in ipairs(e.args) do args[i] = eval(a, row, ctx) end
-        return CALLS[e.name](unpack(args, 1, #e.args))
+        return CALLS[e.name](e, unpack(args, 1, #e.args))
+    elseif k == 'case' then
+        local base = e.base and eval(e.base, row, ctx)
+        for _, w in ipairs(e.whens) do
+            local hit
+            if e.base then
+                hit = cmp_values('=', base, eval(w.when, row, ctx)) == true
+            else
+                hit = truth(eval(w.when, row, ctx)) == true
+            end
+            if hit then return eval(w['then'], row, ctx) end
+        end
+        if e.default then return eval(e.default, row, ctx) end
+        return NULL
+    elseif k == 'bit' then
+        local l, r = eval(e.l, row, ctx), eval(e.r, row, ctx)
+        -- A varbinary operand is named by its type, as 2.6 names it.
+        for _, side in ipairs({{e.l, l}, {e.r, r}}) do
+            if side[1].type == 'varbinary' and not is_null(side[2]) then mismatch('varbinary', 'integer') end
+        end
+        return bitwise(e.op, l, r)
+    elseif k == 'bitnot' then
+        local v = eval(e.e, row, ctx)
+        if is_null(v) then return NULL end
+        return from_int64(bit.bnot(int64_operand(v)))
     end
     error('unknown SQL node ' .. tostring(k))
 end
@@ -1775,7 +2445,16 @@ run_select = function(s, binds, describe, outer, counter)
     -- Which result columns are columns of the tables (for a derived table's names).
     local refs = {}
     for i, e in ipairs(cols) do refs[i] = e.k == 'col' end
-    return {metadata = metadata, rows = rows}, generated, refs
+    -- ROUND's results are doubles on the wire even where integral (2.6 declares the
+    -- column integer but sends MP_DOUBLE): marked for the IPROTO reply.
+    local doubles
+    for i, e in ipairs(cols) do
+        if e.k == 'call' and e.name == 'ROUND' then
+            doubles = doubles or {}
+            doubles[#doubles + 1] = i
+        end
+    end
+    return {metadata = metadata, rows = rows, double_columns = doubles}, generated, refs
 end
 
 -- A value made fit for a column of type `ty` (2.6's implicit casts on insert);
@@ -2258,10 +2937,15 @@ local function prepared_text(id)
 end
 
 -- Runs one SQL statement (its text, or a prepared statement's id); raises its error.
-local function execute(statement, binds)
+-- (`wire`: the result goes into an IPROTO reply, double_columns kept.)
+local function execute(statement, binds, wire)
     if type(statement) == 'number' then statement = prepared_text(statement) end
     local stmt = parse(statement)
-    return RUN[stmt.k](stmt, bind_values(stmt, binds))
+    local result = RUN[stmt.k](stmt, bind_values(stmt, binds))
+    if not wire then result.double_columns = nil end
+    -- What ROW_COUNT() tells the session's next statement (a query's is 0).
+    row_counts[box.session.id()] = result.row_count or 0
+    return result
 end
 
 -- PREPARE: the statement's id, parameters and result columns.
@@ -2329,7 +3013,21 @@ local function access(statement)
     end)
 end
 
-box.internal.sql_execute = execute
+-- EXECUTE over IPROTO: what box.execute returns, with the values of double_columns
+-- as double cdata (which the reply encodes as MP_DOUBLE).
+function box.internal.sql_execute(statement, binds)
+    local result = execute(statement, binds, true)
+    local doubles = result.double_columns
+    if doubles ~= nil then
+        result.double_columns = nil
+        for _, row in ipairs(result.rows) do
+            for _, i in ipairs(doubles) do
+                if type(row[i]) == 'number' then row[i] = ffi.cast('double', row[i]) end
+            end
+        end
+    end
+    return result
+end
 box.internal.sql_access = access
 box.internal.sql_prepare = prepare
 box.internal.sql_unprepare = unprepare
@@ -2338,6 +3036,7 @@ box.internal.sql_unprepare = unprepare
 local forget_session = box.internal.forget_session
 function box.internal.forget_session(id)
     prepared[id] = nil
+    row_counts[id] = nil
     return forget_session(id)
 end
 

@@ -251,6 +251,80 @@ def test_statements_match_tarantool(tmp_path):
     same_output_on_both(tmp_path, "sql.lua", SHOW + STATEMENTS, 178)
 
 
+FUNCTIONS = r"""
+local exprs = {
+    "CASE WHEN 1 > 0 THEN 1 ELSE 'a' END", "CASE WHEN 1 < 0 THEN 1 ELSE 'a' END", "CASE WHEN 1 < 0 THEN 1 END",
+    "CASE 1 WHEN 1 THEN 2.5 ELSE 3 END", "CASE NULL WHEN NULL THEN 1 ELSE 2 END", "CASE WHEN 'x' THEN 1 END",
+    "CASE WHEN 2 THEN 1 END", "CASE 1 WHEN '1' THEN 'eq' ELSE 'ne' END", "CASE WHEN TRUE THEN x'01' END", "CASE 1 END",
+    "CASE WHEN 1 > 0 THEN NULL ELSE 1 END", "CASE WHEN 1 = 1 THEN 'x' END || 'y'", "CASE 'a' WHEN 'A' THEN 1 ELSE 0 END",
+    "1 << 3", "1 << -1", "-8 >> 1", "1 << 64", "5 & 3", "5 | 3", "~5", "~NULL", "5 & NULL", "5.5 & 3", "'5' & 3",
+    "TRUE & 1", "9223372036854775807 << 1", "18446744073709551615 & 1", "1 >> 64", "-1 >> 64", "-1 >> 1", "1 << 63",
+    "3 >> -1", "'3' | '4'", "~0", "~9223372036854775807", "1 + 2 << 1", "1 << 2 < 5",
+    "round(2.567, 2)", "round(-2.5)", "round(2.5)", "round(5)", "round(NULL)", "round(1.23456789, 20)",
+    "round(1.5, -1)", "round('2.5')", "round(2.567, 2.9)", "round(2.675, 2)", "round(-0.5)", "round(1e300)",
+    "round(-1.45, 1)", "round(1, 2, 3)",
+    "hex('ab')", "hex(x'00ff')", "hex(12)", "hex(NULL)", "hex(1.5)", "hex(TRUE)", "hex()",
+    "quote('a''b')", "quote(12)", "quote(NULL)", "quote(1.5)", "quote(x'0a')", "quote(TRUE)",
+    "unicode('a')", "unicode('')", "unicode(NULL)", "unicode('\xc3\xa9')", "unicode(12)", "unicode(TRUE)",
+    "char(65, 66)", "char()", "char(NULL)", "char(233)", "char(65, NULL, 66)", "char(1.5)", "char('65')",
+    "greatest(1, 5, 3)", "least(1, 5, 3)", "greatest(1, 'a')", "greatest(1, NULL)", "greatest(2.5, 1)",
+    "least('b', 'a')", "greatest(1)", "greatest('a', x'01')", "least(TRUE, 1)", "greatest(1, 1.5, '2')",
+    "position('l', 'hello')", "position('z', 'hello')", "position(NULL, 'a')", "position('', 'abc')",
+    "position(1, 'a')", "position('b', x'616263')", "position('\xc3\xa9', 'h\xc3\xa9\xc3\xa9')",
+    "printf('%d-%s', 5, 'a')", "printf('%5.2f', 3.14159)", "printf('%x', 255)", "printf(NULL)", "printf('%s')",
+    "printf('%%')", "printf('%05d', 42)", "printf('%c', 'hello')", "printf('%q', 'it''s')", "printf('%-5s|', 'ab')",
+    "printf('%e', 1234.5)", "printf('%g', 0.0001)", "printf('%d|%5s|%-3d|%.2f|%s|%c', '7', 'ab', 3, 2, NULL, 66)",
+    "printf('%i %u %o %X %E %G', 5, 6, 8, 255, 1.5, 0.00001)", "printf('%Q %Q %q', 'a''b', NULL, NULL)",
+    "printf('%d', 5.7)", "printf('%s', 1.5)", "printf('%s', TRUE)", "printf('%5.1s|', 'abc')", "printf('%z')",
+    "printf()",
+    "typeof(randomblob(3))", "length(randomblob(4))", "randomblob(-1)", "zeroblob(2)", "zeroblob(0)", "zeroblob(NULL)",
+    "typeof(random())",
+    "soundex('hello')", "soundex('Robert')", "soundex('')", "soundex(NULL)", "soundex('123')", "soundex('Tymczak')",
+    "soundex('Pfister')", "soundex('Ashcraft')", "soundex('Lee')",
+    "likelihood(1, 0.5)", "likelihood(1, 2)", "likely(1)", "unlikely('a')",
+    "trim(LEADING 'x' FROM 'xxay')", "trim(TRAILING FROM 'x  ')", "trim(BOTH 'ab' FROM 'abxba')",
+    "trim('xy' FROM 'xyaxy')", "trim(LEADING FROM '  a  ')", "trim(NULL)", "trim('  a  ')", "trim('  a  ', ' a')",
+    "replace('hello', 'l', 'L')", "replace('aaa', 'a', '')", "replace('abc', '', 'x')", "replace(NULL, 'a', 'b')",
+    "replace(12, 1, 3)",
+    "abs(-5.5)", "abs(NULL)", "abs('x')", "abs(-9223372036854775808)", "abs(x'01')",
+    "ifnull(NULL, 3)", "ifnull(1, 'a')", "ifnull('a', 'b')", "'abc' LIKE 'a%'", "'a' NOT LIKE 'b'",
+    "NOT 'a' LIKE 'b'", "'10' + 5", "'1.5' + 1", "1.5 + '1'", "'2' * '3'", "'2' - 1.5", "NULL + 1", "-'5'",
+    "substr('hello', -3)", "substr('hello', 0)", "substr('hello', 2)", "substr('hello', -3, 2)",
+    "substr(x'010203', 2)", "substr('h\xc3\xa9llo', 2, 2)", "substr('hello', 2, -1)", "substr('hello', -10, 7)",
+    "upper('\xc3\xa9')", "lower('\xc3\x89')", "upper(1)", "lower(1.5)", "upper(TRUE)", "upper(x'61')", "upper(1, 2)",
+    "length(x'0102')", "length(12)", "length(NULL)", "length(1.5)", "length(TRUE)", "length(-1.5)",
+    "3000000000000001 * 5", "9223372036854775807 + 1", "18446744073709551615 + 1", "-9223372036854775808 - 1",
+    "0 - 9223372036854775808", "18446744073709551615 - 18446744073709551614", "-1 + 18446744073709551615",
+    "4294967296 * 4294967296", "-4294967296 * 2147483648", "9223372036854775807 * -1", "- -9223372036854775808",
+    "-(-9223372036854775807 - 1)", "-(18446744073709551615 - 1)", "9007199254740993 - 1", "-9223372036854775808",
+    "-18446744073709551615", "-(9223372036854775808)", "9223372036854775807 / -1", "18446744073709551615 / 3",
+    "-9223372036854775808 / 2", "18446744073709551615 % 10", "-9223372036854775807 % 10", "7 / -2", "-7 % 3",
+    "true = 1", "1 = true", "'a' = true", "2.5 <> false", "true = true", "null = true", "1 IN (true, 1)",
+    "true BETWEEN 0 AND 1", "false and 'x'", "'x' and false", "'y' and 'x'", "1 and 2", "trim(from 'a')",
+    "trim()", "substr()",
+}
+for _, e in ipairs(exprs) do show('select ' .. e) end
+show([[create table fn (id int primary key, name string, n int)]])
+show([[insert into fn values (1, 'ann', 5), (2, 'bob', NULL), (3, 'cy', 12)]])
+show([[select row_count()]])
+show([[select row_count()]])
+show([[update fn set n = n + 1 where id > 1]])
+show([[select row_count(), row_count()]])
+show([[select id, case when n is null then 'none' when n > 10 then 'big' else 'small' end as size from fn]])
+show([[select case when count(*) > 2 then 'many' else 'few' end from fn]])
+show([[select name from fn order by case id when 2 then 0 else id end]])
+show([[select id from fn where case when n > 5 then true else false end]])
+show([[select upper(name) || printf('-%03d', id), n & 1, n << 1 from fn]])
+show([[select greatest(id, n), least(id, n), coalesce(n, -1), quote(name) from fn]])
+show([[select trim(leading 'a' from name), substr(name, 2), position('b', name) from fn]])
+os.exit()
+"""
+
+
+def test_functions_case_and_bitwise_operators_match_tarantool(tmp_path):
+    same_output_on_both(tmp_path, "sql_functions.lua", SHOW + FUNCTIONS, 239)
+
+
 def body_bytes(raw):
     """A reply's body as sent (after the length and the header)."""
     unpacker = msgpack.Unpacker(io.BytesIO(raw[5:]), raw=False, strict_map_key=False)
@@ -282,6 +356,8 @@ def test_execute_replies_are_byte_identical(servers):
         {0x40: "update bytes set b = 1"},
         {0x40: "delete from bytes where a > 1"},
         {0x40: "select x'0102', 1.5, true, null, 'str'"},
+        {0x40: "select round(2.5), round(2.567, 2), 5 & 3, case when true then 'a' end, zeroblob(2), greatest(1, 2.5)"},
+        {0x40: "select hex(c), quote(b), abs(-a), substr(c, 1, 1), char(65) from bytes"},
         {0x40: "select 1", 0x2b: []},
         {0x40: "selec"},
         {0x40: "select nope from bytes"},
@@ -439,7 +515,10 @@ local words = {'select', 'insert', 'into', 'values', 'from', 't', 'a', 'b', 'c',
     'unique', 'autoincrement', 'default', 'if', 'exists', 'upper', 'abs', 'coalesce', 'avg', 'min', '"a"',
     '9223372036854775808', "'", '"', '[', 'x', '@', '$y', '0x', '1e', '/*', '--', 'join', 'left', 'using', 't.a',
     't.*', 'cross', 'inner', 'outer', 'prepare', '(select', '(select a from t)', 'exists', '(select * from t where',
-    'union', 'union all', 'except', 'intersect', 'from (select a from t)'}
+    'union', 'union all', 'except', 'intersect', 'from (select a from t)', 'case', 'when', 'then', 'else', 'end',
+    '<<', '>>', '&', '|', '~', 'round', 'hex', 'quote', 'unicode', 'char', 'greatest', 'least', 'position',
+    'printf', "'%d%s%q'", 'randomblob', 'zeroblob', 'soundex', 'likelihood', 'row_count', 'trim', 'leading',
+    'trailing', 'both', 'substr', 'replace(', 'typeof', '-1', '64'}
 local starts = {'select', 'insert into t', 'update t set', 'delete from t', 'select * from t where', 'values',
     'select * from t join t as u on', 'select * from t left join t u using'}
 math.randomseed(42)
