@@ -30,6 +30,7 @@ local E = {
     SQL_KEYWORD_IS_RESERVED = 183, SQL_SYNTAX_NEAR_TOKEN = 184, SQL_UNKNOWN_TOKEN = 185, SQL_PARSER_GENERIC = 186,
     UNSUPPORTED = 5, SQL_STACK_OVERFLOW = 180, SQL_PARSER_LIMIT = 191, SQL_ROW_EXPRESSION = 197, WRONG_QUERY_ID = 211,
     ILLEGAL_PARAMS = 1, INCONSISTENT_TYPES = 178, SQL_FUNC_WRONG_ARG_COUNT = 202, INT_LITERAL_MAX = 190,
+    NO_SUCH_COLLATION = 166, ILLEGAL_COLLATION_MIX = 174,
 }
 
 local function fail(code, message)
@@ -410,7 +411,9 @@ function Parser:unary()
         self:leave()
         return tree({k = 'bitnot', e = e})
     end
-    return self:primary()
+    local e = self:primary()
+    while self:accept('COLLATE') do e = tree({k = 'collate', e = e, collation = self:name()}) end
+    return e
 end
 
 -- An integer literal: a Lua number when exact, a 64-bit cdata beyond 2^53.
@@ -881,6 +884,8 @@ function Parser:column_def(s)
             col.nullable = true
         elseif self:accept('UNIQUE') then
             s.uniques[#s.uniques + 1] = {col.name}
+        elseif self:accept('COLLATE') then
+            col.collation = self:name()
         elseif self:accept('DEFAULT') then
             local t = self:peek()
             local e = self:unary()
@@ -968,8 +973,10 @@ function Parser:statement()
             self:expect('ON')
             s.table = self:name()
             self:expect_op('(')
+            s.collations = {}
             repeat
                 s.columns[#s.columns + 1] = self:name()
+                if self:accept('COLLATE') then s.collations[#s.columns] = self:name() end
                 if not self:accept('ASC') then self:accept('DESC') end
             until not self:accept_op(',')
             self:expect_op(')')
@@ -1096,11 +1103,32 @@ local function table_of(name)
     return space
 end
 
+-- Collations: a name's id in _collation (refused if there is none), an id's
+-- name, and how strings compare under one (nil: byte by byte). unicode_ci and the
+-- locale collations of strength 1 and 2 ignore case, as ICU's do.
+local function collation_id(name)
+    local row = box.space._collation.index.name:get(name)
+    if row == nil then fail(E.NO_SUCH_COLLATION, ("Collation '%s' does not exist"):format(name)) end
+    return row[1]
+end
+
+local function collation_name(id)
+    local row = box.space._collation:get(id)
+    return row and row[2]
+end
+
+local function collator(name)
+    if name == nil or name == 'none' or name == 'binary' then return nil end
+    if name == 'unicode_ci' or name:match('_s[12]$') then return utf8.casecmp end
+    return utf8.cmp
+end
+
 local function columns_of(space)
     local cols = {}
     for i, f in ipairs(space:format()) do
         cols[i] = {name = f.name, type = f.type or 'any', nullable = f.is_nullable, field = i,
-                   default = f.default, not_null = f.nullable_action == 'abort'}
+                   default = f.default, not_null = f.nullable_action == 'abort',
+                   collation = f.collation and collation_name(f.collation)}
         cols[f.name] = cols[i]
     end
     return cols
@@ -1131,6 +1159,34 @@ local function row_width_mismatch(left, right)
         :format(left, right))
 end
 
+
+-- The collation an operand brings to a comparison: an explicit COLLATE, or a
+-- column's own (implicit).
+local function collation_of(e)
+    if e.k == 'collate' then return e.collation, true end
+    if e.k == 'col' or e.k == 'outer' then return e.collation, false end
+    return nil
+end
+
+-- The comparer of a comparison over `nodes`: an explicit collation wins (two
+-- different ones are 2.6's "Illegal mix"), else the first operand's implicit one.
+local function pick_collation(nodes)
+    local explicit, implicit
+    for _, n in ipairs(nodes) do
+        local name, is_explicit = collation_of(n)
+        if name ~= nil then
+            if is_explicit then
+                if explicit ~= nil and explicit ~= name then
+                    fail(E.ILLEGAL_COLLATION_MIX, 'Illegal mix of collations')
+                end
+                explicit = name
+            elseif implicit == nil then
+                implicit = name
+            end
+        end
+    end
+    return collator(explicit or implicit)
+end
 
 local function resolve(e, scope)
     local k = e.k
@@ -1182,6 +1238,7 @@ local function resolve(e, scope)
         end
         e.field = offset + col.field
         e.type = col.type
+        e.collation = col.collation
         return e.type
     elseif k == 'neg' then
         -- 2.6 gives a negation its operand's type (a string's too).
@@ -1230,9 +1287,17 @@ local function resolve(e, scope)
         resolve(e.r, scope)
         e.type = 'string'
         return e.type
+    elseif k == 'collate' then
+        local t = resolve(e.e, scope)
+        if t ~= 'string' and t ~= 'scalar' and t ~= 'any' then
+            fail(E.SQL_PARSER_GENERIC, "COLLATE clause can't be used with non-string arguments")
+        end
+        e.type = t
+        return e.type
     elseif k == 'cmp' or k == 'and' or k == 'or' then
         resolve(e.l, scope)
         resolve(e.r, scope)
+        if k == 'cmp' then e.coll = pick_collation({e.l, e.r}) end
         e.type = 'boolean'
         return e.type
     elseif k == 'not' or k == 'isnull' then
@@ -1246,6 +1311,9 @@ local function resolve(e, scope)
             if #metadata ~= 1 then row_width_mismatch(1, #metadata) end
         else
             for _, x in ipairs(e.list) do resolve(x, scope) end
+            local nodes = {e.e}
+            for _, x in ipairs(e.list) do nodes[#nodes + 1] = x end
+            e.coll = pick_collation(nodes)
         end
         e.type = 'boolean'
         return e.type
@@ -1264,11 +1332,13 @@ local function resolve(e, scope)
         resolve(e.e, scope)
         resolve(e.lo, scope)
         resolve(e.hi, scope)
+        e.coll = pick_collation({e.e, e.lo, e.hi})
         e.type = 'boolean'
         return e.type
     elseif k == 'like' then
         resolve(e.e, scope)
         resolve(e.pattern, scope)
+        e.coll = pick_collation({e.e, e.pattern})
         -- 2.6 reports LIKE's result (a boolean) as an integer column, NOT LIKE's as boolean.
         e.type = e.neg and 'boolean' or 'integer'
         return e.type
@@ -1285,6 +1355,8 @@ local function resolve(e, scope)
         scope.aggregates_allowed = false
         for _, a in ipairs(e.args) do resolve(a, scope) end
         scope.aggregates_allowed = inner
+        -- MIN and MAX order strings by their argument's collation.
+        if e.args[1] then e.coll = collator((collation_of(e.args[1]))) end
         if e.name == 'COUNT' then
             e.type = 'integer'
         elseif e.name == 'SUM' or e.name == 'AVG' then
@@ -1445,7 +1517,16 @@ local function sql_type_name(v)
     return 'text'
 end
 
-local function cmp_values(op, l, r)
+-- compare() under a collation's comparer (`coll`) when both are strings.
+local function collated_compare(a, b, coll)
+    if coll ~= nil and type(a) == 'string' and type(b) == 'string' then
+        local c = coll(a, b)
+        return c < 0 and -1 or (c > 0 and 1 or 0)
+    end
+    return compare(a, b)
+end
+
+local function cmp_values(op, l, r, coll)
     if is_null(l) or is_null(r) then return NULL end
     if (type(l) == 'boolean') ~= (type(r) == 'boolean') then
         local other = type(l) == 'boolean' and r or l
@@ -1456,7 +1537,7 @@ local function cmp_values(op, l, r)
     elseif type(l) == 'string' and is_number(r) then
         l = numeric(l)
     end
-    local c = compare(l, r)
+    local c = collated_compare(l, r, coll)
     if op == '=' then return c == 0 end
     if op == '<>' then return c ~= 0 end
     if op == '<' then return c < 0 end
@@ -1947,7 +2028,9 @@ eval = function(e, row, ctx)
         if v == nil then return NULL end
         return v
     elseif k == 'cmp' then
-        return cmp_values(e.op, eval(e.l, row, ctx), eval(e.r, row, ctx))
+        return cmp_values(e.op, eval(e.l, row, ctx), eval(e.r, row, ctx), e.coll)
+    elseif k == 'collate' then
+        return eval(e.e, row, ctx)
     elseif k == 'and' or k == 'or' then
         -- Three-valued logic: one operand equal to `decisive` decides, else NULL wins.
         local decisive = k == 'or'
@@ -2010,7 +2093,7 @@ eval = function(e, row, ctx)
             end
         end
         for _, x in ipairs(candidates) do
-            local c = cmp_values('=', v, eval(x, row, ctx))
+            local c = cmp_values('=', v, eval(x, row, ctx), e.coll)
             if c == true then
                 found = true
                 break
@@ -2022,8 +2105,8 @@ eval = function(e, row, ctx)
         return found
     elseif k == 'between' then
         local v = eval(e.e, row, ctx)
-        local lo = cmp_values('>=', v, eval(e.lo, row, ctx))
-        local hi = cmp_values('<=', v, eval(e.hi, row, ctx))
+        local lo = cmp_values('>=', v, eval(e.lo, row, ctx), e.coll)
+        local hi = cmp_values('<=', v, eval(e.hi, row, ctx), e.coll)
         if is_null(lo) or is_null(hi) then return NULL end
         local r = lo and hi
         if e.neg then return not r end
@@ -2033,6 +2116,7 @@ eval = function(e, row, ctx)
         if is_null(s) or is_null(p) then return NULL end
         if type(s) ~= 'string' then mismatch(s, 'string') end
         if type(p) ~= 'string' then mismatch(p, 'string') end
+        if e.coll == utf8.casecmp then s, p = utf8.lower(s), utf8.lower(p) end
         local r = like(s, p)
         if e.neg then return not r end
         return r
@@ -2111,9 +2195,9 @@ local function accumulate(acc, row, ctx)
         v = numeric(v)
         acc.sum = acc.sum == nil and v or acc.sum + v
     elseif name == 'MIN' then
-        if is_null(acc.value) or compare(v, acc.value) < 0 then acc.value = v end
+        if is_null(acc.value) or collated_compare(v, acc.value, agg.coll) < 0 then acc.value = v end
     elseif name == 'MAX' then
-        if is_null(acc.value) or compare(v, acc.value) > 0 then acc.value = v end
+        if is_null(acc.value) or collated_compare(v, acc.value, agg.coll) > 0 then acc.value = v end
     end
 end
 
@@ -2341,6 +2425,9 @@ run_select = function(s, binds, describe, outer, counter)
         if not o.column then
             resolve(e, scope)
             o.e = e
+            o.coll = collator((collation_of(e)))
+        else
+            o.coll = collator((collation_of(cols[o.column])))
         end
         order[#order + 1] = o
     end
@@ -2427,7 +2514,7 @@ run_select = function(s, binds, describe, outer, counter)
     if #order > 0 then
         table.sort(results, function(a, b)
             for i, o in ipairs(order) do
-                local c = compare(a.keys[i], b.keys[i])
+                local c = collated_compare(a.keys[i], b.keys[i], o.coll)
                 if c ~= 0 then
                     if o.desc then return c > 0 end
                     return c < 0
@@ -2626,12 +2713,22 @@ local function run_delete(s, binds)
 end
 
 -- Index parts over the columns `names`, in the map form 2.6's SQL writes.
-local function index_parts(columns, names, space_name)
+-- An index's parts over the columns `names`, each with its column's collation
+-- or the one `collations` names for it.
+local function index_parts(columns, names, space_name, collations)
     local parts = {}
     for i, name in ipairs(names) do
         local col = column_named(columns, name, space_name)
         parts[i] = {field = col.field - 1, type = col.type, is_nullable = col.nullable == true,
                     nullable_action = col.not_null and 'abort' or 'none', sort_order = 'asc'}
+        local collation = collations and collations[i]
+        if collation ~= nil then
+            parts[i].collation = collation_id(collation)
+        elseif col.collation_id ~= nil then
+            parts[i].collation = col.collation_id
+        elseif col.collation ~= nil then
+            parts[i].collation = collation_id(col.collation)
+        end
     end
     return parts
 end
@@ -2661,6 +2758,14 @@ local function run_create_table(s)
     for i, col in ipairs(s.columns) do
         local f = {name = col.name, type = col.type, is_nullable = col.nullable,
                    nullable_action = col.not_null and 'abort' or 'none'}
+        if col.collation ~= nil then
+            f.collation = collation_id(col.collation)
+            if col.type ~= 'string' and col.type ~= 'scalar' and col.type ~= 'any' then
+                fail(E.CREATE_SPACE, ("Failed to create space '%s': collation is reasonable only for string, "
+                    .. "scalar and any fields"):format(s.name))
+            end
+            col.collation_id = f.collation
+        end
         if col.default_text ~= nil then f.default = col.default_text end
         format[i] = f
     end
@@ -2705,7 +2810,7 @@ local function run_create_index(s)
         if type(id) == 'number' and id >= iid then iid = id + 1 end
     end
     box.space._index:insert{space.id, iid, s.name, 'tree', {unique = s.unique},
-                            index_parts(columns, s.columns, s.table)}
+                            index_parts(columns, s.columns, s.table, s.collations)}
     return {row_count = 1}
 end
 

@@ -15,6 +15,7 @@ use crate::engine::access::Credentials;
 use crate::engine::index::IndexKind;
 use crate::engine::space::{Space, WriteMode};
 use crate::engine::tuple::Tuple;
+use crate::engine::value::Collation;
 use crate::engine::Engine;
 use crate::error::BoxError;
 use crate::idempotency::token::Token;
@@ -751,6 +752,12 @@ fn space_info(lua: &Lua, engine: &Engine, which: Option<&Value>) -> mlua::Result
             pt.set("fieldno", p.field_no + 1)?;
             pt.set("type", p.ty.name())?;
             pt.set("is_nullable", p.nullable)?;
+            // As 2.6 shows a part's collation: by name (binary, the default, unshown).
+            match p.collation {
+                Collation::Binary => {}
+                Collation::Unicode => pt.set("collation", "unicode")?,
+                Collation::UnicodeCi => pt.set("collation", "unicode_ci")?,
+            }
             parts.raw_set(i + 1, pt)?;
         }
         it.set("parts", parts)?;

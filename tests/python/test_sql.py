@@ -317,12 +317,35 @@ show([[select id from fn where case when n > 5 then true else false end]])
 show([[select upper(name) || printf('-%03d', id), n & 1, n << 1 from fn]])
 show([[select greatest(id, n), least(id, n), coalesce(n, -1), quote(name) from fn]])
 show([[select trim(leading 'a' from name), substr(name, 2), position('b', name) from fn]])
+-- Collations: in column definitions, indexes and comparisons.
+show([[CREATE TABLE c3 (id INT PRIMARY KEY, name TEXT COLLATE "nope")]])
+show([[CREATE TABLE c4 (id INT PRIMARY KEY COLLATE "unicode")]])
+show([[CREATE TABLE c5 (id INT PRIMARY KEY, a TEXT COLLATE unicode)]])
+show([[CREATE TABLE co (id INT PRIMARY KEY, a TEXT COLLATE "unicode_ci" UNIQUE, b TEXT, c SCALAR COLLATE "unicode_ci")]])
+for _, f in ipairs(box.space.CO:format()) do print(fields(f, {'name', 'type', 'collation'})) end
+for _, ix in box.space._index:pairs({box.space.CO.id}) do
+    for _, p in ipairs(ix[6]) do print(ix[3], fields(p, {'field', 'type', 'collation'})) end
+end
+show([[INSERT INTO co VALUES (1, 'abc', 'abc', 'abc'), (2, 'B', 'B', 'B'), (3, 'a', 'a', 'a')]])
+show([[INSERT INTO co VALUES (4, 'ABC', 'x', 'x')]])
+for _, sql in ipairs({
+    [[SELECT id FROM co WHERE a = 'ABC']], [[SELECT id FROM co WHERE b = 'ABC']], [[SELECT id FROM co WHERE 'ABC' = a]],
+    [[SELECT id FROM co WHERE b = 'ABC' COLLATE "unicode_ci"]], [[SELECT id FROM co WHERE b COLLATE "unicode_ci" = 'ABC']],
+    [[SELECT id FROM co WHERE c = 'ABC']], [[SELECT id FROM co WHERE a > 'aaa' ORDER BY id]], [[SELECT a FROM co ORDER BY a]],
+    [[SELECT b FROM co ORDER BY b]], [[SELECT b FROM co ORDER BY b COLLATE "unicode_ci"]], [[SELECT 'a' COLLATE "nope"]],
+    [[SELECT 1 COLLATE "unicode"]], [[SELECT 'a' COLLATE "unicode" = 'A' COLLATE "unicode_ci"]], [[SELECT a = b FROM co]],
+    [[SELECT id FROM co WHERE a IN ('ABC', 'b')]], [[SELECT id FROM co WHERE a LIKE 'AB%']], [[SELECT max(a), min(a) FROM co]],
+    [[SELECT 'a' COLLATE "unicode_ci" AS x]], [[SELECT id FROM co WHERE a BETWEEN 'A' AND 'B' ORDER BY id]]}) do
+    show(sql)
+end
+show([[CREATE INDEX ib ON co (b COLLATE "unicode_ci", a)]])
+for _, p in ipairs(box.space.CO.index.IB.parts) do print(p.fieldno, p.collation) end
 os.exit()
 """
 
 
 def test_functions_case_and_bitwise_operators_match_tarantool(tmp_path):
-    same_output_on_both(tmp_path, "sql_functions.lua", SHOW + FUNCTIONS, 239)
+    same_output_on_both(tmp_path, "sql_functions.lua", SHOW + FUNCTIONS, 273)
 
 
 def body_bytes(raw):
