@@ -1600,17 +1600,6 @@ local function characters(s)
     return out
 end
 
--- `cp` as UTF-8.
-local function utf8_char(cp)
-    if cp < 0x80 then return string.char(cp) end
-    if cp < 0x800 then return string.char(0xC0 + math.floor(cp / 0x40), 0x80 + cp % 0x40) end
-    if cp < 0x10000 then
-        return string.char(0xE0 + math.floor(cp / 0x1000), 0x80 + math.floor(cp / 0x40) % 0x40, 0x80 + cp % 0x40)
-    end
-    return string.char(0xF0 + math.floor(cp / 0x40000), 0x80 + math.floor(cp / 0x1000) % 0x40,
-                       0x80 + math.floor(cp / 0x40) % 0x40, 0x80 + cp % 0x40)
-end
-
 -- The first UTF-8 character's code point.
 local function code_point(s)
     local b = s:byte(1)
@@ -1973,7 +1962,7 @@ local CALLS = {
         for i = 1, select('#', ...) do
             local v = select(i, ...)
             local cp = (is_null(v) or type(v) == 'boolean') and 0 or math.floor(tonumber(numeric(v)) or 0)
-            out[i] = utf8_char(math.max(0, math.min(cp, 0x10FFFF)))
+            out[i] = utf8.char(math.max(0, math.min(cp, 0x10FFFF)))
         end
         return table.concat(out)
     end,
