@@ -229,9 +229,17 @@ internal.op_codes = {}
 local op_codes = internal.op_codes
 
 -- Calls into the engine; a failure is raised as a box.error at the caller's caller.
+-- `_session_settings` (id 380) is answered by box.lua (see session settings below).
+local SESSION_SETTINGS_ID = 380
+local session_settings_op
+
 local function op(name, ...)
     if internal.op == nil then
         error(make_error(0, 'Please call box.cfg{} first'), 3)
+    end
+    if (...) == SESSION_SETTINGS_ID and session_settings_op ~= nil then
+        local handled, res = session_settings_op(name, ...)
+        if handled then return res end
     end
     local ok, res = internal.op(op_codes[name] or name, ...)
     if not ok then
@@ -543,6 +551,10 @@ local space_methods = {}
 space_methods.__index = function(s, k)
     local m = space_methods[k]
     if m ~= nil then return m end
+    if k == 'engine' then
+        local row = box.space._space:get(s.id)
+        return row ~= nil and row[4] or 'memtx'
+    end
     -- Read from the space's _space flags when asked (2.6 keeps them as fields).
     if k == 'is_sync' or k == 'is_local' then
         local row = box.space._space:get(s.id)
@@ -665,7 +677,7 @@ fill_space = function(s, info)
 end
 
 make_space = function(info)
-    local s = setmetatable({engine = 'memtx', enabled = true, index = {}, ck_constraint = {}},
+    local s = setmetatable({enabled = true, index = {}, ck_constraint = {}},
                            {__index = space_methods.__index, __serialize = 'map'})
     fill_space(s, info)
     s.create_index = function(self, name, opts) return internal.create_index(self, name, opts) end
@@ -1618,6 +1630,130 @@ function box.session.euid() return session_uid() end
 function box.session.user() return op('user_name', box.session.uid()) end
 function box.session.effective_user() return op('user_name', session_uid()) end
 function box.session.id() return op('session_id') end
+
+-- Session settings: 2.6's list with each one's type and default, and each
+-- session's own values. box.session.settings reads and sets them; the service
+-- space _session_settings shows them as rows {name, value}, sorted by name, and
+-- takes UPDATE only (as 2.6's).
+local SESSION_SETTINGS = {
+    {'error_marshaling_enabled', 'boolean', false}, {'sql_default_engine', 'string', 'memtx'},
+    {'sql_defer_foreign_keys', 'boolean', false}, {'sql_full_column_names', 'boolean', false},
+    {'sql_full_metadata', 'boolean', false}, {'sql_parser_debug', 'boolean', false},
+    {'sql_recursive_triggers', 'boolean', true}, {'sql_reverse_unordered_selects', 'boolean', false},
+    {'sql_select_debug', 'boolean', false}, {'sql_vdbe_debug', 'boolean', false},
+}
+local setting_by_name = {}
+for _, setting in ipairs(SESSION_SETTINGS) do setting_by_name[setting[1]] = setting end
+local session_values = {} -- session id -> {name -> value}
+
+local function setting_of(name)
+    local setting = setting_by_name[name]
+    if setting == nil then raise(213, "Session setting %s doesn't exist", tostring(name)) end
+    return setting
+end
+
+-- The current session's value of setting `name`.
+function internal.session_setting(name)
+    local own = session_values[box.session.id()]
+    local v = own and own[name]
+    if v == nil then return setting_of(name)[3] end
+    return v
+end
+
+local function set_session_setting(name, value)
+    local setting = setting_of(name)
+    if type(value) ~= setting[2] then
+        raise(209, 'Session setting %s expected a value of type %s', name, setting[2])
+    end
+    if name == 'sql_default_engine' and value ~= 'memtx' and value ~= 'vinyl' then
+        raise(57, "Space engine '%s' does not exist", value)
+    end
+    local sid = box.session.id()
+    session_values[sid] = session_values[sid] or {}
+    session_values[sid][name] = value
+end
+
+box.session.settings = setmetatable({}, {
+    __index = function(_, name) return internal.session_setting(name) end,
+    __newindex = function(_, name, value) set_session_setting(name, value) end,
+})
+
+-- The rows of _session_settings an index read finds: `key` (a name, or none),
+-- `it` the iterator's code, then offset and limit.
+local function session_setting_rows(key, it, offset, limit)
+    if type(key) == 'table' then key = key[1] end
+    local rows = {}
+    for _, setting in ipairs(SESSION_SETTINGS) do
+        local name = setting[1]
+        local keep = key == nil or it == 2 or (it <= 1 and name == key) or (it == 3 and name < key)
+            or (it == 4 and name <= key) or (it == 5 and name >= key) or (it == 6 and name > key)
+        if keep then rows[#rows + 1] = box.tuple.new({name, internal.session_setting(name)}) end
+    end
+    if it == 1 or it == 3 or it == 4 then
+        -- REQ, LT and LE walk backwards.
+        local reversed = {}
+        for i = #rows, 1, -1 do reversed[#reversed + 1] = rows[i] end
+        rows = reversed
+    end
+    local out = {}
+    for i = (offset or 0) + 1, math.min(#rows, (offset or 0) + (limit or #rows)) do out[#out + 1] = rows[i] end
+    return out
+end
+
+-- An IPROTO request on _session_settings (src/executor.rs routes them here):
+-- SELECT's tuples, UPDATE's new tuple (its field numbers counted from
+-- `index_base`), or the error 2.6 gives the others.
+function internal.session_settings_request(kind, key, a, b, c)
+    if kind == 'select' then return unpack(session_setting_rows(key, a, b, c)) end
+    if kind == 'update' then
+        local ops = a
+        if b == 0 and type(ops) == 'table' then
+            for i, o in ipairs(ops) do
+                if type(o) == 'table' and type(o[2]) == 'number' and o[2] >= 0 then
+                    ops[i] = {unpack(o, 1, table.maxn(o))}
+                    ops[i][2] = o[2] + 1
+                end
+            end
+        end
+        local _, tuple = session_settings_op('update', SESSION_SETTINGS_ID, 0, key, ops)
+        if tuple == nil then return end
+        return tuple
+    end
+    return select(2, session_settings_op(kind, SESSION_SETTINGS_ID))
+end
+
+-- What box.lua's `op` runs for space 380: true and the result, or false for the
+-- engine to answer.
+session_settings_op = function(name, _, a, b, c, d, e)
+    if name == 'select' then return true, session_setting_rows(b, c, d, e) end
+    if name == 'get' then return true, session_setting_rows(b, 0, 0, 1)[1] end
+    if name == 'len' then return true, #SESSION_SETTINGS end
+    if name == 'update' then
+        local key, ops = b, c
+        if type(key) == 'table' then key = key[1] end
+        if setting_by_name[key] == nil then return true, nil end
+        local row = box.tuple.new({key, internal.session_setting(key)})
+        -- The space's field names, as its format gives them.
+        local numbered = {}
+        for i, o in ipairs(type(ops) == 'table' and ops or {}) do
+            numbered[i] = o
+            if type(o) == 'table' and (o[2] == 'name' or o[2] == 'value') then
+                numbered[i] = {unpack(o, 1, table.maxn(o))}
+                numbered[i][2] = o[2] == 'name' and 1 or 2
+            end
+        end
+        local new = row:update(type(ops) == 'table' and numbered or ops)
+        if new[1] ~= key then
+            raise(105, "Attempt to modify a tuple field which is part of index 'primary' in space "
+                .. "'_session_settings'")
+        end
+        set_session_setting(key, new[2])
+        return true, new
+    end
+    if name == 'insert' or name == 'replace' then raise(5, 'Session_settings space does not support replace()') end
+    if name == 'delete' or name == 'upsert' then raise(5, 'Session_settings space does not support %s()', name) end
+    return false
+end
 -- box.session.exists/peer/fd([id]): of this session, or of session `id`.
 local function session_id_arg(id)
     if id ~= nil and type(id) ~= 'number' then error('expected int64_t as -1 argument', 3) end
@@ -1666,7 +1802,10 @@ setmetatable(box.session, {
         return t
     end,
 })
-function internal.forget_session(id) session_storage[id] = nil end
+function internal.forget_session(id)
+    session_storage[id] = nil
+    session_values[id] = nil
+end
 
 -- box.session.on_connect / on_disconnect / on_auth(fn [, old]): Tarantool's trigger
 -- convention; an on_connect error closes the new connection.

@@ -745,7 +745,10 @@ function Parser:select_core()
             self:next()
             s.cols[#s.cols + 1] = {star = true, table = name}
         else
+            local first = self:peek()
             local col = {e = self:expr()}
+            -- The expression as written (2.6's "span" in full metadata).
+            col.span = self.text:sub(first.pos, self:peek().pos - 1):gsub('%s+$', '')
             if self:accept('AS') then
                 col.alias = self:name()
             elseif self:peek().kind == 'id' or (self:peek().kind == 'word' and not RESERVED[self:peek().value]) then
@@ -1009,6 +1012,13 @@ function Parser:statement()
     elseif self:accept('ROLLBACK') then
         self:accept('TRANSACTION')
         s = {k = 'rollback'}
+    elseif self:accept('SET') then
+        -- SET SESSION "name" = value: a session setting.
+        self:expect('SESSION')
+        s = {k = 'set_session', name = self:name()}
+        self:expect_op('=')
+        s.value = self:unary()
+        if s.value.k ~= 'lit' then self:unexpected() end
     else
         self:unexpected()
     end
@@ -1125,10 +1135,11 @@ end
 
 local function columns_of(space)
     local cols = {}
+    local sequence_field = space.index[0] and space.index[0].sequence_fieldno
     for i, f in ipairs(space:format()) do
         cols[i] = {name = f.name, type = f.type or 'any', nullable = f.is_nullable, field = i,
                    default = f.default, not_null = f.nullable_action == 'abort',
-                   collation = f.collation and collation_name(f.collation)}
+                   collation = f.collation and collation_name(f.collation), autoincrement = sequence_field == i}
         cols[f.name] = cols[i]
     end
     return cols
@@ -1196,14 +1207,14 @@ local function resolve(e, scope)
         e.type = bind_type(scope.binds[e.index])
         return e.type
     elseif k == 'col' then
-        local col, offset, named
+        local col, offset, named, source_name
         for _, source in ipairs(scope.tables or {}) do
             if e.table == nil or e.table == source.alias or e.table == source.name then
                 named = true
                 local c = source.columns[e.name]
                 if c and col then fail(E.SQL_PARSER_GENERIC, 'ambiguous column name: ' .. e.name) end
                 if c then
-                    col, offset = c, source.offset
+                    col, offset, source_name = c, source.offset, source.alias or source.name
                     -- 2.6 names a derived table's column that is a column of its own
                     -- table (under AS or not) by the reference to it ("X.ID").
                     e.column_name = source.derived and e.table and c.reference and (e.table .. '.' .. c.name)
@@ -1239,6 +1250,8 @@ local function resolve(e, scope)
         e.field = offset + col.field
         e.type = col.type
         e.collation = col.collation
+        e.column = col
+        e.table_name = source_name
         return e.type
     elseif k == 'neg' then
         -- 2.6 gives a negation its operand's type (a string's too).
@@ -2347,8 +2360,27 @@ local run_compound
 -- Runs a SELECT; with `describe`, only works out its result columns (PREPARE).
 -- A subquery's `outer` is the query around it: its scope, and the row it is at.
 -- `counter` numbers unnamed columns across a compound's SELECTs.
+-- A result column's metadata: its name and type, and with `full` (the session's
+-- sql_full_metadata) 2.6's span, and for a table's column its collation,
+-- nullability and whether a sequence fills it.
+local function column_metadata(e, name, span, ty, full)
+    local m = {name = name, type = ty}
+    if not full then return m end
+    m.span = span
+    local col = e.k == 'col' and e.column
+    if col then
+        m.collation = col.collation
+        m.is_nullable = col.nullable == true
+        if col.autoincrement then m.is_autoincrement = true end
+    end
+    return m
+end
+
 run_select = function(s, binds, describe, outer, counter)
     if s.compound then return run_compound(s, binds, describe, outer) end
+    -- The session's sql_full_metadata and sql_full_column_names.
+    local full = box.session.settings.sql_full_metadata
+    local full_names = box.session.settings.sql_full_column_names
     counter = counter or {n = 0}
     local scope = select_scope(s, binds)
     scope.outer = outer
@@ -2365,8 +2397,11 @@ run_select = function(s, binds, describe, outer, counter)
                 if c.table == nil or c.table == t.alias or c.table == t.name then
                     expanded = true
                     for i, col in ipairs(t.columns) do
-                        cols[#cols + 1] = {k = 'col', name = col.name, field = t.offset + i, type = col.type}
-                        metadata[#metadata + 1] = {name = col.name, type = col.type}
+                        local e = {k = 'col', name = col.name, field = t.offset + i, type = col.type, column = col,
+                                   table_name = t.alias or t.name, collation = col.collation}
+                        cols[#cols + 1] = e
+                        local name = full_names and ((t.alias or t.name) .. '.' .. col.name) or col.name
+                        metadata[#metadata + 1] = column_metadata(e, name, col.name, col.type, full)
                     end
                 end
             end
@@ -2377,13 +2412,18 @@ run_select = function(s, binds, describe, outer, counter)
             local ty = resolve(c.e, scope)
             cols[#cols + 1] = c.e
             local name = c.alias
-            if name == nil and c.e.k == 'col' then name = c.e.column_name end
+            if name == nil and c.e.k == 'col' then
+                name = c.e.column_name
+                if full_names and c.e.table_name and not c.e.column_name:find('.', 1, true) then
+                    name = c.e.table_name .. '.' .. name
+                end
+            end
             if name == nil then
                 counter.n = counter.n + 1
                 name = 'COLUMN_' .. counter.n
                 generated[#metadata + 1] = true
             end
-            metadata[#metadata + 1] = {name = name, type = ty}
+            metadata[#metadata + 1] = column_metadata(c.e, name, c.span, ty, full)
             aliases[#metadata] = c.alias
         end
     end
@@ -2759,7 +2799,8 @@ local function run_create_table(s)
         format[i] = f
     end
     local name = s.name
-    local space = box.schema.space.create(name, {field_count = #format})
+    local space = box.schema.space.create(name, {field_count = #format,
+                                                  engine = box.session.settings.sql_default_engine})
     -- The format as 2.6's SQL writes it (with nullable_action and default).
     box.space._space:update({space.id}, {{'=', 7, setmetatable(format, {__serialize = 'seq'})}})
     box.space._index:insert{space.id, 0, 'pk_unnamed_' .. name .. '_1', 'tree', {unique = true},
@@ -2858,6 +2899,10 @@ local RUN = {
     rollback = function()
         box.rollback()
         return {row_count = 0}
+    end,
+    set_session = function(s)
+        box.session.settings[s.name] = s.value.value
+        return {row_count = 1}
     end,
 }
 

@@ -1300,6 +1300,9 @@ impl Executor {
             Request::Eval(_) => self.engine.stats.bump(OpKind::Eval),
             _ => {}
         }
+        if let Some(args) = session_settings_request(&req) {
+            return self.session_settings(session_id, &creds, sync, &req, &args, out);
+        }
         match req {
             Request::Ping => response::ok_empty(out, sync, sv),
             Request::Auth(a) => {
@@ -1467,6 +1470,33 @@ impl Executor {
     }
 
     /// Writes a CALL/EVAL's reply if it ended; notes its fiber if it yielded.
+    /// A request on `_session_settings`, answered by box.lua from the session's
+    /// settings (`box.internal.session_settings_request`), after the space's
+    /// read or write check.
+    fn session_settings(
+        &mut self,
+        session_id: u64,
+        creds: &Rc<Credentials>,
+        sync: u64,
+        req: &Request<'_>,
+        args: &[u8],
+        out: &mut Vec<u8>,
+    ) -> BoxResult<()> {
+        match req {
+            Request::Select(s) => self.engine.select_each(creds, s, |_| {})?,
+            _ => self.engine.check_space_write(creds, session_settings_space::SPACE_ID)?,
+        }
+        let caller = Caller { sync, ..self.caller(Rc::clone(creds), session_id) };
+        let mut host = Host {
+            engine: &mut self.engine,
+            window: &mut self.window,
+            ticket: self.wal.as_ref().map(|_| self.next_ticket),
+        };
+        let called = Called::Global(b"box.internal.session_settings_request");
+        let (step, _) = self.lua.call(&mut host, &caller, called, args, Shape::Call, false);
+        self.finish_step(out, sync, step)
+    }
+
     fn finish_step(&mut self, out: &mut Vec<u8>, sync: u64, step: Step) -> BoxResult<()> {
         match step {
             Step::Done(body) => response::ok_raw_body(out, sync, self.engine.schema_version(), &body?),
@@ -1622,6 +1652,50 @@ fn request_type_name(ty: u64) -> &'static str {
         request_type::PING => "PING",
         _ => "UNKNOWN",
     }
+}
+
+/// `_session_settings`, the service space of a session's settings.
+mod session_settings_space {
+    /// Its space id.
+    pub const SPACE_ID: u32 = 380;
+}
+
+/// The arguments for `box.internal.session_settings_request` when `req` is a
+/// request on `_session_settings`: `[kind, key, ...]` as msgpack.
+fn session_settings_request(req: &Request<'_>) -> Option<Vec<u8>> {
+    use crate::protocol::msgpack::write;
+    let mut args = Vec::new();
+    match req {
+        Request::Select(s) if s.space_id == session_settings_space::SPACE_ID => {
+            write::array_len(&mut args, 5);
+            write::str(&mut args, b"select");
+            args.extend_from_slice(s.key);
+            write::uint(&mut args, s.iterator);
+            write::uint(&mut args, u64::from(s.offset));
+            write::uint(&mut args, u64::from(s.limit));
+        }
+        Request::Update(u) if u.space_id == session_settings_space::SPACE_ID => {
+            write::array_len(&mut args, 4);
+            write::str(&mut args, b"update");
+            args.extend_from_slice(u.key);
+            args.extend_from_slice(u.ops);
+            write::uint(&mut args, u64::from(u.index_base));
+        }
+        Request::Insert(w) | Request::Replace(w) if w.space_id == session_settings_space::SPACE_ID => {
+            write::array_len(&mut args, 1);
+            write::str(&mut args, b"replace");
+        }
+        Request::Upsert(u) if u.space_id == session_settings_space::SPACE_ID => {
+            write::array_len(&mut args, 1);
+            write::str(&mut args, b"upsert");
+        }
+        Request::Delete(d) if d.space_id == session_settings_space::SPACE_ID => {
+            write::array_len(&mut args, 1);
+            write::str(&mut args, b"delete");
+        }
+        _ => return None,
+    }
+    Some(args)
 }
 
 /// Writes to `_idempotency` made outside the window (an admin deleting or adding a

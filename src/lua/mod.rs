@@ -1328,10 +1328,33 @@ fn name_type_pairs(body: &mut Vec<u8>, list: &Table) -> mlua::Result<()> {
     write::array_len(body, list.raw_len() as u32);
     for entry in list.sequence_values::<Table>() {
         let entry = entry?;
-        body.extend_from_slice(&[0x82, 0x00]);
+        // With sql_full_metadata: the collation (0x02), nullability (0x03), a sequence
+        // filling the column (0x04) and the expression as written (0x05), in 2.6's order.
+        let collation: Option<mlua::LuaString> = entry.raw_get("collation")?;
+        let nullable: Option<bool> = entry.raw_get("is_nullable")?;
+        let autoincrement: Option<bool> = entry.raw_get("is_autoincrement")?;
+        let span: Option<mlua::LuaString> = entry.raw_get("span")?;
+        let extra = [collation.is_some(), nullable.is_some(), autoincrement.is_some(), span.is_some()];
+        #[allow(clippy::cast_possible_truncation, reason = "at most six keys")]
+        write::map_len(body, 2 + extra.iter().filter(|present| **present).count() as u32);
+        body.push(0x00);
         write::str(body, &entry.raw_get::<mlua::LuaString>("name")?.as_bytes());
         body.push(0x01);
         write::str(body, &entry.raw_get::<mlua::LuaString>("type")?.as_bytes());
+        if let Some(c) = collation {
+            body.push(0x02);
+            write::str(body, &c.as_bytes());
+        }
+        if let Some(n) = nullable {
+            body.extend_from_slice(&[0x03, if n { 0xc3 } else { 0xc2 }]);
+        }
+        if let Some(a) = autoincrement {
+            body.extend_from_slice(&[0x04, if a { 0xc3 } else { 0xc2 }]);
+        }
+        if let Some(text) = span {
+            body.push(0x05);
+            write::str(body, &text.as_bytes());
+        }
     }
     Ok(())
 }

@@ -19,7 +19,7 @@ import tarantool
 import subprocess
 
 from conftest import ADMIN_PASSWORD, ONCEBOX, same_output_on_both, start_oncebox, start_tarantool
-from iproto_raw import EVAL, Raw, normalize
+from iproto_raw import DELETE, EVAL, INSERT, SELECT, UPDATE, Raw, normalize
 
 EXECUTE, PREPARE = 0x0B, 0x0D
 
@@ -340,12 +340,58 @@ for _, sql in ipairs({
 end
 show([[CREATE INDEX ib ON co (b COLLATE "unicode_ci", a)]])
 for _, p in ipairs(box.space.CO.index.IB.parts) do print(p.fieldno, p.collation) end
+-- Session settings: box.session.settings, _session_settings, SET SESSION, and
+-- what sql_full_metadata, sql_full_column_names and sql_default_engine change.
+for _, t in box.space._session_settings:pairs() do print(t[1], t[2]) end
+local settings = box.space._session_settings
+print(box.space._session_settings.id, box.space._session_settings.engine)
+print(pcall(settings.insert, settings, {'x', 1}))
+print(pcall(settings.delete, settings, {'sql_full_metadata'}))
+print(pcall(settings.replace, settings, {'sql_full_metadata', true}))
+print(pcall(settings.upsert, settings, {'sql_full_metadata', true}, {{'=', 2, true}}))
+print(pcall(settings.update, settings, {'sql_full_metadata'}, {{'=', 2, 1}}))
+print(pcall(settings.update, settings, {'sql_full_metadata'}, {{'=', 1, 'x'}}))
+print(pcall(settings.update, settings, {'sql_full_metadata'}, {{'+', 2, 1}}))
+print(pcall(settings.update, settings, {'nope'}, {{'=', 2, true}}))
+print(settings:update({'sql_full_metadata'}, {{'=', 'value', true}}))
+print(box.session.settings.sql_full_metadata, settings:get{'sql_vdbe_debug'}, settings:get{'nope'})
+print(#settings:select({'sql_'}, {iterator = 'LT'}), settings.index.primary:select({'sql_full_metadata'})[1])
+print(#settings:select({'sql_full'}, {iterator = 'GE', limit = 2}), settings:count())
+show([[CREATE TABLE md (id INT PRIMARY KEY AUTOINCREMENT, name TEXT COLLATE "unicode_ci", n INT NOT NULL)]])
+local function metadata(sql)
+    local r, e = box.execute(sql)
+    if r == nil then print(sql, e.code, e.message) return end
+    for _, m in ipairs(r.metadata) do
+        local keys = {}
+        for k, v in pairs(m) do keys[#keys + 1] = k .. '=' .. tostring(v) end
+        table.sort(keys)
+        print(table.concat(keys, ' '))
+    end
+end
+metadata([[SELECT id, name, n, n + 1, 'x' AS y, name || 'a', md.n FROM md]])
+metadata([[SELECT * FROM md]])
+print(pcall(function() box.session.settings.sql_full_metadata = 5 end))
+print(pcall(function() box.session.settings.nope = true end))
+print(pcall(function() return box.session.settings.nope end))
+box.session.settings.sql_full_metadata = false
+box.session.settings.sql_full_column_names = true
+metadata([[SELECT id, md.name, n + 1, 1 AS x, m.n FROM md, md AS m]])
+show([[SELECT * FROM "_session_settings" WHERE "name" = 'sql_full_column_names']])
+show([[SET SESSION "sql_full_column_names" = false]])
+show([[SET SESSION "sql_default_engine" = 'nope']])
+show([[SET SESSION "sql_default_engine" = 5]])
+show([[SET SESSION "nope" = 5]])
+show([[SET SESSION "sql_default_engine" = 'vinyl']])
+show([[CREATE TABLE vy (id INT PRIMARY KEY)]])
+print(box.space.VY.engine, box.session.settings.sql_default_engine)
+show([[UPDATE "_session_settings" SET "value" = 'memtx' WHERE "name" = 'sql_default_engine']])
+print(box.session.settings.sql_default_engine)
 os.exit()
 """
 
 
 def test_functions_case_and_bitwise_operators_match_tarantool(tmp_path):
-    same_output_on_both(tmp_path, "sql_functions.lua", SHOW + FUNCTIONS, 273)
+    same_output_on_both(tmp_path, "sql_functions.lua", SHOW + FUNCTIONS, 321)
 
 
 def body_bytes(raw):
@@ -381,6 +427,15 @@ def test_execute_replies_are_byte_identical(servers):
         {0x40: "select x'0102', 1.5, true, null, 'str'"},
         {0x40: "select round(2.5), round(2.567, 2), 5 & 3, case when true then 'a' end, zeroblob(2), greatest(1, 2.5)"},
         {0x40: "select hex(c), quote(b), abs(-a), substr(c, 1, 1), char(65) from bytes"},
+        {0x40: 'SET SESSION "sql_full_metadata" = true'},
+        {0x40: "select a, b * 2 as x, c, d, 'lit' from bytes"},
+        {0x40: 'SET SESSION "sql_full_column_names" = true'},
+        {0x40: "select a, bytes.b, 1 as one from bytes"},
+        {0x40: 'SET SESSION "sql_full_metadata" = false'},
+        {0x40: "select * from bytes"},
+        {0x40: 'SET SESSION "sql_full_column_names" = false'},
+        {0x40: 'SET SESSION "nope" = false'},
+        {0x40: 'SET SESSION "sql_full_metadata" = 1'},
         {0x40: "select 1", 0x2b: []},
         {0x40: "selec"},
         {0x40: "select nope from bytes"},
@@ -420,6 +475,36 @@ def test_execute_replies_are_byte_identical(servers):
         h, b, _ = o.request(EXECUTE, {0x43: 4094013948})  # murmur("select 1")
         assert b[0x31] == "Prepared statement with id 4094013948 does not exist", b
         o.close()
+    for c in conns:
+        c.close()
+
+
+def test_session_settings_over_iproto(servers):
+    """A connector reads and sets its session's settings through _session_settings
+    (asynctnt's full-metadata test does), and EXECUTE then answers as 2.6 does."""
+    steps = [
+        (SELECT, {0x10: 380, 0x11: 0, 0x12: 100, 0x13: 0, 0x14: 2, 0x20: []}),
+        (SELECT, {0x10: 380, 0x11: 0, 0x12: 100, 0x13: 0, 0x14: 0, 0x20: ["sql_full_metadata"]}),
+        (UPDATE, {0x10: 380, 0x11: 0, 0x20: ["sql_full_metadata"], 0x21: [["=", 1, True]]}),
+        (EXECUTE, {0x40: "select 1 as a, 'x'"}),
+        (UPDATE, {0x10: 380, 0x11: 0, 0x20: ["sql_full_metadata"], 0x21: [["=", "value", False]]}),
+        (UPDATE, {0x10: 380, 0x11: 0, 0x20: ["sql_full_metadata"], 0x21: [["=", 1, 5]]}),
+        (UPDATE, {0x10: 380, 0x11: 0, 0x20: ["nope"], 0x21: [["=", 1, True]]}),
+        (INSERT, {0x10: 380, 0x21: ["x", 1]}),
+        (DELETE, {0x10: 380, 0x11: 0, 0x20: ["sql_full_metadata"]}),
+        (SELECT, {0x10: 380, 0x11: 0, 0x12: 2, 0x13: 0, 0x14: 5, 0x20: ["sql_full"]}),
+        (EXECUTE, {0x40: "select 1 as a"}),
+    ]
+    conns = []
+    for inst in servers:
+        c = Raw(inst.host, inst.port)
+        assert c.auth("admin", ADMIN_PASSWORD)[0][0] == 0
+        conns.append(c)
+    for rtype, step in steps:
+        (h1, b1, raw1), (h2, b2, raw2) = [c.request(rtype, step) for c in conns]
+        assert normalize(h1, b1) == normalize(h2, b2), (rtype, step, b1, b2)
+        if h1[0] == 0:
+            assert body_bytes(raw1) == body_bytes(raw2), (step, body_bytes(raw1).hex(), body_bytes(raw2).hex())
     for c in conns:
         c.close()
 
