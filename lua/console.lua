@@ -385,7 +385,7 @@ local SERIALIZER_OPTIONS = {
 -- options named there (other keys are ignored, as in 2.6). `honored`: the
 -- options the serializer acts on (nil: all); setting another to anything but
 -- its current value is refused rather than ignored.
-local function serializer_cfg(name, honored)
+local function serializer_cfg(name, honored, applied)
     local cfg = {}
     for k, v in pairs(SERIALIZER_OPTIONS) do cfg[k] = v end
     return setmetatable(cfg, {__call = function(self, opts)
@@ -401,13 +401,22 @@ local function serializer_cfg(name, honored)
         for k in pairs(SERIALIZER_OPTIONS) do
             if opts[k] ~= nil then self[k] = opts[k] end
         end
+        if applied ~= nil then applied(self) end
     end})
 end
 
 -- A serializer whose encoder and decoder take no options yet (msgpack, yaml): its
 -- `cfg` shows them, and new() makes an instance of `module` with a `cfg` of its own.
 function box.internal.fixed_serializer(module, name)
-    module.cfg = serializer_cfg(name, {})
+    if name == 'msgpack' then
+        -- Of msgpack's own options the default encoder honours encode_use_tostring
+        -- (replies to CALL and EVAL use it as well, as in 2.6).
+        module.cfg = serializer_cfg(name, {encode_use_tostring = true}, function(cfg)
+            box.internal.native.set_encode_use_tostring(cfg.encode_use_tostring == true)
+        end)
+    else
+        module.cfg = serializer_cfg(name, {})
+    end
     function module.new()
         local copy = {}
         for k, v in pairs(module) do copy[k] = v end

@@ -143,6 +143,26 @@ impl UserData for LuaExt {
     }
 }
 
+/// `msgpack.cfg{encode_use_tostring = true}`: a value msgpack has no encoding for
+/// (a function, a coroutine, other userdata or cdata) is encoded as its `tostring`.
+static ENCODE_USE_TOSTRING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Sets `encode_use_tostring` of the default encoder (msgpack's own cfg, which
+/// replies to CALL and EVAL use too, as in 2.6).
+pub fn set_encode_use_tostring(on: bool) {
+    ENCODE_USE_TOSTRING.store(on, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// A value without an encoding: its `tostring` when encode_use_tostring is on,
+/// else 2.6's error.
+fn unsupported(out: &mut Vec<u8>, v: &Value, type_name: &str) -> mlua::Result<()> {
+    if ENCODE_USE_TOSTRING.load(std::sync::atomic::Ordering::Relaxed) {
+        write::str(out, v.to_string()?.as_bytes());
+        return Ok(());
+    }
+    Err(mlua::Error::runtime(format!("unsupported Lua type '{type_name}'")))
+}
+
 /// Appends the msgpack encoding of a Lua value.
 pub fn encode(out: &mut Vec<u8>, v: &Value, depth: usize) -> mlua::Result<()> {
     if depth > MAX_DEPTH {
@@ -162,7 +182,7 @@ pub fn encode(out: &mut Vec<u8>, v: &Value, depth: usize) -> mlua::Result<()> {
             } else if let Ok(e) = ud.borrow::<LuaExt>() {
                 out.extend_from_slice(&e.0);
             } else {
-                return Err(mlua::Error::runtime("unsupported Lua type 'userdata'"));
+                unsupported(out, v, "userdata")?;
             }
         }
         Value::Other(_) if let Some(d) = decimal_of(v)? => d.write_ext(out),
@@ -171,9 +191,9 @@ pub fn encode(out: &mut Vec<u8>, v: &Value, depth: usize) -> mlua::Result<()> {
             Some(CData::Double) => write::f64(out, double_of(v)?),
             Some(CData::Integer(Integer::Unsigned(u))) => write::uint(out, u),
             Some(CData::Integer(Integer::Negative(i))) => write::int(out, i),
-            None => return Err(mlua::Error::runtime("unsupported Lua type 'cdata'")),
+            None => unsupported(out, v, "cdata")?,
         },
-        other => return Err(mlua::Error::runtime(format!("unsupported Lua type '{}'", other.type_name()))),
+        other => unsupported(out, other, other.type_name())?,
     }
     Ok(())
 }

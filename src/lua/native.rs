@@ -165,6 +165,13 @@ pub fn create(lua: &Lua) -> mlua::Result<Table> {
             Ok(())
         })?,
     )?;
+    t.set(
+        "set_encode_use_tostring",
+        lua.create_function(|_, on: bool| {
+            super::convert::set_encode_use_tostring(on);
+            Ok(())
+        })?,
+    )?;
     t.set("is_tuple", lua.create_function(|_, v: mlua::Value| Ok(super::is_tuple(&v)))?)?;
     t.set(
         "tuple_methods",

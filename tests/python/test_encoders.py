@@ -6,7 +6,7 @@ box.NULL has a test of its own (test_box_null.py).
 """
 import subprocess
 
-from conftest import LUA_PRINT_ROW, ONCEBOX, same_output_on_both
+from conftest import LUA_PRINT_ROW, ONCEBOX, run_script_on_both, same_output_on_both
 
 SCRIPT = r"""
 box.cfg{work_dir = os.getenv('WORK'), log_level = 1}
@@ -366,3 +366,32 @@ def test_ibuf_as_in_tarantool(tmp_path):
     """buffer.ibuf and IBUF_SHARED: size, reserve, alloc, read, recycle, reset, and
     msgpack.encode into an ibuf and decode from its rpos."""
     same_output_on_both(tmp_path, "ibuf.lua", IBUF, 17)
+
+
+ENCODE_USE_TOSTRING = r"""
+box.cfg{listen = os.getenv('LISTEN'), log_level = 1}
+local msgpack = require('msgpack')
+box.schema.user.grant('guest', 'read,write,execute', 'universe')
+rawset(_G, 'ret_fn', function() return print, {f = type} end)
+print(pcall(msgpack.encode, print))
+local c = require('net.box').connect(box.cfg.listen)
+print(pcall(c.call, c, 'ret_fn'))
+msgpack.cfg{encode_use_tostring = true}
+print(msgpack.cfg.encode_use_tostring)
+local s = msgpack.decode(msgpack.encode({print, 1}))
+print(type(s[1]), s[1]:match('^function') and 'function', s[2])
+local r = {pcall(c.call, c, 'ret_fn')}
+print(r[1], type(r[2]), r[2] and r[2]:match('^function') and 'function', type(r[3].f))
+print(pcall(msgpack.cfg, {encode_use_tostring = false}))
+print(pcall(msgpack.encode, print))
+c:close()
+os.exit(0)
+"""
+
+
+def test_msgpack_encode_use_tostring_covers_call_replies(tmp_path):
+    """msgpack.cfg{encode_use_tostring = true} makes the default encoder (msgpack's and
+    CALL replies') write a function as its tostring, as 2.6 does; off again, refused."""
+    tarantool, oncebox = run_script_on_both(tmp_path, "use_tostring.lua", ENCODE_USE_TOSTRING)
+    assert oncebox == tarantool
+    assert tarantool[4] == "true\tstring\tfunction\tstring", tarantool
