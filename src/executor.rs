@@ -1300,8 +1300,8 @@ impl Executor {
             Request::Eval(_) => self.engine.stats.bump(OpKind::Eval),
             _ => {}
         }
-        if let Some(args) = session_settings_request(&req) {
-            return self.session_settings(session_id, &creds, sync, &req, &args, out);
+        if on_session_settings(&req) {
+            return self.session_settings(session_id, &creds, sync, &req, out);
         }
         match req {
             Request::Ping => response::ok_empty(out, sync, sv),
@@ -1473,15 +1473,17 @@ impl Executor {
     /// A request on `_session_settings`, answered by box.lua from the session's
     /// settings (`box.internal.session_settings_request`), after the space's
     /// read or write check.
+    #[cold]
+    #[inline(never)]
     fn session_settings(
         &mut self,
         session_id: u64,
         creds: &Rc<Credentials>,
         sync: u64,
         req: &Request<'_>,
-        args: &[u8],
         out: &mut Vec<u8>,
     ) -> BoxResult<()> {
+        let args = session_settings_request(req);
         match req {
             Request::Select(s) => self.engine.select_each(creds, s, |_| {})?,
             _ => self.engine.check_space_write(creds, session_settings_space::SPACE_ID)?,
@@ -1493,7 +1495,7 @@ impl Executor {
             ticket: self.wal.as_ref().map(|_| self.next_ticket),
         };
         let called = Called::Global(b"box.internal.session_settings_request");
-        let (step, _) = self.lua.call(&mut host, &caller, called, args, Shape::Call, false);
+        let (step, _) = self.lua.call(&mut host, &caller, called, &args, Shape::Call, false);
         self.finish_step(out, sync, step)
     }
 
@@ -1660,13 +1662,27 @@ mod session_settings_space {
     pub const SPACE_ID: u32 = 380;
 }
 
-/// The arguments for `box.internal.session_settings_request` when `req` is a
-/// request on `_session_settings`: `[kind, key, ...]` as msgpack.
-fn session_settings_request(req: &Request<'_>) -> Option<Vec<u8>> {
+/// Whether `req` reads or writes `_session_settings`.
+#[inline]
+fn on_session_settings(req: &Request<'_>) -> bool {
+    let space_id = match req {
+        Request::Select(s) => s.space_id,
+        Request::Update(u) => u.space_id,
+        Request::Insert(w) | Request::Replace(w) => w.space_id,
+        Request::Upsert(u) => u.space_id,
+        Request::Delete(d) => d.space_id,
+        _ => return false,
+    };
+    space_id == session_settings_space::SPACE_ID
+}
+
+/// The arguments for `box.internal.session_settings_request` for a request on
+/// `_session_settings` ([`on_session_settings`]): `[kind, key, ...]` as msgpack.
+fn session_settings_request(req: &Request<'_>) -> Vec<u8> {
     use crate::protocol::msgpack::write;
     let mut args = Vec::new();
     match req {
-        Request::Select(s) if s.space_id == session_settings_space::SPACE_ID => {
+        Request::Select(s) => {
             write::array_len(&mut args, 5);
             write::str(&mut args, b"select");
             args.extend_from_slice(s.key);
@@ -1674,28 +1690,27 @@ fn session_settings_request(req: &Request<'_>) -> Option<Vec<u8>> {
             write::uint(&mut args, u64::from(s.offset));
             write::uint(&mut args, u64::from(s.limit));
         }
-        Request::Update(u) if u.space_id == session_settings_space::SPACE_ID => {
+        Request::Update(u) => {
             write::array_len(&mut args, 4);
             write::str(&mut args, b"update");
             args.extend_from_slice(u.key);
             args.extend_from_slice(u.ops);
             write::uint(&mut args, u64::from(u.index_base));
         }
-        Request::Insert(w) | Request::Replace(w) if w.space_id == session_settings_space::SPACE_ID => {
-            write::array_len(&mut args, 1);
-            write::str(&mut args, b"replace");
-        }
-        Request::Upsert(u) if u.space_id == session_settings_space::SPACE_ID => {
+        Request::Upsert(_) => {
             write::array_len(&mut args, 1);
             write::str(&mut args, b"upsert");
         }
-        Request::Delete(d) if d.space_id == session_settings_space::SPACE_ID => {
+        Request::Delete(_) => {
             write::array_len(&mut args, 1);
             write::str(&mut args, b"delete");
         }
-        _ => return None,
+        _ => {
+            write::array_len(&mut args, 1);
+            write::str(&mut args, b"replace");
+        }
     }
-    Some(args)
+    args
 }
 
 /// Writes to `_idempotency` made outside the window (an admin deleting or adding a
