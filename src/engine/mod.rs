@@ -8,6 +8,7 @@ pub mod access;
 pub mod catalog;
 pub mod hash_slots;
 pub mod index;
+pub mod json_path;
 pub mod sequence;
 pub mod space;
 pub mod stats;
@@ -920,6 +921,8 @@ impl Engine {
         self.act_as(creds);
         let space = self.writable_space(creds, req.space_id)?;
         let ops = update::parse_ops(req.ops, req.index_base)?;
+        // As 2.6: the operations name fields that exist even when none applies.
+        update::check_names(&ops, space)?;
         let tuple: Tuple = req.tuple.into();
         let fields = space.validate(&tuple)?;
         let pk = space.require_primary()?;
@@ -932,7 +935,7 @@ impl Engine {
         };
         drop(fields);
         let old_fields = split(&old)?;
-        let assembled = update::apply_skipping_failures(&ops, &old_fields, space);
+        let assembled = update::apply_skipping_failures(&ops, &old_fields, space)?;
         drop(old_fields);
         let new = assembled.tuple.clone();
         let fields = assembled.fields();

@@ -249,7 +249,7 @@ fn update_tuple(tuple: &[u8], format: &TupleFormat, ops: &[u8], upsert: bool) ->
     let ops = update::parse_ops(ops, 1)?;
     let fields = split(tuple)?;
     let new = if upsert {
-        update::apply_skipping_failures(&ops, &fields, space)
+        update::apply_skipping_failures(&ops, &fields, space)?
     } else {
         update::apply(&ops, &fields, space)?
     };

@@ -1,4 +1,4 @@
-//! UPDATE and UPSERT operations on top-level tuple fields.
+//! UPDATE and UPSERT operations.
 //!
 //! ```text
 //! ['=', f, v]  assign (f = len appends)     ['!', f, v]  insert before f
@@ -6,12 +6,17 @@
 //! ['+' | '-', f, number]  arithmetic        ['&' | '|' | '^', f, uint]  bitwise
 //! ```
 //! `f` is a field number (counted from `index_base`; negative counts from the
-//! end), a format field name, or a JSON path `[n]` (always 1-based).
-//! Operations are checked (shape and argument types) before any is applied.
+//! end), a format field name, or a JSON path whose first step names the field
+//! (`'[2]'`, `'name.key[3]'`: indexes in paths are always 1-based). A path that goes
+//! on inside the field is applied by [`tree`]. Operations are checked (shape and
+//! argument types, then the fields they name) before any is applied.
+
+mod tree;
 
 use std::borrow::Cow;
 use std::cell::RefCell;
 
+use super::json_path::{Lexer, Token};
 use super::space::Space;
 use super::tuple::{Tuple, TupleFields};
 use crate::decimal::{BinaryOp, Decimal, MP_DECIMAL};
@@ -186,21 +191,92 @@ fn field_label(f: &FieldRef<'_>) -> String {
     }
 }
 
-struct Slot<'a> {
-    bytes: Cow<'a, [u8]>,
-    touched: bool,
+/// How 2.6 names the field an operation works on in its errors: a number
+/// (1-based, or negative as given), or the string the operation named it by, quoted.
+#[derive(Debug, Clone, Copy)]
+enum Label<'a> {
+    Number(i64),
+    Path(&'a [u8]),
 }
 
-fn not_found(f: &FieldRef<'_>) -> BoxError {
-    match f {
-        FieldRef::Number(_) | FieldRef::BeforeFirst(_) => {
-            BoxError::new(code::NO_SUCH_FIELD_NO, format!("Field {} was not found in the tuple", field_label(f)))
+impl std::fmt::Display for Label<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Number(n) => write!(f, "{n}"),
+            Self::Path(p) => write!(f, "'{}'", String::from_utf8_lossy(p)),
         }
-        FieldRef::Name(s) => BoxError::new(
-            code::NO_SUCH_FIELD_NAME,
-            format!("Field '{}' was not found in the tuple", String::from_utf8_lossy(s)),
-        ),
     }
+}
+
+impl Label<'_> {
+    /// "was not found" (a string label quoted once more, as 2.6 does).
+    fn not_found(self) -> BoxError {
+        match self {
+            Self::Number(_) => {
+                BoxError::new(code::NO_SUCH_FIELD_NO, format!("Field {self} was not found in the tuple"))
+            }
+            Self::Path(_) => {
+                BoxError::new(code::NO_SUCH_FIELD_NAME, format!("Field '{self}' was not found in the tuple"))
+            }
+        }
+    }
+}
+
+/// `ER_UPDATE_FIELD`: "Field <label> UPDATE error: <reason>".
+fn update_error(label: Label<'_>, reason: &str) -> BoxError {
+    BoxError::new(code::UPDATE_FIELD, format!("Field {label} UPDATE error: {reason}"))
+}
+
+/// A tuple field while operations apply.
+struct Slot<'a> {
+    bytes: Cow<'a, [u8]>,
+    /// Whether an operation changed it (`bytes` then holds a new value, unless
+    /// `tree` holds what paths inside it did).
+    touched: bool,
+    tree: Option<Box<tree::Field<'a>>>,
+}
+
+impl<'a> Slot<'a> {
+    fn unchanged(bytes: &'a [u8]) -> Self {
+        Self { bytes: Cow::Borrowed(bytes), touched: false, tree: None }
+    }
+}
+
+/// A name no field has (decoding, before any operation applies): quoted once.
+fn unknown_name(name: &[u8]) -> BoxError {
+    BoxError::new(
+        code::NO_SUCH_FIELD_NAME,
+        format!("Field '{}' was not found in the tuple", String::from_utf8_lossy(name)),
+    )
+}
+
+/// The tuple field a string names, and the rest of the path when it goes on inside
+/// the field: a format name first, then the path's first step (as 2.6 decodes it).
+fn root_of<'a>(name: &'a [u8], space: &Space) -> BoxResult<(usize, Lexer<'a>)> {
+    let mut lexer = Lexer::new(name);
+    if let Some(p) = space.field_no(name) {
+        lexer.skip_bytes(name.len());
+        return Ok((p, lexer));
+    }
+    match lexer.next_token() {
+        Err(position) => Err(update_error(Label::Path(name), &format!("invalid JSON in position {position}"))),
+        Ok(Token::Num(n)) => Ok((n as usize, lexer)),
+        Ok(Token::Str(field)) => match space.field_no(field) {
+            Some(p) => Ok((p, lexer)),
+            None => Err(unknown_name(name)),
+        },
+        Ok(_) => Err(unknown_name(name)),
+    }
+}
+
+/// Checks that every operation's field name or path start is one 2.6 would decode.
+pub fn check_names(ops: &[Op<'_>], space: &Space) -> BoxResult<()> {
+    for op in ops {
+        if let FieldRef::Name(name) = op.field {
+            root_of(name, space)?;
+        }
+    }
+    Ok(())
 }
 
 /// Where an operation may point past the last field.
@@ -214,33 +290,42 @@ enum Reach {
     Insert,
 }
 
-/// Resolves a field reference to a 0-based position.
-fn resolve(f: &FieldRef<'_>, len: usize, space: &Space, reach: Reach) -> BoxResult<usize> {
+/// Resolves an operation's field to a 0-based position, with the label its errors
+/// use and, for a path that goes on inside the field, the rest of it.
+fn resolve<'a>(
+    f: &FieldRef<'a>,
+    len: usize,
+    space: &Space,
+    reach: Reach,
+) -> BoxResult<(usize, Label<'a>, Option<Lexer<'a>>)> {
     let limit = if matches!(reach, Reach::Existing) { len } else { len + 1 };
-    let pos = match f {
-        FieldRef::BeforeFirst(_) => None,
-        FieldRef::Number(n) if *n >= 0 => usize::try_from(*n).ok(),
+    let (pos, label, inside) = match f {
+        FieldRef::BeforeFirst(n) => return Err(Label::Number(*n).not_found()),
+        FieldRef::Number(n) if *n >= 0 => (usize::try_from(*n).ok(), Label::Number(n + 1), None),
         FieldRef::Number(n) => {
             // -1 is the last field, or one past it for inserts.
             let end = if matches!(reach, Reach::Insert) { len + 1 } else { len };
             let back = usize::try_from(n.unsigned_abs()).ok();
-            back.and_then(|b| end.checked_sub(b))
+            let pos = back.and_then(|b| end.checked_sub(b));
+            // Errors name the field by the position found, as 2.6.
+            let label = pos.map_or(Label::Number(*n), |p| Label::Number(p as i64 + 1));
+            (pos, label, None)
         }
-        FieldRef::Name(name) => match space.field_no(name) {
-            Some(p) => Some(p),
-            None => {
-                let path = std::str::from_utf8(name).ok();
-                let idx = path
-                    .and_then(|p| p.strip_prefix('[')?.strip_suffix(']')?.trim().parse::<usize>().ok())
-                    .filter(|i| *i >= 1);
-                match idx {
-                    Some(i) => Some(i - 1),
-                    None => return Err(not_found(f)),
-                }
-            }
-        },
+        FieldRef::Name(name) => {
+            let (pos, lexer) = root_of(name, space)?;
+            let inside = (!lexer.is_eof()).then_some(lexer);
+            // Inside a field, the field itself must exist.
+            let limit = if inside.is_some() { len } else { limit };
+            return match pos < limit {
+                true => Ok((pos, Label::Path(name), inside)),
+                false => Err(Label::Path(name).not_found()),
+            };
+        }
     };
-    pos.filter(|p| *p < limit).ok_or_else(|| not_found(f))
+    match pos.filter(|p| *p < limit) {
+        Some(p) => Ok((p, label, inside)),
+        None => Err(label.not_found()),
+    }
 }
 
 fn encode_num(n: Num) -> Vec<u8> {
@@ -263,12 +348,13 @@ fn encode_num(n: Num) -> Vec<u8> {
     out
 }
 
-/// Applies one operation to the field numbered `label` (1-based, for messages).
-fn apply_one<'a>(slot: &mut Slot<'a>, kind: &OpKind<'a>, label: usize) -> BoxResult<()> {
-    match kind {
-        OpKind::Set(v) => slot.bytes = Cow::Borrowed(v),
+/// The value an assignment, arithmetic, bitwise or splice operation makes of `old`
+/// (the field `label` names in errors).
+fn compute<'a>(kind: &OpKind<'a>, old: &[u8], label: Label<'_>) -> BoxResult<Cow<'a, [u8]>> {
+    let value = match kind {
+        OpKind::Set(v) => return Ok(Cow::Borrowed(v)),
         OpKind::Arith(op, arg) => {
-            let mut r = Reader::new(&slot.bytes);
+            let mut r = Reader::new(old);
             let Some(cur) = read_num(&mut r) else {
                 return Err(arg_type(*op, label, "a number"));
             };
@@ -307,10 +393,10 @@ fn apply_one<'a>(slot: &mut Slot<'a>, kind: &OpKind<'a>, label: usize) -> BoxRes
                     Num::Float(if *op == b'+' { f(a) + f(b) } else { f(a) - f(b) })
                 }
             };
-            slot.bytes = Cow::Owned(encode_num(result));
+            encode_num(result)
         }
         OpKind::Bit(op, arg) => {
-            let Ok(Integer::Unsigned(cur)) = Reader::new(&slot.bytes).read_integer() else {
+            let Ok(Integer::Unsigned(cur)) = Reader::new(old).read_integer() else {
                 return Err(arg_type(*op, label, "a positive integer"));
             };
             let v = match op {
@@ -320,10 +406,10 @@ fn apply_one<'a>(slot: &mut Slot<'a>, kind: &OpKind<'a>, label: usize) -> BoxRes
             };
             let mut out = Vec::new();
             write::uint(&mut out, v);
-            slot.bytes = Cow::Owned(out);
+            out
         }
         OpKind::Splice { offset, cut, paste } => {
-            let Ok(s) = Reader::new(&slot.bytes).read_str() else {
+            let Ok(s) = Reader::new(old).read_str() else {
                 return Err(arg_type(b':', label, "a string"));
             };
             let len = i64::try_from(s.len()).unwrap_or(i64::MAX);
@@ -357,18 +443,19 @@ fn apply_one<'a>(slot: &mut Slot<'a>, kind: &OpKind<'a>, label: usize) -> BoxRes
             text.extend_from_slice(s.get(o + c..).unwrap_or(&[]));
             let mut out = Vec::with_capacity(text.len() + 5);
             write::str(&mut out, &text);
-            slot.bytes = Cow::Owned(out);
+            out
         }
-        OpKind::Insert(_) | OpKind::Delete(_) => {}
-    }
-    Ok(())
+        OpKind::Insert(v) => return Ok(Cow::Borrowed(v)),
+        OpKind::Delete(_) => return Ok(Cow::Borrowed(&[])),
+    };
+    Ok(Cow::Owned(value))
 }
 
 /// A tuple's fields while operations apply (up to 8 without an allocation).
 type Slots<'a> = smallvec::SmallVec<[Slot<'a>; 8]>;
 
 fn slots_of<'a>(fields: &[&'a [u8]]) -> Slots<'a> {
-    fields.iter().map(|f| Slot { bytes: Cow::Borrowed(*f), touched: false }).collect()
+    fields.iter().map(|f| Slot::unchanged(f)).collect()
 }
 
 /// Fills `slots` with a tuple's fields, read from it directly (no field list first).
@@ -378,7 +465,7 @@ fn fill_slots<'a>(tuple: &'a [u8], slots: &mut Slots<'a>) -> BoxResult<()> {
     slots.reserve(n.min(1024) as usize);
     for _ in 0..n {
         let bytes = r.skip().map_err(|_| BoxError::invalid_msgpack("tuple"))?;
-        slots.push(Slot { bytes: Cow::Borrowed(bytes), touched: false });
+        slots.push(Slot::unchanged(bytes));
     }
     Ok(())
 }
@@ -436,7 +523,10 @@ fn join_slots(slots: &[Slot<'_>], reshaped: bool) -> Assembled {
         let first = out.len() as u32;
         let mut ends = smallvec::SmallVec::new();
         for slot in slots {
-            out.extend_from_slice(&slot.bytes);
+            match &slot.tree {
+                Some(tree) => tree.store(out),
+                None => out.extend_from_slice(&slot.bytes),
+            }
             #[allow(clippy::cast_possible_truncation, reason = "a tuple is far below 4 GiB")]
             ends.push(out.len() as u32);
         }
@@ -469,6 +559,7 @@ pub fn apply_to_tuple<'a>(ops: &[Op<'a>], tuple: &'a [u8], space: &Space) -> Box
 
 /// Applies every operation in turn; returns whether fields moved.
 fn apply_all<'a>(ops: &[Op<'a>], slots: &mut Slots<'a>, space: &Space) -> BoxResult<bool> {
+    check_names(ops, space)?;
     let mut reshaped = false;
     for op in ops {
         reshaped |= apply_op(slots, op, space)?;
@@ -476,8 +567,13 @@ fn apply_all<'a>(ops: &[Op<'a>], slots: &mut Slots<'a>, space: &Space) -> BoxRes
     Ok(reshaped)
 }
 
-/// UPSERT's rule: an operation that fails is logged and skipped; the others still apply.
-pub fn apply_skipping_failures<'a>(ops: &[Op<'a>], fields: &[&'a [u8]], space: &Space) -> Assembled {
+/// UPSERT's rule: an operation that fails is logged and skipped; the others still
+/// apply. A field name no field has fails the whole request, as in 2.6.
+///
+/// # Errors
+/// The first operation naming a field that does not exist.
+pub fn apply_skipping_failures<'a>(ops: &[Op<'a>], fields: &[&'a [u8]], space: &Space) -> BoxResult<Assembled> {
+    check_names(ops, space)?;
     let mut slots = slots_of(fields);
     let mut reshaped = false;
     for op in ops {
@@ -487,41 +583,56 @@ pub fn apply_skipping_failures<'a>(ops: &[Op<'a>], fields: &[&'a [u8]], space: &
             Err(e) => tracing::warn!(space = %space.def.name, error = %e, "UPSERT operation failed"),
         }
     }
-    join_slots(&slots, reshaped)
+    Ok(join_slots(&slots, reshaped))
 }
 
-/// Applies one operation; one that fails changes nothing (every check comes before
-/// the change, and a field's mark as updated is taken back), so UPSERT can skip it.
+/// Applies one operation. One that fails on a whole field changes nothing (every
+/// check comes before the change, and a field's mark as updated is taken back);
+/// one inside a field leaves what 2.6 leaves, so UPSERT can skip it alike.
 /// Returns whether fields moved (one was inserted, deleted or appended).
 fn apply_op<'a>(slots: &mut Slots<'a>, op: &Op<'a>, space: &Space) -> BoxResult<bool> {
+    let reach = match op.kind {
+        OpKind::Insert(_) => Reach::Insert,
+        OpKind::Set(_) => Reach::Append,
+        _ => Reach::Existing,
+    };
+    let (pos, label, inside) = resolve(&op.field, slots.len(), space, reach)?;
+    if let (Some(lexer), Some(slot), FieldRef::Name(path)) = (inside, slots.get_mut(pos), &op.field) {
+        apply_inside(slot, &op.kind, lexer, path)?;
+        return Ok(false);
+    }
     match &op.kind {
         OpKind::Insert(v) => {
-            let pos = resolve(&op.field, slots.len(), space, Reach::Insert)?;
-            slots.insert(pos, Slot { bytes: Cow::Borrowed(v), touched: false });
+            slots.insert(pos, Slot::unchanged(v));
             return Ok(true);
         }
         OpKind::Delete(count) => {
-            let pos = resolve(&op.field, slots.len(), space, Reach::Existing)?;
             let end = usize::try_from(*count).unwrap_or(usize::MAX).saturating_add(pos).min(slots.len());
             slots.drain(pos..end);
             return Ok(true);
         }
-        OpKind::Set(v) if resolve(&op.field, slots.len(), space, Reach::Append)? == slots.len() => {
-            slots.push(Slot { bytes: Cow::Borrowed(v), touched: true });
+        OpKind::Set(v) if pos == slots.len() => {
+            // Appended as a value no operation changed (a later one may change it).
+            slots.push(Slot::unchanged(v));
             return Ok(true);
         }
         kind => {
-            let set = matches!(kind, OpKind::Set(_));
-            let pos = resolve(&op.field, slots.len(), space, if set { Reach::Append } else { Reach::Existing })?;
             // As 2.6: '=' may replace a field an earlier operation updated; the
             // others may not work on such a field ("double update").
-            touch(slots, pos, !set)?;
+            let set = matches!(kind, OpKind::Set(_));
+            touch(slots, pos, !set, label)?;
             if let Some(slot) = slots.get_mut(pos) {
                 // Only '=' may find the field marked, and '=' cannot fail: a failed
                 // operation leaves it unmarked, as it found it.
-                if let Err(e) = apply_one(slot, kind, pos + 1) {
-                    slot.touched = false;
-                    return Err(e);
+                match compute(kind, &slot.bytes, label) {
+                    Ok(value) => {
+                        slot.bytes = value;
+                        slot.tree = None;
+                    }
+                    Err(e) => {
+                        slot.touched = false;
+                        return Err(e);
+                    }
                 }
             }
         }
@@ -529,14 +640,28 @@ fn apply_op<'a>(slots: &mut Slots<'a>, op: &Op<'a>, space: &Space) -> BoxResult<
     Ok(false)
 }
 
+/// Applies an operation whose path goes on inside the field `slot` holds.
+fn apply_inside<'a>(slot: &mut Slot<'a>, kind: &OpKind<'a>, lexer: Lexer<'a>, path: &'a [u8]) -> BoxResult<()> {
+    let mut field = match (slot.tree.take(), &slot.bytes) {
+        (Some(tree), _) => *tree,
+        (None, Cow::Borrowed(bytes)) if !slot.touched => tree::Field::nop(bytes),
+        // Inside a value another operation replaced (2.6.0 crashes here; later
+        // versions answer so).
+        _ => return Err(Label::Path(path).not_found()),
+    };
+    let result = tree::apply(&mut field, &mut tree::PathOp::new(kind, lexer, path));
+    if !field.is_nop() {
+        slot.tree = Some(Box::new(field));
+        slot.touched = true;
+    }
+    result
+}
+
 /// Marks the field at `pos` as updated; `exclusive`: refuse one updated already.
-fn touch(slots: &mut [Slot<'_>], pos: usize, exclusive: bool) -> BoxResult<()> {
+fn touch(slots: &mut [Slot<'_>], pos: usize, exclusive: bool, label: Label<'_>) -> BoxResult<()> {
     if let Some(slot) = slots.get_mut(pos) {
         if slot.touched && exclusive {
-            return Err(BoxError::new(
-                code::UPDATE_FIELD,
-                format!("Field {} UPDATE error: double update of the same field", pos + 1),
-            ));
+            return Err(update_error(label, "double update of the same field"));
         }
         slot.touched = true;
     }
@@ -591,7 +716,7 @@ mod tests {
         assert!(ASSEMBLY.with_borrow(Vec::capacity) <= MAX_KEPT_ASSEMBLY, "a large buffer is not kept");
         let small = [0x91, 0x07];
         assert_eq!(&apply(&bump, &split(&small).unwrap(), &space).unwrap().tuple[..], &[0x91, 0x08]);
-        let skipped = apply_skipping_failures(&bump, &split(&[0x91, 0xa1, b'z']).unwrap(), &space).tuple;
+        let skipped = apply_skipping_failures(&bump, &split(&[0x91, 0xa1, b'z']).unwrap(), &space).unwrap().tuple;
         assert_eq!(&skipped[..], &[0x91, 0xa1, b'z'], "a failed operation leaves the field as it was");
     }
 
@@ -607,7 +732,8 @@ mod tests {
         };
         assert_eq!(changed(&[("+", 4, &[0x01]), ("=", 2, &[0x02])]), Some(vec![1, 3]));
         let failing = ops(&[("+", 3, &[0x01]), ("=", 2, &[0x02])]);
-        let skipped = apply_skipping_failures(&parse_ops(&failing, 1).unwrap(), &split(&old).unwrap(), &space());
+        let skipped =
+            apply_skipping_failures(&parse_ops(&failing, 1).unwrap(), &split(&old).unwrap(), &space()).unwrap();
         assert_eq!(skipped.changed_fields(), Some(&[1][..]), "a skipped operation changed nothing");
         assert_eq!(changed(&[("=", 5, &[0x02])]), None, "appended");
         assert_eq!(changed(&[("!", 2, &[0x02])]), None, "inserted");
@@ -637,7 +763,7 @@ mod tests {
         let ops_ok =
             ops(&[("+", 2, &[0x01]), ("=", 2, &[0xa1, b'b']), ("#", 9, &[0x01]), ("!", 9, &[0xc0]), ("-", 3, &[0x02])]);
         let parsed = parse_ops(&ops_ok, 1).unwrap();
-        let new = apply_skipping_failures(&parsed, &split(&old).unwrap(), &space());
+        let new = apply_skipping_failures(&parsed, &split(&old).unwrap(), &space()).unwrap();
         // '+' on a string and the out-of-range '#' and '!' are skipped; '=' and '-' apply.
         assert_eq!(&new.tuple[..], &[0x93, 0x01, 0xa1, b'b', 0x03]);
         assert_eq!(new.fields(), split(&new.tuple).unwrap());
