@@ -809,6 +809,23 @@ local function space_fieldno(space, name)
     return nil
 end
 
+-- A part's field given by a string, as 2.6 resolves it: a format name, or a JSON
+-- path whose first step is a field number ('[3]') or name; returns the field
+-- number and the rest of the path (nil when there is none).
+local function part_field(space, name)
+    local n = space_fieldno(space, name)
+    if n ~= nil then return n end
+    local first, rest = name:match('^%[(%d+)%](.*)$')
+    if first ~= nil then
+        n = tonumber(first)
+    else
+        first, rest = name:match('^([%a_][%w_]*)(.*)$')
+        n = first and space_fieldno(space, first)
+    end
+    if n == nil or n < 1 then return nil end
+    return n, rest ~= '' and rest or nil
+end
+
 local function normalize_parts(space, parts)
     if parts == nil then return {{0, 'unsigned'}} end
     if type(parts) ~= 'table' then parts = {parts} end
@@ -829,15 +846,19 @@ local function normalize_parts(space, parts)
     else
         for _, p in ipairs(parts) do
             list[#list + 1] = {field = p.field or p[1], type = p.type or p[2], is_nullable = p.is_nullable,
-                               collation = p.collation}
+                               collation = p.collation, path = p.path}
         end
     end
     local out = {}
     for i, p in ipairs(list) do
-        local fieldno = p.field
+        local fieldno, path = p.field, p.path
         if type(fieldno) == 'string' then
-            local n = space_fieldno(space, fieldno)
-            if n == nil then raise(201, "Field '%s' was not found in the tuple", fieldno) end
+            local n, rest = part_field(space, fieldno)
+            if n == nil then
+                raise(1, "Illegal parameters, options.parts[%d]: field was not found by name '%s'", i, fieldno)
+            end
+            -- As 2.6.0: a path in the name wins over a `path` option.
+            if rest ~= nil then path = rest end
             fieldno = n
         end
         local fmt = space._format[fieldno]
@@ -848,13 +869,23 @@ local function normalize_parts(space, parts)
         if type(collation) == 'string' then collation = collations[string.lower(collation)] end
         local nullable = p.is_nullable
         if nullable == nil and fmt and fmt.is_nullable then nullable = true end
-        if collation ~= nil or nullable ~= nil then
+        if collation ~= nil or nullable ~= nil or path ~= nil then
             local e = map{field = fieldno - 1, type = ftype}
             if collation ~= nil then e.collation = collation end
             if nullable ~= nil then e.is_nullable = nullable end
+            if path ~= nil then e.path = path end
             out[i] = e
         else
             out[i] = {fieldno - 1, ftype}
+        end
+    end
+    -- As 2.6: once one part needs the map form, every part takes it.
+    for i, e in ipairs(out) do
+        if getmetatable(e) ~= nil then
+            for j, o in ipairs(out) do
+                if getmetatable(o) == nil then out[j] = map{field = o[1], type = o[2]} end
+            end
+            break
         end
     end
     return out

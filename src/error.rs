@@ -31,8 +31,10 @@ pub mod code {
     pub const INVALID_MSGPACK: u32 = 20;
     pub const TUPLE_NOT_ARRAY: u32 = 22;
     pub const FIELD_TYPE: u32 = 23;
+    pub const INDEX_PART_TYPE_MISMATCH: u32 = 24;
     pub const UPDATE_SPLICE: u32 = 25;
     pub const UPDATE_ARG_TYPE: u32 = 26;
+    pub const FORMAT_MISMATCH_INDEX_PART: u32 = 27;
     pub const UNKNOWN_UPDATE_OP: u32 = 28;
     pub const UPDATE_FIELD: u32 = 29;
     pub const FUNCTION_TX_ACTIVE: u32 = 30;

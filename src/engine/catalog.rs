@@ -5,6 +5,7 @@
 //! read the catalogue they expect. DDL is a write to a system space: this module
 //! turns such a row into a space or index definition and checks it.
 
+use super::field_path::{FieldPath, PathError};
 use super::index::{IndexDef, IndexKind, Part};
 use super::space::{EngineKind, FieldDef, SpaceDef};
 use super::tuple::split;
@@ -243,8 +244,25 @@ fn parse_parts(raw: &[u8], space: &SpaceDef, modify: &dyn Fn(&str) -> BoxError) 
     let mut r = Reader::new(raw);
     let n = r.read_array_len().map_err(|_| BoxError::field_type("6", "array"))?;
     let mut parts = Vec::with_capacity(n.min(64) as usize);
-    for _ in 0..n {
+    for part_no in 1..=n {
+        let wrong_options = |msg: &str| {
+            BoxError::new(code::WRONG_INDEX_OPTIONS, format!("Wrong index options (field {part_no}): {msg}"))
+        };
         let entry = r.skip().map_err(|_| BoxError::invalid_msgpack("tuple"))?;
+        let path = match map_get(entry, b"path").filter(|_| Reader::new(entry).peek_type() == Ok(MpType::Map)) {
+            None => None,
+            Some(raw) => {
+                let text = Reader::new(raw).read_str().map_err(|_| wrong_options("invalid path"))?;
+                let text = std::str::from_utf8(text).map_err(|_| wrong_options("invalid path"))?;
+                match FieldPath::parse(text) {
+                    Ok(path) => Some(std::sync::Arc::new(path)),
+                    Err(PathError::Invalid) => return Err(wrong_options("invalid path")),
+                    Err(PathError::Multikey) => {
+                        return Err(BoxError::new(code::UNSUPPORTED, "oncebox does not support multikey indexes"))
+                    }
+                }
+            }
+        };
         let (field_no, ty_name, coll, nullable) = match Reader::new(entry).peek_type() {
             Ok(MpType::Array) => {
                 let items = split(entry)?;
@@ -275,8 +293,16 @@ fn parse_parts(raw: &[u8], space: &SpaceDef, modify: &dyn Fn(&str) -> BoxError) 
             Some(id) => Collation::from_id(id).ok_or_else(|| modify("collation was not found by id"))?,
             None => format_field.map_or(Collation::Binary, |f| f.collation),
         };
+        if coll.is_some() && !matches!(ty, FieldType::String | FieldType::Scalar) {
+            return Err(wrong_options("collation is reasonable only for string and scalar parts"));
+        }
         let nullable = nullable.unwrap_or_else(|| format_field.is_some_and(|f| f.nullable));
-        parts.push(Part { field_no, ty, collation, nullable });
+        let part = Part { field_no, ty, collation, nullable, path };
+        let steps = |p: &Part| p.path.as_ref().map(|path| path.steps().to_vec());
+        if parts.iter().any(|p: &Part| p.field_no == field_no && steps(p) == steps(&part)) {
+            return Err(modify("same key part is indexed twice"));
+        }
+        parts.push(part);
     }
     Ok(parts)
 }

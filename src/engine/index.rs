@@ -9,12 +9,14 @@ use std::hash::{BuildHasher, Hash, Hasher};
 use std::num::NonZeroU64;
 use std::ops::Bound;
 use std::rc::Rc;
+use std::sync::Arc;
 
+use super::field_path::{self, FieldPath, Found, Step};
 use super::hash_slots::HashSlots;
 use super::tuple::{split, Tuple, TupleFields};
-use super::value::{Collation, FieldType, Key, KeyPart};
+use super::value::{Collation, FieldType, Key, KeyPart, ValueType};
 use crate::error::{code, BoxError, BoxResult};
-use crate::protocol::msgpack::Reader;
+use crate::protocol::msgpack::{MpType, Reader};
 
 /// One part of an index definition.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -27,6 +29,82 @@ pub struct Part {
     pub collation: Collation,
     /// Whether nil is allowed.
     pub nullable: bool,
+    /// Where inside the field the key is, if not the field itself.
+    pub path: Option<Arc<FieldPath>>,
+}
+
+impl Part {
+    /// A part on a whole field.
+    #[must_use]
+    pub fn whole(field_no: u32, ty: FieldType, collation: Collation, nullable: bool) -> Self {
+        Self { field_no, ty, collation, nullable, path: None }
+    }
+
+    /// The part's value in a tuple's fields, or the error 2.6 gives for the tuple
+    /// (see [`Fault`]); `Ok(None)` when a nullable part finds nothing.
+    ///
+    /// # Errors
+    /// A value that is not MessagePack.
+    pub fn value<'t>(&self, fields: &TupleFields<'t>) -> BoxResult<Result<Option<&'t [u8]>, Fault>> {
+        let steps = self.path.as_deref().map_or(&[][..], FieldPath::steps);
+        let Some(&raw) = fields.get(self.field_no as usize) else {
+            return Ok(if self.nullable { Ok(None) } else { Err(Fault::missing(self.field_no, steps)) });
+        };
+        let type_of = |v: &[u8]| ValueType::of(v).map_err(|_| BoxError::invalid_msgpack("tuple"));
+        let Some(path) = self.path.as_deref() else {
+            return Ok(if self.ty.admits(type_of(raw)?, self.nullable) {
+                Ok(Some(raw))
+            } else {
+                Err(Fault::wrong_type(self.field_no, &[], 0, self.ty.name()))
+            });
+        };
+        let container = |depth: usize| if matches!(steps[depth], Step::Key(_)) { "map" } else { "array" };
+        if self.nullable && type_of(raw)?.mp == MpType::Nil {
+            return Ok(Ok(None));
+        }
+        Ok(match path.find(raw) {
+            Found::Value(v) if self.ty.admits(type_of(v)?, self.nullable) => Ok(Some(v)),
+            Found::Value(v) => {
+                let at = v.as_ptr() as usize - raw.as_ptr() as usize;
+                Err(Fault::wrong_type(self.field_no, steps, at, self.ty.name()))
+            }
+            Found::Missing if self.nullable => Ok(None),
+            Found::Missing => Err(Fault::missing(self.field_no, steps)),
+            Found::NotContainer { depth, at } => {
+                Err(Fault::wrong_type(self.field_no, &steps[..depth], at, container(depth)))
+            }
+        })
+    }
+}
+
+/// What is wrong with a tuple for an index part, as 2.6 reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Fault {
+    /// A value of the wrong type: in field `field`, starting `at` bytes into it.
+    WrongType { field: u32, at: usize, label: String, expected: &'static str },
+    /// A required place is missing.
+    Missing { label: String },
+}
+
+impl Fault {
+    fn wrong_type(field: u32, steps: &[Step], at: usize, expected: &'static str) -> Self {
+        Self::WrongType { field, at, label: field_path::label(field, steps), expected }
+    }
+
+    fn missing(field: u32, steps: &[Step]) -> Self {
+        Self::Missing { label: field_path::label(field, steps) }
+    }
+
+    /// The error: ER_FIELD_TYPE or ER_FIELD_MISSING.
+    #[must_use]
+    pub fn error(&self) -> BoxError {
+        match self {
+            Self::WrongType { label, expected, .. } => BoxError::field_type(label, expected),
+            Self::Missing { label } => {
+                BoxError::new(code::FIELD_MISSING, format!("Tuple field {label} required by space format is missing"))
+            }
+        }
+    }
 }
 
 /// Index type.
@@ -842,9 +920,20 @@ fn visit_each<'a>(
 pub fn extract_key(parts: &[Part], fields: &TupleFields<'_>) -> BoxResult<Key> {
     let mut key = Key::with_capacity(parts.len());
     for part in parts {
-        let Some(raw) = fields.get(part.field_no as usize) else {
-            key.push(KeyPart::Nil);
-            continue;
+        let raw = match (&part.path, fields.get(part.field_no as usize)) {
+            (None, Some(raw)) => *raw,
+            (_, None) => {
+                key.push(KeyPart::Nil);
+                continue;
+            }
+            (Some(_), Some(_)) => match part.value(fields)? {
+                Ok(Some(raw)) => raw,
+                Ok(None) => {
+                    key.push(KeyPart::Nil);
+                    continue;
+                }
+                Err(fault) => return Err(fault.error()),
+            },
         };
         let mut r = Reader::new(raw);
         let k = KeyPart::read(&mut r, part.ty, part.collation, part.nullable)
@@ -861,7 +950,7 @@ mod tests {
     use crate::engine::tuple::split;
 
     fn hash_index() -> Index {
-        let part = Part { field_no: 0, ty: FieldType::Scalar, collation: Collation::Binary, nullable: false };
+        let part = Part::whole(0, FieldType::Scalar, Collation::Binary, false);
         let def = IndexDef { id: 0, name: "pk".into(), kind: IndexKind::Hash, unique: true, parts: vec![part] };
         let parts = def.parts.clone();
         Index::new(def, &parts)
@@ -934,7 +1023,7 @@ mod tests {
     #[test]
     fn an_unsigned_tree_answers_as_a_general_tree_does() {
         use crate::protocol::msgpack::write;
-        let part = |ty| Part { field_no: 0, ty, collation: Collation::Binary, nullable: false };
+        let part = |ty| Part::whole(0, ty, Collation::Binary, false);
         let def =
             |ty| IndexDef { id: 0, name: "pk".into(), kind: IndexKind::Tree, unique: true, parts: vec![part(ty)] };
         let mut ints = Index::new(def(FieldType::Unsigned), &[part(FieldType::Unsigned)]);
@@ -1055,7 +1144,7 @@ mod tests {
         // TREE (ordered by value, then by the primary key) and a HASH.
         let tuples: Vec<Tuple> =
             [(5, b'b'), (1, b'c'), (3, b'a'), (9, b'a'), (3, b'z'), (2, b'b')].map(|(k, v)| pair(k, v)).into();
-        let part = |field_no, ty| Part { field_no, ty, collation: Collation::Binary, nullable: false };
+        let part = |field_no, ty| Part::whole(field_no, ty, Collation::Binary, false);
         let pk = vec![part(0, FieldType::Unsigned)];
         let by_value = IndexDef {
             id: 1,

@@ -6,6 +6,7 @@
 
 pub mod access;
 pub mod catalog;
+pub mod field_path;
 pub mod hash_slots;
 pub mod index;
 pub mod json_path;
@@ -1260,6 +1261,7 @@ impl Engine {
         match (old, new) {
             (None, Some(new)) => {
                 let def = catalog::parse_index(new, &space.def)?;
+                space.check_part_types(&def)?;
                 space.add_index(def)?;
             }
             (Some(_), None) => {
@@ -1281,6 +1283,7 @@ impl Engine {
             }
             (Some(_), Some(new)) => {
                 let def = catalog::parse_index(new, &space.def)?;
+                space.check_part_types(&def)?;
                 let removed: Vec<Tuple> = space.primary().map(|pk| pk.iter().cloned().collect()).unwrap_or_default();
                 rebuild_with(space, def)?;
                 if iid == 0 {

@@ -1,9 +1,10 @@
 //! A space: its definition, its format and its indexes, kept consistent on every write.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use super::index::{Index, IndexDef, Part};
+use super::field_path::{self, FieldPath, Step};
+use super::index::{Fault, Index, IndexDef, Part};
 use super::tuple::{split, Tuple, TupleFields};
 use super::value::{Collation, FieldType, Key, ValueType};
 use crate::error::{code, BoxError, BoxResult};
@@ -196,6 +197,10 @@ impl Space {
         self.check_size(tuple)?;
         for &at in changed {
             let at = at as usize;
+            if self.parts_on_field(at).any(|p| p.path.is_some()) {
+                // Places inside the field are checked with the whole tuple.
+                return self.validate_split(tuple, fields);
+            }
             let Some(raw) = fields.get(at) else { continue };
             let ty = ValueType::of(raw).map_err(|_| BoxError::invalid_msgpack("tuple"))?;
             // On one field the format is checked before the parts, the parts in index order.
@@ -243,9 +248,31 @@ impl Space {
                 break;
             }
         }
+        // A part with a path checks places inside its field: the first wrong one in
+        // field order, then in the field's byte order, as 2.6 walks the tuple.
+        let mut inside: Option<(usize, usize, Fault)> = None;
+        let mut missing_inside: Option<Fault> = None;
         for part in self.indexes.values().flat_map(|ix| ix.def.parts.iter()) {
             let i = part.field_no as usize;
             if i >= fields.len() || rejected.is_some_and(|(first, _)| first <= i) {
+                continue;
+            }
+            if part.path.is_some() {
+                match part.value(fields)? {
+                    Ok(_) => {}
+                    Err(Fault::WrongType { at: 0, expected, .. }) => {
+                        let container = if expected == "map" { FieldType::Map } else { FieldType::Array };
+                        rejected = Some((i, container));
+                    }
+                    Err(fault @ Fault::WrongType { at, .. }) => {
+                        if inside.as_ref().is_none_or(|(field, first, _)| (i, at) < (*field, *first)) {
+                            inside = Some((i, at, fault));
+                        }
+                    }
+                    Err(fault) => {
+                        missing_inside.get_or_insert(fault);
+                    }
+                }
                 continue;
             }
             let ty = type_of(i)?;
@@ -253,8 +280,11 @@ impl Space {
                 rejected = Some((i, part.ty));
             }
         }
-        if let Some((i, ty)) = rejected {
-            return Err(BoxError::field_type(&(i + 1).to_string(), ty.name()));
+        match (rejected, inside) {
+            (Some((i, _)), Some((field, _, fault))) if field < i => return Err(fault.error()),
+            (Some((i, ty)), _) => return Err(BoxError::field_type(&(i + 1).to_string(), ty.name())),
+            (None, Some((_, _, fault))) => return Err(fault.error()),
+            (None, None) => {}
         }
         // As 2.6: the fields present are checked before any missing one is named.
         let required_len = self.required_field_count();
@@ -265,7 +295,7 @@ impl Space {
                 format!("Tuple field {} required by space format is missing", missing + 1),
             ));
         }
-        Ok(())
+        missing_inside.map_or(Ok(()), |fault| Err(fault.error()))
     }
 
     fn parts_on_field(&self, field: usize) -> impl Iterator<Item = &Part> {
@@ -462,20 +492,8 @@ impl Space {
         for t in existing {
             let fields = split(&t)?;
             for part in &index.def.parts {
-                match fields.get(part.field_no as usize) {
-                    Some(raw) => {
-                        let ty = ValueType::of(raw).map_err(|_| BoxError::invalid_msgpack("tuple"))?;
-                        if !part.ty.admits(ty, part.nullable) {
-                            return Err(BoxError::field_type(&(part.field_no + 1).to_string(), part.ty.name()));
-                        }
-                    }
-                    None if !part.nullable => {
-                        return Err(BoxError::new(
-                            code::FIELD_MISSING,
-                            format!("Tuple field {} required by space format is missing", part.field_no + 1),
-                        ))
-                    }
-                    None => {}
+                if let Err(fault) = part.value(&fields)? {
+                    return Err(fault.error());
                 }
             }
             if index.conflict(&index.user_key(&fields)?).is_some() {
@@ -486,6 +504,71 @@ impl Space {
             index.insert(key, t);
         }
         self.indexes.insert(index.def.id, index);
+        Ok(())
+    }
+}
+
+impl Space {
+    /// Checks the types an index gives each place it keys (a field, or a place on a
+    /// path, whose steps make the places before it maps or arrays) against the
+    /// space format and the other indexes, as 2.6 builds a space's tuple format:
+    /// a type may narrow another (`integer` then `unsigned`), not contradict it.
+    ///
+    /// # Errors
+    /// `ER_FORMAT_MISMATCH_INDEX_PART` against the format, or
+    /// `ER_INDEX_PART_TYPE_MISMATCH` against another index.
+    pub fn check_part_types(&self, added: &IndexDef) -> BoxResult<()> {
+        // Each place: (its type so far, whether an index part set it).
+        let mut places: HashMap<(u32, Vec<Step>), (FieldType, bool)> = HashMap::new();
+        for (i, f) in self.def.format.iter().enumerate() {
+            #[allow(clippy::cast_possible_truncation, reason = "field numbers fit u32")]
+            places.insert((i as u32, Vec::new()), (f.ty, false));
+        }
+        let mut defs: Vec<&IndexDef> =
+            self.indexes.values().map(|ix| &ix.def).filter(|d| d.id != added.id).chain([added]).collect();
+        defs.sort_by_key(|d| d.id);
+        let mismatch = |field: u32, steps: &[Step], had: FieldType, wants: FieldType| {
+            BoxError::new(
+                code::INDEX_PART_TYPE_MISMATCH,
+                format!(
+                    "Field {} has type '{}' in one index, but type '{}' in another",
+                    field_path::label(field, steps),
+                    had.name(),
+                    wants.name()
+                ),
+            )
+        };
+        for part in defs.iter().flat_map(|d| d.parts.iter()) {
+            let steps = part.path.as_deref().map_or(&[][..], FieldPath::steps);
+            for depth in 0..steps.len() {
+                let wants = if matches!(steps[depth], Step::Key(_)) { FieldType::Map } else { FieldType::Array };
+                let place = places.entry((part.field_no, steps[..depth].to_vec())).or_insert((FieldType::Any, false));
+                if place.0 == FieldType::Any {
+                    place.0 = wants;
+                } else if place.0 != wants {
+                    return Err(mismatch(part.field_no, &steps[..depth], place.0, wants));
+                }
+                place.1 = true;
+            }
+            let place = places.entry((part.field_no, steps.to_vec())).or_insert((FieldType::Any, false));
+            if place.0.contains(part.ty) {
+                place.0 = part.ty;
+            } else if !part.ty.contains(place.0) {
+                if place.1 {
+                    return Err(mismatch(part.field_no, steps, place.0, part.ty));
+                }
+                return Err(BoxError::new(
+                    code::FORMAT_MISMATCH_INDEX_PART,
+                    format!(
+                        "Field {} has type '{}' in space format, but type '{}' in index definition",
+                        field_path::label(part.field_no, steps),
+                        place.0.name(),
+                        part.ty.name()
+                    ),
+                ));
+            }
+            place.1 = true;
+        }
         Ok(())
     }
 }

@@ -116,6 +116,21 @@ impl FieldType {
         }
     }
 
+    /// Whether every value of type `other` is also of this type (2.6's
+    /// `field_type1_contains_type2`).
+    #[must_use]
+    pub fn contains(self, other: Self) -> bool {
+        use FieldType::{Any, Decimal, Double, Integer, Number, Scalar, Unsigned};
+        match self {
+            _ if self == other => true,
+            Any => true,
+            Integer => other == Unsigned,
+            Number => matches!(other, Unsigned | Integer | Double | Decimal),
+            Scalar => !matches!(other, Any | Self::Array | Self::Map),
+            _ => false,
+        }
+    }
+
     /// Whether an index may be built over fields of this type.
     #[must_use]
     pub fn is_indexable(self) -> bool {

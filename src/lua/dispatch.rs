@@ -752,6 +752,9 @@ fn space_info(lua: &Lua, engine: &Engine, which: Option<&Value>) -> mlua::Result
             pt.set("fieldno", p.field_no + 1)?;
             pt.set("type", p.ty.name())?;
             pt.set("is_nullable", p.nullable)?;
+            if let Some(path) = &p.path {
+                pt.set("path", path.text())?;
+            }
             // As 2.6 shows a part's collation: by name (binary, the default, unshown).
             match p.collation {
                 Collation::Binary => {}

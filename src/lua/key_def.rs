@@ -112,7 +112,7 @@ pub fn create(lua: &Lua) -> mlua::Result<Table> {
                         .ok_or_else(|| mlua::Error::runtime("unknown collation"))?,
                     None => Collation::Binary,
                 };
-                out.push(Part { field_no, ty, collation, nullable });
+                out.push(Part::whole(field_no, ty, collation, nullable));
             }
             lua.create_userdata(KeyDef(out))
         })?,
