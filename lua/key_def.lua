@@ -39,11 +39,15 @@ local function normalize_part(p)
     if fieldno == nil then illegal('fieldno or field must not be nil') end
     if p.type == nil then illegal('type must not be nil') end
     if not FIELD_TYPES[p.type] then illegal('Unknown field type: ' .. tostring(p.type)) end
-    if p.path ~= nil then illegal('key_def: JSON paths in key parts are not supported by oncebox') end
+    if p.path ~= nil then
+        if type(p.path) ~= 'string' then illegal('invalid path') end
+        local wrong = native.path_error(p.path)
+        if wrong ~= nil then illegal(wrong) end
+    end
     if p.collation ~= nil and not COLLATIONS[p.collation] then
         illegal(string.format('Unknown collation: "%s"', tostring(p.collation)))
     end
-    local part = {type = p.type, is_nullable = p.is_nullable == true, fieldno = fieldno}
+    local part = {type = p.type, is_nullable = p.is_nullable == true, fieldno = fieldno, path = p.path}
     if p.collation ~= nil and p.collation ~= 'none' and p.collation ~= 'binary' then part.collation = p.collation end
     return part
 end
@@ -51,7 +55,7 @@ end
 local function build(parts)
     local native_parts = {}
     for i, p in ipairs(parts) do
-        native_parts[i] = {p.fieldno - 1, p.type, p.is_nullable, p.collation}
+        native_parts[i] = {p.fieldno - 1, p.type, p.is_nullable, p.collation, p.path}
     end
     return setmetatable({parts = parts, native = native.new(native_parts)}, key_def_mt)
 end
@@ -94,15 +98,17 @@ end
 function methods:merge(other)
     usage(self, 'merge(second_key_def)')
     usage(other, 'merge(second_key_def)')
+    -- A part is the same place when its field and path are.
     local parts, seen = {}, {}
+    local function place(p) return tostring(p.fieldno) .. (p.path or '') end
     for _, p in ipairs(self.parts) do
         parts[#parts + 1] = table.copy(p)
-        seen[p.fieldno] = true
+        seen[place(p)] = true
     end
     for _, p in ipairs(other.parts) do
-        if not seen[p.fieldno] then
+        if not seen[place(p)] then
             parts[#parts + 1] = table.copy(p)
-            seen[p.fieldno] = true
+            seen[place(p)] = true
         end
     end
     return build(parts)

@@ -12,6 +12,7 @@ use mlua::{AnyUserData, Lua, Table, UserData, Value};
 
 use super::convert;
 use super::tuple::{LuaTuple, TupleFormat};
+use crate::engine::field_path::{FieldPath, Found, PathError};
 use crate::engine::index::Part;
 use crate::engine::tuple::split;
 use crate::engine::value::{Collation, FieldType, Key, KeyPart};
@@ -51,14 +52,24 @@ fn key_fields<'t>(parts: &[Part], tuple: &'t [u8]) -> Result<Vec<Option<&'t [u8]
     let fields = split(tuple).map_err(|_| BoxError::new(code::TUPLE_NOT_ARRAY, "Tuple/Key must be MsgPack array"))?;
     let mut out = Vec::with_capacity(parts.len());
     for (i, part) in parts.iter().enumerate() {
-        let Some(raw) = fields.get(part.field_no as usize).copied() else {
+        let found = fields.get(part.field_no as usize).copied().and_then(|raw| match &part.path {
+            None => Some(raw),
+            // A place not there, or under a value that is not a container, is missing.
+            Some(path) => match path.find(raw) {
+                Found::Value(v) => Some(v),
+                Found::Missing | Found::NotContainer { .. } => None,
+            },
+        });
+        let Some(raw) = found else {
             if part.nullable {
                 out.push(None);
                 continue;
             }
+            // As 2.6: the field's number, then the path as given.
+            let path = part.path.as_deref().map_or("", FieldPath::text);
             return Err(BoxError::new(
                 code::FIELD_MISSING,
-                format!("Tuple field [{}] required by space format is missing", part.field_no + 1),
+                format!("Tuple field [{}]{path} required by space format is missing", part.field_no + 1),
             ));
         };
         check_part(i, part, raw)?;
@@ -98,7 +109,19 @@ fn sign(o: Ordering) -> i64 {
 /// Builds the `key_def` table of native functions.
 pub fn create(lua: &Lua) -> mlua::Result<Table> {
     let t = lua.create_table()?;
-    // new({{field_no (0-based), type, is_nullable, collation}, ...}): names checked by the module.
+    // path_error(path): why a part may not have the path (2.6's words), or nil.
+    t.set(
+        "path_error",
+        lua.create_function(|_, path: mlua::LuaString| {
+            Ok(match std::str::from_utf8(&path.as_bytes()).map(FieldPath::parse) {
+                Ok(Ok(_)) => None,
+                Ok(Err(PathError::Multikey)) => Some("multikey path is unsupported"),
+                _ => Some("invalid path"),
+            })
+        })?,
+    )?;
+    // new({{field_no (0-based), type, is_nullable, collation, path}, ...}): names and
+    // paths checked by the module.
     t.set(
         "new",
         lua.create_function(|lua, parts: Vec<Table>| {
@@ -106,13 +129,22 @@ pub fn create(lua: &Lua) -> mlua::Result<Table> {
             for part in parts {
                 let (field_no, ty, nullable, collation): (u32, mlua::LuaString, bool, Option<mlua::LuaString>) =
                     (part.get(1)?, part.get(2)?, part.get(3)?, part.get(4)?);
+                let path = match part.get::<Option<mlua::LuaString>>(5)? {
+                    None => None,
+                    Some(p) => Some(std::sync::Arc::new(
+                        std::str::from_utf8(&p.as_bytes())
+                            .ok()
+                            .and_then(|p| FieldPath::parse(p).ok())
+                            .ok_or_else(|| mlua::Error::runtime("invalid path"))?,
+                    )),
+                };
                 let ty = FieldType::parse(&ty.as_bytes()).ok_or_else(|| mlua::Error::runtime("unknown field type"))?;
                 let collation = match collation {
                     Some(name) => Collation::from_name(&name.as_bytes())
                         .ok_or_else(|| mlua::Error::runtime("unknown collation"))?,
                     None => Collation::Binary,
                 };
-                out.push(Part::whole(field_no, ty, collation, nullable));
+                out.push(Part { path, ..Part::whole(field_no, ty, collation, nullable) });
             }
             lua.create_userdata(KeyDef(out))
         })?,

@@ -15,8 +15,8 @@ end
 local function parts(kd)
     local out = {}
     for _, part in ipairs(kd:totable()) do
-        out[#out + 1] = string.format('%s:%s:%s:%s', part.fieldno, part.type, tostring(part.is_nullable),
-                                      tostring(part.collation))
+        out[#out + 1] = string.format('%s:%s:%s:%s:%s', part.fieldno, part.type, tostring(part.is_nullable),
+                                      tostring(part.collation), tostring(part.path))
     end
     return table.concat(out, ' ')
 end
@@ -65,6 +65,20 @@ p(skd:compare({true}, {1}), skd:compare({1}, {'a'}), skd:compare({'b'}, {'a'}), 
 try('scalar nil', skd.compare, skd, {box.NULL}, {1})
 local nullable = key_def.new({{fieldno = 1, type = 'unsigned', is_nullable = true}})
 p(nullable:compare({box.NULL}, {0}), nullable:compare({box.NULL}, {box.NULL}), nullable:compare({}, {1}))
+-- Parts on JSON paths inside fields.
+local t = box.tuple.new{1, {k = 5, a = {7, 8}}, 'x'}
+local pkd = key_def.new({{fieldno = 2, type = 'unsigned', path = 'k'}})
+p(parts(pkd), pkd:extract_key(t), pkd:compare(t, {2, {k = 6}}), pkd:compare_with_key(t, {5}))
+local pkd2 = key_def.new({{fieldno = 2, type = 'unsigned', path = '.a[2]'}, {fieldno = 1, type = 'unsigned'}})
+p(pkd2:extract_key(t), pkd2:compare(t, box.tuple.new{1, {a = {1, 9}}}))
+try('path missing', pkd.extract_key, key_def.new({{fieldno = 2, type = 'unsigned', path = '.zz'}}), t)
+try('path below a number', pkd.extract_key, key_def.new({{fieldno = 2, type = 'unsigned', path = '.k.z'}}), t)
+try('path wrong type', pkd.extract_key, key_def.new({{fieldno = 2, type = 'string', path = 'k'}}), t)
+p(key_def.new({{fieldno = 2, type = 'unsigned', path = '.zz', is_nullable = true}}):extract_key(t))
+try('path invalid', key_def.new, {{fieldno = 2, type = 'unsigned', path = '..k'}})
+try('path multikey', key_def.new, {{fieldno = 2, type = 'unsigned', path = '[*]'}})
+try('path not a string', key_def.new, {{fieldno = 2, type = 'unsigned', path = 5}})
+p(parts(pkd:merge(key_def.new({{fieldno = 2, type = 'unsigned', path = '.a[1]'}, {fieldno = 2, type = 'unsigned', path = 'k'}}))))
 -- Sorting with a key_def, as merge-style code does.
 local rows = {{'b', 2}, {'a', 2}, {'c', 1}, {'B', 1}}
 table.sort(rows, function(a, b) return kd:compare(a, b) < 0 end)
