@@ -506,7 +506,7 @@ function index_methods:select(key, opts)
               opts.limit or 4294967295)
 end
 function index_methods:random(seed)
-    local n = op('len', self.space_id)
+    local n = op('len', self.space_id, self.id)
     if n == 0 then return nil end
     return self:select({}, {limit = 1, offset = (tonumber(seed) or 0) % n})[1]
 end
@@ -514,16 +514,16 @@ function index_methods:get(key) return maybe(op('get', self.space_id, self.id, k
 function index_methods:min(key) return maybe(op('select', self.space_id, self.id, key, 5, 0, 1)[1]) end
 function index_methods:max(key) return maybe(op('select', self.space_id, self.id, key, 4, 0, 1)[1]) end
 function index_methods:count(key, opts)
-    if key == nil and opts == nil then return op('len', self.space_id) end
+    if key == nil and opts == nil then return op('len', self.space_id, self.id) end
     local it = iterator_code(opts or {}, key)
     if it == iterators.ALL then
-        -- As 2.6: ALL counts every tuple whatever the key (still checked against the index).
+        -- As 2.6: ALL counts every entry whatever the key (still checked against the index).
         op('select', self.space_id, self.id, key, it, 0, 0)
-        return op('len', self.space_id)
+        return op('len', self.space_id, self.id)
     end
     return #self:select(key, opts)
 end
-index_methods.len = function(self) return op('len', self.space_id) end
+index_methods.len = function(self) return op('len', self.space_id, self.id) end
 -- An estimate of the index structure's own memory (not the tuples').
 function index_methods:bsize() return op('index_bsize', self.space_id, self.id) end
 -- A memtx index has no statistics of its own and nothing to compact, as in 2.6.

@@ -7,6 +7,7 @@
 
 use super::field_path::{FieldPath, PathError};
 use super::index::{IndexDef, IndexKind, Part};
+use super::multikey;
 use super::space::{EngineKind, FieldDef, SpaceDef};
 use super::tuple::split;
 use super::value::{Collation, FieldType};
@@ -237,6 +238,17 @@ pub fn parse_index(tuple: &[u8], space: &SpaceDef) -> BoxResult<IndexDef> {
     if kind == IndexKind::Hash && parts.iter().any(|p| p.nullable) {
         return Err(modify("HASH index does not support nullable parts"));
     }
+    if let Some(part) = parts.iter().find(|p| multikey::split(p).is_some()) {
+        if kind == IndexKind::Hash {
+            return Err(modify("HASH index cannot be multikey"));
+        }
+        if iid == 0 {
+            return Err(modify("primary key cannot be multikey"));
+        }
+        if space.format.get(part.field_no as usize).is_some_and(|f| f.nullable) {
+            return Err(BoxError::new(code::UNSUPPORTED, "multikey index does not support nullable root field"));
+        }
+    }
     Ok(IndexDef { id: u32::try_from(iid).map_err(|_| modify("index id too big"))?, name, kind, unique, parts })
 }
 
@@ -257,8 +269,10 @@ fn parse_parts(raw: &[u8], space: &SpaceDef, modify: &dyn Fn(&str) -> BoxError) 
                 match FieldPath::parse(text) {
                     Ok(path) => Some(std::sync::Arc::new(path)),
                     Err(PathError::Invalid) => return Err(wrong_options("invalid path")),
-                    Err(PathError::Multikey) => {
-                        return Err(BoxError::new(code::UNSUPPORTED, "oncebox does not support multikey indexes"))
+                    Err(PathError::TwoPlaceholders) => {
+                        return Err(wrong_options(
+                            "no more than one array index placeholder [*] is allowed in JSON path",
+                        ))
                     }
                 }
             }
@@ -303,6 +317,9 @@ fn parse_parts(raw: &[u8], space: &SpaceDef, modify: &dyn Fn(&str) -> BoxError) 
             return Err(modify("same key part is indexed twice"));
         }
         parts.push(part);
+    }
+    if let Some((part_no, why)) = multikey::incompatible(&parts) {
+        return Err(BoxError::new(code::WRONG_INDEX_OPTIONS, format!("Wrong index options (field {part_no}): {why}")));
     }
     Ok(parts)
 }

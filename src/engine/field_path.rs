@@ -1,6 +1,6 @@
 //! A JSON path inside a tuple field, as an index part names one (`.k`,
-//! `[2]`, `.deep.x`, `["q r"]`): its steps, how to follow them in a value, and
-//! how 2.6 names the place in errors (`[2]["k"][3]`).
+//! `[2]`, `.deep.x`, `["q r"]`, `.items[*].sku`): its steps, how to follow them in
+//! a value, and how 2.6 names the place in errors (`[2]["k"][3]`, `[3][*]["sku"]`).
 
 use super::json_path::{Lexer, Token};
 use crate::protocol::msgpack::{MpType, Reader};
@@ -12,6 +12,8 @@ pub enum Step {
     Key(Box<[u8]>),
     /// An array's element, 0-based.
     Index(u32),
+    /// Every element of an array (`[*]`: a multikey index).
+    Any,
 }
 
 impl Step {
@@ -20,7 +22,7 @@ impl Step {
     pub fn container(&self) -> MpType {
         match self {
             Self::Key(_) => MpType::Map,
-            Self::Index(_) => MpType::Array,
+            Self::Index(_) | Self::Any => MpType::Array,
         }
     }
 }
@@ -49,15 +51,15 @@ pub enum Found<'t> {
 pub enum PathError {
     /// Not a JSON path, or an empty one.
     Invalid,
-    /// A `[*]` step (a multikey index).
-    Multikey,
+    /// More than one `[*]` step.
+    TwoPlaceholders,
 }
 
 impl FieldPath {
     /// Parses a part's path.
     ///
     /// # Errors
-    /// [`PathError`] for an invalid path or a `[*]` step.
+    /// [`PathError`] for an invalid path or one with two `[*]` steps.
     pub fn parse(text: &str) -> Result<Self, PathError> {
         let mut lexer = Lexer::new(text.as_bytes());
         let mut steps = Vec::new();
@@ -66,7 +68,8 @@ impl FieldPath {
                 Token::End => break,
                 Token::Num(n) => steps.push(Step::Index(n)),
                 Token::Str(key) => steps.push(Step::Key(key.into())),
-                Token::Any => return Err(PathError::Multikey),
+                Token::Any if steps.contains(&Step::Any) => return Err(PathError::TwoPlaceholders),
+                Token::Any => steps.push(Step::Any),
             }
         }
         if steps.is_empty() {
@@ -87,26 +90,40 @@ impl FieldPath {
         &self.steps
     }
 
-    /// Follows the path in `field`, a field's value.
+    /// The steps before and after the `[*]` one, for a multikey path.
+    #[must_use]
+    pub fn split_at_any(&self) -> Option<(&[Step], &[Step])> {
+        let at = self.steps.iter().position(|s| *s == Step::Any)?;
+        Some((&self.steps[..at], &self.steps[at + 1..]))
+    }
+
+    /// Follows the path in `field`, a field's value (a path without `[*]`).
     #[must_use]
     pub fn find<'t>(&self, field: &'t [u8]) -> Found<'t> {
-        let mut value = field;
-        for (depth, step) in self.steps.iter().enumerate() {
-            let next = match step {
-                Step::Key(key) => map_value(value, key),
-                Step::Index(n) => array_element(value, *n),
-            };
-            value = match next {
-                Ok(Some(v)) => v,
-                Ok(None) => return Found::Missing,
-                Err(()) => {
-                    let at = (value.as_ptr() as usize).saturating_sub(field.as_ptr() as usize);
-                    return Found::NotContainer { depth, at };
-                }
-            };
-        }
-        Found::Value(value)
+        find(&self.steps, field)
     }
+}
+
+/// Follows `steps` (none of them `[*]`) in `field`.
+#[must_use]
+pub fn find<'t>(steps: &[Step], field: &'t [u8]) -> Found<'t> {
+    let mut value = field;
+    for (depth, step) in steps.iter().enumerate() {
+        let next = match step {
+            Step::Key(key) => map_value(value, key),
+            Step::Index(n) => array_element(value, *n),
+            Step::Any => Err(()),
+        };
+        value = match next {
+            Ok(Some(v)) => v,
+            Ok(None) => return Found::Missing,
+            Err(()) => {
+                let at = (value.as_ptr() as usize).saturating_sub(field.as_ptr() as usize);
+                return Found::NotContainer { depth, at };
+            }
+        };
+    }
+    Found::Value(value)
 }
 
 /// How 2.6 names the place `steps` leads to in field `field_no` (0-based): the
@@ -121,6 +138,7 @@ pub fn label(field_no: u32, steps: &[Step]) -> String {
         match step {
             Step::Key(key) => out.push_str(&format!("[\"{}\"]", String::from_utf8_lossy(key))),
             Step::Index(n) => out.push_str(&format!("[{}]", n + 1)),
+            Step::Any => out.push_str("[*]"),
         }
     }
     out
@@ -180,6 +198,10 @@ mod tests {
         assert_eq!(label(1, path.steps()), "[2][\"deep\"][2]");
         assert_eq!(label(1, &[]), "2");
         assert_eq!(FieldPath::parse("..k"), Err(PathError::Invalid));
-        assert_eq!(FieldPath::parse("[*]"), Err(PathError::Multikey));
+        assert_eq!(FieldPath::parse("[*][*]"), Err(PathError::TwoPlaceholders));
+        let multikey = FieldPath::parse(".items[*].sku").unwrap();
+        let (before, after) = multikey.split_at_any().unwrap();
+        assert_eq!((before.len(), after.len()), (1, 1));
+        assert_eq!(label(2, multikey.steps()), "[3][\"items\"][*][\"sku\"]");
     }
 }

@@ -13,10 +13,11 @@ use std::sync::Arc;
 
 use super::field_path::{self, FieldPath, Found, Step};
 use super::hash_slots::HashSlots;
+use super::multikey;
 use super::tuple::{split, Tuple, TupleFields};
 use super::value::{Collation, FieldType, Key, KeyPart, ValueType};
 use crate::error::{code, BoxError, BoxResult};
-use crate::protocol::msgpack::{MpType, Reader};
+use crate::protocol::msgpack::Reader;
 
 /// One part of an index definition.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,9 +60,6 @@ impl Part {
             });
         };
         let container = |depth: usize| if matches!(steps[depth], Step::Key(_)) { "map" } else { "array" };
-        if self.nullable && type_of(raw)?.mp == MpType::Nil {
-            return Ok(Ok(None));
-        }
         Ok(match path.find(raw) {
             Found::Value(v) if self.ty.admits(type_of(v)?, self.nullable) => Ok(Some(v)),
             Found::Value(v) => {
@@ -87,11 +85,11 @@ pub enum Fault {
 }
 
 impl Fault {
-    fn wrong_type(field: u32, steps: &[Step], at: usize, expected: &'static str) -> Self {
+    pub(super) fn wrong_type(field: u32, steps: &[Step], at: usize, expected: &'static str) -> Self {
         Self::WrongType { field, at, label: field_path::label(field, steps), expected }
     }
 
-    fn missing(field: u32, steps: &[Step]) -> Self {
+    pub(super) fn missing(field: u32, steps: &[Step]) -> Self {
         Self::Missing { label: field_path::label(field, steps) }
     }
 
@@ -360,6 +358,8 @@ pub struct Index {
     pub def: IndexDef,
     /// Parts that make each entry's key (the definition's, plus the primary key's if not unique).
     cmp_parts: Vec<Part>,
+    /// Whether a part runs over an array's elements (an entry per element).
+    multikey: bool,
     storage: Storage,
 }
 
@@ -386,7 +386,25 @@ impl Index {
             IndexKind::Tree => Storage::Tree(BTreeMap::new()),
             IndexKind::Hash => Storage::Hash(HashStore::new()),
         };
-        Self { def, cmp_parts, storage }
+        let multikey = def.parts.iter().any(|p| multikey::split(p).is_some());
+        Self { def, cmp_parts, multikey, storage }
+    }
+
+    /// Whether a tuple may have several entries (a `[*]` in a part's path).
+    #[must_use]
+    pub fn is_multikey(&self) -> bool {
+        self.multikey
+    }
+
+    /// The entry keys of a validated tuple in a multikey index (none, one, or one
+    /// per element).
+    pub fn entry_keys(&self, fields: &TupleFields<'_>) -> BoxResult<Vec<Key>> {
+        multikey::keys(&self.cmp_parts, fields)
+    }
+
+    /// The user-visible keys of a validated tuple in a multikey index.
+    pub fn user_keys(&self, fields: &TupleFields<'_>) -> BoxResult<Vec<Key>> {
+        multikey::keys(&self.def.parts, fields)
     }
 
     /// Turns an [`Storage::Ints`] tree into a general one (before storing a key it
@@ -916,32 +934,34 @@ fn visit_each<'a>(
     }
 }
 
-/// Builds the key of a validated tuple for `parts`.
+/// Builds the key of a validated tuple for `parts` (none of them multikey).
 pub fn extract_key(parts: &[Part], fields: &TupleFields<'_>) -> BoxResult<Key> {
     let mut key = Key::with_capacity(parts.len());
     for part in parts {
-        let raw = match (&part.path, fields.get(part.field_no as usize)) {
-            (None, Some(raw)) => *raw,
-            (_, None) => {
-                key.push(KeyPart::Nil);
-                continue;
-            }
-            (Some(_), Some(_)) => match part.value(fields)? {
-                Ok(Some(raw)) => raw,
-                Ok(None) => {
-                    key.push(KeyPart::Nil);
-                    continue;
-                }
-                Err(fault) => return Err(fault.error()),
-            },
-        };
-        let mut r = Reader::new(raw);
-        let k = KeyPart::read(&mut r, part.ty, part.collation, part.nullable)
-            .map_err(|_| BoxError::invalid_msgpack("tuple"))?
-            .ok_or_else(|| BoxError::field_type(&(part.field_no + 1).to_string(), part.ty.name()))?;
-        key.push(k);
+        key.push(key_part(part, fields)?);
     }
     Ok(key)
+}
+
+/// One part's piece of a validated tuple's key (nil where it finds nothing).
+pub(super) fn key_part(part: &Part, fields: &TupleFields<'_>) -> BoxResult<KeyPart> {
+    let raw = match (&part.path, fields.get(part.field_no as usize)) {
+        (None, Some(raw)) => *raw,
+        (_, None) => return Ok(KeyPart::Nil),
+        (Some(_), Some(_)) => match part.value(fields)? {
+            Ok(Some(raw)) => raw,
+            Ok(None) => return Ok(KeyPart::Nil),
+            Err(fault) => return Err(fault.error()),
+        },
+    };
+    read_key_part(part, raw)
+}
+
+/// A value read as `part`'s piece of a key.
+pub(super) fn read_key_part(part: &Part, raw: &[u8]) -> BoxResult<KeyPart> {
+    KeyPart::read(&mut Reader::new(raw), part.ty, part.collation, part.nullable)
+        .map_err(|_| BoxError::invalid_msgpack("tuple"))?
+        .ok_or_else(|| BoxError::field_type(&(part.field_no + 1).to_string(), part.ty.name()))
 }
 
 #[cfg(test)]

@@ -10,6 +10,7 @@ pub mod field_path;
 pub mod hash_slots;
 pub mod index;
 pub mod json_path;
+pub mod multikey;
 pub mod sequence;
 pub mod space;
 pub mod stats;
@@ -652,6 +653,13 @@ impl Engine {
         let space = self.space(space_id)?;
         self.check_space_access(creds, space, privilege::READ)?;
         Ok(space.len())
+    }
+
+    /// The number of entries of an index (of tuples, but for a multikey index).
+    pub fn index_len(&self, creds: &Credentials, space_id: u32, index_id: u32) -> BoxResult<usize> {
+        let space = self.space(space_id)?;
+        self.check_space_access(creds, space, privilege::READ)?;
+        Ok(space.index(index_id)?.len())
     }
 
     /// Checks the right to write a space (`space:truncate()` needs no more, as in 2.6).

@@ -5,6 +5,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::field_path::{self, FieldPath, Step};
 use super::index::{Fault, Index, IndexDef, Part};
+use super::multikey;
 use super::tuple::{split, Tuple, TupleFields};
 use super::value::{Collation, FieldType, Key, ValueType};
 use crate::error::{code, BoxError, BoxResult};
@@ -254,11 +255,26 @@ impl Space {
         let mut missing_inside: Option<Fault> = None;
         for part in self.indexes.values().flat_map(|ix| ix.def.parts.iter()) {
             let i = part.field_no as usize;
-            if i >= fields.len() || rejected.is_some_and(|(first, _)| first <= i) {
+            if i >= fields.len() {
+                // A place inside a field the tuple lacks is missing, unless the
+                // format lets the field be absent or the part runs over an array.
+                let excused = self.def.format.get(i).is_some_and(|f| f.nullable) || multikey::split(part).is_some();
+                if part.path.is_some() && !part.nullable && !excused {
+                    if let Err(fault) = part.value(fields)? {
+                        missing_inside.get_or_insert(fault);
+                    }
+                }
+                continue;
+            }
+            if rejected.is_some_and(|(first, _)| first <= i) {
                 continue;
             }
             if part.path.is_some() {
-                match part.value(fields)? {
+                let checked = match multikey::split(part) {
+                    Some(_) => multikey::check(part, fields)?.map(|()| None),
+                    None => part.value(fields)?,
+                };
+                match checked {
                     Ok(_) => {}
                     Err(Fault::WrongType { at: 0, expected, .. }) => {
                         let container = if expected == "map" { FieldType::Map } else { FieldType::Array };
@@ -304,7 +320,7 @@ impl Space {
 
     fn is_required(&self, field: usize) -> bool {
         let in_format = self.def.format.get(field).is_some_and(|f| !f.nullable);
-        in_format || self.parts_on_field(field).any(|p| !p.nullable)
+        in_format || self.parts_on_field(field).any(|p| !p.nullable && p.path.is_none())
     }
 
     fn required_field_count(&self) -> usize {
@@ -313,7 +329,7 @@ impl Space {
             .indexes
             .values()
             .flat_map(|ix| ix.def.parts.iter())
-            .filter(|p| !p.nullable)
+            .filter(|p| !p.nullable && p.path.is_none())
             .map(|p| p.field_no as usize + 1)
             .max()
             .unwrap_or(0);
@@ -372,7 +388,21 @@ impl Space {
         }
         // Every secondary unique index may hold at most the tuple being replaced.
         let mut secondary: smallvec::SmallVec<[(&mut Index, Key); 4]> = smallvec::SmallVec::new();
+        let mut multikey: Vec<(&mut Index, Vec<Key>)> = Vec::new();
         for ix in ixs {
+            if ix.is_multikey() {
+                if ix.def.unique {
+                    for user_key in ix.user_keys(fields)? {
+                        let holder = ix.conflict(&user_key);
+                        if holder.is_some_and(|other| !slot.as_deref().is_some_and(|o| std::rc::Rc::ptr_eq(o, other))) {
+                            return Err(duplicate(def, ix));
+                        }
+                    }
+                }
+                let keys = ix.entry_keys(fields)?;
+                multikey.push((ix, keys));
+                continue;
+            }
             let key = ix.entry_key(fields)?;
             if ix.def.unique {
                 if let Some(other) = ix.conflict(&ix.user_key(fields)?) {
@@ -392,6 +422,23 @@ impl Space {
             }
         };
         let primary_key = pk_key;
+        if !multikey.is_empty() {
+            // The old tuple's entries its new keys do not keep go; the new keys
+            // point at the new tuple.
+            let old_fields = old.as_ref().map(|o| split(o)).transpose()?;
+            for (ix, keys) in multikey {
+                if let Some(old_fields) = &old_fields {
+                    for old_key in ix.entry_keys(old_fields)? {
+                        if keys.binary_search(&old_key).is_err() {
+                            ix.remove(&old_key);
+                        }
+                    }
+                }
+                for key in keys {
+                    ix.insert(key, tuple.clone());
+                }
+            }
+        }
         match &old {
             Some(old) if !secondary.is_empty() => {
                 // An entry whose key is unchanged keeps its place; only its tuple is swapped.
@@ -423,7 +470,11 @@ impl Space {
         for tuple in tuples {
             let fields = split(&tuple)?;
             for (ix, out) in self.indexes.values().zip(entries.iter_mut()) {
-                out.push((ix.entry_key(&fields)?, tuple.clone()));
+                if ix.is_multikey() {
+                    out.extend(ix.entry_keys(&fields)?.into_iter().map(|key| (key, tuple.clone())));
+                } else {
+                    out.push((ix.entry_key(&fields)?, tuple.clone()));
+                }
             }
         }
         for (ix, entries) in self.indexes.values_mut().zip(entries) {
@@ -436,8 +487,9 @@ impl Space {
     pub fn load(&mut self, tuple: Tuple) -> BoxResult<()> {
         let fields = split(&tuple)?;
         for ix in self.indexes.values_mut() {
-            let key = ix.entry_key(&fields)?;
-            ix.insert(key, tuple.clone());
+            for key in keys_of(ix, &fields)? {
+                ix.insert(key, tuple.clone());
+            }
         }
         Ok(())
     }
@@ -446,8 +498,9 @@ impl Space {
     pub fn unlink(&mut self, tuple: &Tuple) -> BoxResult<()> {
         let fields = split(tuple)?;
         for ix in self.indexes.values_mut() {
-            let key = ix.entry_key(&fields)?;
-            ix.remove(&key);
+            for key in keys_of(ix, &fields)? {
+                ix.remove(&key);
+            }
         }
         Ok(())
     }
@@ -492,9 +545,22 @@ impl Space {
         for t in existing {
             let fields = split(&t)?;
             for part in &index.def.parts {
-                if let Err(fault) = part.value(&fields)? {
+                let checked = match multikey::split(part) {
+                    Some(_) => multikey::check(part, &fields)?,
+                    None => part.value(&fields)?.map(drop),
+                };
+                if let Err(fault) = checked {
                     return Err(fault.error());
                 }
+            }
+            if index.is_multikey() {
+                if index.def.unique && index.user_keys(&fields)?.iter().any(|k| index.conflict(k).is_some()) {
+                    return Err(self.duplicate(&index));
+                }
+                for key in index.entry_keys(&fields)? {
+                    index.insert(key, t.clone());
+                }
+                continue;
             }
             if index.conflict(&index.user_key(&fields)?).is_some() {
                 return Err(self.duplicate(&index));
@@ -571,6 +637,14 @@ impl Space {
         }
         Ok(())
     }
+}
+
+/// A stored tuple's entry keys in an index: one, or for a multikey index one per element.
+fn keys_of(ix: &Index, fields: &TupleFields<'_>) -> BoxResult<smallvec::SmallVec<[Key; 1]>> {
+    if ix.is_multikey() {
+        return Ok(ix.entry_keys(fields)?.into_iter().collect());
+    }
+    Ok(smallvec::smallvec![ix.entry_key(fields)?])
 }
 
 /// ER_TUPLE_FOUND for a unique index of a space.

@@ -432,7 +432,14 @@ fn run(lua: &Lua, cx: &mut Context, op: &str, args: &[Value]) -> Result<Value, F
                 None => Value::Nil,
             }
         }
-        "len" => Value::Integer(i64::try_from(engine.space_len(&creds, u32_arg(1)?)?).unwrap_or(i64::MAX)),
+        // len(space[, index]): an index's entries (a multikey one may hold several per tuple).
+        "len" => {
+            let n = match arg::<Option<u32>>(lua, args, 2)? {
+                Some(index_id) => engine.index_len(&creds, u32_arg(1)?, index_id)?,
+                None => engine.space_len(&creds, u32_arg(1)?)?,
+            };
+            Value::Integer(i64::try_from(n).unwrap_or(i64::MAX))
+        }
         "check_space_write" => {
             engine.check_space_write(&creds, u32_arg(1)?)?;
             Value::Nil

@@ -114,8 +114,8 @@ pub fn create(lua: &Lua) -> mlua::Result<Table> {
         "path_error",
         lua.create_function(|_, path: mlua::LuaString| {
             Ok(match std::str::from_utf8(&path.as_bytes()).map(FieldPath::parse) {
-                Ok(Ok(_)) => None,
-                Ok(Err(PathError::Multikey)) => Some("multikey path is unsupported"),
+                Ok(Ok(p)) if p.split_at_any().is_none() => None,
+                Ok(Ok(_) | Err(PathError::TwoPlaceholders)) => Some("multikey path is unsupported"),
                 _ => Some("invalid path"),
             })
         })?,

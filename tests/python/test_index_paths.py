@@ -1,5 +1,6 @@
 """Index parts with JSON paths (`{'data.k', 'unsigned'}`, `{field = 2, path = 'name'}`),
-compared with Tarantool 2.6.
+and multikey indexes (`{'tags[*]', 'string'}`: an entry per array element), compared
+with Tarantool 2.6.
 
 The same Lua script runs on both: it creates indexes on places inside fields
 (TREE and HASH, unique or not, nullable, paths through maps and arrays), inserts,
@@ -138,6 +139,55 @@ try('alter', function()
     return s.index.sk2.parts, s.index.sk2:select()
 end)
 try('alter refused', function() s.index.sk3:alter({parts = {{'data.k.q', 'unsigned'}}}) end)
+-- Multikey indexes: an entry per element of the array a [*] step runs over.
+local m = box.schema.space.create('m', {format = {{'id', 'unsigned'}, {'tags', 'array'}, {'items', 'array'},
+                                                  {'opt', 'array', is_nullable = true}}})
+m:create_index('pk')
+try('mk tags', function() return m:create_index('tags', {parts = {{'tags[*]', 'string'}}, unique = false}).parts end)
+try('mk unique', function() return m:create_index('sku', {parts = {{'items[*].sku', 'unsigned'}}}).parts end)
+try('mk two parts', function()
+    return m:create_index('two', {parts = {{'items[*].sku', 'unsigned'}, {'items[*].n', 'string', is_nullable = true}},
+                                  unique = false}).parts
+end)
+try('mk with plain part', function()
+    return m:create_index('mix', {parts = {{'tags[*]', 'string'}, {'id', 'unsigned'}}, unique = false}).parts
+end)
+try('mk nested', function()
+    return m:create_index('nested', {parts = {{'items[*].sub[1]', 'string', is_nullable = true}}, unique = false}).parts
+end)
+try('mk incompatible', function()
+    return m:create_index('bad', {parts = {{'items[*].sku', 'unsigned'}, {'tags[*]', 'string'}}, unique = false})
+end)
+try('mk two placeholders', function() return m:create_index('bad2', {parts = {{'items[*][*]', 'unsigned'}}}) end)
+try('mk hash', function() return m:create_index('bad3', {type = 'hash', parts = {{'tags[*]', 'string'}}}) end)
+try('mk nullable root', function() return m:create_index('bad4', {parts = {{'opt[*]', 'string'}}, unique = false}) end)
+try('mk primary', function()
+    local p = box.schema.space.create('p', {format = {{'tags', 'array'}}})
+    return p:create_index('pk', {parts = {{'tags[*]', 'string'}}})
+end)
+try('m1', function() return m:insert{1, {'a', 'b', 'a'}, {{sku = 10, n = 'x', sub = {'s'}}, {sku = 11}}} end)
+try('m2', function() return m:insert{2, {'b', 'c'}, {{sku = 12}}} end)
+try('m3 empty', function() return m:insert{3, {}, {}} end)
+try('m4 duplicate element', function() return m:insert{4, {}, {{sku = 10}}} end)
+try('m5 same element twice', function() return m:insert{5, {}, {{sku = 20}, {sku = 20}}} end)
+try('m6 element type', function() return m:insert{6, {'a', 5}, {}} end)
+try('m7 element missing', function() return m:insert{7, {}, {{n = 'q'}}} end)
+try('m8 not an array', function() return m:insert{8, 'x', {}} end)
+try('m9 element not a map', function() return m:insert{9, {}, {5}} end)
+for _, name in ipairs({'tags', 'sku', 'two', 'mix', 'nested'}) do
+    try('mk select ' .. name, function() return m.index[name]:select() end)
+end
+try('mk by key', function() return m.index.tags:select('b'), m.index.tags:count('b') end)
+try('mk counts', function() return m.index.tags:count(), m.index.tags:len(), m.index.sku:len(), m:len() end)
+try('mk get', function() return m.index.sku:get(11) end)
+try('mk range', function() return m.index.tags:select('a', {iterator = 'GT'}) end)
+try('mk update', function() return m:update(1, {{'=', 2, {'z', 'b'}}}) end)
+try('mk after update', function() return m.index.tags:select() end)
+try('mk update to a taken element', function() return m:update(2, {{'=', 3, {{sku = 11}}}}) end)
+try('mk replace keeps an element', function() return m:replace{1, {'b'}, {{sku = 11}}} end)
+try('mk delete', function() return m:delete(2) end)
+try('mk after delete', function() return m.index.tags:select(), m.index.sku:select() end)
+try('mk min max', function() return m.index.tags:min(), m.index.tags:max() end)
 os.exit(0)
 """
 
@@ -150,6 +200,8 @@ for _, name in ipairs({'sk', 'sk2', 'sk3'}) do
 end
 try('after restart hash', function() return s.index.h:get(70), s.index.h:len() end)
 try('after restart parts', function() return s.index.sk2.parts end)
+try('after restart multikey', function() return box.space.m.index.tags:select(), box.space.m.index.sku:select() end)
+try('after restart multikey count', function() return box.space.m.index.tags:count() end)
 try('after restart insert', function() return s:insert{30, {k = 30}, {0, 'x'}} end)
 try('after restart duplicate', function() return s:insert{31, {k = 30}, {0, 0}} end)
 os.exit(0)
@@ -167,3 +219,4 @@ def test_indexes_on_paths_match_tarantool(tmp_path):
     assert 'Tuple field [2]["k"] required by space format is missing' in text
     assert "in one index, but type" in text and "invalid path" in text
     assert any(line.startswith("after restart sk\tok\t{1={") for line in tarantool)
+    assert "mk counts\tok\t4 4 4 4" in text, [line for line in tarantool if "mk counts" in line]
