@@ -1530,6 +1530,25 @@ local function sql_type_name(v)
     return 'text'
 end
 
+-- A GROUP BY or ORDER BY term that is an integer (a result column's number), or nil.
+local function term_number(e)
+    if e.k == 'lit' and is_integer(e.value) then return e.value end
+    if e.k == 'neg' and e.e.k == 'lit' and is_integer(e.e.value) then return -e.e.value end
+    return nil
+end
+
+local function term_out_of_range(clause, place, count)
+    fail(E.SQL_PARSER_GENERIC, ('Error at %s BY in place %d: term out of range - should be between 1 and %d')
+        :format(clause, place, count))
+end
+
+-- The form of a value that equal ones under a collation's comparer (`coll`) share:
+-- lower case under a case-insensitive one.
+local function fold(v, coll)
+    if coll == utf8.casecmp and type(v) == 'string' then return utf8.lower(v) end
+    return v
+end
+
 -- compare() under a collation's comparer (`coll`) when both are strings.
 local function collated_compare(a, b, coll)
     if coll ~= nil and type(a) == 'string' and type(b) == 'string' then
@@ -2187,7 +2206,7 @@ local function accumulate(acc, row, ctx)
     local v = eval(agg.args[1], row, ctx)
     if is_null(v) then return end
     if agg.distinct then
-        local key = tostring(v) .. '\0' .. type(v)
+        local key = tostring(fold(v, agg.coll)) .. '\0' .. type(v)
         if acc.seen[key] then return end
         acc.seen[key] = true
     end
@@ -2434,18 +2453,29 @@ run_select = function(s, binds, describe, outer, counter)
     end
     if s.where then resolve(s.where, scope) end
     scope.aggregates_allowed = true
-    if s.group then for _, g in ipairs(s.group) do resolve(g, scope) end end
+    -- GROUP BY terms: a result column's number, or an expression; each groups
+    -- under its collation.
+    local group_colls = {}
+    for i, g in ipairs(s.group or {}) do
+        local n = term_number(g)
+        if n ~= nil then
+            if n < 1 or n > #cols then term_out_of_range('GROUP', i, #cols) end
+            s.group[i] = cols[tonumber(n)]
+        else
+            resolve(g, scope)
+        end
+        group_colls[i] = collator((collation_of(s.group[i])))
+    end
     if s.having then resolve(s.having, scope) end
     -- ORDER BY terms: a column number, a result column's alias, or an expression.
     local order = {}
-    for _, term in ipairs(s.order or {}) do
+    for place, term in ipairs(s.order or {}) do
         local e = term.e
         local o = {desc = term.desc}
-        if e.k == 'lit' and is_integer(e.value) then
-            if e.value < 1 or e.value > #cols then
-                fail_exec(('ORDER BY term out of range - should be between 1 and %d'):format(#cols))
-            end
-            o.column = tonumber(e.value)
+        local n = term_number(e)
+        if n ~= nil then
+            if n < 1 or n > #cols then term_out_of_range('ORDER', place, #cols) end
+            o.column = tonumber(n)
         elseif e.k == 'col' and e.table == nil then
             for i = 1, #metadata do
                 if aliases[i] == e.name then o.column = i end
@@ -2491,7 +2521,7 @@ run_select = function(s, binds, describe, outer, counter)
             local key_values, key = {}, ''
             for i, g in ipairs(s.group or {}) do
                 key_values[i] = eval(g, row, scope)
-                key = key .. '\0' .. type(key_values[i]) .. tostring(key_values[i])
+                key = key .. '\0' .. type(key_values[i]) .. tostring(fold(key_values[i], group_colls[i]))
             end
             local group = groups[key]
             if group == nil then
@@ -2511,7 +2541,7 @@ run_select = function(s, binds, describe, outer, counter)
         if s.group then
             table.sort(list, function(a, b)
                 for i = 1, #a.key do
-                    local c = compare(a.key[i], b.key[i])
+                    local c = collated_compare(a.key[i], b.key[i], group_colls[i])
                     if c ~= 0 then return c < 0 end
                 end
                 return false
@@ -2528,10 +2558,13 @@ run_select = function(s, binds, describe, outer, counter)
         for _, row in ipairs(source) do emit(row, scope) end
     end
     if s.distinct then
+        -- Equal under each column's collation: the first such row stays.
+        local colls = {}
+        for i, e in ipairs(cols) do colls[i] = collator((collation_of(e))) end
         local seen, kept = {}, {}
         for _, r in ipairs(results) do
             local parts = {}
-            for i = 1, #cols do parts[i] = type(r.out[i]) .. ':' .. tostring(r.out[i]) end
+            for i = 1, #cols do parts[i] = type(r.out[i]) .. ':' .. tostring(fold(r.out[i], colls[i])) end
             local key = table.concat(parts, '\0')
             if not seen[key] then
                 seen[key] = true
