@@ -1,6 +1,9 @@
 -- net.box: a client for other Tarantool-protocol servers (Tarantool or oncebox),
--- with the API of Tarantool 2.6's net.box: connect, ping, call, eval, close,
--- conn.space.<name>:select/get/insert/replace/update/upsert/delete and index methods.
+-- with the API of Tarantool 2.6's net.box: connect, ping, call, eval, execute,
+-- close, conn.space.<name>:select/get/insert/replace/update/upsert/delete and
+-- index methods; {is_async = true} on any of them gives a future (is_ready,
+-- result, wait_result, discard, pairs), and box.session.push messages reach
+-- {on_push = f, on_push_ctx = c} or a future's pairs().
 --
 -- oncebox's addition: every write, call and eval takes {idempotent_token = T}; the
 -- token travels in header key 0x0c, so a retry after a lost reply is answered
@@ -17,7 +20,9 @@ local T = {SELECT = 1, INSERT = 2, REPLACE = 3, UPDATE = 4, DELETE = 5, CALL_16 
            UPSERT = 9, CALL = 10, PING = 64}
 local K = {SPACE_ID = 0x10, INDEX_ID = 0x11, LIMIT = 0x12, OFFSET = 0x13, ITERATOR = 0x14, KEY = 0x20,
            INDEX_BASE = 0x15, TUPLE = 0x21, FUNCTION_NAME = 0x22, USER_NAME = 0x23, EXPR = 0x27, OPS = 0x28, DATA = 0x30,
-           ERROR_24 = 0x31, ERROR = 0x52}
+           ERROR_24 = 0x31, METADATA = 0x32, SQL_TEXT = 0x40, SQL_BIND = 0x41, SQL_INFO = 0x42, ERROR = 0x52}
+T.EXECUTE = 11
+local ER_PROC_LUA = 32
 local ITERATORS = {EQ = 0, REQ = 1, ALL = 2, LT = 3, LE = 4, GE = 5, GT = 6, BITS_ALL_SET = 7,
                    BITS_ANY_SET = 8, BITS_ALL_NOT_SET = 9, OVERLAPS = 10, NEIGHBOR = 11}
 local ER_NO_CONNECTION = 77
@@ -41,8 +46,8 @@ local function no_connection(reason)
     box.error({code = ER_NO_CONNECTION, reason = reason or 'Connection is not established'})
 end
 
--- A remote error raised here as the box.error it was on the server.
-local function raise_remote(code, body)
+-- A remote error as the box.error it was on the server.
+local function remote_error(code, body)
     local message = body and body[K.ERROR_24] or 'Unknown error'
     local e = box.error.new({code = code - 0x8000, reason = message})
     local stack = body and body[K.ERROR] and body[K.ERROR][0]
@@ -51,65 +56,180 @@ local function raise_remote(code, body)
         -- As 2.6 rebuilds it: only a ClientError (and its kin) has a code.
         if stack[1][0] == 'LuajitError' then rawset(e, 'code', nil) end
     end
-    error(e, 3)
+    return e
 end
 
 local conn_mt = {}
 conn_mt.__index = conn_mt
 
--- Fibers waiting for replies, by ticket; the server delivers each reply here.
+-- Fibers waiting for replies, and futures, by ticket; each reply is delivered here.
 local await_reply, deliver_reply
-function internal.netbox_deliver(ticket, ok, code, body)
-    if deliver_reply ~= nil then deliver_reply(ticket, ok, code, body) end
+local futures = {}
+function internal.netbox_deliver(ticket, ok, code, body, pushes)
+    local future = futures[ticket]
+    if future ~= nil then
+        futures[ticket] = nil
+        future.outcome = {ok = ok, code = code, body = body, pushes = pushes or {}}
+        future.cond:broadcast()
+        return
+    end
+    if deliver_reply ~= nil then deliver_reply(ticket, ok, code, body, pushes) end
 end
 
--- Sends a request and yields until its reply: code, body (or raises the transport error).
+-- Sends a request and yields until its reply: code, body, pushes (or raises the
+-- transport error).
 local function yielding_request(h, ty, body, token, timeout)
     if await_reply == nil then await_reply, deliver_reply = internal.ticket_waiters() end
     local ticket = h:submit(ty, body, token, timeout)
     -- On time-out the connection stays: the late reply is skipped when it comes.
-    local done, ok, code, reply = await_reply(ticket, timeout)
+    local done, ok, code, reply, pushes = await_reply(ticket, timeout)
     if not done then return nil end
     if not ok then error(code, 0) end
-    return code, reply
+    return code, reply, pushes
 end
 
-function conn_mt:_request(ty, body, opts)
+-- What a reply's body gives the caller: the data, converted as the method
+-- converts it (rows into tuples, say), or the remote error.
+local function outcome_of(conn, ok, code, reply, convert)
+    if not ok then
+        conn.state, conn.error = 'error', tostring(code)
+        return false, box.error.new({code = ER_NO_CONNECTION, reason = conn.error})
+    end
+    if code >= 0x8000 then return false, remote_error(code, reply) end
+    local data = reply and reply[K.DATA]
+    if convert == nil then return true, data end
+    return pcall(convert, data, reply)
+end
+
+-- A pending request's reply (`{is_async = true}`), as 2.6's net.box future.
+local future_mt = {}
+future_mt.__index = future_mt
+
+local function not_ready(reason) return box.error.new({code = ER_PROC_LUA, reason = reason}) end
+
+function future_mt:is_ready() return self.outcome ~= nil or self.discarded == true end
+
+function future_mt:result()
+    if self.discarded then return nil, not_ready('Response is discarded') end
+    local o = self.outcome
+    if o == nil then return nil, not_ready('Response is not ready') end
+    if o.result == nil then o.result = {outcome_of(self._conn, o.ok, o.code, o.body, self._convert)} end
+    if not o.result[1] then return nil, o.result[2] end
+    return o.result[2]
+end
+
+function future_mt:wait_result(timeout)
+    local deadline = timeout and (require('fiber').clock() + timeout)
+    while self.outcome == nil and not self.discarded do
+        local left = deadline and (deadline - require('fiber').clock())
+        if left ~= nil and left <= 0 then return nil, box.error.new(box.error.TIMEOUT) end
+        self.cond:wait(left)
+    end
+    return self:result()
+end
+
+function future_mt:discard()
+    self.discarded = true
+    futures[self._ticket] = nil
+end
+
+-- Iterates the pushes, then the result: (1, push), ..., (n + 1, result); an error
+-- is (box.NULL, error), once.
+function future_mt:pairs(timeout)
+    local i, items = 0, nil
+    return function()
+        if items == nil then
+            local result, err = self:wait_result(timeout)
+            if result == nil and err ~= nil then
+                items = {}
+                return box.NULL, err
+            end
+            items = {}
+            for _, push in ipairs(self.outcome.pushes) do items[#items + 1] = push[K.DATA] and push[K.DATA][1] end
+            items[#items + 1] = result
+        end
+        i = i + 1
+        if items[i] == nil then return nil end
+        return i, items[i]
+    end
+end
+
+local function push_message(push) return push and push[K.DATA] and push[K.DATA][1] end
+
+-- Sends a request; the reply's data, converted by `convert` (nil: as it is).
+-- With opts.is_async, a future of it instead; opts.on_push gets each push message.
+function conn_mt:_request(ty, body, opts, convert, method)
     if self.state ~= 'active' then no_connection(self.error) end
     local token = opts and opts.idempotent_token
     local timeout = (opts and opts.timeout) or self.opts.timeout
-    local ok, code, reply
+    if opts and opts.is_async then
+        local ticket = self._h:submit(ty, body, token, nil)
+        local future = setmetatable({_conn = self, _convert = convert, _ticket = ticket, method = method,
+                                     cond = require('fiber').cond()}, future_mt)
+        futures[ticket] = future
+        return future
+    end
+    local ok, code, reply, pushes
     if internal.fiber_can_yield() then
-        ok, code, reply = pcall(yielding_request, self._h, ty, body, token, timeout)
+        ok, code, reply, pushes = pcall(yielding_request, self._h, ty, body, token, timeout)
     elseif self.to_self then
         -- Blocking here would stop the very server that has to answer.
         box.error({code = ER_NO_CONNECTION,
                    reason = 'net.box to the same instance cannot block: call it from a fiber, outside a tokened call'})
     else
-        ok, code, reply = pcall(self._h.request, self._h, ty, body, token, timeout)
+        ok, code, reply, pushes = pcall(self._h.request, self._h, ty, body, token, timeout)
     end
     if ok and code == nil then box.error(box.error.TIMEOUT) end
-    if not ok then
-        self.state, self.error = 'error', tostring(code)
-        no_connection(self.error)
+    if ok and opts and opts.on_push then
+        for _, push in ipairs(pushes or {}) do opts.on_push(opts.on_push_ctx, push_message(push)) end
     end
-    if code >= 0x8000 then raise_remote(code, reply) end
-    return reply and reply[K.DATA]
+    local good, result = outcome_of(self, ok, code, reply, convert)
+    if not good then error(result, 2) end
+    return result
 end
 
 function conn_mt:ping(opts)
     if self.state ~= 'active' then return false end
-    return (pcall(self._request, self, T.PING, nil, opts))
+    return (pcall(self._request, self, T.PING, nil, opts and {timeout = opts.timeout}))
+end
+
+-- A call's or eval's values, unpacked (a future of their list when asynchronous).
+local function values(data, opts)
+    if opts and opts.is_async then return data end
+    return unpack(data or {}, 1, data and table.maxn(data) or 0)
 end
 
 function conn_mt:call(name, args, opts)
-    local data = self:_request(T.CALL, {[K.FUNCTION_NAME] = name, [K.TUPLE] = seq(args)}, opts)
-    return unpack(data or {}, 1, data and table.maxn(data) or 0)
+    return values(self:_request(T.CALL, {[K.FUNCTION_NAME] = name, [K.TUPLE] = seq(args)}, opts, nil, 'call_17'), opts)
 end
 
 function conn_mt:eval(expr, args, opts)
-    local data = self:_request(T.EVAL, {[K.EXPR] = expr, [K.TUPLE] = seq(args)}, opts)
-    return unpack(data or {}, 1, data and table.maxn(data) or 0)
+    return values(self:_request(T.EVAL, {[K.EXPR] = expr, [K.TUPLE] = seq(args)}, opts, nil, 'eval'), opts)
+end
+
+-- An EXECUTE reply as box.execute returns it: metadata and rows, or the row count
+-- (and the ids a sequence gave).
+local function sql_result(data, reply)
+    local info = reply[K.SQL_INFO]
+    if info ~= nil then
+        local out = {row_count = info[0]}
+        if info[1] ~= nil then out.autoincrement_ids = info[1] end
+        return out
+    end
+    local metadata = {}
+    for i, column in ipairs(reply[K.METADATA] or {}) do
+        metadata[i] = {name = column[0], type = column[1]}
+        if column[2] ~= nil then metadata[i].collation = column[2] end
+        if column[3] ~= nil then metadata[i].is_nullable = column[3] end
+        if column[4] ~= nil then metadata[i].is_autoincrement = column[4] end
+        if column[5] ~= nil then metadata[i].span = column[5] end
+    end
+    return {metadata = metadata, rows = data or {}}
+end
+
+function conn_mt:execute(sql, params, _, opts)
+    local body = {[K.SQL_TEXT] = sql, [K.SQL_BIND] = seq(params)}
+    return self:_request(T.EXECUTE, body, opts, sql_result, 'execute')
 end
 
 function conn_mt:is_connected() return self.state == 'active' end
@@ -140,23 +260,38 @@ end
 local index_mt = {}
 index_mt.__index = index_mt
 
-function index_mt:select(key, opts)
-    opts = opts or {}
+local function first_tuple(data) return tuples(data)[1] end
+
+local function select_body(index, key, opts)
     local iterator = opts.iterator or 'EQ'
     if type(iterator) == 'string' then iterator = ITERATORS[string.upper(iterator)] end
-    local body = {[K.SPACE_ID] = self.space_id, [K.INDEX_ID] = self.id, [K.ITERATOR] = iterator or 0,
-                  [K.KEY] = key_of(key), [K.LIMIT] = opts.limit or 0xFFFFFFFF, [K.OFFSET] = opts.offset or 0}
-    return tuples(self._conn:_request(T.SELECT, body, opts))
+    return {[K.SPACE_ID] = index.space_id, [K.INDEX_ID] = index.id, [K.ITERATOR] = iterator or 0,
+            [K.KEY] = key_of(key), [K.LIMIT] = opts.limit or 0xFFFFFFFF, [K.OFFSET] = opts.offset or 0}
+end
+
+function index_mt:select(key, opts)
+    opts = opts or {}
+    return self._conn:_request(T.SELECT, select_body(self, key, opts), opts, tuples, 'select')
 end
 
 function index_mt:get(key, opts)
-    local rows = self:select(key, {limit = 2, timeout = opts and opts.timeout})
-    if #rows > 1 then box.error(box.error.MORE_THAN_ONE_TUPLE) end
-    return rows[1]
+    opts = opts or {}
+    local body = select_body(self, key, {limit = 2})
+    return self._conn:_request(T.SELECT, body, opts, function(data)
+        local rows = tuples(data)
+        if #rows > 1 then box.error(box.error.MORE_THAN_ONE_TUPLE) end
+        return rows[1]
+    end, 'get')
 end
 
-function index_mt:min(key, opts) return self:select(key, {iterator = 'GE', limit = 1, timeout = opts and opts.timeout})[1] end
-function index_mt:max(key, opts) return self:select(key, {iterator = 'LE', limit = 1, timeout = opts and opts.timeout})[1] end
+function index_mt:min(key, opts)
+    opts = opts or {}
+    return self._conn:_request(T.SELECT, select_body(self, key, {iterator = 'GE', limit = 1}), opts, first_tuple, 'min')
+end
+function index_mt:max(key, opts)
+    opts = opts or {}
+    return self._conn:_request(T.SELECT, select_body(self, key, {iterator = 'LE', limit = 1}), opts, first_tuple, 'max')
+end
 
 function index_mt:count(key, opts)
     return self._conn:eval('local s, i, k = ... return box.space[s].index[i]:count(k)',
@@ -167,28 +302,27 @@ function index_mt:update(key, ops, opts)
     -- Field numbers in Lua are 1-based, as net.box sends them (IPROTO_INDEX_BASE = 1).
     local body = {[K.SPACE_ID] = self.space_id, [K.INDEX_ID] = self.id, [K.KEY] = key_of(key), [K.TUPLE] = seq(ops),
                   [K.INDEX_BASE] = 1}
-    return tuples(self._conn:_request(T.UPDATE, body, opts))[1]
+    return self._conn:_request(T.UPDATE, body, opts, first_tuple, 'update')
 end
 
 function index_mt:delete(key, opts)
     local body = {[K.SPACE_ID] = self.space_id, [K.INDEX_ID] = self.id, [K.KEY] = key_of(key)}
-    return tuples(self._conn:_request(T.DELETE, body, opts))[1]
+    return self._conn:_request(T.DELETE, body, opts, first_tuple, 'delete')
 end
 
 local space_mt = {}
 space_mt.__index = space_mt
 
-local function write(space, ty, tuple, opts)
+local function write(space, ty, tuple, opts, method)
     local body = {[K.SPACE_ID] = space.id, [K.TUPLE] = tuple}
-    return tuples(space._conn:_request(ty, body, opts))[1]
+    return space._conn:_request(ty, body, opts, first_tuple, method)
 end
 
-function space_mt:insert(tuple, opts) return write(self, T.INSERT, tuple, opts) end
-function space_mt:replace(tuple, opts) return write(self, T.REPLACE, tuple, opts) end
+function space_mt:insert(tuple, opts) return write(self, T.INSERT, tuple, opts, 'insert') end
+function space_mt:replace(tuple, opts) return write(self, T.REPLACE, tuple, opts, 'replace') end
 function space_mt:upsert(tuple, ops, opts)
-    self._conn:_request(T.UPSERT, {[K.SPACE_ID] = self.id, [K.TUPLE] = tuple, [K.OPS] = seq(ops), [K.INDEX_BASE] = 1},
-                        opts)
-    return nil
+    local body = {[K.SPACE_ID] = self.id, [K.TUPLE] = tuple, [K.OPS] = seq(ops), [K.INDEX_BASE] = 1}
+    return self._conn:_request(T.UPSERT, body, opts, function() return nil end, 'upsert')
 end
 function space_mt:select(key, opts) return self.index[0]:select(key, opts) end
 function space_mt:get(key, opts) return self.index[0]:get(key, opts) end
@@ -242,6 +376,10 @@ function net_box.connect(uri, opts, ...)
     self._h, self.state = h, 'active'
     local peer = string.match(h:greeting(), '(%x+%-%x+%-%x+%-%x+%-%x+)%s*$')
     self.peer_uuid = peer
+    local major, minor, patch = string.match(h:greeting(), '^Tarantool (%d+)%.(%d+)%.(%d+)')
+    if major ~= nil then
+        self.peer_version_id = tonumber(major) * 65536 + tonumber(minor) * 256 + tonumber(patch)
+    end
     local mine_ok, mine = pcall(function() return box.info.uuid end)
     self.to_self = mine_ok and peer ~= nil and peer == mine
     if user ~= nil and user ~= 'guest' then

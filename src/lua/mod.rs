@@ -563,9 +563,9 @@ impl LuaRuntime {
             let f: Function = internal_fn(&self.lua, "netbox_deliver")?;
             let mut args = vec![Value::Number(ticket as f64)];
             match reply {
-                Ok((code, body)) => {
+                Ok(reply) => {
                     args.push(Value::Boolean(true));
-                    args.extend(netbox::reply_values(&self.lua, code, &body)?);
+                    args.extend(netbox::reply_values(&self.lua, &reply)?);
                 }
                 Err(message) => {
                     args.push(Value::Boolean(false));

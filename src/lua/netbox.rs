@@ -29,8 +29,20 @@ use crate::protocol::{auth, frame, greeting, key};
 /// Largest reply accepted from a peer.
 const MAX_REPLY_SIZE: u64 = frame::DEFAULT_MAX_PACKET_SIZE;
 
-/// A reply's code and body bytes, or why there is none.
-pub type NetReply = Result<(u64, Vec<u8>), String>;
+/// A reply: its code and body bytes, with the bodies of the `box.session.push`
+/// messages (IPROTO_CHUNK) that came before it for the same request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reply {
+    /// The response code (0, or 0x8000 + an error code).
+    pub code: u64,
+    /// The body as sent.
+    pub body: Vec<u8>,
+    /// Each push message's body, in order.
+    pub pushes: Vec<Vec<u8>>,
+}
+
+/// A reply, or why there is none.
+pub type NetReply = Result<Reply, String>;
 
 /// Where the TX thread's messages go (set by the executor): lets a fiber wait for a reply.
 #[derive(Debug, Clone)]
@@ -129,12 +141,13 @@ fn serve_jobs(mut stream: Socket, jobs: &mpsc::Receiver<Job>) {
     }
 }
 
-/// Writes one request and reads frames until the reply with its sync (pushes and
-/// late replies to timed-out requests are skipped).
+/// Writes one request and reads frames until the reply with its sync, keeping the
+/// pushes that come for it before (late replies to timed-out requests are skipped).
 fn round_trip(stream: &mut Socket, job: &Job) -> NetReply {
     let text = |e: mlua::Error| e.to_string();
     stream.set_read_timeout(job.timeout).map_err(|e| e.to_string())?;
     stream.write_all(&job.packet).map_err(|e| e.to_string())?;
+    let mut pushes = Vec::new();
     loop {
         let reply = read_frame(stream).map_err(text)?;
         let mut r = Reader::new(&reply);
@@ -149,8 +162,11 @@ fn round_trip(stream: &mut Socket, job: &Job) -> NetReply {
                 }
             }
         }
-        if sync == job.sync && code != crate::protocol::request_type::CHUNK {
-            return Ok((code, reply.get(r.position()..).unwrap_or(&[]).to_vec()));
+        let body = reply.get(r.position()..).unwrap_or(&[]).to_vec();
+        match (sync == job.sync, code == crate::protocol::request_type::CHUNK) {
+            (true, true) => pushes.push(body),
+            (true, false) => return Ok(Reply { code, body, pushes }),
+            (false, _) => {}
         }
     }
 }
@@ -209,11 +225,21 @@ fn request_args(ty: u64, body: &Value, token: &Value, timeout: Option<f64>) -> m
     Ok(RequestArgs { ty, body: encoded, token, timeout })
 }
 
-/// A reply as the Lua values `code, body` (the body decoded; nil when empty).
-pub fn reply_values(lua: &Lua, code: u64, reply: &[u8]) -> mlua::Result<MultiValue> {
-    let body = if reply.is_empty() { Value::Nil } else { convert::decode(lua, &mut Reader::new(reply), 0)? };
+/// A reply as the Lua values `code, body, pushes` (bodies decoded; an empty body
+/// is nil; the pushes a list of their bodies).
+pub fn reply_values(lua: &Lua, reply: &Reply) -> mlua::Result<MultiValue> {
+    let decode = |bytes: &[u8]| -> mlua::Result<Value> {
+        if bytes.is_empty() {
+            return Ok(Value::Nil);
+        }
+        convert::decode(lua, &mut Reader::new(bytes), 0)
+    };
+    let pushes = lua.create_table()?;
+    for (i, push) in reply.pushes.iter().enumerate() {
+        pushes.raw_set(i + 1, decode(push)?)?;
+    }
     #[allow(clippy::cast_precision_loss, reason = "reply codes are small")]
-    Ok(MultiValue::from_vec(vec![Value::Number(code as f64), body]))
+    Ok(MultiValue::from_vec(vec![Value::Number(reply.code as f64), decode(&reply.body)?, Value::Table(pushes)]))
 }
 
 fn read_frame(stream: &mut impl Read) -> mlua::Result<Vec<u8>> {
@@ -240,13 +266,13 @@ fn read_frame(stream: &mut impl Read) -> mlua::Result<Vec<u8>> {
 
 impl UserData for NetConn {
     fn add_methods<M: UserDataMethods<Self>>(methods: &mut M) {
-        // request(type, body, token, timeout) -> code, body (a Lua table): blocks until the reply.
+        // request(type, body, token, timeout) -> code, body, pushes (Lua tables): blocks until the reply.
         methods.add_method_mut("request", |lua, this, (ty, body, token, timeout): (u64, Value, Value, Option<f64>)| {
             let args = request_args(ty, &body, &token, timeout)?;
             let (tx, rx) = mpsc::channel();
             this.submit(&args, ReplyTo::Direct(tx))?;
             match rx.recv() {
-                Ok(Ok((code, reply))) => reply_values(lua, code, &reply),
+                Ok(Ok(reply)) => reply_values(lua, &reply),
                 Ok(Err(e)) => Err(mlua::Error::runtime(e)),
                 Err(_) => Err(mlua::Error::runtime("Connection closed")),
             }
