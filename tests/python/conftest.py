@@ -165,6 +165,25 @@ end
 """
 
 
+# show(v): a value as text, maps with sorted keys (Lua table order differs between
+# the two servers' LuaJIT builds), tuples as their fields, box.error objects as
+# "error <message>".
+LUA_SHOW_SORTED = r"""
+local function show(v)
+    if box.tuple.is(v) then v = v:totable() end
+    if type(v) == 'table' and getmetatable(v) ~= nil and v.code ~= nil then return 'error ' .. tostring(v) end
+    if type(v) == 'string' then return string.format('%q', v) end
+    if type(v) ~= 'table' then return tostring(v) end
+    local keys = {}
+    for k in pairs(v) do keys[#keys + 1] = k end
+    table.sort(keys, function(a, b) return tostring(a) < tostring(b) end)
+    local out = {}
+    for _, k in ipairs(keys) do out[#out + 1] = tostring(k) .. '=' .. show(v[k]) end
+    return '{' .. table.concat(out, ', ') .. '}'
+end
+"""
+
+
 # p(...): how many values it got, then each (tostring), as one line.
 LUA_PRINT_COUNTED = r"""local function p(...)
     local t = {}

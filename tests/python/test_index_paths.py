@@ -9,20 +9,9 @@ read, `index.parts` and `_index` row; then a second script restarts on the same
 data and reads through the indexes again. Maps are printed with sorted keys (Lua
 table order differs between the two servers' LuaJIT builds).
 """
-from conftest import scripts_in_turn_on_both
+from conftest import LUA_SHOW_SORTED, scripts_in_turn_on_both
 
-SHOW = r"""
-local function show(v)
-    if box.tuple.is(v) then v = v:totable() end
-    if type(v) == 'string' then return string.format('%q', v) end
-    if type(v) ~= 'table' then return tostring(v) end
-    local keys = {}
-    for k in pairs(v) do keys[#keys + 1] = k end
-    table.sort(keys, function(a, b) return tostring(a) < tostring(b) end)
-    local out = {}
-    for _, k in ipairs(keys) do out[#out + 1] = tostring(k) .. '=' .. show(v[k]) end
-    return '{' .. table.concat(out, ', ') .. '}'
-end
+SHOW = LUA_SHOW_SORTED + r"""
 local function try(name, f, ...)
     local r = {pcall(f, ...)}
     if r[1] then

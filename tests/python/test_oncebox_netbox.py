@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 
-from conftest import ADMIN_PASSWORD, ONCEBOX, run_script_on_both
+from conftest import ADMIN_PASSWORD, LUA_SHOW_SORTED, ONCEBOX, run_script_on_both
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -93,17 +93,7 @@ function pushy(n) for i = 1, n do box.session.push({i}) end return 'done', n end
 function slow(t) require('fiber').sleep(t or 0.05) return 42, 43 end
 function fails() box.error(box.error.PROC_LUA, 'boom') end
 local c = require('net.box').connect(os.getenv('LISTEN'))
-local function show(v)
-    if box.tuple.is(v) then v = v:totable() end
-    if type(v) == 'table' and getmetatable(v) ~= nil and v.code ~= nil then return 'error ' .. tostring(v) end
-    if type(v) ~= 'table' then return tostring(v) end
-    local keys = {}
-    for k in pairs(v) do keys[#keys + 1] = k end
-    table.sort(keys, function(a, b) return tostring(a) < tostring(b) end)
-    local out = {}
-    for _, k in ipairs(keys) do out[#out + 1] = tostring(k) .. '=' .. show(v[k]) end
-    return '{' .. table.concat(out, ', ') .. '}'
-end
+""" + LUA_SHOW_SORTED + r"""
 local function try(name, f, ...)
     local r = {pcall(f, ...)}
     local out = {}
