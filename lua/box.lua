@@ -40,6 +40,8 @@ local function trace_at(level)
     return {{file = file, line = line}}
 end
 function error_mt.raise(e) error(e, 2) end
+-- string.match on the message (2.6 keeps it for Tarantool 1.6's string errors).
+function error_mt.match(e, ...) return string.match(e.message, ...) end
 function error_mt.set_prev(e, prev)
     if prev ~= nil and getmetatable(prev) ~= error_mt then
         error("Usage: error1:set_prev(error2)", 2)
@@ -1845,8 +1847,15 @@ local function session_trigger(kind)
     return function(new, old)
         local list = session_triggers[kind]
         local r = set_trigger(list, new, old)
-        if new ~= nil or old ~= nil then op('set_session_triggers', kind, #list > 0) end
+        -- Before a script's box.cfg{} the server learns of them at boot.
+        if (new ~= nil or old ~= nil) and internal.op ~= nil then op('set_session_triggers', kind, #list > 0) end
         return r
+    end
+end
+-- Tells the server which session triggers a script set before its box.cfg{}.
+function internal.sync_session_triggers()
+    for kind, list in pairs(session_triggers) do
+        if #list > 0 then op('set_session_triggers', kind, true) end
     end
 end
 box.session.on_connect = session_trigger('connect')
@@ -1861,6 +1870,16 @@ function internal.run_session_triggers(kind, ...)
     local list = session_triggers[kind]
     for i = #list, 1, -1 do list[i](...) end
 end
+-- Session triggers as 2.6 runs them: effective user admin, box.session.uid()
+-- the session's own user.
+function internal.run_session_triggers_as(uid, kind, ...)
+    local locals = internal.fiber_locals()
+    local outer = locals.su_uid
+    locals.su_uid = uid
+    local ok, err = pcall(internal.run_session_triggers, kind, ...)
+    locals.su_uid = outer
+    if not ok then error(err, 0) end
+end
 function internal.access_denied(e)
     -- A trigger's error stops the list (as any 2.6 trigger list) and is dropped.
     pcall(internal.run_session_triggers, 'access_denied', e.access_type, e.object_type, e.object_name)
@@ -1869,13 +1888,20 @@ end
 -- box.session.su(user[, fn, ...]): run fn as `user` (admin only, as 2.6 requires
 -- the right to act as another user), or switch the session's effective user.
 function box.session.su(user, fn, ...)
-    local uid = type(user) == 'number' and user or box.schema.user.get_id(user)
+    -- As 2.6 finds the user: by name in the user cache, whatever the effective
+    -- user may see (so a script that su'd to a user can su back to admin).
+    local found = type(user) ~= 'number' and op('user', user) or nil
+    local uid = type(user) == 'number' and user or (found and found.id)
     if uid == nil then raise(45, "User '%s' is not found", tostring(user)) end
     local prev = op('su', uid)
     local locals = internal.fiber_locals()
     local outer = locals.su_uid
+    if fn == nil then
+        -- As 2.6: the session's own user changes too (box.session.user() names it).
+        locals.su_uid = nil
+        return
+    end
     locals.su_uid = outer or prev
-    if fn == nil then return end
     local r = {pcall(fn, ...)}
     op('su', prev)
     locals.su_uid = outer
@@ -2144,6 +2170,7 @@ box.cfg = setmetatable({}, {
             for k, v in pairs(opts or {}) do check_cfg_value(k, v) end
             coroutine.yield('box.cfg', opts or {})
             internal.booted = true
+            internal.sync_session_triggers()
             internal.run_schema_init_triggers()
             cfg_values = nil
             cfg_load()
@@ -2178,6 +2205,30 @@ box.cfg = setmetatable({}, {
         end
     end,
 })
+
+-- Before a script's first box.cfg{}, as in 2.6: box.cfg is a plain function and
+-- `box` shows only what works unconfigured (NULL, cfg, ctl, error, execute, index,
+-- internal, runtime, session, tuple); anything else raises "Please call box.cfg{}
+-- first". Modules tell a configured instance by that (tarantool/queue does).
+local UNCONFIGURED_BOX = {NULL = true, cfg = true, ctl = true, error = true, execute = true, index = true,
+                          internal = true, runtime = true, session = true, tuple = true}
+function internal.hide_until_cfg()
+    local configure = box.cfg
+    local hidden = {}
+    for k, v in pairs(box) do
+        if not UNCONFIGURED_BOX[k] then hidden[k] = v end
+    end
+    for k in pairs(hidden) do rawset(box, k, nil) end
+    setmetatable(box, {__index = function(_, k)
+        if hidden[k] ~= nil then error('Please call box.cfg{} first', 2) end
+    end})
+    box.cfg = function(...)
+        setmetatable(box, nil)
+        for k, v in pairs(hidden) do rawset(box, k, v) end
+        box.cfg = configure
+        return configure(...)
+    end
+end
 
 -- box.func: the functions of _func by name, each with call(args) running it as a
 -- CALL would (a global, or a path like 'mod.fn' or 'mod.obj:method').

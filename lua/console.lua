@@ -792,8 +792,25 @@ local uuid_make = box.internal.uuid_make
 local uuid = setmetatable({}, {__call = function() return uuid_make('new') end})
 function uuid.new() return uuid_make('new') end
 function uuid.str() return tostring(uuid_make('new')) end
-function uuid.bin() return uuid_make('new'):bin() end
-function uuid.fromstr(s) return uuid_make('fromstr', s) end
-function uuid.frombin(b) return uuid_make('frombin', b) end
+function uuid.bin(byteorder) return uuid_make('new'):bin(byteorder) end
+function uuid.fromstr(s)
+    if type(s) ~= 'string' then error('builtin/uuid.lua:38: fromstr(str)', 0) end
+    return uuid_make('fromstr', s)
+end
+-- A uuid's 16 bytes in the other byte order (its first three fields reversed):
+-- 2.6 keeps uuids in host order, so bin() and frombin() default to it.
+local function swapped(b)
+    return b:sub(4, 4) .. b:sub(3, 3) .. b:sub(2, 2) .. b:sub(1, 1) .. b:sub(6, 6) .. b:sub(5, 5) .. b:sub(8, 8)
+        .. b:sub(7, 7) .. b:sub(9)
+end
+function uuid.frombin(b, byteorder)
+    if type(b) ~= 'string' or #b ~= 16 then error('builtin/uuid.lua:73: frombin(bin, [byteorder])', 0) end
+    if byteorder == nil or byteorder == 'l' or byteorder == 'h' or byteorder == 'host' then
+        b = swapped(b)
+    elseif byteorder ~= 'b' and byteorder ~= 'n' and byteorder ~= 'network' then
+        error('builtin/uuid.lua:54: invalid byteorder, valid is l, b, h, n', 0)
+    end
+    return uuid_make('frombin', b)
+end
 uuid.NULL = uuid_make('fromstr', '00000000-0000-0000-0000-000000000000')
 package.loaded.uuid = uuid

@@ -1512,7 +1512,12 @@ impl Executor {
         if !self.lua.has_session_triggers(kind) {
             return Ok(());
         }
-        let caller = self.caller(self.creds(user), session_id);
+        // As 2.6 runs them: as admin, in the session of `user` (box.session.uid()
+        // names it, box.session.euid() admin).
+        let caller = Caller {
+            session_user: Some(user),
+            ..self.caller(self.creds(crate::engine::access::user_id::ADMIN), session_id)
+        };
         let mut host = Host {
             engine: &mut self.engine,
             window: &mut self.window,

@@ -122,9 +122,20 @@ pub fn register_uuid(lua: &Lua) -> mlua::Result<()> {
 impl UserData for LuaExt {
     fn add_methods<M: UserDataMethods<Self>>(methods: &mut M) {
         methods.add_method("str", |_, this, ()| Ok(this.uuid_bytes().map(|b| uuid::Uuid::from_bytes(b).to_string())));
-        methods.add_method("bin", |lua, this, ()| match this.uuid_bytes() {
-            Some(b) => Ok(Value::String(lua.create_string(b)?)),
-            None => Ok(Value::Nil),
+        // bin([byteorder]): host order (2.6's default: the first three fields
+        // little-endian on x86) or 'b'/'n'/'network' (RFC 4122's).
+        methods.add_method("bin", |lua, this, order: Option<mlua::LuaString>| {
+            let Some(mut b) = this.uuid_bytes() else { return Ok(Value::Nil) };
+            match order.as_ref().map(|o| o.as_bytes().to_vec()).as_deref() {
+                None | Some(b"l" | b"h" | b"host") => {
+                    b[..4].reverse();
+                    b[4..6].reverse();
+                    b[6..8].reverse();
+                }
+                Some(b"b" | b"n" | b"network") => {}
+                Some(_) => return Err(mlua::Error::runtime("builtin/uuid.lua:54: invalid byteorder, valid is l, b, h, n")),
+            }
+            Ok(Value::String(lua.create_string(b)?))
         });
         methods.add_method("isnil", |_, this, ()| Ok(this.uuid_bytes().is_some_and(|b| b == [0u8; 16])));
         methods.add_meta_method(MetaMethod::Eq, |_, this, other: mlua::AnyUserData| {

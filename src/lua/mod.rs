@@ -431,6 +431,7 @@ impl LuaRuntime {
             g.set("arg", arg)?;
             let internal: Table = g.get::<Table>("box")?.get("internal")?;
             internal.set("script_mode", true)?;
+            internal.get::<Function>("hide_until_cfg")?.call::<()>(())?;
             // The script's main fiber is named after the file, as in tarantool.
             let name = path.file_name().map_or_else(|| "main".to_owned(), |n| n.to_string_lossy().into_owned());
             internal.get::<Table>("main_fiber")?.set("name_", name)?;
@@ -831,8 +832,9 @@ impl LuaRuntime {
         args: &[TriggerArg<'_>],
     ) -> BoxResult<()> {
         let (outcome, _) = self.with_engine(host, caller, |lua| {
-            let run: Function = internal_fn(lua, "run_session_triggers")?;
-            let mut values = vec![Value::String(lua.create_string(kind)?)];
+            let run: Function = internal_fn(lua, "run_session_triggers_as")?;
+            let uid = caller.session_user.map_or(Value::Nil, |u| Value::Integer(i64::from(u)));
+            let mut values = vec![uid, Value::String(lua.create_string(kind)?)];
             for a in args {
                 values.push(match *a {
                     TriggerArg::Bool(b) => Value::Boolean(b),

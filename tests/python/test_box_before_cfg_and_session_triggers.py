@@ -1,0 +1,82 @@
+"""What Lua modules written for Tarantool 2.6 rely on, compared with 2.6 line for line.
+
+tarantool/queue, for one, tells a configured instance from an unconfigured one by
+`type(box.cfg)` and `rawget(box, 'space')`, sets `box.session.on_disconnect`
+before `box.cfg{}`, drops spaces from that trigger (which 2.6 runs as admin for a
+guest session), `su`s back to admin from a user, matches remote errors with
+`err:match()` and stores `uuid.bin()` (host byte order in 2.6).
+"""
+from conftest import run_script_on_both
+
+BEFORE_CFG = r"""
+local keys = {}
+for k, v in pairs(box) do keys[#keys + 1] = k .. ':' .. type(v) end
+table.sort(keys)
+print(table.concat(keys, ' '))
+print(type(box.cfg), rawget(box, 'space'), rawget(box, 'info'))
+for _, k in ipairs({'space', 'info', 'schema', 'stat', 'once', 'begin'}) do
+    local ok, e = pcall(function() return box[k] end)
+    print(k, ok, tostring(e):match('Please call box.cfg{} first'))
+end
+print(type(box.session), type(box.tuple.new), type(box.error.new), box.NULL == nil)
+local disconnected = {}
+box.session.on_disconnect(function() table.insert(disconnected, box.session.user()) end)
+box.cfg{listen = os.getenv('LISTEN'), work_dir = os.getenv('WORK'), log_level = 1}
+print(type(box.cfg), type(rawget(box, 'space')), box.info.ro)
+local c = require('net.box').connect(os.getenv('LISTEN'))
+c:ping()
+c:close()
+require('fiber').sleep(0.2)
+print('disconnect trigger set before box.cfg ran for', table.concat(disconnected, ','))
+os.exit(0)
+"""
+
+SESSIONS = r"""
+box.cfg{listen = os.getenv('LISTEN'), work_dir = os.getenv('WORK'), log_level = 1}
+box.schema.user.grant('guest', 'execute', 'universe')
+local s = box.schema.space.create('t')
+s:create_index('pk')
+box.session.on_connect(function() print('connect', box.session.user(), box.session.effective_user()) end)
+box.session.on_disconnect(function()
+    print('disconnect', box.session.user(), box.session.effective_user(), box.session.uid(), box.session.euid())
+    -- Admin's rights: the space goes.
+    print('drop from the trigger', pcall(function() box.space.t:drop() end))
+end)
+function bad() error('Invalid UUID format.') end
+local c = require('net.box').connect(os.getenv('LISTEN'))
+local ok, err = c:ping(), select(2, pcall(c.call, c, 'bad'))
+print('remote error matched', err:match('Invalid UUID format.'), box.error.new({code = 1, reason = 'abc'}):match('b(.)'))
+c:close()
+require('fiber').sleep(0.2)
+print('space after the trigger', box.space.t)
+box.schema.user.create('u1')
+box.session.su('u1')
+print('as u1', box.session.user(), pcall(box.space._user.get, box.space._user, 1))
+box.session.su('admin')
+print('back to', box.session.user())
+print(pcall(box.session.su, 'nobody'))
+local uuid = require('uuid')
+local u = uuid.fromstr('ae28b3a4-3e5b-4ee2-a2b5-7f8a4e2a4c0d')
+local function hex(b) return (b:gsub('.', function(ch) return string.format('%02x', ch:byte()) end)) end
+print(hex(u:bin()), hex(u:bin('l')), hex(u:bin('h')), hex(u:bin('host')), hex(u:bin('b')), hex(u:bin('n')),
+      hex(u:bin('network')))
+print(uuid.frombin(u:bin()), uuid.frombin(u:bin('b'), 'b'), uuid.frombin(u:bin('n'), 'network'), #uuid.bin('b'))
+for _, bad in ipairs({'just-for-fun', '', 5}) do print(pcall(uuid.frombin, bad)) end
+print(pcall(uuid.fromstr, 5), uuid.fromstr('nope'))
+os.exit(0)
+"""
+
+
+def test_box_before_its_cfg_is_as_in_tarantool(tmp_path):
+    tarantool, oncebox = run_script_on_both(tmp_path, "before_cfg.lua", BEFORE_CFG)
+    assert tarantool == oncebox
+    assert tarantool[1].startswith("function\tnil\tnil")
+    assert tarantool[-1] == "disconnect trigger set before box.cfg ran for\tguest"
+
+
+def test_session_triggers_su_error_match_and_uuid_bytes_as_in_tarantool(tmp_path):
+    tarantool, oncebox = run_script_on_both(tmp_path, "sessions.lua", SESSIONS)
+    assert tarantool == oncebox
+    assert "disconnect\tguest\tadmin\t0\t1" in tarantool
+    assert "space after the trigger\tnil" in tarantool
+    assert any(line.startswith("a4b328ae5b3ee24e") for line in tarantool)
