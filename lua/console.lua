@@ -788,6 +788,19 @@ package.loaded.json = new_json()
 
 
 -- uuid: values are MP_EXT type 2, sent to clients and stored as uuids.
+-- 2.6's C type of a uuid is declared as 2.6 declares it, for modules that name
+-- it (`ffi.typeof('struct tt_uuid')`, as tarantool/checks does); oncebox's uuid
+-- values are not of it (they are userdata).
+pcall(require('ffi').cdef, [[
+struct tt_uuid {
+    uint32_t time_low;
+    uint16_t time_mid;
+    uint16_t time_hi_and_version;
+    uint8_t clock_seq_hi_and_reserved;
+    uint8_t clock_seq_low;
+    uint8_t node[6];
+};
+]])
 local uuid_make = box.internal.uuid_make
 local uuid = setmetatable({}, {__call = function() return uuid_make('new') end})
 function uuid.new() return uuid_make('new') end

@@ -133,7 +133,9 @@ impl UserData for LuaExt {
                     b[6..8].reverse();
                 }
                 Some(b"b" | b"n" | b"network") => {}
-                Some(_) => return Err(mlua::Error::runtime("builtin/uuid.lua:54: invalid byteorder, valid is l, b, h, n")),
+                Some(_) => {
+                    return Err(mlua::Error::runtime("builtin/uuid.lua:54: invalid byteorder, valid is l, b, h, n"))
+                }
             }
             Ok(Value::String(lua.create_string(b)?))
         });

@@ -4,7 +4,8 @@ tarantool/queue, for one, tells a configured instance from an unconfigured one b
 `type(box.cfg)` and `rawget(box, 'space')`, sets `box.session.on_disconnect`
 before `box.cfg{}`, drops spaces from that trigger (which 2.6 runs as admin for a
 guest session), `su`s back to admin from a user, matches remote errors with
-`err:match()` and stores `uuid.bin()` (host byte order in 2.6).
+`err:match()` and stores `uuid.bin()` (host byte order in 2.6); tarantool/checks
+names `struct tt_uuid` when it loads.
 """
 from conftest import run_script_on_both
 
@@ -63,6 +64,8 @@ print(hex(u:bin()), hex(u:bin('l')), hex(u:bin('h')), hex(u:bin('host')), hex(u:
 print(uuid.frombin(u:bin()), uuid.frombin(u:bin('b'), 'b'), uuid.frombin(u:bin('n'), 'network'), #uuid.bin('b'))
 for _, bad in ipairs({'just-for-fun', '', 5}) do print(pcall(uuid.frombin, bad)) end
 print(pcall(uuid.fromstr, 5), uuid.fromstr('nope'))
+-- Modules name 2.6's C type of a uuid (tarantool/checks does, at load).
+print(pcall(require('ffi').typeof, 'struct tt_uuid'))
 os.exit(0)
 """
 
