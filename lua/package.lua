@@ -385,6 +385,14 @@ rawset(_G, 'tonumber64', function(...)
     return nil
 end)
 
+-- C types 2.6's own modules declare in LuaJIT's global C namespace, which Lua
+-- modules use in their ffi.cdef without declaring them (luatest's fork and kill
+-- name pid_t).
+for _, decl in ipairs({'typedef int32_t pid_t;', 'typedef int uid_t;', 'typedef int gid_t;',
+                       'typedef long time_t;'}) do
+    pcall(ffi.cdef, decl)
+end
+
 -- os.environ(): the process environment as a table.
 pcall(ffi.cdef, 'extern char **environ;')
 rawset(os, 'environ', function()

@@ -5,7 +5,7 @@ tarantool/queue, for one, tells a configured instance from an unconfigured one b
 before `box.cfg{}`, drops spaces from that trigger (which 2.6 runs as admin for a
 guest session), `su`s back to admin from a user, matches remote errors with
 `err:match()` and stores `uuid.bin()` (host byte order in 2.6); tarantool/checks
-names `struct tt_uuid` when it loads.
+names `struct tt_uuid` when it loads, luatest `pid_t`.
 """
 from conftest import run_script_on_both
 
@@ -64,8 +64,11 @@ print(hex(u:bin()), hex(u:bin('l')), hex(u:bin('h')), hex(u:bin('host')), hex(u:
 print(uuid.frombin(u:bin()), uuid.frombin(u:bin('b'), 'b'), uuid.frombin(u:bin('n'), 'network'), #uuid.bin('b'))
 for _, bad in ipairs({'just-for-fun', '', 5}) do print(pcall(uuid.frombin, bad)) end
 print(pcall(uuid.fromstr, 5), uuid.fromstr('nope'))
--- Modules name 2.6's C type of a uuid (tarantool/checks does, at load).
-print(pcall(require('ffi').typeof, 'struct tt_uuid'))
+-- Modules name 2.6's C type of a uuid (tarantool/checks does, at load) and the C
+-- types 2.6 declares for itself (luatest's fork and kill use pid_t).
+for _, ctype in ipairs({'struct tt_uuid', 'pid_t', 'uid_t', 'gid_t', 'time_t', 'ssize_t'}) do
+    print(ctype, pcall(require('ffi').typeof, ctype))
+end
 os.exit(0)
 """
 
