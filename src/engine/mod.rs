@@ -1202,7 +1202,12 @@ impl Engine {
                     ));
                 }
                 let previous = std::mem::replace(&mut space.def, def);
-                // A new format must hold every stored tuple.
+                // A new format must agree with the indexes' types, and hold every stored tuple.
+                let last_index = space.indexes.values().last().map(|ix| ix.def.clone());
+                if let Some(Err(e)) = last_index.map(|d| space.check_part_types(&d)) {
+                    space.def = previous;
+                    return Err(e);
+                }
                 let tuples: Vec<Tuple> = space.primary().map(|pk| pk.iter().cloned().collect()).unwrap_or_default();
                 if let Some(e) = tuples.iter().find_map(|t| space.validate(t).err()) {
                     space.def = previous;

@@ -177,6 +177,18 @@ try('mk replace keeps an element', function() return m:replace{1, {'b'}, {{sku =
 try('mk delete', function() return m:delete(2) end)
 try('mk after delete', function() return m.index.tags:select(), m.index.sku:select() end)
 try('mk min max', function() return m.index.tags:min(), m.index.tags:max() end)
+-- A new format is checked against the indexes' types, as a new index is.
+local fmt = box.space.t:format()
+try('format: a path field made unsigned', function()
+    local f = table.deepcopy(fmt) f[2].type = 'unsigned' box.space.t:format(f)
+end)
+try('format: a path field made an array', function()
+    local f = table.deepcopy(fmt) f[2].type = 'array' box.space.t:format(f)
+end)
+try('format: the key a string', function() local f = table.deepcopy(fmt) f[1].type = 'string' box.space.t:format(f) end)
+try('format: a path field any', function()
+    local f = table.deepcopy(fmt) f[2].type = 'any' box.space.t:format(f) return #box.space.t:format()
+end)
 os.exit(0)
 """
 
