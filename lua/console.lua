@@ -166,8 +166,7 @@ end
 -- A decimal or a uuid: YAML and JSON write its text, a tuple's tostring null (as 2.6).
 local function is_extension(v)
     local ty = type(v)
-    return ty == 'cdata' and package.loaded.decimal.is_decimal(v)
-        or ty == 'userdata' and box.internal.uuid_make('is', v)
+    return ty == 'cdata' and (package.loaded.decimal.is_decimal(v) or box.internal.is_uuid(v))
 end
 
 local encode
@@ -787,43 +786,4 @@ package.loaded.json = new_json()
 --------------------------------------------------------------------------------
 
 
--- uuid: values are MP_EXT type 2, sent to clients and stored as uuids.
--- 2.6's C type of a uuid is declared as 2.6 declares it, for modules that name
--- it (`ffi.typeof('struct tt_uuid')`, as tarantool/checks does); oncebox's uuid
--- values are not of it (they are userdata).
-pcall(require('ffi').cdef, [[
-struct tt_uuid {
-    uint32_t time_low;
-    uint16_t time_mid;
-    uint16_t time_hi_and_version;
-    uint8_t clock_seq_hi_and_reserved;
-    uint8_t clock_seq_low;
-    uint8_t node[6];
-};
-]])
-local uuid_make = box.internal.uuid_make
-local uuid = setmetatable({}, {__call = function() return uuid_make('new') end})
-function uuid.new() return uuid_make('new') end
-function uuid.str() return tostring(uuid_make('new')) end
-function uuid.bin(byteorder) return uuid_make('new'):bin(byteorder) end
-function uuid.fromstr(s)
-    if type(s) ~= 'string' then error('builtin/uuid.lua:38: fromstr(str)', 0) end
-    return uuid_make('fromstr', s)
-end
--- A uuid's 16 bytes in the other byte order (its first three fields reversed):
--- 2.6 keeps uuids in host order, so bin() and frombin() default to it.
-local function swapped(b)
-    return b:sub(4, 4) .. b:sub(3, 3) .. b:sub(2, 2) .. b:sub(1, 1) .. b:sub(6, 6) .. b:sub(5, 5) .. b:sub(8, 8)
-        .. b:sub(7, 7) .. b:sub(9)
-end
-function uuid.frombin(b, byteorder)
-    if type(b) ~= 'string' or #b ~= 16 then error('builtin/uuid.lua:73: frombin(bin, [byteorder])', 0) end
-    if byteorder == nil or byteorder == 'l' or byteorder == 'h' or byteorder == 'host' then
-        b = swapped(b)
-    elseif byteorder ~= 'b' and byteorder ~= 'n' and byteorder ~= 'network' then
-        error('builtin/uuid.lua:54: invalid byteorder, valid is l, b, h, n', 0)
-    end
-    return uuid_make('frombin', b)
-end
-uuid.NULL = uuid_make('fromstr', '00000000-0000-0000-0000-000000000000')
-package.loaded.uuid = uuid
+-- uuid is lua/uuid.lua (a struct tt_uuid cdata, as in 2.6).

@@ -18,6 +18,7 @@
 use mlua::{Lua, MetaMethod, Table, UserData, UserDataMethods, Value};
 
 use super::tuple::LuaTuple;
+use crate::engine::value::UUID_EXT;
 use crate::protocol::msgpack::{write, Integer, MpType, Reader};
 
 /// Deepest nesting converted either way.
@@ -73,43 +74,9 @@ impl LuaExt {
     }
 }
 
-impl LuaExt {
-    /// A uuid value from its 16 bytes.
-    #[must_use]
-    pub fn uuid(bytes: &[u8; 16]) -> Self {
-        let mut enc = vec![0xd8, 0x02];
-        enc.extend_from_slice(bytes);
-        Self(enc.into())
-    }
-
-    fn uuid_bytes(&self) -> Option<[u8; 16]> {
-        match self.parts() {
-            (2, b) => b.try_into().ok(),
-            _ => None,
-        }
-    }
-}
-
-/// `box.internal.uuid_make(kind[, arg])`: `new` (random, v4), `fromstr`, `frombin`, `is`.
+/// Registers `box.internal.sql_varbinary` (uuids are `lua/uuid.lua`'s, see [`super::uuid`]).
 pub fn register_uuid(lua: &Lua) -> mlua::Result<()> {
-    let make = lua.create_function(|lua, (kind, arg): (String, Value)| -> mlua::Result<Value> {
-        let parsed = match (kind.as_str(), &arg) {
-            ("new", _) => Some(*uuid::Uuid::new_v4().as_bytes()),
-            ("fromstr", Value::String(s)) => uuid::Uuid::parse_str(&s.to_string_lossy()).ok().map(|u| *u.as_bytes()),
-            ("frombin", Value::String(s)) => <[u8; 16]>::try_from(&s.as_bytes()[..]).ok(),
-            ("is", Value::UserData(ud)) => {
-                return Ok(Value::Boolean(ud.borrow::<LuaExt>().is_ok_and(|e| e.uuid_bytes().is_some())))
-            }
-            ("is", _) => return Ok(Value::Boolean(false)),
-            _ => None,
-        };
-        match parsed {
-            Some(b) => Ok(Value::UserData(lua.create_userdata(LuaExt::uuid(&b))?)),
-            None => Ok(Value::Nil),
-        }
-    })?;
     let internal = lua.globals().get::<Table>("box")?.get::<Table>("internal")?;
-    internal.set("uuid_make", make)?;
     // `box.internal.sql_varbinary(s)`: `s` to be written as MP_BIN (a varbinary field's value).
     let varbinary = lua.create_function(|lua, s: mlua::LuaString| {
         let mut enc = Vec::with_capacity(s.as_bytes().len() + 5);
@@ -121,25 +88,6 @@ pub fn register_uuid(lua: &Lua) -> mlua::Result<()> {
 
 impl UserData for LuaExt {
     fn add_methods<M: UserDataMethods<Self>>(methods: &mut M) {
-        methods.add_method("str", |_, this, ()| Ok(this.uuid_bytes().map(|b| uuid::Uuid::from_bytes(b).to_string())));
-        // bin([byteorder]): host order (2.6's default: the first three fields
-        // little-endian on x86) or 'b'/'n'/'network' (RFC 4122's).
-        methods.add_method("bin", |lua, this, order: Option<mlua::LuaString>| {
-            let Some(mut b) = this.uuid_bytes() else { return Ok(Value::Nil) };
-            match order.as_ref().map(|o| o.as_bytes().to_vec()).as_deref() {
-                None | Some(b"l" | b"h" | b"host") => {
-                    b[..4].reverse();
-                    b[4..6].reverse();
-                    b[6..8].reverse();
-                }
-                Some(b"b" | b"n" | b"network") => {}
-                Some(_) => {
-                    return Err(mlua::Error::runtime("builtin/uuid.lua:54: invalid byteorder, valid is l, b, h, n"))
-                }
-            }
-            Ok(Value::String(lua.create_string(b)?))
-        });
-        methods.add_method("isnil", |_, this, ()| Ok(this.uuid_bytes().is_some_and(|b| b == [0u8; 16])));
         methods.add_meta_method(MetaMethod::Eq, |_, this, other: mlua::AnyUserData| {
             Ok(other.borrow::<LuaExt>().is_ok_and(|o| o.0 == this.0))
         });
@@ -199,6 +147,10 @@ pub fn encode(out: &mut Vec<u8>, v: &Value, depth: usize) -> mlua::Result<()> {
             }
         }
         Value::Other(_) if let Some(d) = decimal_of(v)? => d.write_ext(out),
+        Value::Other(_) if let Some(bytes) = uuid_of(v)? => {
+            out.extend_from_slice(&[0xd8, UUID_EXT.cast_unsigned()]);
+            out.extend_from_slice(&bytes);
+        }
         Value::Other(_) => match cdata_value(v) {
             Some(CData::Null) => write::nil(out),
             Some(CData::Double) => write::f64(out, double_of(v)?),
@@ -215,6 +167,14 @@ pub fn encode(out: &mut Vec<u8>, v: &Value, depth: usize) -> mlua::Result<()> {
 fn decimal_of(v: &Value) -> mlua::Result<Option<crate::decimal::Decimal>> {
     match v.weak_lua().and_then(mlua::WeakLua::try_upgrade) {
         Some(lua) => super::decimal::read(&lua, v),
+        None => Ok(None),
+    }
+}
+
+/// The uuid a cdata holds (network order), if it is one.
+fn uuid_of(v: &Value) -> mlua::Result<Option<[u8; 16]>> {
+    match v.weak_lua().and_then(mlua::WeakLua::try_upgrade) {
+        Some(lua) => super::uuid::read(&lua, v),
         None => Ok(None),
     }
 }
@@ -416,6 +376,9 @@ pub fn decode(lua: &Lua, r: &mut Reader<'_>, depth: usize) -> mlua::Result<Value
                 Ok((crate::decimal::MP_DECIMAL, payload)) if let Some(d) = crate::decimal::Decimal::unpack(payload) => {
                     super::decimal::push(lua, &d)?
                 }
+                Ok((UUID_EXT, payload)) if let Ok(bytes) = <&[u8; 16]>::try_from(payload) => {
+                    super::uuid::push(lua, bytes)?
+                }
                 _ => Value::UserData(lua.create_userdata(LuaExt(raw.into()))?),
             }
         }
@@ -463,6 +426,8 @@ mod tests {
         // With ffi and the decimal module, as the runtime opens its states.
         let lua = super::super::open_state();
         super::super::decimal::register(&lua).unwrap();
+        lua.load("box = {internal = {}}").exec().unwrap();
+        super::super::uuid::register(&lua).unwrap();
         // decimal -12.345, a uuid, and an ext8 of an unknown type.
         let decimal: &[u8] = &[0xd6, 0x01, 0x03, 0x12, 0x34, 0x5d];
         let mut uuid = vec![0xd8, 0x02];
@@ -476,7 +441,9 @@ mod tests {
             encode(&mut out, &v, 0).unwrap();
             assert_eq!(out, raw);
         }
+        // A uuid is a struct tt_uuid cdata, as in 2.6.
         let v = decode(&lua, &mut Reader::new(&uuid), 0).unwrap();
+        assert!(matches!(v, Value::Other(_)), "{v:?}");
         assert_eq!(v.to_string().unwrap(), "f47ac10b-58cc-4372-a567-0e02b2c3d479");
         // A decimal is a decimal_t cdata, as in 2.6.
         let v = decode(&lua, &mut Reader::new(decimal), 0).unwrap();

@@ -23,6 +23,8 @@ pub mod socket;
 pub mod stream;
 pub mod tuple;
 pub mod utf8;
+#[allow(unsafe_code, reason = "moves an uuid's 16 bytes in and out of struct tt_uuid cdata; see the module")]
+pub mod uuid;
 
 use std::rc::Rc;
 
@@ -297,6 +299,7 @@ impl LuaRuntime {
         init().map_err(|e| lua_err(&e))?;
         register_frame(&lua).map_err(|e| lua_err(&e))?;
         convert::register_uuid(&lua).map_err(|e| lua_err(&e))?;
+        uuid::register(&lua).map_err(|e| lua_err(&e))?;
         decimal::register(&lua).map_err(|e| lua_err(&e))?;
         lua.load(PRELUDE).set_name("=box.lua").exec().map_err(|e| lua_err(&e))?;
         lua.load(CONSOLE).set_name("=console.lua").exec().map_err(|e| lua_err(&e))?;
@@ -1446,7 +1449,7 @@ mod tests {
     #[test]
     fn the_engine_is_lent_for_one_entry_and_op_is_unbound_after_it() {
         let rt = LuaRuntime::new().expect("a runtime");
-        let mut engine = Box::new(Engine::bootstrap(&uuid::Uuid::nil()).expect("an engine"));
+        let mut engine = Box::new(Engine::bootstrap(&::uuid::Uuid::nil()).expect("an engine"));
         let mut window = Box::new(Window::new(Settings::default(), 0, &engine));
         let caller = Caller {
             session_user: None,

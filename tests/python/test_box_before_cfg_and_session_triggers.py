@@ -73,6 +73,34 @@ os.exit(0)
 """
 
 
+UUIDS = r"""
+box.cfg{work_dir = os.getenv('WORK'), log_level = 1}
+local ffi, uuid, msgpack, json, yaml = require('ffi'), require('uuid'), require('msgpack'), require('json'), require('yaml')
+local u = uuid.fromstr('ae28b3a4-3e5b-4ee2-a2b5-7f8a4e2a4c0d')
+print(type(u), ffi.istype('struct tt_uuid', u), ffi.istype(ffi.typeof('struct tt_uuid'), uuid.new()), tostring(u))
+print(u.time_low, u.time_mid, u.time_hi_and_version, u.clock_seq_hi_and_reserved, u.node[5], ffi.sizeof(u))
+local back = msgpack.decode(msgpack.encode(u))
+print(type(back), back == u, back, uuid.NULL:isnil(), u:isnil(), u == uuid.NULL, u ~= 5)
+print(json.encode({u}), yaml.encode({u}))
+local s = box.schema.space.create('u', {format = {{'id', 'uuid'}, {'v', 'any'}}})
+s:create_index('pk', {parts = {{'id', 'uuid'}}})
+s:insert{u, 1}
+s:insert{uuid.fromstr('00000000-0000-0000-0000-000000000001'), 2}
+local got = s:get(u)
+print(type(got[1]), got[1] == u, #s:select(), s:select()[1][1], box.tuple.new{u}[1] == u)
+print(pcall(s.insert, s, {'not a uuid', 3}))
+os.exit(0)
+"""
+
+
+def test_uuids_are_struct_tt_uuid_cdata_as_in_tarantool(tmp_path):
+    """A uuid is 2.6's `struct tt_uuid` cdata (checks('uuid') and ffi.istype take it),
+    through msgpack, JSON, YAML, a uuid index and tuples alike."""
+    tarantool, oncebox = run_script_on_both(tmp_path, "uuids.lua", UUIDS)
+    assert tarantool == oncebox
+    assert tarantool[0] == "cdata\ttrue\ttrue\tae28b3a4-3e5b-4ee2-a2b5-7f8a4e2a4c0d"
+
+
 def test_box_before_its_cfg_is_as_in_tarantool(tmp_path):
     tarantool, oncebox = run_script_on_both(tmp_path, "before_cfg.lua", BEFORE_CFG)
     assert tarantool == oncebox
