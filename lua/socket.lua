@@ -197,6 +197,54 @@ server_mt.__tostring = function(self)
     return string.format('server %s:%d', n.host, n.port)
 end
 
+-- socket.iowait(fd, events[, timeout]): waits until the descriptor is ready for
+-- `events` (1 | 'r' | 2 | 'w' | 3 | 'rw', either case) and returns the ready ones
+-- in the form given ('' or 0 when the time runs out). A nil fd and nil events
+-- just sleep, as in 2.6. A fiber waits while a helper thread polls.
+local IOWAIT_USAGE = "Usage: iowait(fd, 1 | 'r' | 2 | 'w' | 3 | 'rw' [, timeout])"
+function socket.iowait(fd, events, timeout)
+    if select('#', fd, events, timeout) < 2 and events == nil then error(IOWAIT_USAGE, 2) end
+    fd = fd or -1
+    if fd < 0 then
+        if events ~= nil then error(IOWAIT_USAGE, 2) end
+        require('fiber').sleep(timeout or 1e9)
+        return
+    end
+    local mask = events
+    if type(events) == 'string' then
+        mask = 0
+        for ch in events:gmatch('.') do
+            if ch == 'r' or ch == 'R' then mask = bit.bor(mask, 1)
+            elseif ch == 'w' or ch == 'W' then mask = bit.bor(mask, 2)
+            else error(IOWAIT_USAGE, 2) end
+        end
+    end
+    if type(mask) ~= 'number' or mask < 1 or mask > 3 then error(IOWAIT_USAGE, 2) end
+    local ready
+    local waits, ticket = false, nil
+    if internal.fiber_can_yield() then
+        -- A helper thread polls; the fiber waits for its outcome.
+        waits, ticket = pcall(internal.socket_iowait, fd, mask, timeout, false)
+    end
+    if waits then
+        local _, ok, bytes = await_io(ticket, nil)
+        ready = ok and bytes:byte(1) or 0
+    else
+        -- Where a fiber cannot wait on a thread (a script's main chunk, or before
+        -- box.cfg{}): poll without waiting, and sleep in between, so that other
+        -- fibers run meanwhile.
+        local fiber = require('fiber')
+        local deadline = timeout and fiber.clock() + timeout
+        repeat
+            ready = internal.socket_iowait(fd, mask, 0, true) or 0
+            if ready ~= 0 or (deadline and fiber.clock() >= deadline) then break end
+            fiber.sleep(0.005)
+        until false
+    end
+    if type(events) == 'string' then return ({'', 'R', 'W', 'RW'})[ready + 1] end
+    return ready
+end
+
 function socket.getaddrinfo(host, port)
     local list, code, text = internal.socket_getaddrinfo(tostring(host), tonumber(port) or 0)
     if list == nil then

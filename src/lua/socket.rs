@@ -547,9 +547,62 @@ fn or_failure<T: mlua::IntoLua>(lua: &Lua, r: Result<T, (i32, String)>) -> mlua:
     })
 }
 
-/// Registers `box.internal.socket_connect`, `socket_listen` and `socket_getaddrinfo`.
+/// Waits up to `timeout` (forever: none) for `fd` to be ready for `events` (1:
+/// reading, 2: writing, 3: either); returns the events ready (0 on time-out).
+#[allow(unsafe_code, reason = "poll borrows a descriptor Lua names by number; see the SAFETY note")]
+fn poll_fd(fd: i32, events: u8, timeout: Option<f64>) -> Result<u8, (i32, String)> {
+    use rustix::event::{poll, PollFd, PollFlags, Timespec};
+    let mut flags = PollFlags::empty();
+    if events & 1 != 0 {
+        flags |= PollFlags::IN;
+    }
+    if events & 2 != 0 {
+        flags |= PollFlags::OUT;
+    }
+    // SAFETY: the descriptor is the caller's; poll only reads its state, and one
+    // closed meanwhile is reported as POLLNVAL, not misused.
+    let borrowed = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
+    let mut fds = [PollFd::from_borrowed_fd(borrowed, flags)];
+    let limit = timeout_of(timeout).map(|d| Timespec {
+        tv_sec: i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
+        tv_nsec: i64::from(d.subsec_nanos()),
+    });
+    poll(&mut fds, limit.as_ref()).map_err(|e| os_error(&e.into()))?;
+    let ready = fds[0].revents();
+    let mut out = 0;
+    if ready.intersects(PollFlags::IN | PollFlags::HUP | PollFlags::ERR) && events & 1 != 0 {
+        out |= 1;
+    }
+    if ready.intersects(PollFlags::OUT | PollFlags::ERR) && events & 2 != 0 {
+        out |= 2;
+    }
+    Ok(out)
+}
+
+/// Registers `box.internal.socket_connect`, `socket_listen`, `socket_getaddrinfo` and
+/// `socket_iowait`.
 pub fn register(lua: &Lua) -> mlua::Result<()> {
     let internal: mlua::Table = lua.globals().get::<mlua::Table>("box")?.get("internal")?;
+    // socket_iowait(fd, events, timeout, wait_here) -> a ticket (the outcome, one
+    // byte of ready events, reaches the fiber later), or with wait_here the events.
+    internal.set(
+        "socket_iowait",
+        lua.create_function(|lua, (fd, events, timeout, here): (i32, u8, Option<f64>, bool)| {
+            if here {
+                return or_failure(lua, poll_fd(fd, events, timeout));
+            }
+            let notify = tx_notify(lua)?;
+            let ticket = NEXT_TICKET.fetch_add(1, Ordering::Relaxed);
+            std::thread::Builder::new()
+                .name("iowait".into())
+                .spawn(move || {
+                    let reply = poll_fd(fd, events, timeout).map(|ready| vec![ready]);
+                    let _ = notify.send(TxMessage::Socket { ticket, reply });
+                })
+                .map_err(|e| mlua::Error::runtime(e.to_string()))?;
+            or_failure(lua, Ok::<u64, (i32, String)>(ticket))
+        })?,
+    )?;
     internal.set(
         "socket_connect",
         lua.create_function(|lua, (host, port, timeout): (String, String, Option<f64>)| {

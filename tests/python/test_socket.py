@@ -128,3 +128,39 @@ def test_a_call_reads_a_socket_while_the_server_answers_others(tmp_path):
         finally:
             proc.kill()
             proc.wait()
+
+
+IOWAIT_SCRIPT = r"""
+local socket, fiber, ffi = require('socket'), require('fiber'), require('ffi')
+pcall(ffi.cdef, 'int pipe(int fds[2]); long write(int fd, const void *buf, size_t n);')
+local function run()
+    local fds = ffi.new('int[2]')
+    ffi.C.pipe(fds)
+    print('nothing to read', socket.iowait(fds[0], 'R', 0.05), socket.iowait(fds[0], 1, 0.05))
+    print('writable', socket.iowait(fds[1], 'W', 0.05), socket.iowait(fds[1], 'rw', 0.05), socket.iowait(fds[1], 3, 0.05))
+    fiber.create(function() fiber.sleep(0.05) ffi.C.write(fds[1], 'x', 1) end)
+    local started = fiber.clock()
+    print('readable once written', socket.iowait(fds[0], 'r', 5), fiber.clock() - started < 2)
+    print(pcall(socket.iowait, fds[0], 'x'))
+    print(pcall(socket.iowait, fds[0], 0))
+    local t = fiber.clock()
+    socket.iowait(nil, nil, 0.05)
+    print('slept', fiber.clock() - t >= 0.04)
+end
+-- In the main chunk before box.cfg{}, then in a fiber after it.
+run()
+box.cfg{work_dir = os.getenv('WORK'), log_level = 1}
+local done = fiber.channel(1)
+fiber.create(function() run() done:put(true) end)
+done:get()
+os.exit(0)
+"""
+
+
+def test_iowait_as_2_6(tmp_path):
+    """socket.iowait (luatest's output capture waits on its pipes with it): events as
+    'R'/'W'/'RW' or 1/2/3 and the answer in the same form, a time-out, a write by
+    another fiber waking the wait, a nil fd sleeping, 2.6's usage error."""
+    tarantool, oncebox = run_script_on_both(tmp_path, "iowait.lua", IOWAIT_SCRIPT)
+    assert tarantool == oncebox
+    assert tarantool.count("readable once written\tR\ttrue") == 2
