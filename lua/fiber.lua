@@ -131,6 +131,12 @@ end
 local wake
 
 -- The resumer of a fiber is switched back in: for it, the fiber's run was a yield.
+-- The event loop's time (fiber.time() below), as last read.
+local loop_tick
+local seen_tick, realtime, monotonic = -1, nil, nil
+-- A sleep waits for the loop: the next read takes the time again.
+local function time_moves() realtime = nil end
+
 local function switch_back(prev)
     current = prev
     if prev ~= nil then
@@ -303,6 +309,7 @@ end
 
 function fiber.sleep(delay)
     if type(delay) ~= 'number' then error('fiber.sleep(delay): bad arguments', 2) end
+    time_moves()
     if delay < 0 then delay = 0 end
     yields = yields + 1
     if me() == nil then return end
@@ -367,21 +374,36 @@ function fiber.info()
 end
 function fiber.top() return {cpu = {}} end
 
+-- fiber.time() and fiber.clock() are the event loop's time, as in 2.6: read once,
+-- then the same until the TX loop takes its next message (box.internal.loop_tick
+-- counts those) or a fiber sleeps; fibers switching within one turn of the loop
+-- see the same time.
+local function loop_time()
+    if loop_tick == nil then
+        loop_tick = require('ffi').cast('const uint32_t *', internal.loop_tick)
+    end
+    local tick = loop_tick[0]
+    if tick ~= seen_tick or realtime == nil then
+        seen_tick = tick
+        realtime = {native.clock('realtime')}
+        monotonic = {native.clock('monotonic')}
+    end
+end
 function fiber.time()
-    local s, ns = native.clock('realtime')
-    return s + ns / 1e9
+    loop_time()
+    return realtime[1] + realtime[2] / 1e9
 end
 function fiber.time64()
-    local s, ns = native.clock('realtime')
-    return (0LL + s) * 1000000 + math.floor(ns / 1000)
+    loop_time()
+    return (0LL + realtime[1]) * 1000000 + math.floor(realtime[2] / 1000)
 end
 function fiber.clock()
-    local s, ns = native.clock('monotonic')
-    return s + ns / 1e9
+    loop_time()
+    return monotonic[1] + monotonic[2] / 1e9
 end
 function fiber.clock64()
-    local s, ns = native.clock('monotonic')
-    return (0LL + s) * 1000000 + math.floor(ns / 1000)
+    loop_time()
+    return (0LL + monotonic[1]) * 1000000 + math.floor(monotonic[2] / 1000)
 end
 
 -- The fiber object

@@ -26,6 +26,16 @@ pub mod utf8;
 #[allow(unsafe_code, reason = "moves an uuid's 16 bytes in and out of struct tt_uuid cdata; see the module")]
 pub mod uuid;
 
+/// The TX event loop's iteration count, which Lua reads through ffi
+/// (`box.internal.loop_tick`): fiber.time() and fiber.clock() keep their value
+/// within one iteration and one fiber run, as 2.6's event-loop time does.
+static LOOP_TICK: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+/// Starts a new iteration of the TX event loop (for fiber.time()).
+pub fn next_loop_tick() {
+    LOOP_TICK.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+}
+
 use std::rc::Rc;
 
 use mlua::{FromLua, Function, Lua, MultiValue, ObjectLike, Table, Value};
@@ -309,6 +319,7 @@ impl LuaRuntime {
         let bind = || -> mlua::Result<()> {
             let internal: Table = lua.globals().get::<Table>("box")?.get("internal")?;
             internal.set("native", native::create(&lua)?)?;
+            internal.set("loop_tick", mlua::LightUserData(LOOP_TICK.as_ptr().cast()))?;
             internal.set("fio", fio::create(&lua)?)?;
             internal.set("crypto", crypto::create(&lua)?)?;
             internal.set("utf8", utf8::create(&lua)?)?;

@@ -64,6 +64,14 @@ print(hex(u:bin()), hex(u:bin('l')), hex(u:bin('h')), hex(u:bin('host')), hex(u:
 print(uuid.frombin(u:bin()), uuid.frombin(u:bin('b'), 'b'), uuid.frombin(u:bin('n'), 'network'), #uuid.bin('b'))
 for _, bad in ipairs({'just-for-fun', '', 5}) do print(pcall(uuid.frombin, bad)) end
 print(pcall(uuid.fromstr, 5), uuid.fromstr('nope'))
+-- fiber.time() and fiber.clock() are the event loop's time: the same until the
+-- loop turns (expirationd compares its task's start_time with fiber.time()).
+local fiber = require('fiber')
+local before, sum = fiber.time(), 0
+for i = 1, 3e6 do sum = sum + i end
+print('loop time', before == fiber.time(), fiber.clock() == fiber.clock(), fiber.time64() == fiber.time64())
+fiber.sleep(0.01)
+print('after a sleep', fiber.time() > before)
 -- Modules name 2.6's C type of a uuid (tarantool/checks does, at load) and the C
 -- types 2.6 declares for itself (luatest's fork and kill use pid_t).
 for _, ctype in ipairs({'struct tt_uuid', 'pid_t', 'uid_t', 'gid_t', 'time_t', 'ssize_t'}) do
