@@ -563,9 +563,10 @@ fn poll_fd(fd: i32, events: u8, timeout: Option<f64>) -> Result<u8, (i32, String
     // closed meanwhile is reported as POLLNVAL, not misused.
     let borrowed = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
     let mut fds = [PollFd::from_borrowed_fd(borrowed, flags)];
-    let limit = timeout_of(timeout).map(|d| Timespec {
-        tv_sec: i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
-        tv_nsec: i64::from(d.subsec_nanos()),
+    // No timeout: wait for ever; zero or less: do not wait at all.
+    let limit = timeout.filter(|t| !t.is_nan()).map(|t| {
+        let d = Duration::try_from_secs_f64(t.max(0.0)).unwrap_or(Duration::MAX);
+        Timespec { tv_sec: i64::try_from(d.as_secs()).unwrap_or(i64::MAX), tv_nsec: i64::from(d.subsec_nanos()) }
     });
     poll(&mut fds, limit.as_ref()).map_err(|e| os_error(&e.into()))?;
     let ready = fds[0].revents();
