@@ -63,7 +63,7 @@ pub async fn open_binary(ctx: &NetContext, addr: &str, instance_uuid: uuid::Uuid
         // As 2.6 shows a Unix socket's bound address.
         UNIX_BOUND.to_owned()
     } else {
-        let listener = server::listen_tcp(addr).await.map_err(|e| format!("failed to bind {addr}: {e}"))?;
+        let listener = listen_tcp_again(addr).await.map_err(|e| format!("failed to bind {addr}: {e}"))?;
         let bound = listener.local_addr().map(|a| a.to_string()).unwrap_or_else(|_| addr.to_owned());
         let serving = server::serve(listener, ctx.tx.clone(), cfg, ctx.stop.clone(), ctx.tracker.clone());
         tokio::spawn(async move {
@@ -79,6 +79,25 @@ pub async fn open_binary(ctx: &NetContext, addr: &str, instance_uuid: uuid::Uuid
     tracing::info!(addr = %if bound == UNIX_BOUND { addr } else { &bound }, "listening");
     start_tick(ctx);
     Ok(BinaryListener { bound, token })
+}
+
+/// How long a bind waits for a listener just closed on the same address to let go
+/// of it (its task drops the socket a moment after it is cancelled).
+const REBIND_PATIENCE: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// [`server::listen_tcp`], trying again for a moment while the address is in use:
+/// `box.cfg{listen = ''}` then `box.cfg{listen = addr}` rebinds the address the
+/// closed listener still held.
+async fn listen_tcp_again(addr: &str) -> std::io::Result<tokio::net::TcpListener> {
+    let deadline = tokio::time::Instant::now() + REBIND_PATIENCE;
+    loop {
+        match server::listen_tcp(addr).await {
+            Err(e) if e.kind() == std::io::ErrorKind::AddrInUse && tokio::time::Instant::now() < deadline => {
+                tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+            }
+            other => return other,
+        }
+    }
 }
 
 /// Serves the TX thread's [`Control`] requests until the channel closes.
