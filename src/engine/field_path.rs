@@ -144,14 +144,22 @@ pub fn label(field_no: u32, steps: &[Step]) -> String {
     out
 }
 
-/// A map's value for a string key: `Err` when `value` is not a map.
-fn map_value<'t>(value: &'t [u8], key: &[u8]) -> Result<Option<&'t [u8]>, ()> {
+/// A map's pair as (its key and value bytes, its value bytes).
+pub(crate) type Pair<'t> = (&'t [u8], &'t [u8]);
+
+/// A map's pair with the string key `key` (the key and value bytes) and its value:
+/// `Err` when `value` is not a map.
+///
+/// # Errors
+/// `value` is not a map (or not MessagePack).
+pub(crate) fn map_pair<'t>(value: &'t [u8], key: &[u8]) -> Result<Option<Pair<'t>>, ()> {
     let mut r = Reader::new(value);
     if r.peek_type().map_err(|_| ())? != MpType::Map {
         return Err(());
     }
     let n = r.read_map_len().map_err(|_| ())?;
     for _ in 0..n {
+        let start = r.position();
         let found = if r.peek_type().map_err(|_| ())? == MpType::Str {
             r.read_str().map_err(|_| ())? == key
         } else {
@@ -160,14 +168,21 @@ fn map_value<'t>(value: &'t [u8], key: &[u8]) -> Result<Option<&'t [u8]>, ()> {
         };
         let v = r.skip().map_err(|_| ())?;
         if found {
-            return Ok(Some(v));
+            return Ok(Some((value.get(start..r.position()).unwrap_or_default(), v)));
         }
     }
     Ok(None)
 }
 
+fn map_value<'t>(value: &'t [u8], key: &[u8]) -> Result<Option<&'t [u8]>, ()> {
+    map_pair(value, key).map(|found| found.map(|(_, v)| v))
+}
+
 /// An array's element: `Err` when `value` is not an array.
-fn array_element(value: &[u8], n: u32) -> Result<Option<&[u8]>, ()> {
+///
+/// # Errors
+/// `value` is not an array (or not MessagePack).
+pub(crate) fn array_element(value: &[u8], n: u32) -> Result<Option<&[u8]>, ()> {
     let mut r = Reader::new(value);
     if r.peek_type().map_err(|_| ())? != MpType::Array {
         return Err(());

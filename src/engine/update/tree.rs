@@ -19,6 +19,7 @@
 use std::borrow::Cow;
 
 use super::{compute, update_error, Label, OpKind};
+use crate::engine::field_path;
 use crate::engine::json_path::{Lexer, Token};
 use crate::error::{BoxError, BoxResult};
 use crate::protocol::msgpack::{write, MpType, Reader};
@@ -185,34 +186,12 @@ fn elements(array: &[u8]) -> Option<Vec<&[u8]>> {
 }
 
 fn element(array: &[u8], n: u32) -> Option<&[u8]> {
-    let mut r = Reader::new(array);
-    if n >= r.read_array_len().ok()? {
-        return None;
-    }
-    for _ in 0..n {
-        r.skip().ok()?;
-    }
-    r.skip().ok()
+    field_path::array_element(array, n).ok().flatten()
 }
 
 /// The pair with a string key `key`: (the pair, the value).
 fn pair<'v>(map: &'v [u8], key: &[u8]) -> Option<(&'v [u8], &'v [u8])> {
-    let mut r = Reader::new(map);
-    let n = r.read_map_len().ok()?;
-    for _ in 0..n {
-        let start = r.position();
-        let found = r.peek_type().ok()? == MpType::Str && r.read_str().ok()? == key;
-        if !found {
-            if start == r.position() {
-                r.skip().ok()?;
-            }
-            r.skip().ok()?;
-            continue;
-        }
-        let value = r.skip().ok()?;
-        return Some((bytes_between(map, start, r.position()), value));
-    }
-    None
+    field_path::map_pair(map, key).ok().flatten()
 }
 
 impl<'a> Field<'a> {
