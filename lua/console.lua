@@ -148,8 +148,16 @@ end
 
 local function is_sequence(t) return sequence_length(t) ~= nil end
 
--- A cdata's `__serialize` (from its ffi metatype, e.g. fio's file handles), or nil.
-local function cdata_serializer(v)
+-- A cdata's or a userdata's `__serialize` (from an ffi metatype, e.g. fio's file
+-- handles, or a metatable, e.g. popen's handles), or nil.
+local function object_serializer(v)
+    local ty = type(v)
+    if ty == 'userdata' then
+        local mt = debug.getmetatable(v)
+        local serializer = type(mt) == 'table' and rawget(mt, '__serialize')
+        return type(serializer) == 'function' and serializer or nil
+    end
+    if ty ~= 'cdata' then return nil end
     local ok, serializer = pcall(function() return v.__serialize end)
     if ok and type(serializer) == 'function' then return serializer end
     return nil
@@ -181,7 +189,7 @@ local function flow(v, ext_as_null)
     if is_extension(v) then return ext_as_null and 'null' or tostring(v) end
     if ty == 'string' then return string_scalar(v, true, 0) end
     if box.tuple.is(v) then v = v:totable() end
-    if ty == 'cdata' and cdata_serializer(v) then return flow(cdata_serializer(v)(v)) end
+    if object_serializer(v) then return flow(object_serializer(v)(v)) end
     if type(v) ~= 'table' then return single_quoted(tostring(v), 0) end
     if table_serializer(v) then return flow(table_serializer(v)(v), ext_as_null) end
     local parts = {}
@@ -205,7 +213,7 @@ encode = function(v, indent, col)
     if is_extension(v) then return tostring(v) end
     if ty == 'string' then return string_scalar(v, false, indent, col or indent) end
     if box.tuple.is(v) then return flow(v) end
-    if ty == 'cdata' and cdata_serializer(v) then return encode(cdata_serializer(v)(v), indent, col) end
+    if object_serializer(v) then return encode(object_serializer(v)(v), indent, col) end
     if ty ~= 'table' then return string_scalar(tostring(v), false, indent, col or indent) end
     if table_serializer(v) then return encode(table_serializer(v)(v), indent, col) end
     -- As in Tarantool, `__serialize = 'seq'` or 'map' asks for flow style
@@ -366,6 +374,7 @@ yaml.value = encode
 -- yaml.flow(v): v in flow style (`[1, 'a', {'b': 2}]`), as Tarantool prints a tuple.
 yaml.flow = flow
 box.internal.yaml = yaml
+yaml.object_serializer = object_serializer
 
 --------------------------------------------------------------------------------
 -- json: encode and decode, as Tarantool's json module for common values.
@@ -476,6 +485,7 @@ local function json_encode(v, depth, cfg)
     if cdata_integer(v) then return cdata_integer(v) end
     if is_extension(v) then return json_string(tostring(v)) end
     if box.tuple.is(v) then v = v:totable() end
+    if object_serializer(v) then return json_encode(object_serializer(v)(v), depth, cfg) end
     if type(v) ~= 'table' then return json_other(v, cfg) end
     if cfg.encode_load_metatables and table_serializer(v) then
         return json_encode(table_serializer(v)(v), depth, cfg)

@@ -16,11 +16,10 @@ yaml.array_mt = package.loaded.msgpack.array_mt
 --------------------------------------------------------------------------------
 
 local function is_block(v)
-    if type(v) == 'cdata' then
-        -- A cdata with `__serialize` (fio's handles) is laid out as what it gives.
-        local ok, serializer = pcall(function() return v.__serialize end)
-        if ok and type(serializer) == 'function' then return is_block(serializer(v)) end
-    end
+    -- A cdata or userdata with `__serialize` (fio's and popen's handles) is laid
+    -- out as what it gives.
+    local serializer = emitter.object_serializer(v)
+    if serializer then return is_block(serializer(v)) end
     if type(v) ~= 'table' then return false end
     local mt = getmetatable(v)
     if mt and type(mt.__serialize) == 'function' then return is_block(mt.__serialize(v)) end
