@@ -664,6 +664,9 @@ function internal.fiber_resume(fid)
     return resumed(f, resume(f))
 end
 
+-- Whether other fibers wait to run now (a poller then yields to them rather than sleep).
+function internal.fiber_others_ready() return #ready > 0 end
+
 -- Seconds until the scheduler has work: 0 when a fiber is ready, nil when none waits on a time.
 function internal.fiber_delay()
     if #ready > 0 then return 0 end

@@ -231,14 +231,16 @@ function socket.iowait(fd, events, timeout)
         ready = ok and bytes:byte(1) or 0
     else
         -- Where a fiber cannot wait on a thread (a script's main chunk, or before
-        -- box.cfg{}): poll without waiting, and sleep in between, so that other
-        -- fibers run meanwhile.
+        -- box.cfg{}): poll without waiting, and let other fibers run in between,
+        -- polling again after each round of them (as 2.6's event loop checks the
+        -- descriptors between rounds: a fiber writing to a pipe this one reads
+        -- yields, and never finds it full), or after a pause when none is ready.
         local fiber = require('fiber')
         local deadline = timeout and fiber.clock() + timeout
         repeat
             ready = internal.socket_iowait(fd, mask, 0, true) or 0
             if ready ~= 0 or (deadline and fiber.clock() >= deadline) then break end
-            fiber.sleep(0.005)
+            if internal.fiber_others_ready() then fiber.yield() else fiber.sleep(0.005) end
         until false
     end
     if type(events) == 'string' then return ({'', 'R', 'W', 'RW'})[ready + 1] end
