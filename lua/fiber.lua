@@ -634,9 +634,21 @@ function internal.fiber_adopt(co, name)
     return f.fid
 end
 
+-- Children that ended are reaped at scheduling points, as 2.6's event loop reaps
+-- them (src/children): the flag is read through ffi, the reaping done in Rust.
+local children_exited
+local function reap_children()
+    if children_exited == nil then
+        if internal.popen == nil then return end
+        children_exited = require('ffi').cast('const uint32_t *', internal.popen.exited)
+    end
+    if children_exited[0] ~= 0 then internal.popen.reap() end
+end
+
 -- The next fiber to run now: its id, session id and user id (nil when none is due).
 -- Expired sleepers join the ready queue first.
 function internal.fiber_next(limit)
+    reap_children()
     local t = now()
     for f in pairs(sleeping) do
         if f.wake_at and f.wake_at <= t then make_ready(f) end

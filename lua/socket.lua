@@ -19,6 +19,8 @@ server_mt.__index = server_mt
 
 -- I/O in flight, by ticket; the TX thread delivers each outcome here.
 local await_io, deliver_io = internal.ticket_waiters()
+-- (popen waits for a child's end through the same tickets.)
+internal.socket_await = await_io
 function internal.socket_deliver(ticket, ok, a, b)
     deliver_io(ticket, ok, a, b)
 end

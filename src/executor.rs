@@ -111,6 +111,8 @@ pub enum TxMessage {
         /// The Lua line.
         line: String,
     },
+    /// A child process may have ended: reap (see [`crate::children`]).
+    ChildExited,
     /// Stop: finish in-flight commits, then exit.
     Shutdown,
 }
@@ -791,6 +793,7 @@ impl Executor {
                 }
             }
             TxMessage::Console { session_id, line } => self.console_line(session_id, &line),
+            TxMessage::ChildExited => crate::children::reap(),
             TxMessage::Shutdown => {
                 self.shutdown_triggers();
                 tracing::info!("shutting down: finishing in-flight commits");

@@ -12,6 +12,7 @@
 pub mod alarm;
 #[allow(unsafe_code, reason = "a global allocator is an unsafe trait and calls C; see the module")]
 pub mod allocator;
+pub mod children;
 pub mod config;
 pub mod decimal;
 pub mod engine;

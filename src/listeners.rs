@@ -102,6 +102,8 @@ async fn listen_tcp_again(addr: &str) -> std::io::Result<tokio::net::TcpListener
 
 /// Serves the TX thread's [`Control`] requests until the channel closes.
 pub async fn control_loop(mut rx: UnboundedReceiver<Control>, ctx: NetContext, mut binary: Option<BinaryListener>) {
+    // Exited children are reaped as tarantool's event loop reaps them.
+    tokio::spawn(crate::children::watch(ctx.tx.clone()));
     let mut consoles = 0u64;
     while let Some(req) = rx.recv().await {
         match req {

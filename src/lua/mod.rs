@@ -19,6 +19,7 @@ pub mod fio;
 pub mod key_def;
 pub mod native;
 pub mod netbox;
+pub mod popen;
 pub mod socket;
 pub mod stream;
 pub mod tuple;
@@ -57,7 +58,7 @@ const PRELUDE: &str = include_str!("../../lua/box.lua");
 const CONSOLE: &str = include_str!("../../lua/console.lua");
 const NET_BOX: &str = include_str!("../../lua/net_box.lua");
 /// Tarantool's Lua modules, each registered in `package.loaded` by its own file (in load order).
-const MODULES: [(&str, &str); 24] = [
+const MODULES: [(&str, &str); 25] = [
     ("=string.lua", include_str!("../../lua/string.lua")),
     ("=table.lua", include_str!("../../lua/table.lua")),
     ("=fiber.lua", include_str!("../../lua/fiber.lua")),
@@ -74,6 +75,7 @@ const MODULES: [(&str, &str); 24] = [
     ("=fio.lua", include_str!("../../lua/fio.lua")),
     ("=package.lua", include_str!("../../lua/package.lua")),
     ("=socket.lua", include_str!("../../lua/socket.lua")),
+    ("=popen.lua", include_str!("../../lua/popen.lua")),
     ("=buffer.lua", include_str!("../../lua/buffer.lua")),
     ("=uri.lua", include_str!("../../lua/uri.lua")),
     ("=builtin/http.client.lua", include_str!("../../lua/http_client.lua")),
@@ -321,6 +323,7 @@ impl LuaRuntime {
             internal.set("native", native::create(&lua)?)?;
             internal.set("loop_tick", mlua::LightUserData(LOOP_TICK.as_ptr().cast()))?;
             internal.set("fio", fio::create(&lua)?)?;
+            internal.set("popen", popen::create(&lua)?)?;
             internal.set("crypto", crypto::create(&lua)?)?;
             internal.set("utf8", utf8::create(&lua)?)?;
             internal.set("key_def", key_def::create(&lua)?)?;

@@ -38,6 +38,11 @@ const ENOTCONN: i32 = 107;
 const EINVAL: i32 = 22;
 
 static NEXT_TICKET: AtomicU64 = AtomicU64::new(1);
+
+/// A ticket for an outcome delivered as [`TxMessage::Socket`].
+pub(crate) fn next_ticket() -> u64 {
+    NEXT_TICKET.fetch_add(1, Ordering::Relaxed)
+}
 static NEXT_LISTENER: AtomicU64 = AtomicU64::new(1);
 
 /// Where a job's outcome goes.
@@ -346,7 +351,7 @@ fn reply_values(lua: &Lua, reply: SocketReply) -> mlua::Result<mlua::MultiValue>
     })
 }
 
-fn tx_notify(lua: &Lua) -> mlua::Result<UnboundedSender<TxMessage>> {
+pub(crate) fn tx_notify(lua: &Lua) -> mlua::Result<UnboundedSender<TxMessage>> {
     lua.app_data_ref::<TxNotify>()
         .map(|n| n.0.clone())
         .ok_or_else(|| mlua::Error::runtime("socket: a fiber cannot wait here (call box.cfg first)"))
