@@ -5,6 +5,7 @@
 -- or `false, error`. Schema changes are writes to the system spaces, exactly
 -- as Tarantool's own box.schema does, so Lua and IPROTO DDL agree.
 
+local type = type -- the builtin, not the tuple-aware one user code sees (box.lua)
 box = box or {}
 box.internal = box.internal or {}
 local internal = box.internal

@@ -13,6 +13,7 @@
 -- served meanwhile, so a connection to this very instance works); where nothing
 -- may yield (a trigger, a tokened call) it blocks until the reply.
 
+local type = type -- the builtin, not the tuple-aware one user code sees (box.lua)
 local internal = box.internal
 local net_box = {}
 

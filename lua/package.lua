@@ -6,6 +6,8 @@
 -- * `package.search`, `package.searchroot`, `package.setsearchroot`;
 -- * `debug.sourcefile`, `debug.sourcedir`, `debug.__file__`, `debug.__dir__`;
 -- * the globals `dostring` and `tonumber64`, and the `tarantool` module.
+
+local type = type -- the builtin, not the tuple-aware one user code sees (box.lua)
 local ffi = require('ffi')
 local fio = require('fio')
 local clock = require('clock')

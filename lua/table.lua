@@ -3,6 +3,8 @@
 -- metamethod and giving the copy the original's metatable; and table.new.
 
 -- The metatable of `t` and its `__copy`, if any.
+
+local type = type -- the builtin, not the tuple-aware one user code sees (box.lua)
 local function copier(t)
     local mt = getmetatable(t)
     return mt, mt ~= nil and mt.__copy or nil

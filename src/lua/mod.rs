@@ -345,6 +345,7 @@ impl LuaRuntime {
         for (name, source) in MODULES {
             lua.load(source).set_name(name).exec().map_err(|e| lua_err(&e))?;
         }
+        lua.load("box.internal.install_tuple_aware_type()").exec().map_err(|e| lua_err(&e))?;
         let signals = std::rc::Rc::new(dispatch::Signals::default());
         lua.set_app_data(std::rc::Rc::clone(&signals));
         Ok(Self { lua, hot: std::cell::OnceCell::new(), signals })
