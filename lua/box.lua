@@ -2295,7 +2295,9 @@ box.stat.vinyl = internal.vinyl_stat
 function box.stat.reset() op('stat_reset') end
 -- box.stat.net(): IPROTO traffic: bytes SENT and RECEIVED, CONNECTIONS and
 -- REQUESTS (with the number open / in progress now), each with its rate.
-function box.stat.net() return op('stat_net') end
+-- A table one calls, as in 2.6 (its `thread` is nil there: there is one
+-- network thread's worth of counters; the metrics module looks for it).
+box.stat.net = setmetatable({}, {__call = function() return op('stat_net') end})
 function box.stat.idempotency() return op('idem_stat') end
 
 -- box.ctl.on_iproto_request(fn [, old]): Tarantool's trigger convention.
