@@ -20,6 +20,7 @@ pub mod key_def;
 pub mod native;
 pub mod netbox;
 pub mod popen;
+pub mod raw_socket;
 pub mod socket;
 pub mod stream;
 pub mod tuple;
@@ -74,7 +75,7 @@ const MODULES: [(&str, &str); 28] = [
     ("=errno.lua", include_str!("../../lua/errno.lua")),
     ("=fio.lua", include_str!("../../lua/fio.lua")),
     ("=package.lua", include_str!("../../lua/package.lua")),
-    ("=socket.lua", include_str!("../../lua/socket.lua")),
+    ("=builtin/socket.lua", include_str!("../../lua/socket.lua")),
     ("=popen.lua", include_str!("../../lua/popen.lua")),
     ("=builtin/pwd.lua", include_str!("../../lua/pwd.lua")),
     ("=builtin/iconv.lua", include_str!("../../lua/iconv.lua")),
@@ -320,6 +321,7 @@ impl LuaRuntime {
         lua.load(CONSOLE).set_name("=console.lua").exec().map_err(|e| lua_err(&e))?;
         netbox::register(&lua).map_err(|e| lua_err(&e))?;
         socket::register(&lua).map_err(|e| lua_err(&e))?;
+        raw_socket::register(&lua).map_err(|e| lua_err(&e))?;
         lua.load(NET_BOX).set_name("=net_box.lua").exec().map_err(|e| lua_err(&e))?;
         let bind = || -> mlua::Result<()> {
             let internal: Table = lua.globals().get::<Table>("box")?.get("internal")?;

@@ -167,3 +167,105 @@ def test_iowait_as_2_6(tmp_path):
     tarantool, oncebox = run_script_on_both(tmp_path, "iowait.lua", IOWAIT_SCRIPT)
     assert tarantool == oncebox
     assert tarantool.count("readable once written\tR\ttrue") == 2
+
+
+RAW_SCRIPT = r"""
+local socket = require('socket')
+local errno = require('errno')
+local fiber = require('fiber')
+local function show(v)
+    if type(v) ~= 'table' then return tostring(v) end
+    local keys = {} for k in pairs(v) do keys[#keys+1] = k end table.sort(keys)
+    local out = {} for _, k in ipairs(keys) do out[#out+1] = k .. '=' .. show(v[k]) end
+    return '{' .. table.concat(out, ', ') .. '}'
+end
+local function p(label, ...)
+    local t = {} for i = 1, select('#', ...) do t[i] = show((select(i, ...))) end
+    print(((label .. '\t' .. table.concat(t, ' | ')):gsub('lua:%d+:', 'lua:N:')))
+end
+-- UDP, as the metrics module's graphite exporter sends.
+local u = socket('AF_INET', 'SOCK_DGRAM', 'udp')
+p('udp', type(u), (tostring(u):gsub('%d+', 'N')))
+p('fresh errno', u:errno(), u:error())
+p('bind', u:bind('127.0.0.1', 0), u:errno())
+local name = u:name()
+p('name', name.host, name.family, name.type, name.protocol, type(name.port))
+p('recvfrom empty', u:recvfrom(10), u:errno() == errno.EAGAIN, u:error())
+local c = socket('AF_INET', 'SOCK_DGRAM', 'udp')
+p('sendto', c:sendto('127.0.0.1', name.port, 'hello world'))
+p('readable', u:readable(1))
+local msg, from = u:recvfrom(5)
+p('recvfrom', msg, from.host, from.family, type(from.port))
+p('rest of the datagram is gone', u:recvfrom(50))
+p('readable timeout', u:readable(0.05))
+p('close', u:close(), c:close())
+p('close again', pcall(u.close, u))
+p('bad names', socket('AF_BAD', 'SOCK_DGRAM', 'udp'), socket('AF_INET', 'SOCK_BAD', 'udp'),
+  socket('AF_INET', 'SOCK_DGRAM', 'nope'), errno() == errno.EPROTOTYPE, socket('AF_INET', 'SOCK_DGRAM'),
+  errno() == errno.EINVAL)
+p('other forms', socket('AF_INET6', 'SOCK_DGRAM', 'udp') ~= nil, socket('PF_INET', 'SOCK_STREAM', 'tcp') ~= nil,
+  socket('AF_UNIX', 'SOCK_STREAM', 0) ~= nil, socket(2, 2, 17) ~= nil)
+-- TCP set up call by call.
+local l = socket('AF_INET', 'SOCK_STREAM', 'tcp')
+p('reuse', l:setsockopt('SOL_SOCKET', 'SO_REUSEADDR', true), l:getsockopt('SOL_SOCKET', 'SO_REUSEADDR'))
+p('tcp bind', l:bind('127.0.0.1', 0))
+p('listen', l:listen(128))
+local port = l:name().port
+p('accept none', l:accept())
+local cl = socket('AF_INET', 'SOCK_STREAM', 'tcp')
+p('connect', cl:sysconnect('127.0.0.1', port), cl:errno() == errno.EINPROGRESS)
+p('writable', cl:writable(1), cl:errno())
+p('l readable', l:readable(1))
+local s = l:accept()
+p('accepted', type(s), s:peer().host, s:name().port == port, s:peer().type, s:peer().protocol)
+p('tostring', (tostring(s):gsub('%d+', 'N')))
+p('write', cl:write('abc\n'))
+p('send', cl:send('def'))
+p('read line', s:read('\n', 1))
+p('read 3', s:read(3, 1))
+p('recv none', s:recv(10))
+p('read timeout', s:read(1, 0.05), s:errno() == errno.ETIMEDOUT, s:error())
+cl:write('hello\nworld')
+p('read forms', s:read({chunk = 3}, 1), s:read('\n', 1), s:read({delimiter = 'x', chunk = 10}, 0.05))
+cl:shutdown(1)
+p('read eof', s:read(10, 1), s:read(10, 1))
+p('nonblock', s:nonblock(), s:nonblock(false), s:nonblock(), s:nonblock(true))
+p('fd', type(s:fd()))
+p('options', s:getsockopt('SOL_SOCKET', 'SO_TYPE'), s:getsockopt('IPPROTO_TCP', 'TCP_NODELAY'),
+  s:setsockopt('IPPROTO_TCP', 'TCP_NODELAY', true), s:getsockopt('IPPROTO_TCP', 'TCP_NODELAY'))
+p('bad option', pcall(s.setsockopt, s, 'SOL_SOCKET', 'SO_NOPE', 1))
+local r = socket('AF_INET', 'SOCK_STREAM', 'tcp')
+p('connect refused', r:sysconnect('127.0.0.1', 1), r:writable(1), r:errno(),
+  r:getsockopt('SOL_SOCKET', 'SO_ERROR'))
+p('sysread syswrite', s:sysread(10), s:syswrite('x'))
+local u2 = socket('AF_INET', 'SOCK_DGRAM', 'udp')
+p('udp connect', u2:sysconnect('127.0.0.1', 9), u2:peer().port, u2:send('x'))
+p('wait', s:wait(0.01))
+-- A fiber reading waits while the others go on, until the data comes.
+local c2 = socket('AF_INET', 'SOCK_STREAM', 'tcp')
+c2:sysconnect('127.0.0.1', port)
+l:readable(1)
+local s2 = l:accept()
+local got
+fiber.create(function() got = s2:read('!', 2) end)
+fiber.sleep(0.05)
+p('fiber still waiting', got)
+c2:write('done!')
+fiber.sleep(0.05)
+p('fiber got', got)
+l:close() s:close() cl:close() r:close() u2:close() c2:close() s2:close()
+p('after close', pcall(s.fd, s))
+os.exit(0)
+"""
+
+
+def test_sockets_made_by_hand_as_2_6(tmp_path):
+    """socket(domain, type, protocol): UDP bind/sendto/recvfrom (a datagram's rest
+    dropped), TCP bind/listen/accept/sysconnect/read/write/recv/send, readable,
+    writable, wait, options, nonblock, errno and error, names and tostring, 2.6's
+    failures; non-blocking, each call one system call, waits through iowait."""
+    tarantool, oncebox = run_script_on_both(tmp_path, "raw_socket.lua", RAW_SCRIPT)
+    assert oncebox == tarantool
+    assert "recvfrom\thello | 127.0.0.1 | AF_INET | number" in tarantool
+    assert len(tarantool) == 44
+    assert "fiber got\tdone!" in tarantool
