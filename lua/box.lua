@@ -235,6 +235,8 @@ local op_codes = internal.op_codes
 -- `_session_settings` (id 380) is answered by box.lua (see session settings below).
 local SESSION_SETTINGS_ID = 380
 local session_settings_op
+-- The schema version box.space's plain keys were listed for (see list_spaces).
+local listed_version
 
 local function op(name, ...)
     if internal.op == nil then
@@ -249,6 +251,8 @@ local function op(name, ...)
         if res.code == 42 and res.access_type ~= nil then internal.access_denied(res) end
         error(set_last_error(make_error(res.code, res.message, res.type, res)), 3)
     end
+    -- A schema change (DDL, or a write to a system space): box.space follows.
+    if internal.schema ~= listed_version and listed_version ~= nil then internal.list_spaces() end
     return res
 end
 internal.call_op = op
@@ -317,6 +321,32 @@ box.space = setmetatable({}, {
     __index = function(_, k) return lookup_space(k) end,
     __serialize = 'map',
 })
+
+-- box.space also holds every space by id and by name as plain keys, so that
+-- pairs(box.space) lists them as in 2.6: rebuilt whenever the schema version has
+-- moved on, at an entry into Lua (src/lua/mod.rs) and after an operation (op).
+local function list_spaces()
+    refresh_spaces()
+    local version = space_cache.version
+    if version == listed_version then return end
+    listed_version = version
+    local ids = op('space_ids')
+    local wanted = {}
+    for _, id in ipairs(ids) do
+        local s = lookup_space(id)
+        if s ~= nil then
+            wanted[id] = s
+            wanted[s.name] = s
+        end
+    end
+    for k in pairs(box.space) do
+        if wanted[k] == nil then rawset(box.space, k, nil) end
+    end
+    for k, s in pairs(wanted) do rawset(box.space, k, s) end
+end
+function internal.list_spaces()
+    if internal.schema ~= listed_version then list_spaces() end
+end
 
 -- Tarantool's C functions return no value, not nil, when there is no tuple.
 local function maybe(v)

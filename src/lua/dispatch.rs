@@ -80,15 +80,17 @@ impl Context {
 
 /// Puts the engine's schema version in `box.internal.schema` when Lua's copy is
 /// stale, so that `box.space.<name>` checks its cache without a call into Rust.
-/// Called on every Lua entry with the engine bound and after every operation.
-pub fn publish_schema(cx: &mut Context) -> mlua::Result<()> {
+/// Called on every Lua entry with the engine bound and after every operation;
+/// returns whether the version had moved on.
+pub fn publish_schema(cx: &mut Context) -> mlua::Result<bool> {
     let version = cx.engine.schema_version();
-    if version != cx.schema_seen {
-        #[allow(clippy::cast_precision_loss, reason = "schema versions stay far below 2^53")]
-        cx.internal.raw_set("schema", version as f64)?;
-        cx.schema_seen = version;
+    if version == cx.schema_seen {
+        return Ok(false);
     }
-    Ok(())
+    #[allow(clippy::cast_precision_loss, reason = "schema versions stay far below 2^53")]
+    cx.internal.raw_set("schema", version as f64)?;
+    cx.schema_seen = version;
+    Ok(true)
 }
 
 /// Which `box.session.on_<kind>` trigger lists are not empty.
@@ -264,6 +266,7 @@ pub fn dispatch(lua: &Lua, cx: &mut Context, mut args: MultiValue) -> mlua::Resu
         _ => return Err(mlua::Error::runtime("box.internal.op: the operation name must be a string")),
     };
     let result = run(lua, cx, name, args);
+    // (box.lua's `op` lists the spaces again if this moved the version on.)
     publish_schema(cx)?;
     match result {
         Ok(v) => Ok((true, v)),
@@ -302,6 +305,12 @@ fn run(lua: &Lua, cx: &mut Context, op: &str, args: &[Value]) -> Result<Value, F
     let u32_arg = |i: usize| -> Result<u32, Failure> { Ok(arg::<Option<u32>>(lua, args, i)?.unwrap_or(0)) };
     Ok(match op {
         "space" => space_info(lua, engine, args.get(1))?,
+        // Every space's id, in id order (box.space lists them all).
+        "space_ids" => {
+            let mut ids: Vec<u32> = engine.spaces().map(|s| s.def.id).collect();
+            ids.sort_unstable();
+            Value::Table(lua.create_sequence_from(ids)?)
+        }
         "stat" => {
             // box.stat(): {KIND = {total = n, rps = n}, ...}
             let stats = &cx.engine.stats;

@@ -196,3 +196,47 @@ os.exit()
 
 def test_format_by_position_and_key_and_serializer_functions(tmp_path):
     same_output_on_both(tmp_path, "format.lua", FORMAT_AND_SERIALIZERS, 16)
+
+
+SPACE_LIST = r"""
+box.cfg{work_dir = os.getenv('WORK'), log_level = 1}
+local function user_spaces()
+    local names = {}
+    for k, v in pairs(box.space) do
+        if type(k) == 'string' and v.id > box.schema.SYSTEM_ID_MAX then names[#names + 1] = k .. '=' .. v.id end
+    end
+    table.sort(names)
+    return table.concat(names, ' ')
+end
+print('before', user_spaces())
+for _, name in ipairs({'a', 'b', 'c'}) do box.schema.space.create(name):create_index('pk') end
+print('created', user_spaces())
+print('by id and name', box.space[box.space.a.id] == box.space.a, rawget(box.space, 'a') == box.space.a)
+box.space.b:rename('bb')
+print('renamed', user_spaces(), box.space.b)
+box.space.c:create_index('sk', {parts = {1, 'unsigned'}})
+print('index', box.space.c.index.sk ~= nil, #box.space.c.index)
+-- What the metrics module's tests do to clean up.
+for _, v in pairs(box.space) do
+    if v.id > box.schema.SYSTEM_ID_MAX then v:drop() end
+end
+print('dropped', user_spaces(), box.space.a)
+box.schema.space.create('again')
+print('again', user_spaces())
+-- Written straight into _space: box.space follows.
+box.space._space:insert{600, 1, 'raw', 'memtx', 0, setmetatable({}, {__serialize = 'map'}), {}}
+print('raw', user_spaces(), box.space.raw.id)
+box.space._space:delete{600}
+print('raw gone', user_spaces(), box.space.raw)
+print('stat.net', type(box.stat.net), box.stat.net.thread, type(box.stat.net().SENT))
+os.exit(0)
+"""
+
+
+def test_pairs_lists_box_space_as_2_6(tmp_path):
+    """pairs(box.space) lists every space by id and name, following creates,
+    renames, drops and writes to _space (the metrics module's cleanup loop);
+    box.stat.net is a table one calls, with no `thread`."""
+    lines = same_output_on_both(tmp_path, "space_list.lua", SPACE_LIST, 10)
+    assert lines[1] == "created\ta=512 b=513 c=514"
+    assert lines[5] == "dropped\t\tnil"
