@@ -3,7 +3,7 @@
 -- `struct ibuf` keeps 2.6's field layout (`buf`, `rpos`, `wpos`, `epos`); its
 -- memory is a LuaJIT-owned array, kept alive here by the struct's address.
 
-local type = type -- the builtin, not the tuple-aware one user code sees (box.lua)
+local type = type -- the builtin, not the one user code sees (box.lua)
 local ffi = require('ffi')
 
 local ibuf_t = ffi.typeof('struct ibuf')

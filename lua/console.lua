@@ -1,7 +1,7 @@
 -- console: `require('console').eval(line)` as `tarantoolctl connect` uses it, with
 -- results rendered as YAML the way Tarantool 2.6's console renders them.
 
-local type = type -- the builtin, not the tuple-aware one user code sees (box.lua)
+local type = type -- the builtin, not the one user code sees (box.lua)
 local yaml = {}
 
 -- The plain scalars Tarantool's emitter quotes (besides numbers): the ones its decoder resolves.

@@ -6,7 +6,7 @@
 -- texts are 2.6's. md4 and DES fail as they do in Debian's 2.6, whose OpenSSL 3 no
 -- longer offers them.
 
-local type = type -- the builtin, not the tuple-aware one user code sees (box.lua)
+local type = type -- the builtin, not the one user code sees (box.lua)
 local native = box.internal.native
 local internal = box.internal.crypto
 

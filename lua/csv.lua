@@ -14,7 +14,7 @@
 -- ending inside quotes logs "CSV file has errors" and ends the rows before
 -- the broken one.
 
-local type = type -- the builtin, not the tuple-aware one user code sees (box.lua)
+local type = type -- the builtin, not the one user code sees (box.lua)
 local log = require('log')
 
 local csv = {}

@@ -5,7 +5,7 @@
 -- src/lua/decimal.rs passes here. Messages are 2.6's: a module function's errors
 -- carry no position, an operator's the position of the expression.
 
-local type = type -- the builtin, not the tuple-aware one user code sees (box.lua)
+local type = type -- the builtin, not the one user code sees (box.lua)
 local ffi = require('ffi')
 local fns = ...
 

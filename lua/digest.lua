@@ -2,7 +2,7 @@
 -- guava, pbkdf2, urandom), over the pure Rust functions in box.internal.native.
 -- Not provided: md4 (OpenSSL 3 builds of Tarantool refuse it too).
 
-local type = type -- the builtin, not the tuple-aware one user code sees (box.lua)
+local type = type -- the builtin, not the one user code sees (box.lua)
 local native = box.internal.native
 local digest = {}
 

@@ -8,7 +8,7 @@
 -- own session and user bound to box.internal.op. As in Tarantool 2.6, a yield
 -- inside a transaction aborts it (box.commit then fails with error 154).
 
-local type = type -- the builtin, not the tuple-aware one user code sees (box.lua)
+local type = type -- the builtin, not the one user code sees (box.lua)
 local internal = box.internal
 local native = internal.native
 -- The globals a CALL names functions in (whatever a script later assigns to `_G`).

@@ -4,7 +4,7 @@
 -- sets errno(); wrong arguments raise 2.6's usage errors, with the position in
 -- 2.6's builtin/fio.lua that its messages carry.
 
-local type = type -- the builtin, not the tuple-aware one user code sees (box.lua)
+local type = type -- the builtin, not the one user code sees (box.lua)
 local ffi = require('ffi')
 local errno = require('errno')
 local native = box.internal.fio

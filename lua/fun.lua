@@ -5,7 +5,7 @@
 -- `fun.iter({1, 2, 3}):map(f):filter(g):totable()`.
 -- Iterators are pure: states are never changed in place, so one can be run twice.
 
-local type = type -- the builtin, not the tuple-aware one user code sees (box.lua)
+local type = type -- the builtin, not the one user code sees (box.lua)
 local fun = {}
 local methods = {}
 local iterator_mt = {

@@ -9,7 +9,7 @@
 -- Not here: https (no TLS: refused with an error), keep-alive, proxies, redirects
 -- (2.6 does not follow them either by default), and the TLS and keepalive options.
 
-local type = type -- the builtin, not the tuple-aware one user code sees (box.lua)
+local type = type -- the builtin, not the one user code sees (box.lua)
 local socket = require('socket')
 local uri = require('uri')
 local fiber = require('fiber')

@@ -2,7 +2,7 @@
 -- ffi. iconv.new(to, from) returns a converter (a cdata) that is called with a
 -- string and returns it converted; failures raise 2.6's texts.
 
-local type = type -- the builtin, not the tuple-aware one user code sees (box.lua)
+local type = type -- the builtin, not the one user code sees (box.lua)
 local ffi = require('ffi')
 local errno = require('errno')
 

@@ -8,7 +8,7 @@
 --   kd:totable(). Tuples may be tuples or tables.
 -- Errors carry 2.6's messages. JSON paths in parts are not supported.
 
-local type = type -- the builtin, not the tuple-aware one user code sees (box.lua)
+local type = type -- the builtin, not the one user code sees (box.lua)
 local native = box.internal.key_def
 
 local function make_error(...) return box.internal.make_error(...) end

@@ -3,7 +3,7 @@
 -- and errors) or its json format; before box.cfg{} only the text is written, as there.
 -- Arguments are formatted with string.format; a lone table is json-encoded.
 
-local type = type -- the builtin, not the tuple-aware one user code sees (box.lua)
+local type = type -- the builtin, not the one user code sees (box.lua)
 local native = box.internal.native
 local json = require('json')
 local log = {}

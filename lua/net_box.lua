@@ -13,7 +13,7 @@
 -- served meanwhile, so a connection to this very instance works); where nothing
 -- may yield (a trigger, a tokened call) it blocks until the reply.
 
-local type = type -- the builtin, not the tuple-aware one user code sees (box.lua)
+local type = type -- the builtin, not the one user code sees (box.lua)
 local internal = box.internal
 local net_box = {}
 
@@ -32,19 +32,25 @@ local function seq(t) return setmetatable(t or {}, {__serialize = 'seq'}) end
 
 -- A port (a number, or a string of digits: on localhost) or a URI as `uri.parse`
 -- reads it: host, port, login, password.
+-- A bare port leaves the host nil (conn.host is nil then, as in 2.6); the port
+-- is kept as a string, as 2.6 keeps it.
 local function parse_uri(address)
-    if type(address) == 'number' then return 'localhost', address end
+    if type(address) == 'number' then return nil, tostring(address) end
     local parts = require('uri').parse(tostring(address))
     if parts == nil or parts.service == nil then
         error('usage: connect(uri[, opts] | host, port[, opts])', 3)
     end
     local host = parts.host
-    if host == nil or host == '*' then host = 'localhost' end
-    return host, tonumber(parts.service) or parts.service, parts.login, parts.password
+    if host == '*' then host = 'localhost' end
+    return host, parts.service, parts.login, parts.password
 end
 
+-- Raised from here, as 2.6 raises it from its net_box.lua (box.error is C there):
+-- a handler's debug.getinfo finds this file (the errors module records it).
 local function no_connection(reason)
-    box.error({code = ER_NO_CONNECTION, reason = reason or 'Connection is not established'})
+    local e = box.error.new({code = ER_NO_CONNECTION, reason = reason or 'Connection is not established'})
+    box.error.set(e)
+    error(e)
 end
 
 -- A remote error as the box.error it was on the server.
@@ -93,8 +99,9 @@ end
 -- converts it (rows into tuples, say), or the remote error.
 local function outcome_of(conn, ok, code, reply, convert)
     if not ok then
-        conn.state, conn.error = 'error', tostring(code)
-        return false, box.error.new({code = ER_NO_CONNECTION, reason = conn.error})
+        -- (A connection closed by close() stays 'closed', as in 2.6.)
+        if conn.state ~= 'closed' then conn.state, conn.error = 'error', tostring(code) end
+        return false, box.error.new({code = ER_NO_CONNECTION, reason = tostring(code)})
     end
     if code >= 0x8000 then return false, remote_error(code, reply) end
     local data = reply and reply[K.DATA]
@@ -240,6 +247,7 @@ function conn_mt:wait_state(state) return self.state == state end
 function conn_mt:close()
     if self._h then self._h:close() end
     self.state = 'closed'
+    self.error = 'Connection closed'
 end
 
 local function key_of(key)
@@ -365,11 +373,13 @@ function net_box.connect(uri, opts, ...)
     user = opts.user or user
     password = opts.password or password or ''
     local self = setmetatable({host = host, port = port, opts = opts, state = 'initial', space = {}}, conn_mt)
-    if type(port) == 'number' and (port < 0 or port > 65535 or port % 1 ~= 0) then
+    local number = tonumber(port)
+    if number ~= nil and (number < 0 or number > 65535 or number % 1 ~= 0) then
         self.state, self.error = 'error', 'Connection refused'
         return self
     end
-    local h, reason = internal.netbox_connect(host, tostring(port), opts.connect_timeout or opts.timeout or 10)
+    local h, reason = internal.netbox_connect(host or 'localhost', tostring(port),
+                                              opts.connect_timeout or opts.timeout or 10)
     if h == nil then
         self.state, self.error = 'error', reason
         return self

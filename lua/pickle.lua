@@ -7,7 +7,7 @@
 --   takes the rest) and returns one value per character.
 -- Errors carry 2.6's messages.
 
-local type = type -- the builtin, not the tuple-aware one user code sees (box.lua)
+local type = type -- the builtin, not the one user code sees (box.lua)
 local ffi = require('ffi')
 
 local pickle = {}

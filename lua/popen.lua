@@ -9,7 +9,7 @@
 -- wait() is told of the child's end by the reaper, which reaps every child as
 -- tarantool's event loop does.
 
-local type = type -- the builtin, not the tuple-aware one user code sees (box.lua)
+local type = type -- the builtin, not the one user code sees (box.lua)
 local internal = box.internal
 local sys = internal.popen
 local fiber = require('fiber')

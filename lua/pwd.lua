@@ -4,7 +4,7 @@
 -- user's or group without an argument); pwd.getpwall() and pwd.getgrall() list
 -- them all. A user's table holds its group's.
 
-local type = type -- the builtin, not the tuple-aware one user code sees (box.lua)
+local type = type -- the builtin, not the one user code sees (box.lua)
 local ffi = require('ffi')
 
 ffi.cdef[[

@@ -8,7 +8,7 @@
 -- return nil (sock:error() and sock:errno() tell; a failed connect sets errno), as in 2.6.
 -- Connecting waits in place (loopback and LAN peers answer at once).
 
-local type = type -- the builtin, not the tuple-aware one user code sees (box.lua)
+local type = type -- the builtin, not the one user code sees (box.lua)
 local internal = box.internal
 local errno = require('errno')
 

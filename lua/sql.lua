@@ -16,7 +16,7 @@
 -- Results: `{metadata = {{name =, type =}...}, rows = {...}}` for a query,
 -- `{row_count = n[, autoincrement_ids = {...}]}` otherwise.
 
-local type = type -- the builtin, not the tuple-aware one user code sees (box.lua)
+local type = type -- the builtin, not the one user code sees (box.lua)
 local ffi = require('ffi')
 local digest = require('digest')
 

@@ -2,7 +2,7 @@
 -- string's methods): split, ljust, rjust, center, startswith, endswith, hex,
 -- fromhex, strip, lstrip and rstrip, with 2.6's argument checks and messages.
 
-local type = type -- the builtin, not the tuple-aware one user code sees (box.lua)
+local type = type -- the builtin, not the one user code sees (box.lua)
 local bad_argument = "bad argument #%d to '%s' (%s expected, got %s)"
 
 -- Raises 2.6's message for argument `n` of `name`, blaming the caller of the

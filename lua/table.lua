@@ -4,7 +4,7 @@
 
 -- The metatable of `t` and its `__copy`, if any.
 
-local type = type -- the builtin, not the tuple-aware one user code sees (box.lua)
+local type = type -- the builtin, not the one user code sees (box.lua)
 local function copier(t)
     local mt = getmetatable(t)
     return mt, mt ~= nil and mt.__copy or nil

@@ -5,7 +5,7 @@
 -- (expected, got, path...); the stack trace Tarantool adds (frames of its own
 -- builtin tap.lua among them) is left out.
 
-local type = type -- the builtin, not the tuple-aware one user code sees (box.lua)
+local type = type -- the builtin, not the one user code sees (box.lua)
 local yaml = require('yaml')
 local tap = {}
 local methods = {}

@@ -3,7 +3,7 @@
 -- box.tuple.new without box.cfg{}. The Rust userdata (src/lua/tuple.rs) looks
 -- names up here when no field has them.
 
-local type = type -- the builtin, not the tuple-aware one user code sees (box.lua)
+local type = type -- the builtin, not the one user code sees (box.lua)
 local native = box.internal.native
 local make_error = box.internal.make_error
 local fun = require('fun')
@@ -140,18 +140,3 @@ for name, usage in pairs(FUNCTIONS) do
     end
 end
 
--- In 2.6 a tuple is cdata (`struct tuple`); here it is userdata. Code written for
--- 2.6 asks type() and, for 'cdata', calls :totable() (luatest's comparator does,
--- so `t.assert_equals(space:get(1), {1, 'a'})` passes): the type() user code
--- sees answers 'cdata' for a tuple. Installed once every built-in module has
--- taken the builtin for itself (`local type = type` at its top).
-function box.internal.install_tuple_aware_type()
-    local builtin_type = type
-    local raw_metatable = debug.getmetatable
-    local tuple_mt = raw_metatable(box.tuple.new({}))
-    _G.type = function(v)
-        local t = builtin_type(v)
-        if t == 'userdata' and raw_metatable(v) == tuple_mt then return 'cdata' end
-        return t
-    end
-end

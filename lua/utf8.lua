@@ -4,7 +4,7 @@
 -- cmp and casecmp follow oncebox's 'unicode' and 'unicode_ci' collations
 -- (an approximation of ICU's, as for indexes).
 
-local type = type -- the builtin, not the tuple-aware one user code sees (box.lua)
+local type = type -- the builtin, not the one user code sees (box.lua)
 local native = box.internal.utf8
 
 local utf8 = {}

@@ -4,7 +4,7 @@
 -- uuids come from Rust (`make`, below) as their 16 bytes in network order; msgpack
 -- reads and writes them as MP_EXT type 2 (src/lua/uuid.rs).
 
-local type = type -- the builtin, not the tuple-aware one user code sees (box.lua)
+local type = type -- the builtin, not the one user code sees (box.lua)
 local ffi = require('ffi')
 local make = ...
 

@@ -5,7 +5,7 @@
 -- skipped rather than resolved. Scalars resolve as Tarantool's decoder does: only
 -- null/~, true/false/yes/no are special; numbers are decimal, hex, inf or nan.
 
-local type = type -- the builtin, not the tuple-aware one user code sees (box.lua)
+local type = type -- the builtin, not the one user code sees (box.lua)
 local emitter = box.internal.yaml
 local yaml = {NULL = box.NULL}
 -- The metatables of decoded maps and arrays, shared with msgpack and json (as in 2.6).

@@ -258,6 +258,22 @@ fn array_length(t: &Table) -> mlua::Result<Option<usize>> {
     Ok(if max > 10 && max > 2 * count { None } else { Some(max) })
 }
 
+/// A `seq` table's length as 2.6 takes it (luaL_arrlen): its greatest positive
+/// integer key, holes counted as nils (`{1, nil, 3}` is three long, where `#`
+/// may say one).
+fn greatest_index(t: &Table) -> mlua::Result<usize> {
+    let mut max = 0usize;
+    for pair in t.pairs::<Value, Value>() {
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "checked positive; huge saturates")]
+        match pair?.0 {
+            Value::Integer(i) if i > 0 => max = max.max(i as usize),
+            Value::Number(n) if n >= 1.0 && n.fract() == 0.0 => max = max.max(n as usize),
+            _ => {}
+        }
+    }
+    Ok(max)
+}
+
 fn table(out: &mut Vec<u8>, t: &Table, depth: usize) -> mlua::Result<()> {
     // A box.error object travels as its message, as 2.6 sends error values.
     if t.metatable().is_some_and(|mt| mt.raw_get::<bool>("__box_error").unwrap_or(false)) {
@@ -266,7 +282,7 @@ fn table(out: &mut Vec<u8>, t: &Table, depth: usize) -> mlua::Result<()> {
         return Ok(());
     }
     let as_array = match serialize_hint(t) {
-        Some(true) => Some(t.raw_len()),
+        Some(true) => Some(greatest_index(t)?),
         Some(false) => None,
         None => array_length(t)?,
     };

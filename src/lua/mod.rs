@@ -322,7 +322,7 @@ impl LuaRuntime {
         netbox::register(&lua).map_err(|e| lua_err(&e))?;
         socket::register(&lua).map_err(|e| lua_err(&e))?;
         raw_socket::register(&lua).map_err(|e| lua_err(&e))?;
-        lua.load(NET_BOX).set_name("=net_box.lua").exec().map_err(|e| lua_err(&e))?;
+        lua.load(NET_BOX).set_name("=builtin/box/net_box.lua").exec().map_err(|e| lua_err(&e))?;
         let bind = || -> mlua::Result<()> {
             let internal: Table = lua.globals().get::<Table>("box")?.get("internal")?;
             internal.set("native", native::create(&lua)?)?;
@@ -350,7 +350,7 @@ impl LuaRuntime {
         for (name, source) in MODULES {
             lua.load(source).set_name(name).exec().map_err(|e| lua_err(&e))?;
         }
-        lua.load("box.internal.install_tuple_aware_type()").exec().map_err(|e| lua_err(&e))?;
+        lua.load("box.internal.install_cdata_aware_type()").exec().map_err(|e| lua_err(&e))?;
         let signals = std::rc::Rc::new(dispatch::Signals::default());
         lua.set_app_data(std::rc::Rc::clone(&signals));
         Ok(Self { lua, hot: std::cell::OnceCell::new(), signals })

@@ -13,8 +13,9 @@
 use std::io::{Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::os::unix::net::UnixStream;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc;
+use std::sync::Arc;
 use std::time::Duration;
 
 use mlua::{Lua, MultiValue, UserData, UserDataMethods, Value};
@@ -74,13 +75,23 @@ pub struct NetConn {
     jobs: Option<mpsc::Sender<Job>>,
     /// A handle on the socket, to shut it down on close.
     closer: Option<Socket>,
+    /// Set by `close()`: what fails after that fails with "Connection closed".
+    closed: Arc<AtomicBool>,
     sync: u64,
     salt: Vec<u8>,
     greeting: String,
 }
 
 fn io_err(e: &std::io::Error) -> mlua::Error {
-    mlua::Error::runtime(super::native::strerror(e))
+    mlua::Error::runtime(io_text(e))
+}
+
+/// An I/O failure as 2.6's net.box words it: the server gone is "Peer closed".
+fn io_text(e: &std::io::Error) -> String {
+    if e.kind() == std::io::ErrorKind::UnexpectedEof {
+        return "Peer closed".to_owned();
+    }
+    super::native::strerror(e)
 }
 
 fn timeout_of(secs: Option<f64>) -> Option<Duration> {
@@ -114,19 +125,26 @@ fn connect(host: &str, port: &str, timeout: Option<f64>) -> Result<NetConn, Stri
     let text = String::from_utf8_lossy(&raw[..64]).trim_end().to_owned();
     let closer = stream.try_clone().map_err(reason)?;
     let (jobs, rx) = mpsc::channel::<Job>();
-    std::thread::Builder::new().name("net.box".into()).spawn(move || serve_jobs(stream, &rx)).map_err(reason)?;
-    Ok(NetConn { jobs: Some(jobs), closer: Some(closer), sync: 0, salt, greeting: text })
+    let closed = Arc::new(AtomicBool::new(false));
+    let closed_seen = Arc::clone(&closed);
+    std::thread::Builder::new()
+        .name("net.box".into())
+        .spawn(move || serve_jobs(stream, &rx, &closed_seen))
+        .map_err(reason)?;
+    Ok(NetConn { jobs: Some(jobs), closer: Some(closer), closed, sync: 0, salt, greeting: text })
 }
 
 /// The I/O thread: sends each request and reads until its reply; after a transport
-/// error every later request fails with it.
-fn serve_jobs(mut stream: Socket, jobs: &mpsc::Receiver<Job>) {
+/// error every later request fails with it ("Connection closed" once `close()`
+/// shut the socket down under it, as in 2.6).
+fn serve_jobs(mut stream: Socket, jobs: &mpsc::Receiver<Job>, closed: &AtomicBool) {
     let mut broken: Option<String> = None;
     while let Ok(job) = jobs.recv() {
         let result = match &broken {
             Some(e) => Err(e.clone()),
             None => round_trip(&mut stream, &job),
-        };
+        }
+        .map_err(|e| if closed.load(Ordering::Acquire) { "Connection closed".to_owned() } else { e });
         if let Err(e) = &result {
             broken.get_or_insert_with(|| e.clone());
         }
@@ -145,8 +163,8 @@ fn serve_jobs(mut stream: Socket, jobs: &mpsc::Receiver<Job>) {
 /// pushes that come for it before (late replies to timed-out requests are skipped).
 fn round_trip(stream: &mut Socket, job: &Job) -> NetReply {
     let text = |e: mlua::Error| e.to_string();
-    stream.set_read_timeout(job.timeout).map_err(|e| e.to_string())?;
-    stream.write_all(&job.packet).map_err(|e| e.to_string())?;
+    stream.set_read_timeout(job.timeout).map_err(|e| io_text(&e))?;
+    stream.write_all(&job.packet).map_err(|e| io_text(&e))?;
     let mut pushes = Vec::new();
     loop {
         let reply = read_frame(stream).map_err(text)?;
@@ -299,6 +317,7 @@ impl UserData for NetConn {
         methods.add_method("is_connected", |_, this, ()| Ok(this.jobs.is_some()));
         methods.add_method_mut("close", |_, this, ()| {
             this.jobs = None;
+            this.closed.store(true, Ordering::Release);
             if let Some(s) = this.closer.take() {
                 s.shutdown();
             }

@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from conftest import ADMIN_PASSWORD
+from conftest import ADMIN_PASSWORD, same_output_on_both
 
 SCRIPT = os.path.join(os.path.dirname(__file__), "netbox_client.lua")
 
@@ -18,3 +18,51 @@ def test_netbox_client(server, tmp_path):
                          cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr + out.stdout
     assert out.stdout.strip().endswith("ok")
+
+
+ERRORS_MODULE_NEEDS = r"""
+box.cfg{listen = os.getenv('LISTEN'), work_dir = os.getenv('WORK'), log_level = 1}
+box.schema.user.grant('guest', 'read,write,execute', 'universe', nil, {if_not_exists = true})
+local net = require('net.box')
+local port = tonumber(os.getenv('LISTEN'):match(':(%d+)$'))
+local function p(...)
+    local t = {}
+    for i = 1, select('#', ...) do t[i] = tostring((select(i, ...))) end
+    print((table.concat(t, ' | '):gsub('0x%x+', '0x')))
+end
+-- box.error objects are cdata to type(), and concatenate as their message.
+local e = box.error.new({code = 1, reason = 'boom'})
+p('error', type(e), e .. '!', '>' .. e, e .. e)
+-- A call's arguments with holes arrive as box.NULL, counted to the last one.
+rawset(_G, 'args', function(...) local a, b, c = ... return select('#', ...), type(b), tostring(b), type(c) end)
+local c = net.connect(port)
+p('holes', c:call('args', {'1', nil, false, nil}))
+p('seq length', #require('msgpack').encode(setmetatable({1, nil, 3}, {__serialize = 'seq'})))
+-- A bare port leaves conn.host nil.
+p('host', c.host, c.port == port, net.connect(tostring(port)).host, net.connect('localhost:' .. port).host)
+-- A request's traceback shows the C function that called it.
+p('traceback', c:eval('local t = debug.traceback("x") return t'))
+-- Where an error handler finds a failed request raised.
+local function raised_in(f, ...)
+    local file
+    xpcall(f, function() file = debug.getinfo(3, 'S').short_src end, ...)
+    return file
+end
+local future = c:eval('require("fiber").sleep(5)', nil, {is_async = true})
+c:close()
+p('closed: pending', future:wait_result(2))
+p('closed: next', pcall(c.eval, c, 'return 1'))
+p('closed: raised in', raised_in(c.eval, c, 'return 1'), c.state, c.error)
+os.exit(0)
+"""
+
+
+def test_net_box_and_errors_as_the_errors_module_needs(tmp_path):
+    """What the errors module (2.2.1, whose suite passes here as on 2.6) relies on:
+    box.error objects as cdata to type() and concatenable, nil arguments arriving
+    as box.NULL, conn.host nil for a bare port, a request's traceback ending in
+    its C caller, 'Connection closed' for what is pending or sent after close(),
+    raised from net_box.lua."""
+    lines = same_output_on_both(tmp_path, "errors_needs.lua", ERRORS_MODULE_NEEDS, 11)
+    assert lines[0] == "error | cdata | boom! | >boom | boomboom"
+    assert lines[1] == "holes | 3 | cdata | cdata<void *>: NULL | boolean"
