@@ -341,6 +341,13 @@ local function lookup_space(k)
     return s
 end
 
+-- box.internal.schema_version(): 2.6's count of schema changes, internal there
+-- but read by the ddl module, whose cache follows it (0 before box.cfg{}).
+function internal.schema_version()
+    if internal.op == nil then return 0 end
+    return op('schema_version')
+end
+
 box.space = setmetatable({}, {
     __index = function(_, k) return lookup_space(k) end,
     __serialize = 'map',
@@ -719,6 +726,7 @@ end
 fill_space = function(s, info)
     s.id, s.name, s.field_count, s.temporary, s._format = info.id, info.name, info.field_count, info.temporary,
         info.format
+    s.is_local = info.is_local
     -- As 2.6: a space takes writes once it has a primary key.
     s.enabled = info.index[0] ~= nil
     for k in pairs(s.index) do s.index[k] = nil end
@@ -771,26 +779,69 @@ end
 
 local function session_uid() return op('uid') end
 
+-- A format as 2.6 stores it: the name and type by key or else by position
+-- ({'id', 'unsigned'}, {name = 'id', 'unsigned'}); other keys kept as given (a
+-- positional one left over is refused by the catalog); a collation by its id.
 function internal.normalize_format(fmt)
     local out = {}
-    for i, f in ipairs(fmt or {}) do
-        local e
-        if type(f) == 'string' then
-            e = map{name = f, type = 'any'}
+    for i, given in ipairs(fmt or {}) do
+        local field = map{}
+        if type(given) ~= 'table' then
+            field.name = given
         else
-            -- As 2.6: the name and type by key, or else by position ({'id', type = 'number'}).
-            e = map{name = f.name or f[1], type = f.type or f[2] or 'any'}
-            if f.is_nullable ~= nil then e.is_nullable = f.is_nullable end
-            if f.collation ~= nil then e.collation = f.collation end
+            for k, v in pairs(given) do
+                if k == 1 then
+                    if given.name == nil then field.name = v
+                    elseif given.type == nil then field.type = v
+                    else field[1] = v end
+                elseif k == 2 then
+                    if given.name == nil and given.type == nil then field.type = v else field[2] = v end
+                elseif k == 'collation' then
+                    local coll = box.space._collation.index.name:get({v})
+                    if coll == nil then
+                        raise(1, "Illegal parameters, format[%d]: collation was not found by name '%s'", i, tostring(v))
+                    end
+                    field.collation = coll[1]
+                else
+                    field[k] = v
+                end
+            end
         end
-        out[i] = e
+        if type(field.name) ~= 'string' then raise(1, 'Illegal parameters, format[%d]: name (string) is expected', i) end
+        if field.type == nil then field.type = 'any' end
+        if type(field.type) ~= 'string' then raise(1, 'Illegal parameters, format[%d]: type must be a string', i) end
+        out[i] = field
     end
     return setmetatable(out, {__serialize = 'seq'})
 end
 
+-- 2.6's check of an options table against `template` (option -> type name, or
+-- 'a, b' for one of several types).
+local function check_param_table(opts, template)
+    if opts == nil then return end
+    if type(opts) ~= 'table' then raise(1, 'Illegal parameters, options should be a table') end
+    for k, v in pairs(opts) do
+        local want = template[k]
+        if want == nil then raise(1, "Illegal parameters, unexpected option '%s'", tostring(k)) end
+        if not want:find(',', 1, true) then
+            if type(v) ~= want then
+                raise(1, "Illegal parameters, options parameter '%s' should be of type %s", k, want)
+            end
+        elseif not (',' .. want:gsub(' ', '') .. ','):find(',' .. type(v) .. ',', 1, true) then
+            raise(1, "Illegal parameters, options parameter '%s' should be one of types: %s", k, want)
+        end
+    end
+end
+
+local SPACE_OPTIONS = {
+    if_not_exists = 'boolean', engine = 'string', id = 'number', field_count = 'number', user = 'string, number',
+    format = 'table', is_local = 'boolean', temporary = 'boolean', is_sync = 'boolean',
+}
+
 function box.schema.space.create(name, opts)
-    opts = opts or {}
     if type(name) ~= 'string' then raise(1, 'Illegal parameters, name should be a string') end
+    check_param_table(opts, SPACE_OPTIONS)
+    opts = opts or {}
     local existing = box.space[name]
     if existing ~= nil then
         if opts.if_not_exists then return existing, 'not created' end
@@ -809,6 +860,8 @@ function box.schema.space.create(name, opts)
     local flags = map{}
     if opts.temporary then flags.temporary = true end
     if opts.is_sync then flags.is_sync = true end
+    -- A replica-local space is in replication group 1.
+    if opts.is_local then flags.group_id = 1 end
     local owner = session_uid()
     if opts.user ~= nil then owner = box.schema.user.get_id(opts.user) end
     box.space._space:insert{id, owner, name, opts.engine or 'memtx', opts.field_count or 0, flags,

@@ -19,6 +19,7 @@ pub mod code {
     pub const MEMTX_MAX_TUPLE_SIZE: u32 = 110;
     pub const READONLY: u32 = 7;
     pub const CREATE_SPACE: u32 = 9;
+    pub const NO_SUCH_GROUP: u32 = 155;
     pub const SPACE_EXISTS: u32 = 10;
     pub const DROP_SPACE: u32 = 11;
     pub const ALTER_SPACE: u32 = 12;

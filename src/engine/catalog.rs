@@ -130,10 +130,24 @@ pub fn parse_space(tuple: &[u8]) -> BoxResult<SpaceDef> {
         }
     };
     let field_count = uint_field(&f, 4).unwrap_or(0);
-    let mut temporary = false;
+    let (mut temporary, mut is_local) = (false, false);
     if let Some(flags) = f.get(5) {
         if Reader::new(flags).peek_type() == Ok(MpType::Map) {
             temporary = map_get(flags, b"temporary").and_then(bool_value).unwrap_or(false);
+            // Replication groups: 0 (the default) and 1 (replica-local) exist.
+            if let Some(group) = map_get(flags, b"group_id") {
+                match Reader::new(group).read_uint() {
+                    Ok(0) => {}
+                    Ok(1) => is_local = true,
+                    Ok(other) => {
+                        return Err(BoxError::new(
+                            code::NO_SUCH_GROUP,
+                            format!("Replication group '{other}' does not exist"),
+                        ))
+                    }
+                    Err(_) => return Err(BoxError::field_type("6", "map")),
+                }
+            }
         }
     }
     let mut format = Vec::new();
@@ -158,15 +172,27 @@ pub fn parse_space(tuple: &[u8]) -> BoxResult<SpaceDef> {
         field_count: u32::try_from(field_count).unwrap_or(u32::MAX),
         format,
         temporary,
+        is_local,
     })
 }
 
 fn parse_format_entry(entry: &[u8], i: u32, space: &[u8]) -> BoxResult<FieldDef> {
     let wrong =
         |msg: String| BoxError::new(code::WRONG_SPACE_FORMAT, format!("Wrong space format (field {}): {msg}", i + 1));
-    let _ = space;
     if Reader::new(entry).peek_type() != Ok(MpType::Map) {
         return Err(wrong("expected a map".into()));
+    }
+    // Any string key may annotate a field (kept, as 2.6 keeps it); others may not.
+    let mut r = Reader::new(entry);
+    let pairs = r.read_map_len().map_err(|_| BoxError::invalid_msgpack("tuple"))?;
+    for _ in 0..pairs {
+        if r.peek_type() != Ok(MpType::Str) {
+            return Err(BoxError::new(
+                code::CREATE_SPACE,
+                format!("Failed to create space '{}': field {} format is not map with string keys", text(space), i + 1),
+            ));
+        }
+        r.skip().and_then(|_| r.skip()).map_err(|_| BoxError::invalid_msgpack("tuple"))?;
     }
     let name = map_get(entry, b"name")
         .and_then(|v| Reader::new(v).read_str().ok())

@@ -51,6 +51,8 @@ pub struct SpaceDef {
     pub format: Vec<FieldDef>,
     /// Whether the space is temporary (not persisted).
     pub temporary: bool,
+    /// Whether the space is replica-local (`is_local`, replication group 1).
+    pub is_local: bool,
 }
 
 /// What a write does when the primary key already exists.
@@ -98,6 +100,7 @@ impl Space {
             field_count: 0,
             format: Vec::new(),
             temporary: true,
+            is_local: false,
         })
     }
 

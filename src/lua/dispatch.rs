@@ -740,6 +740,7 @@ fn space_info(lua: &Lua, engine: &Engine, which: Option<&Value>) -> mlua::Result
     t.set("owner", space.def.owner)?;
     t.set("field_count", space.def.field_count)?;
     t.set("temporary", space.def.temporary)?;
+    t.set("is_local", space.def.is_local)?;
     if let Some(link) = space.sequence {
         t.set("sequence_id", link.sequence_id)?;
         t.set("sequence_field", link.field)?;

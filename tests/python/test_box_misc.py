@@ -240,3 +240,63 @@ def test_pairs_lists_box_space_as_2_6(tmp_path):
     lines = same_output_on_both(tmp_path, "space_list.lua", SPACE_LIST, 10)
     assert lines[1] == "created\ta=512 b=513 c=514"
     assert lines[5] == "dropped\t\tnil"
+
+
+SPACE_OPTIONS = r"""
+box.cfg{work_dir = os.getenv('WORK'), log_level = 1}
+local json = require('json')
+local n = 0
+local function create(opts)
+    n = n + 1
+    local ok, s = pcall(box.schema.space.create, 'o' .. n, opts)
+    return ok and 'ok' or tostring(s)
+end
+-- 2.6's checks of the options.
+for _, opts in ipairs({{temporary = 1}, {engine = 1}, {id = 'x'}, {field_count = 'x'}, {user = {}},
+                       {format = 'x'}, {if_not_exists = 1}, {is_sync = 1}, {nope = 1}, {is_local = 'yes'}, 5}) do
+    print('options', create(opts))
+end
+print('all options', create({engine = 'memtx', temporary = true, is_local = true, is_sync = false,
+                             if_not_exists = false, id = 7000, field_count = 0, format = {}, user = 'admin'}))
+-- is_local: replication group 1 in _space's flags.
+local l = box.schema.space.create('local_one', {is_local = true})
+print('is_local', l.is_local, box.space.local_one.is_local, json.encode(box.space._space:get(l.id)[6]))
+print('not local', box.schema.space.create('plain').is_local)
+print('group 2', pcall(box.space._space.insert, box.space._space, {600, 1, 'g2', 'memtx', 0, {group_id = 2}, {}}))
+-- Formats as 2.6 stores them.
+local function format_of(fmt)
+    n = n + 1
+    local ok, s = pcall(box.schema.space.create, 'f' .. n, {format = fmt})
+    if not ok then return tostring(s) end
+    local out = {}
+    for i, f in ipairs(s:format()) do
+        local keys = {}
+        for k, v in pairs(f) do keys[#keys + 1] = tostring(k) .. '=' .. tostring(v) end
+        table.sort(keys)
+        out[i] = table.concat(keys, ',')
+    end
+    return table.concat(out, ' ; ')
+end
+for _, fmt in ipairs({{{'a'}}, {'a'}, {{name = 'a', scale = 'x', is_nullable = false}}, {{'a', 'unsigned'}},
+                      {{name = 'a', 'unsigned'}}, {{name = 'a', type = 'string', 'x'}}, {{'a', 'string', type = 'unsigned'}},
+                      {{type = 'string'}}, {{1, 'unsigned'}}, {{name = 'a', type = 5}},
+                      {{name = 's', type = 'string', collation = 'unicode_ci'}},
+                      {{name = 's', type = 'string', collation = 'nope'}}, {{name = 'n', type = 'number', [5] = 'x'}}}) do
+    print('format', format_of(fmt))
+end
+-- The ddl module follows this internal counter.
+local v = box.internal.schema_version()
+box.schema.space.create('one_more')
+print('schema_version', type(v), box.internal.schema_version() > v)
+os.exit(0)
+"""
+
+
+def test_space_options_is_local_and_formats_as_2_6(tmp_path):
+    """box.schema.space.create checks its options as 2.6 (types, unknown ones);
+    is_local is kept (group_id 1) and shown; formats keep annotations, take
+    collations by name and refuse what 2.6 refuses; box.internal.schema_version()
+    (the ddl module's 1.6 suites pass here but for BITSET and RTREE indexes)."""
+    lines = same_output_on_both(tmp_path, "space_options.lua", SPACE_OPTIONS, 29)
+    assert "is_local\ttrue\ttrue\t{\"group_id\":1}" in lines
+    assert "format\tis_nullable=false,name=a,scale=x,type=any" in lines
