@@ -46,6 +46,20 @@ function internal.install_cdata_aware_type()
         end
         return t
     end
+    -- pairs(box.space) walks every space, as in 2.6 (box.space finds them on demand);
+    -- one dropped meanwhile (say by the loop, under its other key) is passed over.
+    -- (box.space taken now: before box.cfg{} a script's `box` refuses to be read.)
+    local builtin_pairs = pairs
+    local spaces = rawget(box, 'space')
+    local function next_space(listing, k)
+        local v
+        repeat k, v = next(listing, k) until k == nil or spaces[k] == v
+        return k, v
+    end
+    _G.pairs = function(t)
+        if t == spaces and internal.op ~= nil then return next_space, internal.space_listing(), nil end
+        return builtin_pairs(t)
+    end
 end
 -- Returned as a value (CALL, EVAL, console), an error is its message, as in 2.6.
 error_mt.__serialize = function(e) return e.message end
@@ -259,8 +273,6 @@ local op_codes = internal.op_codes
 -- `_session_settings` (id 380) is answered by box.lua (see session settings below).
 local SESSION_SETTINGS_ID = 380
 local session_settings_op
--- The schema version box.space's plain keys were listed for (see list_spaces).
-local listed_version
 
 local function op(name, ...)
     if internal.op == nil then
@@ -275,8 +287,6 @@ local function op(name, ...)
         if res.code == 42 and res.access_type ~= nil then internal.access_denied(res) end
         error(set_last_error(make_error(res.code, res.message, res.type, res)), 3)
     end
-    -- A schema change (DDL, or a write to a system space): box.space follows.
-    if internal.schema ~= listed_version and listed_version ~= nil then internal.list_spaces() end
     return res
 end
 internal.call_op = op
@@ -353,31 +363,21 @@ box.space = setmetatable({}, {
     __serialize = 'map',
 })
 
--- box.space also holds every space by id and by name as plain keys, so that
--- pairs(box.space) lists them as in 2.6: rebuilt whenever the schema version has
--- moved on, at an entry into Lua (src/lua/mod.rs) and after an operation (op).
-local function list_spaces()
-    refresh_spaces()
-    local version = space_cache.version
-    if version == listed_version then return end
-    listed_version = version
-    local ids = op('space_ids')
-    local wanted = {}
-    for _, id in ipairs(ids) do
+-- Every space by id and by name, as 2.6's box.space holds them: what
+-- pairs(box.space) walks (LuaJIT has no __pairs, so the pairs user code sees
+-- takes it, see install_cdata_aware_type). Made when asked, so DDL costs nothing.
+local function space_listing()
+    local listing = {}
+    for _, id in ipairs(op('space_ids')) do
         local s = lookup_space(id)
         if s ~= nil then
-            wanted[id] = s
-            wanted[s.name] = s
+            listing[id] = s
+            listing[s.name] = s
         end
     end
-    for k in pairs(box.space) do
-        if wanted[k] == nil then rawset(box.space, k, nil) end
-    end
-    for k, s in pairs(wanted) do rawset(box.space, k, s) end
+    return listing
 end
-function internal.list_spaces()
-    if internal.schema ~= listed_version then list_spaces() end
-end
+internal.space_listing = space_listing
 
 -- Tarantool's C functions return no value, not nil, when there is no tuple.
 local function maybe(v)

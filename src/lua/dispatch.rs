@@ -80,17 +80,15 @@ impl Context {
 
 /// Puts the engine's schema version in `box.internal.schema` when Lua's copy is
 /// stale, so that `box.space.<name>` checks its cache without a call into Rust.
-/// Called on every Lua entry with the engine bound and after every operation;
-/// returns whether the version had moved on.
-pub fn publish_schema(cx: &mut Context) -> mlua::Result<bool> {
+/// Called on every Lua entry with the engine bound and after every operation.
+pub fn publish_schema(cx: &mut Context) -> mlua::Result<()> {
     let version = cx.engine.schema_version();
-    if version == cx.schema_seen {
-        return Ok(false);
+    if version != cx.schema_seen {
+        #[allow(clippy::cast_precision_loss, reason = "schema versions stay far below 2^53")]
+        cx.internal.raw_set("schema", version as f64)?;
+        cx.schema_seen = version;
     }
-    #[allow(clippy::cast_precision_loss, reason = "schema versions stay far below 2^53")]
-    cx.internal.raw_set("schema", version as f64)?;
-    cx.schema_seen = version;
-    Ok(true)
+    Ok(())
 }
 
 /// Which `box.session.on_<kind>` trigger lists are not empty.
@@ -266,7 +264,6 @@ pub fn dispatch(lua: &Lua, cx: &mut Context, mut args: MultiValue) -> mlua::Resu
         _ => return Err(mlua::Error::runtime("box.internal.op: the operation name must be a string")),
     };
     let result = run(lua, cx, name, args);
-    // (box.lua's `op` lists the spaces again if this moved the version on.)
     publish_schema(cx)?;
     match result {
         Ok(v) => Ok((true, v)),

@@ -428,21 +428,8 @@ impl LuaRuntime {
             Err(e) => return (Err(e), None),
         };
         let published = dispatch::publish_schema(&mut hot.bound.borrow_mut());
-        match published {
-            Err(e) => return (Err(e), None),
-            // The schema changed since Lua last ran (DDL over IPROTO, say): box.space's
-            // list follows before the code runs.
-            Ok(true) => {
-                let listed = hot
-                    .internal
-                    .raw_set(&hot.op_key, &hot.op)
-                    .and_then(|()| internal_fn(&self.lua, "list_spaces")?.call::<()>(()));
-                let unbound = hot.internal.raw_set(&hot.op_key, Value::Nil);
-                if let Err(e) = listed.and(unbound) {
-                    tracing::warn!(error = %e, "box.space could not be listed");
-                }
-            }
-            Ok(false) => {}
+        if let Err(e) = published {
+            return (Err(e), None);
         }
         let result = f(&self.lua, hot);
         if result.is_err() {

@@ -199,6 +199,10 @@ def test_format_by_position_and_key_and_serializer_functions(tmp_path):
 
 
 SPACE_LIST = r"""
+-- (pairs works on any table before box.cfg{}, when box refuses to be read)
+local n = 0
+for _ in pairs({a = 1, b = 2}) do n = n + 1 end
+print('pairs before cfg', n)
 box.cfg{work_dir = os.getenv('WORK'), log_level = 1}
 local function user_spaces()
     local names = {}
@@ -211,7 +215,9 @@ end
 print('before', user_spaces())
 for _, name in ipairs({'a', 'b', 'c'}) do box.schema.space.create(name):create_index('pk') end
 print('created', user_spaces())
-print('by id and name', box.space[box.space.a.id] == box.space.a, rawget(box.space, 'a') == box.space.a)
+local by_id, by_name = 0, 0
+for k in pairs(box.space) do if type(k) == 'number' then by_id = by_id + 1 else by_name = by_name + 1 end end
+print('by id and name', box.space[box.space.a.id] == box.space.a, by_id == by_name)
 box.space.b:rename('bb')
 print('renamed', user_spaces(), box.space.b)
 box.space.c:create_index('sk', {parts = {1, 'unsigned'}})
@@ -237,9 +243,9 @@ def test_pairs_lists_box_space_as_2_6(tmp_path):
     """pairs(box.space) lists every space by id and name, following creates,
     renames, drops and writes to _space (the metrics module's cleanup loop);
     box.stat.net is a table one calls, with no `thread`."""
-    lines = same_output_on_both(tmp_path, "space_list.lua", SPACE_LIST, 10)
-    assert lines[1] == "created\ta=512 b=513 c=514"
-    assert lines[5] == "dropped\t\tnil"
+    lines = same_output_on_both(tmp_path, "space_list.lua", SPACE_LIST, 11)
+    assert lines[2] == "created\ta=512 b=513 c=514"
+    assert lines[6] == "dropped\t\tnil"
 
 
 SPACE_OPTIONS = r"""
