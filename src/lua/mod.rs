@@ -59,7 +59,7 @@ const PRELUDE: &str = include_str!("../../lua/box.lua");
 const CONSOLE: &str = include_str!("../../lua/console.lua");
 const NET_BOX: &str = include_str!("../../lua/net_box.lua");
 /// Tarantool's Lua modules, each registered in `package.loaded` by its own file (in load order).
-const MODULES: [(&str, &str); 28] = [
+const MODULES: [(&str, &str); 29] = [
     ("=string.lua", include_str!("../../lua/string.lua")),
     ("=table.lua", include_str!("../../lua/table.lua")),
     ("=fiber.lua", include_str!("../../lua/fiber.lua")),
@@ -76,6 +76,7 @@ const MODULES: [(&str, &str); 28] = [
     ("=fio.lua", include_str!("../../lua/fio.lua")),
     ("=package.lua", include_str!("../../lua/package.lua")),
     ("=builtin/socket.lua", include_str!("../../lua/socket.lua")),
+    ("=builtin/socket.lua", include_str!("../../lua/raw_socket.lua")),
     ("=popen.lua", include_str!("../../lua/popen.lua")),
     ("=builtin/pwd.lua", include_str!("../../lua/pwd.lua")),
     ("=builtin/iconv.lua", include_str!("../../lua/iconv.lua")),
