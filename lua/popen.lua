@@ -158,17 +158,19 @@ local function close_fd(s, i)
     end
 end
 
+local ESRCH = 3
+
 -- Sends `signo` to the child (its group with group_signal); nil and the error if it is gone.
 local function send_signal(s, signo)
-    if refresh(s) ~= nil then
-        return failed('SystemError',
-                      string.format('Attempt to send a signal %d to a process that does not exist anymore', signo), 3)
+    local ok, errno = false, ESRCH
+    if refresh(s) == nil then
+        local sent, _, code = sys.signal(s.pid, signo, s.opts.group_signal)
+        ok, errno = sent, code
     end
-    local ok, _, errno = sys.signal(s.pid, signo, s.opts.group_signal)
     if ok then return true end
-    if errno == 3 then
+    if errno == ESRCH then
         return failed('SystemError',
-                      string.format('Attempt to send a signal %d to a process that does not exist anymore', signo), 3)
+                      string.format('Attempt to send a signal %d to a process that does not exist anymore', signo), ESRCH)
     end
     local op = s.opts.group_signal and 'killpg' or 'kill'
     return failed('SystemError', string.format('Unable to %s %d signo %d', op, s.pid, signo), errno)
@@ -316,7 +318,9 @@ function methods.wait(ph)
                 end
             end
         else
+            -- (Polling is a scheduling point too: reap here.)
             fiber.sleep(0.005)
+            sys.reap()
         end
         fiber.testcancel()
     end

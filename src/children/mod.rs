@@ -57,11 +57,7 @@ fn registry() -> MutexGuard<'static, Option<Registry>> {
 }
 
 fn with_registry<R>(f: impl FnOnce(&mut Registry) -> R) -> R {
-    let mut guard = registry();
-    let r = guard.get_or_insert_with(Registry::default);
-    let out = f(r);
-    reap_into(r);
-    out
+    f(registry().get_or_insert_with(Registry::default))
 }
 
 /// Reaps every child that ended, keeping the ends of watched ones.
@@ -84,7 +80,7 @@ fn reap_into(r: &mut Registry) {
 /// Reaps the children that ended (on the TX thread: see the module).
 pub fn reap() {
     EXITED.store(0, Ordering::Relaxed);
-    with_registry(|_| ());
+    with_registry(reap_into);
 }
 
 /// Notes every SIGCHLD for the TX thread (`tx`), for the life of the runtime it runs on.
@@ -102,8 +98,8 @@ pub async fn watch(tx: UnboundedSender<TxMessage>) {
     }
 }
 
-/// Starts a child (see [`spawn::spawn`]) and watches it; reaping cannot take it
-/// before it is watched.
+/// Starts a child (see [`spawn::spawn`]) and watches it (under the registry's
+/// lock: reaping cannot take it before it is watched).
 ///
 /// # Errors
 /// [`spawn::spawn`]'s.
@@ -119,7 +115,7 @@ pub fn spawn_watched(
     })
 }
 
-/// How a watched child ended, if it has.
+/// How a watched child ended, if it has been reaped.
 #[must_use]
 pub fn end_of(pid: i32) -> Option<End> {
     with_registry(|r| r.watched.get(&pid).and_then(|w| w.end))
