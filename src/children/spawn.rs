@@ -196,9 +196,11 @@ unsafe fn in_child(
         }
         if options.close_fds {
             // All but the report of the start, which execve closes.
+            // (The report may sit below 3 if the server's own standard streams
+            // were closed; those are never closed here.)
             let report = started_report.cast_unsigned();
             let below = report <= 3 || libc::syscall(libc::SYS_close_range, 3u32, report - 1, 0u32) == 0;
-            let above = libc::syscall(libc::SYS_close_range, report + 1, u32::MAX, 0u32) == 0;
+            let above = libc::syscall(libc::SYS_close_range, (report + 1).max(3), u32::MAX, 0u32) == 0;
             if !(below && above) {
                 // Kernels before 5.9: one by one.
                 for fd in (3..fd_limit).filter(|&fd| fd != started_report) {
