@@ -76,6 +76,10 @@ impl LuaExt {
 
 /// Registers `box.internal.sql_varbinary` (uuids are `lua/uuid.lua`'s, see [`super::uuid`]).
 pub fn register_uuid(lua: &Lua) -> mlua::Result<()> {
+    let next: mlua::Function = lua.globals().get("next")?;
+    NEXT.with(|cell| {
+        let _ = cell.set(next);
+    });
     let internal = lua.globals().get::<Table>("box")?.get::<Table>("internal")?;
     // `box.internal.sql_varbinary(s)`: `s` to be written as MP_BIN (a varbinary field's value).
     let varbinary = lua.create_function(|lua, s: mlua::LuaString| {
@@ -258,10 +262,26 @@ fn array_length(t: &Table) -> mlua::Result<Option<usize>> {
     Ok(if max > 10 && max > 2 * count { None } else { Some(max) })
 }
 
+thread_local! {
+    /// Lua's `next`, for [`greatest_index`]'s quick check (set by [`register_uuid`]).
+    static NEXT: std::cell::OnceCell<mlua::Function> = const { std::cell::OnceCell::new() };
+}
+
 /// A `seq` table's length as 2.6 takes it (luaL_arrlen): its greatest positive
 /// integer key, holes counted as nils (`{1, nil, 3}` is three long, where `#`
 /// may say one).
 fn greatest_index(t: &Table) -> mlua::Result<usize> {
+    // Usually no key follows the border `#` finds: then it is the answer, and
+    // the keys need no walk (which costs a value conversion each).
+    let border = t.raw_len();
+    let after: Option<Value> = NEXT.with(|next| {
+        let next = next.get()?;
+        let from = if border == 0 { Value::Nil } else { Value::Integer(i64::try_from(border).ok()?) };
+        next.call::<Value>((t, from)).ok()
+    });
+    if matches!(after, Some(Value::Nil)) {
+        return Ok(border);
+    }
     let mut max = 0usize;
     for pair in t.pairs::<Value, Value>() {
         #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "checked positive; huge saturates")]
