@@ -71,8 +71,9 @@ impl ReplyTo {
 enum ReadUntil {
     /// Exactly this many bytes (fewer only at end of stream).
     Size(usize),
-    /// Up to and including the delimiter, or `limit` bytes, whichever comes first.
-    Delimiter(Vec<u8>, Option<usize>),
+    /// Up to and including the first of the delimiters to end, or `limit` bytes,
+    /// whichever comes first.
+    Delimiter(Vec<Vec<u8>>, Option<usize>),
     /// Whatever is there, at least one byte, at most this many (`recv`).
     Any(usize),
 }
@@ -83,12 +84,12 @@ impl ReadUntil {
         match self {
             Self::Size(n) => (buf.len() >= *n).then_some(*n),
             Self::Any(n) => (!buf.is_empty()).then(|| buf.len().min(*n)),
-            Self::Delimiter(d, limit) => {
-                let found = if d.is_empty() {
-                    None
-                } else {
-                    buf.windows(d.len()).position(|w| w == d.as_slice()).map(|at| at + d.len())
-                };
+            Self::Delimiter(delimiters, limit) => {
+                let found = delimiters
+                    .iter()
+                    .filter(|d| !d.is_empty())
+                    .filter_map(|d| buf.windows(d.len()).position(|w| w == d.as_slice()).map(|at| at + d.len()))
+                    .min();
                 match (found, limit) {
                     (Some(end), Some(l)) => Some(end.min(*l)),
                     (Some(end), None) => Some(end),
@@ -331,10 +332,18 @@ fn read_until(kind: &str, arg: &Value, limit: Option<usize>) -> mlua::Result<Rea
     match kind {
         "size" => Ok(ReadUntil::Size(size(arg)?)),
         "any" => Ok(ReadUntil::Any(size(arg)?.max(1))),
-        "delimiter" => match arg {
-            Value::String(d) => Ok(ReadUntil::Delimiter(d.as_bytes().to_vec(), limit)),
-            _ => Err(mlua::Error::runtime("bad delimiter")),
-        },
+        "delimiter" => {
+            let one = |v: &Value| match v {
+                Value::String(d) => Ok(d.as_bytes().to_vec()),
+                _ => Err(mlua::Error::runtime("bad delimiter")),
+            };
+            let delimiters = match arg {
+                // Any of several, as 2.6's read{delimiter = {"\n\n", "\r\n\r\n"}} takes.
+                Value::Table(list) => list.sequence_values::<Value>().map(|v| one(&v?)).collect::<mlua::Result<_>>()?,
+                other => vec![one(other)?],
+            };
+            Ok(ReadUntil::Delimiter(delimiters, limit))
+        }
         _ => Err(mlua::Error::runtime("bad read kind")),
     }
 }
@@ -645,14 +654,18 @@ mod tests {
         assert_eq!(ReadUntil::Any(10).ready(b"abc"), Some(3));
         assert_eq!(ReadUntil::Any(2).ready(b"abc"), Some(2));
         assert_eq!(ReadUntil::Any(2).ready(b""), None);
-        let line = ReadUntil::Delimiter(b"\n".to_vec(), None);
+        let line = ReadUntil::Delimiter(vec![b"\n".to_vec()], None);
         assert_eq!(line.ready(b"ab\ncd\n"), Some(3));
         assert_eq!(line.ready(b"abc"), None);
-        let limited = ReadUntil::Delimiter(b"\r\n".to_vec(), Some(4));
+        let limited = ReadUntil::Delimiter(vec![b"\r\n".to_vec()], Some(4));
         assert_eq!(limited.ready(b"ab\r\n"), Some(4));
         assert_eq!(limited.ready(b"a\r\nb"), Some(3));
         assert_eq!(limited.ready(b"abcdef"), Some(4));
         assert_eq!(limited.ready(b"abc"), None);
+        let either = ReadUntil::Delimiter(vec![b"\n\n".to_vec(), b"\r\n\r\n".to_vec()], None);
+        assert_eq!(either.ready(b"GET / HTTP/1.0\r\n\r\nnext\n\n"), Some(18));
+        assert_eq!(either.ready(b"a\n\nb\r\n\r\n"), Some(3));
+        assert_eq!(either.ready(b"a\r\n"), None);
     }
 
     #[test]
