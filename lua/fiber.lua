@@ -229,9 +229,10 @@ local function wait_inline(f, deadline)
         if deadline ~= nil and t >= deadline then return false end
         local pause = internal.fiber_delay()
         if deadline ~= nil then pause = math.min(pause or math.huge, deadline - t) end
-        -- Nothing is due and nothing could wake it: the wait cannot end.
-        if pause == nil then return false end
-        if pause > 0 then native.sleep(pause) end
+        -- Waits for what other threads report (a socket, net.box, a child) until
+        -- `pause` ends; with no pause, until something comes. A stop signal
+        -- ends the script as 2.6's event loop does: shutdown triggers, status 0.
+        if native.wait_events(pause) then os.exit(0) end
     end
 end
 
@@ -370,6 +371,11 @@ function fiber.info()
     local t = {}
     for fid, f in pairs(fibers) do
         t[fid] = {name = f.name_, fid = fid, csw = 0, memory = {total = 0, used = 0}}
+    end
+    -- A script's main chunk before box.cfg is a fiber too (it joins `fibers` at box.cfg).
+    local main = inline_main()
+    if main ~= nil and t[main.fid] == nil then
+        t[main.fid] = {name = main.name_, fid = main.fid, csw = 0, memory = {total = 0, used = 0}}
     end
     return t
 end
@@ -698,14 +704,26 @@ function internal.fiber_run_unbound()
         local fid = internal.fiber_next()
         if fid == nil then break end
         if fibers[fid] ~= nil then resume(fibers[fid]) end
+        -- What other threads reported meanwhile (a socket ready, a reply) is
+        -- delivered between two fibers, as 2.6's loop polls between its turns.
+        native.wait_events(0)
     end
     return internal.fiber_delay()
+end
+
+-- Whether the script runs before its box.cfg{} (its fibers run without the executor).
+function internal.fiber_loop_unbound()
+    return internal.script_mode and not internal.booted or false
 end
 
 -- Whether the running code may wait for something (a net.box reply) by yielding:
 -- it is a fiber, and not a tokened call (one transaction, which must not yield).
 function internal.fiber_can_yield()
-    return current ~= nil and not current.atomic
+    if current == nil then
+        -- A script's main chunk before box.cfg waits by running the event loop itself.
+        return inline_main() ~= nil
+    end
+    return not current.atomic
 end
 
 -- How many fibers are alive (the script's main fiber included).

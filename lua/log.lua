@@ -28,6 +28,15 @@ local function timestamp(sep)
     return string.format('%s.%03d', os.date('%Y-%m-%d' .. sep .. '%H:%M:%S', s), math.floor(ns / 1e6))
 end
 
+-- The running fiber's id and name, as 2.6's prefix `main/<id>/<name>` shows them.
+local function fiber_tag()
+    local fiber = package.loaded.fiber
+    if fiber == nil then return 101, 'main' end
+    local ok, me = pcall(fiber.self)
+    if not ok or me == nil then return 101, 'main' end
+    return me:id(), me:name()
+end
+
 local function write(level, fmt, ...)
     if level > current_level() then return end
     local msg
@@ -45,6 +54,7 @@ local function write(level, fmt, ...)
         return
     end
     -- The caller's position: error() at level 3 names it as 2.6's log does.
+    local fid, fname = fiber_tag()
     local _, where = pcall(error, '', 3)
     local file, line = string.match(tostring(where), '^(.*):(%d+): $')
     file, line = file or '?', tonumber(line) or 0
@@ -56,15 +66,15 @@ local function write(level, fmt, ...)
             body = '"message": ' .. json.encode(msg)
         end
         native.log_write(string.format('{"time": "%s", "level": "%s", %s, "pid": %d , "cord_name": "main", ' ..
-            '"fiber_id": 101, "fiber_name": "main", "file": %s, "line": %d}', timestamp('T') .. os.date('%z'),
-            NAMES[level], body, native.pid(), json.encode(file), line))
+            '"fiber_id": %d, "fiber_name": %s, "file": %s, "line": %d}', timestamp('T') .. os.date('%z'),
+            NAMES[level], body, native.pid(), fid, json.encode(fname), json.encode(file), line))
         return
     end
     local where = ''
     if level == LEVELS.warn or level == LEVELS.error or level == LEVELS.syserror then
         where = string.format('%s:%d ', file, line)
     end
-    native.log_write(string.format('%s [%d] main/101/main %s%s> %s', timestamp(' '), native.pid(), where,
+    native.log_write(string.format('%s [%d] main/%d/%s %s%s> %s', timestamp(' '), native.pid(), fid, fname, where,
         LETTERS[level], msg))
 end
 
@@ -112,6 +122,15 @@ function box.internal.log_script_failure(text, where)
     end
     line(LEVELS.error, where ~= nil)
     line(LEVELS.fatal, false)
+end
+
+-- The script ended and the process stays up: 2.6 logs it at crit level under
+-- the cord's name (before box.cfg{}, the text alone).
+function box.internal.log_entering_event_loop()
+    if LEVELS.crit > current_level() then return end
+    local text = 'entering the event loop'
+    if not box.internal.booted then return native.log_write(text) end
+    native.log_write(string.format('%s [%d] main C> %s', timestamp(' '), native.pid(), text))
 end
 
 function log.pid() return native.pid() end

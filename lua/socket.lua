@@ -159,6 +159,10 @@ function internal.socket_accepted(id, h, from)
     end
     local fiber = require('fiber')
     fiber.new(function()
+        -- Named as 2.6 names a handler: the server's name and the peer's address.
+        if from ~= nil then
+            fiber.name(string.format('%s/%s:%s', l.name, from.host, from.port), {truncate = true})
+        end
         local s = wrap(h)
         local ok, err = pcall(l.handler, s, from)
         if not ok then require('log').error('socket.tcp_server handler: %s', tostring(err)) end
@@ -182,8 +186,22 @@ function socket.tcp_server(host, port, opts, timeout)
     local server = setmetatable({_l = l}, server_mt)
     -- Listed until closed (as 2.6's accept loop fiber keeps it): dropping the server
     -- object does not stop it.
-    listeners[l:id()] = {handler = handler, server = server}
+    local name = type(opts) == 'table' and opts.name or 'server'
+    listeners[l:id()] = {handler = handler, server = server, name = name}
     if prepare ~= nil then prepare(server) end
+    -- 2.6's accept loop is a fiber named after the address asked for; it logs
+    -- when it starts and stops, and keeps a script without box.cfg{} running.
+    -- Here a thread accepts, and the fiber stands for the loop.
+    local fiber = require('fiber')
+    server._closed = fiber.cond()
+    local loop_name = string.format('%s/%s:%s', name, host, port)
+    fiber.create(function()
+        fiber.name(loop_name, {truncate = true})
+        local log = require('log')
+        log.info('started')
+        while listeners[l:id()] ~= nil do server._closed:wait() end
+        log.info('stopped')
+    end)
     return server, l:name()
 end
 
@@ -191,6 +209,7 @@ function server_mt:name() return self._l:name() end
 server_mt.getsockname = server_mt.name
 function server_mt:close()
     listeners[self._l:id()] = nil
+    if self._closed ~= nil then self._closed:broadcast() end
     return self._l:close()
 end
 function server_mt:setsockopt() return true end
@@ -225,7 +244,10 @@ function socket.iowait(fd, events, timeout)
     if type(mask) ~= 'number' or mask < 1 or mask > 3 then error(IOWAIT_USAGE, 2) end
     local ready
     local waits, ticket = false, nil
-    if internal.fiber_can_yield() then
+    -- Before box.cfg{} the fibers that drain a descriptor may be this very
+    -- thread's: a helper's report could come after the pipe filled, so the
+    -- descriptor is polled in place between them, as 2.6's loop polls it.
+    if internal.fiber_can_yield() and not internal.fiber_loop_unbound() then
         -- A helper thread polls; the fiber waits for its outcome.
         waits, ticket = pcall(internal.socket_iowait, fd, mask, timeout, false)
     end

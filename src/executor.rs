@@ -422,6 +422,9 @@ impl Executor {
         let serving = script.listening || self.is_serving();
         if result.is_err() || serving || self.lua.fiber_count() > 0 {
             // As tarantool: a script that listens, or left fibers running, keeps the process up.
+            if result.is_ok() {
+                self.lua.log_entering_event_loop();
+            }
             let _ = script.events.send(ScriptEvent::Done { code: self.exit_code, serving: true });
         } else {
             let _ = script.notify.send(TxMessage::Shutdown);

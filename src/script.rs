@@ -124,28 +124,14 @@ fn fatal(lua: &LuaRuntime, e: &crate::error::BoxError) -> Failure {
 
 /// A script that ended without `box.cfg`: if it left fibers, they run on with no
 /// engine, and (as tarantool stays in its event loop) the process waits for a signal.
-fn run_without_box(
-    lua: &LuaRuntime,
-    mut rx: UnboundedReceiver<TxMessage>,
-    events: &UnboundedSender<ScriptEvent>,
-) -> Result<(), String> {
+fn run_without_box(lua: &LuaRuntime, events: &UnboundedSender<ScriptEvent>) -> Result<(), String> {
     if lua.fiber_count() == 0 {
         return Ok(());
     }
     let _ = events.send(ScriptEvent::Done { code: 0, serving: true });
-    let mut stopped = false;
-    lua.run_unbound_fibers(&mut || {
-        stopped = stopped
-            || matches!(
-                rx.try_recv(),
-                Ok(TxMessage::Shutdown) | Err(tokio::sync::mpsc::error::TryRecvError::Disconnected)
-            );
-        stopped
-    })
-    .map_err(|e| e.message)?;
-    while !stopped {
-        stopped = matches!(rx.blocking_recv(), Some(TxMessage::Shutdown) | None);
-    }
+    lua.log_entering_event_loop();
+    lua.run_unbound_fibers().map_err(|e| e.message)?;
+    lua.stop_unbound();
     Ok(())
 }
 
@@ -163,14 +149,23 @@ fn drive(
         return Err(Failure { text, status: 2, on_stdout: true });
     }
     let lua = LuaRuntime::new().map_err(|e| e.message)?;
+    // 2.6's event loop runs before box.cfg{}: so do socket, net.box and popen waits.
+    lua.set_tx_notify(notify.clone());
+    lua.open_inbox(rx, notify.clone());
     let co = lua.load_script(script, args).map_err(|e| fatal(&lua, &e))?;
     let opts = match lua.resume_unbound(&co).map_err(|e| fatal(&lua, &e))? {
         None => {
-            run_without_box(&lua, rx, events)?;
+            run_without_box(&lua, events)?;
             return Ok(0);
         }
         Some(opts) => opts,
     };
+    let Some((rx, stopped)) = lua.close_inbox() else { return Err("the TX channel is gone".to_owned().into()) };
+    if stopped {
+        // A stop signal came while the script ran up to box.cfg{}.
+        lua.stop_unbound();
+        return Ok(0);
+    }
     let cfg = read_cfg(&opts)?;
     let mode = cfg.wal_mode.unwrap_or(WalMode::Write);
     let (dir, store) = match mode {

@@ -16,6 +16,7 @@ pub mod crypto;
 pub mod decimal;
 pub mod dispatch;
 pub mod fio;
+pub mod inbox;
 pub mod key_def;
 pub mod native;
 pub mod netbox;
@@ -584,53 +585,17 @@ impl LuaRuntime {
 
     /// Hands a `net.box` reply to the fiber waiting on `ticket` (it runs at the next scheduling point).
     pub fn netbox_deliver(&self, ticket: u64, reply: netbox::NetReply) {
-        let deliver = || -> mlua::Result<()> {
-            let f: Function = internal_fn(&self.lua, "netbox_deliver")?;
-            let mut args = vec![Value::Number(ticket as f64)];
-            match reply {
-                Ok(reply) => {
-                    args.push(Value::Boolean(true));
-                    args.extend(netbox::reply_values(&self.lua, &reply)?);
-                }
-                Err(message) => {
-                    args.push(Value::Boolean(false));
-                    args.push(Value::String(self.lua.create_string(message)?));
-                }
-            }
-            f.call::<()>(MultiValue::from_vec(args))
-        };
-        if let Err(e) = deliver() {
-            tracing::warn!(error = %e, "net.box reply could not be delivered");
-        }
+        deliver_netbox(&self.lua, ticket, reply);
     }
 
     /// Hands a socket read or write outcome to the fiber waiting on `ticket`.
     pub fn socket_deliver(&self, ticket: u64, reply: socket::SocketReply) {
-        let deliver = || -> mlua::Result<()> {
-            let f: Function = internal_fn(&self.lua, "socket_deliver")?;
-            #[allow(clippy::cast_precision_loss, reason = "tickets stay far below 2^53")]
-            let ticket = Value::Number(ticket as f64);
-            match reply {
-                Ok(data) => f.call::<()>((ticket, true, self.lua.create_string(&data)?)),
-                Err((errno, text)) => f.call::<()>((ticket, false, errno, text)),
-            }
-        };
-        if let Err(e) = deliver() {
-            tracing::warn!(error = %e, "socket outcome could not be delivered");
-        }
+        deliver_socket(&self.lua, ticket, reply);
     }
 
     /// Starts the handler fiber of the `socket.tcp_server` that accepted `conn`.
     pub fn socket_accepted(&self, conn: socket::Accepted) {
-        let start = || -> mlua::Result<()> {
-            let listener = conn.listener;
-            let (sock, from) = socket::accepted(&self.lua, conn)?;
-            let f: Function = internal_fn(&self.lua, "socket_accepted")?;
-            f.call::<()>((listener, sock, from))
-        };
-        if let Err(e) = start() {
-            tracing::warn!(error = %e, "an accepted socket could not be handed to its handler");
-        }
+        start_accepted(&self.lua, conn);
     }
 
     /// How many fibers are alive.
@@ -690,22 +655,54 @@ impl LuaRuntime {
         (resumed, wait)
     }
 
-    /// Runs the fibers of a script that never called `box.cfg` (no engine bound) while
-    /// any is alive, until `stop` says to end.
-    pub fn run_unbound_fibers(&self, stop: &mut dyn FnMut() -> bool) -> BoxResult<()> {
-        let mut run = || -> mlua::Result<()> {
+    /// Runs the fibers of a script that never called `box.cfg` (no engine bound),
+    /// delivering what other threads report, until a stop signal; then (as
+    /// tarantool stays in its event loop) waits for one if the fibers all ended.
+    pub fn run_unbound_fibers(&self) -> BoxResult<()> {
+        let run = || -> mlua::Result<()> {
             let f: Function = internal_fn(&self.lua, "fiber_run_unbound")?;
-            while self.fiber_count() > 0 && !stop() {
-                let delay: Option<f64> = f.call(())?;
-                // Fibers waiting with no time (on a channel nobody feeds) wait until told to stop.
-                let pause = delay.unwrap_or(0.1).min(0.1);
-                if pause > 0.0 {
-                    std::thread::sleep(std::time::Duration::from_secs_f64(pause));
-                }
+            while !inbox::Inbox::stopped(&self.lua) {
+                let delay: Option<f64> = if self.fiber_count() > 0 { f.call(())? } else { None };
+                inbox::wait(&self.lua, delay);
             }
             Ok(())
         };
         run().map_err(|e| lua_err(&e))
+    }
+
+    /// Holds the TX channel for a script running before `box.cfg{}` (see [`inbox`]).
+    pub fn open_inbox(
+        &self,
+        rx: tokio::sync::mpsc::UnboundedReceiver<crate::executor::TxMessage>,
+        notify: tokio::sync::mpsc::UnboundedSender<crate::executor::TxMessage>,
+    ) {
+        inbox::Inbox::open(&self.lua, rx, notify);
+    }
+
+    /// Takes the TX channel back at `box.cfg{}`, and whether a stop signal came meanwhile.
+    #[must_use]
+    pub fn close_inbox(&self) -> Option<(tokio::sync::mpsc::UnboundedReceiver<crate::executor::TxMessage>, bool)> {
+        inbox::Inbox::close(&self.lua)
+    }
+
+    /// The script ended and the process stays up: logs it as 2.6 does.
+    pub fn log_entering_event_loop(&self) {
+        if let Err(e) = internal_fn(&self.lua, "log_entering_event_loop").and_then(|f| f.call::<()>(())) {
+            tracing::warn!(error = %e, "log");
+        }
+    }
+
+    /// A stop before `box.cfg{}`: runs the `box.ctl.on_shutdown` triggers (errors
+    /// are logged) and flushes Lua's standard streams, as 2.6 does on SIGTERM.
+    pub fn stop_unbound(&self) {
+        let stop = || -> mlua::Result<()> {
+            let run: Function = internal_fn(&self.lua, "run_shutdown_triggers")?;
+            run.call::<()>(())?;
+            self.lua.load("io.stdout:flush() io.stderr:flush()").exec()
+        };
+        if let Err(e) = stop() {
+            tracing::warn!(error = %e, "on_shutdown triggers");
+        }
     }
 
     /// Starts one console line (`require('console').eval`) in a fiber of its own:
@@ -1459,6 +1456,58 @@ fn is_map(v: &Value) -> bool {
 #[must_use]
 pub fn is_tuple(v: &Value) -> bool {
     matches!(v, Value::UserData(ud) if ud.borrow::<LuaTuple>().is_ok())
+}
+
+/// Hands a `net.box` reply to the fiber waiting on `ticket` (it runs at the next scheduling point).
+pub(crate) fn deliver_netbox(lua: &Lua, ticket: u64, reply: netbox::NetReply) {
+    let deliver = || -> mlua::Result<()> {
+        let f: Function = internal_fn(lua, "netbox_deliver")?;
+        #[allow(clippy::cast_precision_loss, reason = "tickets stay far below 2^53")]
+        let mut args = vec![Value::Number(ticket as f64)];
+        match reply {
+            Ok(reply) => {
+                args.push(Value::Boolean(true));
+                args.extend(netbox::reply_values(lua, &reply)?);
+            }
+            Err(message) => {
+                args.push(Value::Boolean(false));
+                args.push(Value::String(lua.create_string(message)?));
+            }
+        }
+        f.call::<()>(MultiValue::from_vec(args))
+    };
+    if let Err(e) = deliver() {
+        tracing::warn!(error = %e, "net.box reply could not be delivered");
+    }
+}
+
+/// Hands a socket read or write outcome to the fiber waiting on `ticket`.
+pub(crate) fn deliver_socket(lua: &Lua, ticket: u64, reply: socket::SocketReply) {
+    let deliver = || -> mlua::Result<()> {
+        let f: Function = internal_fn(lua, "socket_deliver")?;
+        #[allow(clippy::cast_precision_loss, reason = "tickets stay far below 2^53")]
+        let ticket = Value::Number(ticket as f64);
+        match reply {
+            Ok(data) => f.call::<()>((ticket, true, lua.create_string(&data)?)),
+            Err((errno, text)) => f.call::<()>((ticket, false, errno, text)),
+        }
+    };
+    if let Err(e) = deliver() {
+        tracing::warn!(error = %e, "socket outcome could not be delivered");
+    }
+}
+
+/// Starts the handler fiber of the `socket.tcp_server` that accepted `conn`.
+pub(crate) fn start_accepted(lua: &Lua, conn: socket::Accepted) {
+    let start = || -> mlua::Result<()> {
+        let listener = conn.listener;
+        let (sock, from) = socket::accepted(lua, conn)?;
+        let f: Function = internal_fn(lua, "socket_accepted")?;
+        f.call::<()>((listener, sock, from))
+    };
+    if let Err(e) = start() {
+        tracing::warn!(error = %e, "an accepted socket could not be handed to its handler");
+    }
 }
 
 #[cfg(test)]

@@ -198,16 +198,10 @@ pub fn create(lua: &Lua) -> mlua::Result<Table> {
     )?;
     t.set("strerror", lua.create_function(|_, n: i32| Ok(strerror(&std::io::Error::from_raw_os_error(n))))?)?;
     t.set("pid", lua.create_function(|_, ()| Ok(rustix::process::getpid().as_raw_nonzero().get()))?)?;
-    // Blocks the thread: only a script before box.cfg sleeps this way (nothing else runs then).
-    t.set(
-        "sleep",
-        lua.create_function(|_, seconds: f64| {
-            if seconds.is_finite() && seconds > 0.0 {
-                std::thread::sleep(std::time::Duration::from_secs_f64(seconds.min(3600.0)));
-            }
-            Ok(())
-        })?,
-    )?;
+    // Blocks the thread: only a script before box.cfg waits this way, for what
+    // other threads report (see `inbox`) or for `seconds` (nil: until something
+    // arrives). Returns whether a stop signal came.
+    t.set("wait_events", lua.create_function(|lua, seconds: Option<f64>| Ok(super::inbox::wait(lua, seconds)))?)?;
     t.set(
         "fiber_count",
         lua.create_function(|lua, n: usize| {
