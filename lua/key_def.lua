@@ -125,5 +125,10 @@ end
 key_def_mt.__serialize = methods.totable
 for name, method in pairs(methods) do key_def[name] = method end
 
+-- For the merger (lua/merger.lua): whether `v` is a key_def, and `value` (a
+-- tuple or table) as a tuple checked against the parts' field types.
+function box.internal.is_key_def(v) return getmetatable(v) == key_def_mt end
+function box.internal.key_def_tuple(kd, value) return checked(native.tuple(kd.native, value)) end
+
 package.loaded.key_def = key_def
 return key_def

@@ -85,6 +85,37 @@ fn check_part(i: usize, part: &Part, raw: &[u8]) -> Result<KeyPart, BoxError> {
         .ok_or_else(|| part_type_error(i, part))
 }
 
+/// Checks `tuple` as a tuple format made of `parts` checks it (the merger's
+/// sources): ER_FIELD_MISSING or ER_FIELD_TYPE, naming the field by number.
+fn check_format(parts: &[Part], tuple: &[u8]) -> Result<(), BoxError> {
+    let fields = split(tuple).map_err(|_| BoxError::new(code::TUPLE_NOT_ARRAY, "Tuple/Key must be MsgPack array"))?;
+    for part in parts {
+        let found = fields.get(part.field_no as usize).copied().and_then(|raw| match &part.path {
+            None => Some(raw),
+            Some(path) => match path.find(raw) {
+                Found::Value(v) => Some(v),
+                Found::Missing | Found::NotContainer { .. } => None,
+            },
+        });
+        let field = part.field_no + 1;
+        match found {
+            None if part.nullable => {}
+            None => {
+                return Err(BoxError::new(
+                    code::FIELD_MISSING,
+                    format!("Tuple field {field} required by space format is missing"),
+                ))
+            }
+            Some(raw) => {
+                KeyPart::read(&mut Reader::new(raw), part.ty, part.collation, part.nullable)
+                    .map_err(|_| BoxError::invalid_msgpack("tuple"))?
+                    .ok_or_else(|| BoxError::field_type(&field.to_string(), part.ty.name()))?;
+            }
+        }
+    }
+    Ok(())
+}
+
 /// The key of `tuple` under `parts`, ready to compare.
 fn key_of(parts: &[Part], tuple: &[u8]) -> Result<Key, BoxError> {
     let mut key = Key::with_capacity(parts.len());
@@ -209,6 +240,30 @@ pub fn create(lua: &Lua) -> mlua::Result<Table> {
             });
             match outcome {
                 Ok(order) => Ok((Value::Integer(sign(order)), Value::Nil, Value::Nil)),
+                Err(e) => failure(lua, &e),
+            }
+        })?,
+    )?;
+    // tuple(kd, value): a tuple or table as a tuple checked against the parts'
+    // field types, as a tuple format with these parts checks it.
+    t.set(
+        "tuple",
+        lua.create_function(|lua, (kd, value): (AnyUserData, Value)| {
+            let kd = kd.borrow::<KeyDef>()?;
+            if let Value::UserData(ud) = &value {
+                if let Ok(tuple) = ud.borrow::<LuaTuple>() {
+                    return match check_format(&kd.0, &tuple.0) {
+                        Ok(()) => Ok((value.clone(), Value::Nil, Value::Nil)),
+                        Err(e) => failure(lua, &e),
+                    };
+                }
+            }
+            let bytes = bytes_of(&value)?;
+            match check_format(&kd.0, &bytes) {
+                Ok(()) => {
+                    let tuple = LuaTuple(bytes.into(), std::rc::Rc::new(TupleFormat::default()));
+                    Ok((Value::UserData(lua.create_userdata(tuple)?), Value::Nil, Value::Nil))
+                }
                 Err(e) => failure(lua, &e),
             }
         })?,

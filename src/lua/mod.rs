@@ -60,7 +60,7 @@ const PRELUDE: &str = include_str!("../../lua/box.lua");
 const CONSOLE: &str = include_str!("../../lua/console.lua");
 const NET_BOX: &str = include_str!("../../lua/net_box.lua");
 /// Tarantool's Lua modules, each registered in `package.loaded` by its own file (in load order).
-const MODULES: [(&str, &str); 29] = [
+const MODULES: [(&str, &str); 30] = [
     ("=string.lua", include_str!("../../lua/string.lua")),
     ("=table.lua", include_str!("../../lua/table.lua")),
     ("=fiber.lua", include_str!("../../lua/fiber.lua")),
@@ -89,6 +89,7 @@ const MODULES: [(&str, &str); 29] = [
     ("=utf8.lua", include_str!("../../lua/utf8.lua")),
     ("=pickle.lua", include_str!("../../lua/pickle.lua")),
     ("=key_def.lua", include_str!("../../lua/key_def.lua")),
+    ("=builtin/box/merger.lua", include_str!("../../lua/merger.lua")),
     ("=builtin/sql.lua", include_str!("../../lua/sql.lua")),
 ];
 
