@@ -83,16 +83,27 @@ end
 local function usage(self, call)
     if getmetatable(self) ~= key_def_mt then error('Usage: key_def:' .. call, 3) end
 end
+-- 2.6 takes tuples as tuples or tables only (a key may be any value: it is
+-- refused later as not an array).
+local function tuple_arg(v)
+    if type(v) ~= 'table' and not box.tuple.is(v) then
+        error(make_error(nil, 'A tuple or a table expected, got ' .. type(v), 'IllegalParams'), 3)
+    end
+end
 function methods:extract_key(tuple)
     usage(self, 'extract_key(tuple)')
+    tuple_arg(tuple)
     return checked(native.extract_key(self.native, tuple))
 end
 function methods:compare(a, b)
     usage(self, 'compare(tuple_a, tuple_b)')
+    tuple_arg(a)
+    tuple_arg(b)
     return checked(native.compare(self.native, a, b))
 end
 function methods:compare_with_key(tuple, key)
     usage(self, 'compare_with_key(tuple, key)')
+    tuple_arg(tuple)
     return checked(native.compare_with_key(self.native, tuple, key))
 end
 

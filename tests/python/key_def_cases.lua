@@ -81,6 +81,14 @@ try('path not a string', key_def.new, {{fieldno = 2, type = 'unsigned', path = 5
 p(parts(pkd:merge(key_def.new({{fieldno = 2, type = 'unsigned', path = '.a[1]'}, {fieldno = 2, type = 'unsigned', path = 'k'}}))))
 -- Sorting with a key_def, as merge-style code does.
 local rows = {{'b', 2}, {'a', 2}, {'c', 1}, {'B', 1}}
+-- Tuples must be tuples or tables; keys are refused later.
+local kd1 = key_def.new({{fieldno = 1, type = 'unsigned'}})
+try('extract_key number', kd1.extract_key, kd1, 1)
+try('extract_key string', kd1.extract_key, kd1, 'x')
+try('compare number', kd1.compare, kd1, 1, {1})
+try('compare nil', kd1.compare, kd1, {1}, nil)
+try('compare_with_key number', kd1.compare_with_key, kd1, 1, {1})
+try('compare_with_key key number', kd1.compare_with_key, kd1, {1}, 1)
 table.sort(rows, function(a, b) return kd:compare(a, b) < 0 end)
 local out = {}
 for _, r in ipairs(rows) do out[#out + 1] = r[1] .. r[2] end
