@@ -69,6 +69,8 @@ end
 local conn_mt = {}
 conn_mt.__index = conn_mt
 
+local outcome_of -- (below)
+
 -- Fibers waiting for replies, and futures, by ticket; each reply is delivered here.
 local await_reply, deliver_reply
 local futures = {}
@@ -76,7 +78,12 @@ function internal.netbox_deliver(ticket, ok, code, body, pushes)
     local future = futures[ticket]
     if future ~= nil then
         futures[ticket] = nil
-        future.outcome = {ok = ok, code = code, body = body, pushes = pushes or {}}
+        local outcome = {ok = ok, code = code, body = body, pushes = pushes or {}}
+        if future._buffer ~= nil then
+            -- A reply into a buffer is copied as it arrives, as in 2.6.
+            outcome.result = {outcome_of(future._conn, ok, code, body, nil, future._buffer, future._skip_header)}
+        end
+        future.outcome = outcome
         future.cond:broadcast()
         return
     end
@@ -85,9 +92,9 @@ end
 
 -- Sends a request and yields until its reply: code, body, pushes (or raises the
 -- transport error).
-local function yielding_request(h, ty, body, token, timeout)
+local function yielding_request(h, ty, body, token, timeout, raw)
     if await_reply == nil then await_reply, deliver_reply = internal.ticket_waiters() end
-    local ticket = h:submit(ty, body, token, timeout)
+    local ticket = h:submit(ty, body, token, timeout, raw)
     -- On time-out the connection stays: the late reply is skipped when it comes.
     local done, ok, code, reply, pushes = await_reply(ticket, timeout)
     if not done then return nil end
@@ -95,13 +102,34 @@ local function yielding_request(h, ty, body, token, timeout)
     return code, reply, pushes
 end
 
+-- Copies a reply body (its msgpack bytes) into an ibuf, without the
+-- {[IPROTO_DATA] = ...} around the data with `skip_header`; the bytes copied.
+local function into_buffer(buf, bytes, skip_header)
+    local ffi = require('ffi')
+    local msgpack = require('msgpack')
+    local from, len = ffi.cast('const char *', bytes), #bytes
+    if skip_header then
+        local _, key_at = msgpack.decode_map_header(from, len)
+        local _, data_at = msgpack.decode(key_at, len - (key_at - from))
+        len = len - (data_at - from)
+        from = data_at
+    end
+    ffi.copy(buf:alloc(len), from, len)
+    return len
+end
+
 -- What a reply's body gives the caller: the data, converted as the method
--- converts it (rows into tuples, say), or the remote error.
-local function outcome_of(conn, ok, code, reply, convert)
+-- converts it (rows into tuples, say), or the remote error. With a buffer,
+-- the body (given as its bytes) goes into it and the caller gets its length.
+outcome_of = function(conn, ok, code, reply, convert, buf, skip_header)
     if not ok then
         -- (A connection closed by close() stays 'closed', as in 2.6.)
         if conn.state ~= 'closed' then conn.state, conn.error = 'error', tostring(code) end
         return false, box.error.new({code = ER_NO_CONNECTION, reason = tostring(code)})
+    end
+    if buf ~= nil then
+        if code >= 0x8000 then return false, remote_error(code, require('msgpack').decode(reply)) end
+        return true, into_buffer(buf, reply, skip_header)
     end
     if code >= 0x8000 then return false, remote_error(code, reply) end
     local data = reply and reply[K.DATA]
@@ -170,28 +198,33 @@ function conn_mt:_request(ty, body, opts, convert, method)
     if self.state ~= 'active' then no_connection(self.error) end
     local token = opts and opts.idempotent_token
     local timeout = (opts and opts.timeout) or self.opts.timeout
+    -- {buffer = ibuf}: the reply body's bytes go into it (`skip_header`: the data alone).
+    local buf = opts and opts.buffer
+    local skip_header = opts and opts.skip_header
+    local raw = buf ~= nil or nil
     if opts and opts.is_async then
-        local ticket = self._h:submit(ty, body, token, nil)
+        local ticket = self._h:submit(ty, body, token, nil, raw)
         local future = setmetatable({_conn = self, _convert = convert, _ticket = ticket, method = method,
+                                     _buffer = buf, _skip_header = skip_header,
                                      cond = require('fiber').cond()}, future_mt)
         futures[ticket] = future
         return future
     end
     local ok, code, reply, pushes
     if internal.fiber_can_yield() then
-        ok, code, reply, pushes = pcall(yielding_request, self._h, ty, body, token, timeout)
+        ok, code, reply, pushes = pcall(yielding_request, self._h, ty, body, token, timeout, raw)
     elseif self.to_self then
         -- Blocking here would stop the very server that has to answer.
         box.error({code = ER_NO_CONNECTION,
                    reason = 'net.box to the same instance cannot block: call it from a fiber, outside a tokened call'})
     else
-        ok, code, reply, pushes = pcall(self._h.request, self._h, ty, body, token, timeout)
+        ok, code, reply, pushes = pcall(self._h.request, self._h, ty, body, token, timeout, raw)
     end
     if ok and code == nil then box.error(box.error.TIMEOUT) end
     if ok and opts and opts.on_push then
         for _, push in ipairs(pushes or {}) do opts.on_push(opts.on_push_ctx, push_message(push)) end
     end
-    local good, result = outcome_of(self, ok, code, reply, convert)
+    local good, result = outcome_of(self, ok, code, reply, convert, buf, skip_header)
     if not good then error(result, 2) end
     return result
 end
@@ -203,7 +236,7 @@ end
 
 -- A call's or eval's values, unpacked (a future of their list when asynchronous).
 local function values(data, opts)
-    if opts and opts.is_async then return data end
+    if opts and (opts.is_async or opts.buffer ~= nil) then return data end
     return unpack(data or {}, 1, data and table.maxn(data) or 0)
 end
 
@@ -283,7 +316,15 @@ function index_mt:select(key, opts)
     return self._conn:_request(T.SELECT, select_body(self, key, opts), opts, tuples, 'select')
 end
 
+-- As 2.6's net.box refuses them, with the place it raises from.
+local function no_buffer(opts, method, line)
+    if opts and opts.buffer then
+        error(string.format("builtin/box/net_box.lua:%d: index:%s() doesn't support `buffer` argument", line, method), 0)
+    end
+end
+
 function index_mt:get(key, opts)
+    no_buffer(opts, 'get', 1527)
     opts = opts or {}
     local body = select_body(self, key, {limit = 2})
     return self._conn:_request(T.SELECT, body, opts, function(data)
@@ -294,15 +335,18 @@ function index_mt:get(key, opts)
 end
 
 function index_mt:min(key, opts)
+    no_buffer(opts, 'min', 1538)
     opts = opts or {}
     return self._conn:_request(T.SELECT, select_body(self, key, {iterator = 'GE', limit = 1}), opts, first_tuple, 'min')
 end
 function index_mt:max(key, opts)
+    no_buffer(opts, 'max', 1549)
     opts = opts or {}
     return self._conn:_request(T.SELECT, select_body(self, key, {iterator = 'LE', limit = 1}), opts, first_tuple, 'max')
 end
 
 function index_mt:count(key, opts)
+    no_buffer(opts, 'count', 1560)
     return self._conn:eval('local s, i, k = ... return box.space[s].index[i]:count(k)',
                            {self.space_id, self.id, key_of(key)}, opts)
 end

@@ -220,6 +220,10 @@ impl NetConn {
 }
 
 /// A request as Lua gives it: type, encoded body and token, timeout.
+/// A request's Lua arguments: type, body, token, timeout, and whether the reply
+/// body goes back as bytes.
+type RequestCall = (u64, Value, Value, Option<f64>, Option<bool>);
+
 struct RequestArgs {
     ty: u64,
     body: Vec<u8>,
@@ -243,9 +247,20 @@ fn request_args(ty: u64, body: &Value, token: &Value, timeout: Option<f64>) -> m
     Ok(RequestArgs { ty, body: encoded, token, timeout })
 }
 
-/// A reply as the Lua values `code, body, pushes` (bodies decoded; an empty body
-/// is nil; the pushes a list of their bodies).
-pub fn reply_values(lua: &Lua, reply: &Reply) -> mlua::Result<MultiValue> {
+thread_local! {
+    /// Tickets whose reply body goes to Lua as its bytes (`{buffer = ibuf}`).
+    static RAW_TICKETS: std::cell::RefCell<std::collections::HashSet<u64>> = std::cell::RefCell::default();
+}
+
+/// Whether the reply to `ticket` was asked for as bytes (forgets the ticket).
+pub fn take_raw(ticket: u64) -> bool {
+    RAW_TICKETS.with(|raw| raw.borrow_mut().remove(&ticket))
+}
+
+/// A reply as the Lua values `code, body, pushes` (bodies decoded, or with `raw`
+/// the body as a string of its msgpack bytes; an empty body is nil; the pushes a
+/// list of their bodies).
+pub fn reply_values(lua: &Lua, reply: &Reply, raw: bool) -> mlua::Result<MultiValue> {
     let decode = |bytes: &[u8]| -> mlua::Result<Value> {
         if bytes.is_empty() {
             return Ok(Value::Nil);
@@ -257,7 +272,8 @@ pub fn reply_values(lua: &Lua, reply: &Reply) -> mlua::Result<MultiValue> {
         pushes.raw_set(i + 1, decode(push)?)?;
     }
     #[allow(clippy::cast_precision_loss, reason = "reply codes are small")]
-    Ok(MultiValue::from_vec(vec![Value::Number(reply.code as f64), decode(&reply.body)?, Value::Table(pushes)]))
+    let body = if raw { Value::String(lua.create_string(&reply.body)?) } else { decode(&reply.body)? };
+    Ok(MultiValue::from_vec(vec![Value::Number(reply.code as f64), body, Value::Table(pushes)]))
 }
 
 fn read_frame(stream: &mut impl Read) -> mlua::Result<Vec<u8>> {
@@ -284,20 +300,21 @@ fn read_frame(stream: &mut impl Read) -> mlua::Result<Vec<u8>> {
 
 impl UserData for NetConn {
     fn add_methods<M: UserDataMethods<Self>>(methods: &mut M) {
-        // request(type, body, token, timeout) -> code, body, pushes (Lua tables): blocks until the reply.
-        methods.add_method_mut("request", |lua, this, (ty, body, token, timeout): (u64, Value, Value, Option<f64>)| {
+        // request(type, body, token, timeout[, raw]) -> code, body, pushes (Lua
+        // tables; with raw the body's bytes): blocks until the reply.
+        methods.add_method_mut("request", |lua, this, (ty, body, token, timeout, raw): RequestCall| {
             let args = request_args(ty, &body, &token, timeout)?;
             let (tx, rx) = mpsc::channel();
             this.submit(&args, ReplyTo::Direct(tx))?;
             match rx.recv() {
-                Ok(Ok(reply)) => reply_values(lua, &reply),
+                Ok(Ok(reply)) => reply_values(lua, &reply, raw.unwrap_or(false)),
                 Ok(Err(e)) => Err(mlua::Error::runtime(e)),
                 Err(_) => Err(mlua::Error::runtime("Connection closed")),
             }
         });
-        // submit(type, body, token, timeout) -> ticket: the reply reaches the TX thread
-        // later (box.internal.netbox_deliver), while the calling fiber waits.
-        methods.add_method_mut("submit", |lua, this, (ty, body, token, timeout): (u64, Value, Value, Option<f64>)| {
+        // submit(type, body, token, timeout[, raw]) -> ticket: the reply reaches the TX
+        // thread later (box.internal.netbox_deliver), while the calling fiber waits.
+        methods.add_method_mut("submit", |lua, this, (ty, body, token, timeout, raw): RequestCall| {
             let notify = lua
                 .app_data_ref::<TxNotify>()
                 .map(|n| n.0.clone())
@@ -308,6 +325,9 @@ impl UserData for NetConn {
             // reply is read (and skipped) instead of breaking the connection.
             let args = RequestArgs { timeout: None, ..args };
             this.submit(&args, ReplyTo::Tx(ticket, notify))?;
+            if raw == Some(true) {
+                RAW_TICKETS.with(|tickets| tickets.borrow_mut().insert(ticket));
+            }
             Ok(ticket)
         });
         methods.add_method("scramble", |lua, this, password: mlua::LuaString| {

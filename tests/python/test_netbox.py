@@ -3,6 +3,7 @@ loading and reload, CRUD, call/eval, errors, async requests, close and wait_conn
 import os
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -66,3 +67,15 @@ def test_net_box_and_errors_as_the_errors_module_needs(tmp_path):
     lines = same_output_on_both(tmp_path, "errors_needs.lua", ERRORS_MODULE_NEEDS, 11)
     assert lines[0] == "error | cdata | boom! | >boom | boomboom"
     assert lines[1] == "holes | 3 | cdata | cdata<void *>: NULL | boolean"
+
+
+def test_replies_into_a_buffer_as_2_6(tmp_path):
+    """{buffer = ibuf} on call, eval, select, insert, replace, update, upsert and
+    delete puts the reply body's bytes (skip_header: the data alone) into the
+    buffer and returns their count, also for is_async futures; calls append;
+    get/min/max/count refuse a buffer with 2.6's text; a remote error raises."""
+    lines = same_output_on_both(
+        tmp_path, "netbox_buffer_cases.lua", (Path(__file__).parent / "netbox_buffer_cases.lua").read_text(), 36
+    )
+    assert "select skip\ttrue\tnumber\t22\tdd000000029301a161cb3ff80000000000009202a162" in lines
+    assert "appended\tdd0000000101dd0000000102" in lines
