@@ -167,6 +167,9 @@ fn number<T: std::str::FromStr>(s: &str) -> Result<T, String> {
 /// and `unix/:/path` into the socket's path (any address with a '/' is one).
 #[must_use]
 pub fn normalize_listen(s: &str) -> String {
+    // A listen URI may carry `login:password@` (vshard gives its replicas' URIs
+    // so): a server listens on the address and ignores the credentials, as 2.6.
+    let s = s.rsplit_once('@').map_or(s, |(_, address)| address);
     if let Some(path) = s.strip_prefix("unix/:") {
         path.to_owned()
     } else if !s.is_empty() && s.chars().all(|c| c.is_ascii_digit()) {
@@ -189,5 +192,7 @@ mod tests {
         assert!(parse_args(["--bogus".into()]).is_err());
         assert_eq!(normalize_listen("unix/:/run/app.sock"), "/run/app.sock");
         assert_eq!(normalize_listen("unix/:./app.sock"), "./app.sock");
+        assert_eq!(normalize_listen("storage:secret@127.0.0.1:3301"), "127.0.0.1:3301");
+        assert_eq!(normalize_listen("admin:pw@unix/:/run/app.sock"), "/run/app.sock");
     }
 }

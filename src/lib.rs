@@ -69,7 +69,7 @@ pub fn run(config: config::Config) -> Result<(), BoxedError> {
     let wake_notify = tx.clone();
     let tx_thread = std::thread::Builder::new().name("tx".into()).spawn(move || {
         // The engine holds `Rc`s: it is built on, and never leaves, this thread.
-        let booted = boot(dir.as_ref(), store, admin_password, wal_notify);
+        let booted = boot(dir.as_ref(), store, admin_password, wal_notify, &storage::recovery::Identity::default());
         match booted {
             Ok((engine, uuid, wal, wal_thread, clock_ms)) => match lua::LuaRuntime::new() {
                 Ok(lua) => {
@@ -151,13 +151,11 @@ pub(crate) fn boot(
     store: Option<FjallStore>,
     admin_password: Option<String>,
     notify: tokio::sync::mpsc::UnboundedSender<TxMessage>,
+    wanted: &storage::recovery::Identity,
 ) -> Result<Booted, String> {
     let (mut engine, uuid) = match (dir, store.as_ref()) {
-        (Some(dir), Some(store)) => storage::recovery::open_engine(dir, store).map_err(|e| e.to_string())?,
-        _ => {
-            let uuid = uuid::Uuid::new_v4();
-            (engine::Engine::bootstrap(&uuid).map_err(|e| e.to_string())?, uuid)
-        }
+        (Some(dir), Some(store)) => storage::recovery::open_engine(dir, store, wanted).map_err(|e| e.to_string())?,
+        _ => wanted.bootstrap().map_err(|e| e.to_string())?,
     };
     if let Some(pw) = admin_password {
         engine.set_password(user_id::ADMIN, pw.as_bytes()).map_err(|e| e.to_string())?;

@@ -38,6 +38,7 @@ struct BootCfg {
     dir: PathBuf,
     wal_mode: Option<WalMode>,
     idempotency: Settings,
+    identity: crate::storage::recovery::Identity,
     values: Vec<(String, String)>,
 }
 
@@ -63,6 +64,15 @@ fn read_cfg(opts: &Table) -> Result<BootCfg, String> {
                 cfg.wal_mode = Some(WalMode::parse(&value).ok_or_else(|| {
                     format!("Incorrect value for option 'wal_mode': expected none, write or fsync, got '{value}'")
                 })?);
+            }
+            "instance_uuid" | "replicaset_uuid" => {
+                let parsed =
+                    uuid::Uuid::parse_str(&value).map_err(|_| format!("Incorrect value for option '{k}': {value}"))?;
+                if k == "instance_uuid" {
+                    cfg.identity.instance = Some(parsed);
+                } else {
+                    cfg.identity.replicaset = Some(parsed);
+                }
             }
             "idempotency_mode" => {
                 cfg.idempotency.mode = Mode::parse(&value).ok_or("Incorrect value for option 'idempotency_mode'")?;
@@ -176,7 +186,9 @@ fn drive(
             (Some(dir), Some(store))
         }
     };
-    let (engine, uuid, wal, wal_thread, clock_ms) = crate::boot(dir.as_ref(), store, None, notify.clone())?;
+    let (engine, uuid, wal, wal_thread, clock_ms) =
+        crate::boot(dir.as_ref(), store, None, notify.clone(), &cfg.identity)
+            .map_err(|e| format!("can't initialize storage: {e}"))?;
     let window = Window::new(cfg.idempotency.clone(), clock_ms, &engine);
     let mut values = cfg.values.clone();
     values.push(("wal_mode".into(), mode.name().into()));

@@ -163,6 +163,12 @@ fn str_key(s: &[u8]) -> value::Key {
 impl Engine {
     /// An engine holding Tarantool 2.6's bootstrap catalogue.
     pub fn bootstrap(instance_uuid: &uuid::Uuid) -> BoxResult<Self> {
+        Self::bootstrap_with(instance_uuid, instance_uuid)
+    }
+
+    /// [`Self::bootstrap`] with the replica set's uuid (`_schema`'s cluster row)
+    /// given apart (`box.cfg{replicaset_uuid}`).
+    pub fn bootstrap_with(instance_uuid: &uuid::Uuid, replicaset_uuid: &uuid::Uuid) -> BoxResult<Self> {
         let mut rows: Vec<(u32, Vec<u8>)> = catalog::bootstrap_rows().collect();
         // oncebox's own system space, `_idempotency`.
         rows.push((space_id::SPACE, crate::idempotency::space_row()));
@@ -175,7 +181,7 @@ impl Engine {
         let mut cluster = Vec::new();
         write::array_len(&mut cluster, 2);
         write::str(&mut cluster, b"cluster");
-        write::str(&mut cluster, uuid.as_bytes());
+        write::str(&mut cluster, replicaset_uuid.hyphenated().to_string().as_bytes());
         extra.push((space_id::SCHEMA, cluster));
         let mut replica = Vec::new();
         write::array_len(&mut replica, 2);
@@ -186,6 +192,16 @@ impl Engine {
             engine.load_row(sid, &t)?;
         }
         Ok(engine)
+    }
+
+    /// The replica set's uuid, as `_schema`'s cluster row keeps it.
+    #[must_use]
+    pub fn replicaset_uuid(&self) -> Option<String> {
+        let pk = self.spaces.get(&space_id::SCHEMA)?.primary()?;
+        let tuple = pk.get(&str_key(b"cluster"))?;
+        let fields = tuple::split(tuple).ok()?;
+        let mut r = crate::protocol::msgpack::Reader::new(fields.get(1)?);
+        r.read_str().ok().map(|s| String::from_utf8_lossy(s).into_owned())
     }
 
     /// Every row the engine holds, as (space id, tuple), system spaces first.

@@ -60,7 +60,7 @@ const PRELUDE: &str = include_str!("../../lua/box.lua");
 const CONSOLE: &str = include_str!("../../lua/console.lua");
 const NET_BOX: &str = include_str!("../../lua/net_box.lua");
 /// Tarantool's Lua modules, each registered in `package.loaded` by its own file (in load order).
-const MODULES: [(&str, &str); 30] = [
+const MODULES: [(&str, &str); 31] = [
     ("=string.lua", include_str!("../../lua/string.lua")),
     ("=table.lua", include_str!("../../lua/table.lua")),
     ("=fiber.lua", include_str!("../../lua/fiber.lua")),
@@ -69,6 +69,7 @@ const MODULES: [(&str, &str); 30] = [
     ("=clock.lua", include_str!("../../lua/clock.lua")),
     ("=log.lua", include_str!("../../lua/log.lua")),
     ("=fun.lua", include_str!("../../lua/fun.lua")),
+    ("=builtin/internal.trigger.lua", include_str!("../../lua/trigger.lua")),
     ("=yaml.lua", include_str!("../../lua/yaml.lua")),
     ("=tap.lua", include_str!("../../lua/tap.lua")),
     ("=tuple.lua", include_str!("../../lua/tuple.lua")),

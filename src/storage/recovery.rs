@@ -11,14 +11,48 @@ use crate::engine::tuple::Tuple;
 use crate::engine::Engine;
 use crate::executor::row_ops;
 
+/// The uuids `box.cfg{}` asked for: a new directory takes them, an existing one
+/// must have them (as 2.6 checks `instance_uuid` and `replicaset_uuid`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Identity {
+    /// `instance_uuid`.
+    pub instance: Option<uuid::Uuid>,
+    /// `replicaset_uuid`.
+    pub replicaset: Option<uuid::Uuid>,
+}
+
+impl Identity {
+    /// An engine holding the bootstrap catalogue under these uuids (new ones
+    /// where none was asked for; the replica set's is then the instance's).
+    pub fn bootstrap(&self) -> Result<(Engine, uuid::Uuid), StoreError> {
+        let instance = self.instance.unwrap_or_else(uuid::Uuid::new_v4);
+        let replicaset = self.replicaset.unwrap_or(instance);
+        let engine =
+            Engine::bootstrap_with(&instance, &replicaset).map_err(|e| StoreError(format!("bootstrap: {e}")))?;
+        Ok((engine, instance))
+    }
+
+    /// Refuses a directory made under other uuids, with 2.6's messages.
+    fn check(&self, instance: &uuid::Uuid, replicaset: Option<&str>) -> Result<(), StoreError> {
+        if let Some(wanted) = self.instance.filter(|w| w != instance) {
+            return Err(StoreError(format!("Instance UUID mismatch: expected {wanted}, got {instance}")));
+        }
+        if let (Some(wanted), Some(got)) = (self.replicaset, replicaset) {
+            if wanted.hyphenated().to_string() != got {
+                return Err(StoreError(format!("Replica set UUID mismatch: expected {wanted}, got {got}")));
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Builds the engine from `store`, initializing it first if the directory is new.
 ///
 /// Returns the engine and the instance uuid recorded in the directory.
-pub fn open_engine(dir: &DataDir, store: &FjallStore) -> Result<(Engine, uuid::Uuid), StoreError> {
+pub fn open_engine(dir: &DataDir, store: &FjallStore, wanted: &Identity) -> Result<(Engine, uuid::Uuid), StoreError> {
     let started = Instant::now();
     if dir.is_new {
-        let uuid = uuid::Uuid::new_v4();
-        let engine = Engine::bootstrap(&uuid).map_err(|e| StoreError(format!("bootstrap: {e}")))?;
+        let (engine, uuid) = wanted.bootstrap()?;
         store.initialize(&uuid, row_ops(&engine.all_rows()))?;
         dir.write_format().map_err(|e| StoreError(format!("writing the FORMAT file: {e}")))?;
         tracing::info!(elapsed_ms = started.elapsed().as_millis(), "initialized a new data directory");
@@ -30,6 +64,7 @@ pub fn open_engine(dir: &DataDir, store: &FjallStore) -> Result<(Engine, uuid::U
         tracing::info!(from = dir.version, "data directory upgraded");
     }
     let uuid = store.instance_uuid()?.ok_or_else(|| StoreError("damaged data directory: no instance uuid".into()))?;
+    wanted.check(&uuid, None)?;
     let mut space_rows = Vec::new();
     store.for_each_in_space(space_id::SPACE, |t| {
         space_rows.push(t.to_vec());
@@ -69,6 +104,7 @@ pub fn open_engine(dir: &DataDir, store: &FjallStore) -> Result<(Engine, uuid::U
         load_space(&mut engine, (crate::idempotency::SPACE_ID, records))?;
     }
     tracing::info!(rows, elapsed_ms = started.elapsed().as_millis(), "recovered data directory");
+    wanted.check(&uuid, engine.replicaset_uuid().as_deref())?;
     // Directories made before `_idempotency` existed get it now.
     if engine.ensure_idempotency_space().map_err(|e| StoreError(format!("creating _idempotency: {e}")))? {
         store.write(row_ops(&engine.take_changes()))?;

@@ -306,3 +306,54 @@ def test_space_options_is_local_and_formats_as_2_6(tmp_path):
     lines = same_output_on_both(tmp_path, "space_options.lua", SPACE_OPTIONS, 29)
     assert "is_local\ttrue\ttrue\t{\"group_id\":1}" in lines
     assert "format\tis_nullable=false,name=a,scale=x,type=any" in lines
+
+
+def test_internal_trigger_lists_as_2_6(tmp_path):
+    """require('internal.trigger'): append, list, run in order, replace, remove,
+    callable tables, and the usage and not-found errors with 2.6's places."""
+    from pathlib import Path
+
+    source = (Path(__file__).parent / "trigger_cases.lua").read_text()
+    lines = same_output_on_both(tmp_path, "trigger_cases.lua", source, 19)
+    assert "false\tbuiltin/internal.trigger.lua:44: on_x: trigger is not found" in lines
+
+
+IDENTITY = r"""
+local listen = 'storage:secret@127.0.0.1:' .. os.getenv('LISTEN'):match(':(%d+)$')
+local ok, e = pcall(box.cfg, {work_dir = os.getenv('WORK'), listen = listen, log_level = 1,
+                              instance_uuid = '8a274925-a26d-47fc-9e1b-af88ce939412',
+                              replicaset_uuid = 'cbf06940-0790-498b-948d-042b62cf3d29'})
+print('cfg', ok, e)
+print(box.info.uuid, box.info.cluster.uuid, box.space._schema:get('cluster')[2], box.space._cluster:get(1)[2])
+box.schema.user.grant('guest', 'super', nil, nil, {if_not_exists = true})
+local fiber = require('fiber')
+local f = fiber.create(function()
+    -- The listen URI's credentials are not part of the address.
+    local c = require('net.box').connect('127.0.0.1:' .. os.getenv('LISTEN'):match(':(%d+)$'))
+    print('connected', c:ping(), c.peer_uuid)
+    c:close()
+end)
+f:set_joinable(true)
+f:join()
+os.exit(0)
+"""
+
+IDENTITY_AGAIN = r"""
+box.cfg{work_dir = os.getenv('WORK'), log_level = 1}
+print('restart', box.info.uuid, box.info.cluster.uuid)
+os.exit(0)
+"""
+
+
+def test_instance_and_replicaset_uuids_and_a_listen_uri_with_credentials_as_2_6(tmp_path, monkeypatch):
+    """box.cfg{instance_uuid, replicaset_uuid} name a new instance (box.info,
+    _schema's cluster row, _cluster) and are kept across restarts; listen takes
+    a URI with login:password@ (vshard gives its replicas' URIs so)."""
+    from conftest import free_port, scripts_in_turn_on_both
+
+    monkeypatch.setenv("LISTEN", f"127.0.0.1:{free_port()}")
+    tarantool, oncebox = scripts_in_turn_on_both(tmp_path, [("identity.lua", IDENTITY), ("again.lua", IDENTITY_AGAIN)])
+    assert oncebox == tarantool
+    assert tarantool[1].startswith("8a274925-a26d-47fc-9e1b-af88ce939412\tcbf06940-0790-498b-948d-042b62cf3d29")
+    assert tarantool[2] == "connected\ttrue\t8a274925-a26d-47fc-9e1b-af88ce939412"
+    assert tarantool[3] == "restart\t8a274925-a26d-47fc-9e1b-af88ce939412\tcbf06940-0790-498b-948d-042b62cf3d29"
