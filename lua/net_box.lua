@@ -69,7 +69,7 @@ end
 local conn_mt = {}
 conn_mt.__index = conn_mt
 
-local outcome_of -- (below)
+local outcome_of, disconnected, await_connecting -- (below)
 
 -- Fibers waiting for replies, and futures, by ticket; each reply is delivered here.
 local await_reply, deliver_reply
@@ -124,7 +124,7 @@ end
 outcome_of = function(conn, ok, code, reply, convert, buf, skip_header)
     if not ok then
         -- (A connection closed by close() stays 'closed', as in 2.6.)
-        if conn.state ~= 'closed' then conn.state, conn.error = 'error', tostring(code) end
+        if conn.state ~= 'closed' then disconnected(conn, 'error', tostring(code)) end
         return false, box.error.new({code = ER_NO_CONNECTION, reason = tostring(code)})
     end
     if buf ~= nil then
@@ -195,7 +195,12 @@ local function push_message(push) return push and push[K.DATA] and push[K.DATA][
 -- Sends a request; the reply's data, converted by `convert` (nil: as it is).
 -- With opts.is_async, a future of it instead; opts.on_push gets each push message.
 function conn_mt:_request(ty, body, opts, convert, method)
-    if self.state ~= 'active' then no_connection(self.error) end
+    if self._connecting ~= nil and self._connector ~= require('fiber').self() then
+        await_connecting(self, (opts and opts.timeout) or self.opts.timeout)
+    end
+    if self.state ~= 'active' and self.state ~= 'fetch_schema' and self.state ~= 'auth' then
+        no_connection(self.error)
+    end
     local token = opts and opts.idempotent_token
     local timeout = (opts and opts.timeout) or self.opts.timeout
     -- {buffer = ibuf}: the reply body's bytes go into it (`skip_header`: the data alone).
@@ -273,14 +278,40 @@ function conn_mt:execute(sql, params, _, opts)
     return self:_request(T.EXECUTE, body, opts, sql_result, 'execute')
 end
 
+-- A connection made with {wait_connected = false} connects in a fiber of its
+-- own; until then, callers wait for it (at most `timeout` seconds).
+await_connecting = function(self, timeout)
+    local deadline = timeout and (require('fiber').clock() + timeout)
+    while self._connecting ~= nil do
+        local left = deadline and (deadline - require('fiber').clock())
+        if left ~= nil and left <= 0 then break end
+        self._connecting:wait(left)
+    end
+end
+
 function conn_mt:is_connected() return self.state == 'active' end
-function conn_mt:wait_connected() return self.state == 'active' end
+function conn_mt:wait_connected(timeout)
+    await_connecting(self, timeout)
+    return self.state == 'active'
+end
 function conn_mt:wait_state(state) return self.state == state end
+
+-- conn:on_connect / on_disconnect / on_schema_reload(new[, old]): 2.6's trigger
+-- lists; each trigger gets the connection.
+function conn_mt:on_connect(new, old) return self._on_connect(new, old) end
+function conn_mt:on_disconnect(new, old) return self._on_disconnect(new, old) end
+function conn_mt:on_schema_reload(new, old) return self._on_schema_reload(new, old) end
+
+-- The connection stops being active: on_disconnect triggers see it still so.
+disconnected = function(self, state, reason)
+    local was_active = self.state == 'active'
+    if was_active then pcall(self._on_disconnect.run, self._on_disconnect, self) end
+    self.state, self.error = state, reason
+end
 
 function conn_mt:close()
     if self._h then self._h:close() end
-    self.state = 'closed'
-    self.error = 'Connection closed'
+    disconnected(self, 'closed', 'Connection closed')
 end
 
 local function key_of(key)
@@ -404,8 +435,11 @@ function conn_mt:reload_schema()
         end
     end
     self.space = space
+    self._on_schema_reload:run(self)
     return true
 end
+
+local establish -- (below)
 
 function net_box.connect(uri, opts, ...)
     if type(opts) == 'number' or type(opts) == 'string' then
@@ -416,19 +450,40 @@ function net_box.connect(uri, opts, ...)
     local host, port, user, password = parse_uri(uri)
     user = opts.user or user
     password = opts.password or password or ''
-    local self = setmetatable({host = host, port = port, opts = opts, state = 'initial', space = {}}, conn_mt)
+    local trigger = require('internal.trigger')
+    local self = setmetatable({host = host, port = port, opts = opts, state = 'initial', space = {},
+                               _on_connect = trigger.new('on_connect'), _on_disconnect = trigger.new('on_disconnect'),
+                               _on_schema_reload = trigger.new('on_schema_reload')}, conn_mt)
     local number = tonumber(port)
     if number ~= nil and (number < 0 or number > 65535 or number % 1 ~= 0) then
         self.state, self.error = 'error', 'Connection refused'
         return self
     end
+    if opts.wait_connected == false then
+        -- As 2.6: back at once, 'initial'; a fiber connects (requests wait for it).
+        local fiber = require('fiber')
+        self._connecting = fiber.cond()
+        self._connector = fiber.new(function()
+            establish(self, host, port, user, password, opts)
+            local connecting = self._connecting
+            self._connecting, self._connector = nil, nil
+            connecting:broadcast()
+        end)
+        return self
+    end
+    establish(self, host, port, user, password, opts)
+    return self
+end
+
+-- Connects, authenticates and loads the schema; the state tells how it went.
+establish = function(self, host, port, user, password, opts)
     local h, reason = internal.netbox_connect(host or 'localhost', tostring(port),
                                               opts.connect_timeout or opts.timeout or 10)
     if h == nil then
         self.state, self.error = 'error', reason
-        return self
+        return
     end
-    self._h, self.state = h, 'active'
+    self._h, self.state = h, 'auth'
     local peer = string.match(h:greeting(), '(%x+%-%x+%-%x+%-%x+%-%x+)%s*$')
     self.peer_uuid = peer
     local major, minor, patch = string.match(h:greeting(), '^Tarantool (%d+)%.(%d+)%.(%d+)')
@@ -443,12 +498,23 @@ function net_box.connect(uri, opts, ...)
         if not aok then
             self:close()
             self.state, self.error = 'error', type(err) == 'table' and err.message or tostring(err)
-            return self
+            return
         end
     end
+    self.state = 'fetch_schema'
     local sok, err = pcall(self.reload_schema, self)
-    if not sok then self.state, self.error = 'error', type(err) == 'table' and err.message or tostring(err) end
-    return self
+    if not sok then
+        self.state, self.error = 'error', type(err) == 'table' and err.message or tostring(err)
+        return
+    end
+    -- 2.6's order: the schema's triggers, then on_connect (still fetching the schema).
+    local tok, terr = pcall(self._on_connect.run, self._on_connect, self)
+    if not tok then
+        self:close()
+        self.state, self.error = 'error', type(terr) == 'table' and terr.message or tostring(terr)
+        return
+    end
+    self.state = 'active'
 end
 net_box.new = net_box.connect
 

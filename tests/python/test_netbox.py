@@ -79,3 +79,20 @@ def test_replies_into_a_buffer_as_2_6(tmp_path):
     )
     assert "select skip\ttrue\tnumber\t22\tdd000000029301a161cb3ff80000000000009202a162" in lines
     assert "appended\tdd0000000101dd0000000102" in lines
+
+
+def test_connection_triggers_and_connecting_in_the_background_as_2_6(tmp_path):
+    """{wait_connected = false} returns at once in state 'initial' and a fiber
+    connects; on_connect, on_disconnect and on_schema_reload are 2.6's trigger
+    lists (set, list, errors) and run in 2.6's order with the connection; a
+    trigger set after a waited connect does not run; close() runs on_disconnect
+    while the state still says 'active'."""
+    lines = same_output_on_both(
+        tmp_path, "netbox_triggers_cases.lua", (Path(__file__).parent / "netbox_triggers_cases.lua").read_text(), 12
+    )
+    assert lines[-4:] == [
+        "state after connect initial",
+        "on_schema_reload true",
+        "on_connect true fetch_schema",
+        "on_disconnect true active",
+    ], lines
