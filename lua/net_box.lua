@@ -330,8 +330,14 @@ local function tuples(data)
     return out
 end
 
+-- An index object has 2.6's fields (id, name, type, unique, parts, space); its
+-- methods find the space id and connection through `space`.
 local index_mt = {}
-index_mt.__index = index_mt
+index_mt.__index = function(self, key)
+    if key == 'space_id' then return rawget(self, 'space').id end
+    if key == '_conn' then return rawget(self, 'space')._conn end
+    return index_mt[key]
+end
 
 local function first_tuple(data) return tuples(data)[1] end
 
@@ -413,24 +419,56 @@ function space_mt:get(key, opts) return self.index[0]:get(key, opts) end
 function space_mt:update(key, ops, opts) return self.index[0]:update(key, ops, opts) end
 function space_mt:delete(key, opts) return self.index[0]:delete(key, opts) end
 function space_mt:count(key, opts) return self.index[0]:count(key, opts) end
+function space_mt:format(format)
+    if format ~= nil then box.error(box.error.UNSUPPORTED, 'net.box', 'setting space format') end
+    return self._format
+end
 function space_mt:len(opts) return self.index[0]:count(nil, opts) end
 
 -- Reads the server's _vspace and _vindex: conn.space[name|id], space.index[name|id].
+-- A part of an _index row (either form) as 2.6's net.box shows it: 1-based
+-- fieldno, type, is_nullable, and the collation by name.
+local function remote_part(part, collations)
+    if part[1] ~= nil then
+        return {fieldno = part[1] + 1, type = part[2], is_nullable = false}
+    end
+    local out = {fieldno = (part.field or 0) + 1, type = part.type, is_nullable = part.is_nullable == true}
+    if part.collation ~= nil then out.collation = collations[part.collation] end
+    return out
+end
+
+local function select_all(self, space_id)
+    return self:_request(T.SELECT, {[K.SPACE_ID] = space_id, [K.INDEX_ID] = 0, [K.ITERATOR] = ITERATORS.ALL,
+                                    [K.KEY] = seq(), [K.LIMIT] = 0xFFFFFFFF, [K.OFFSET] = 0})
+end
+
 function conn_mt:reload_schema()
-    local spaces = self:_request(T.SELECT, {[K.SPACE_ID] = 281, [K.INDEX_ID] = 0, [K.ITERATOR] = ITERATORS.ALL,
-                                           [K.KEY] = seq(), [K.LIMIT] = 0xFFFFFFFF, [K.OFFSET] = 0})
-    local indexes = self:_request(T.SELECT, {[K.SPACE_ID] = 289, [K.INDEX_ID] = 0, [K.ITERATOR] = ITERATORS.ALL,
-                                            [K.KEY] = seq(), [K.LIMIT] = 0xFFFFFFFF, [K.OFFSET] = 0})
+    local spaces = select_all(self, 281)      -- _vspace
+    local indexes = select_all(self, 289)     -- _vindex
+    local collations = {}
+    local cok, rows = pcall(select_all, self, 277) -- _vcollation
+    if cok then
+        for _, row in ipairs(rows or {}) do collations[row[1]] = row[2] end
+    end
     local space = {}
     for _, row in ipairs(spaces or {}) do
-        local s = setmetatable({id = row[1], name = row[3], engine = row[4], _conn = self, index = {}}, space_mt)
+        local opts = type(row[6]) == 'table' and row[6] or {}
+        local s = setmetatable({id = row[1], name = row[3], engine = row[4], field_count = row[5],
+                                enabled = true, temporary = opts.temporary == true, is_sync = opts.is_sync == true,
+                                _format = type(row[7]) == 'table' and row[7] or {}, _conn = self, index = {}},
+                               space_mt)
         space[s.id], space[s.name] = s, s
     end
     for _, row in ipairs(indexes or {}) do
         local s = space[row[1]]
         if s then
-            local ix = setmetatable({space_id = row[1], id = row[2], name = row[3], type = string.upper(row[4]),
-                                     unique = type(row[5]) == 'table' and row[5].unique, _conn = self}, index_mt)
+            local parts = {}
+            for i, part in ipairs(type(row[6]) == 'table' and row[6] or {}) do
+                parts[i] = remote_part(part, collations)
+            end
+            local ix = setmetatable({id = row[2], name = row[3], type = string.upper(row[4]),
+                                     unique = type(row[5]) == 'table' and row[5].unique, parts = parts, space = s},
+                                    index_mt)
             s.index[ix.id], s.index[ix.name] = ix, ix
         end
     end

@@ -96,3 +96,14 @@ def test_connection_triggers_and_connecting_in_the_background_as_2_6(tmp_path):
         "on_connect true fetch_schema",
         "on_disconnect true active",
     ], lines
+
+
+def test_remote_space_and_index_objects_as_2_6(tmp_path):
+    """A remote space has 2.6's fields (field_count, enabled, temporary,
+    is_sync, _format) and format() (setting one refused); an index its id,
+    name, type, unique, space and parts (1-based fieldno, type, is_nullable,
+    collation by name)."""
+    lines = same_output_on_both(
+        tmp_path, "netbox_schema_cases.lua", (Path(__file__).parent / "netbox_schema_cases.lua").read_text(), 14
+    )
+    assert '  parts\t[{"collation":"unicode_ci","fieldno":3,"is_nullable":true,"type":"string"}]' in lines
