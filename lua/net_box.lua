@@ -78,7 +78,8 @@ function internal.netbox_deliver(ticket, ok, code, body, pushes)
     local future = futures[ticket]
     if future ~= nil then
         futures[ticket] = nil
-        local outcome = {ok = ok, code = code, body = body, pushes = pushes or {}}
+        for _, push in ipairs(pushes or {}) do future._pushes[#future._pushes + 1] = push end
+        local outcome = {ok = ok, code = code, body = body}
         if future._buffer ~= nil then
             -- A reply into a buffer is copied as it arrives, as in 2.6.
             outcome.result = {outcome_of(future._conn, ok, code, body, nil, future._buffer, future._skip_header)}
@@ -88,6 +89,15 @@ function internal.netbox_deliver(ticket, ok, code, body, pushes)
         return
     end
     if deliver_reply ~= nil then deliver_reply(ticket, ok, code, body, pushes) end
+end
+
+-- A push message for a request that waits in a fiber, as it comes: its future
+-- keeps it (and wakes whoever waits on it).
+function internal.netbox_push(ticket, body)
+    local future = futures[ticket]
+    if future == nil then return end
+    future._pushes[#future._pushes + 1] = body
+    future.cond:broadcast()
 end
 
 -- Sends a request and yields until its reply: code, body, pushes (or raises the
@@ -169,28 +179,34 @@ function future_mt:discard()
     futures[self._ticket] = nil
 end
 
--- Iterates the pushes, then the result: (1, push), ..., (n + 1, result); an error
--- is (box.NULL, error), once.
+local function push_message(push) return push and push[K.DATA] and push[K.DATA][1] end
+
+-- Iterates the pushes as they come, then the result: (1, push), ..., (n + 1,
+-- result); an error (a time-out too) is (box.NULL, error), once.
 function future_mt:pairs(timeout)
-    local i, items = 0, nil
+    local fiber = require('fiber')
+    local deadline = timeout and (fiber.clock() + timeout)
+    local i, done = 0, false
     return function()
-        if items == nil then
-            local result, err = self:wait_result(timeout)
-            if result == nil and err ~= nil then
-                items = {}
-                return box.NULL, err
+        if done then return nil end
+        while i >= #self._pushes and self.outcome == nil and not self.discarded do
+            local left = deadline and (deadline - fiber.clock())
+            if left ~= nil and left <= 0 then
+                done = true
+                return box.NULL, box.error.new(box.error.TIMEOUT)
             end
-            items = {}
-            for _, push in ipairs(self.outcome.pushes) do items[#items + 1] = push[K.DATA] and push[K.DATA][1] end
-            items[#items + 1] = result
+            self.cond:wait(left)
         end
         i = i + 1
-        if items[i] == nil then return nil end
-        return i, items[i]
+        if i <= #self._pushes then return i, push_message(self._pushes[i]) end
+        done = true
+        local result, err = self:result()
+        if result == nil and err ~= nil then return box.NULL, err end
+        return i, result
     end
 end
 
-local function push_message(push) return push and push[K.DATA] and push[K.DATA][1] end
+
 
 -- Sends a request; the reply's data, converted by `convert` (nil: as it is).
 -- With opts.is_async, a future of it instead; opts.on_push gets each push message.
@@ -207,13 +223,35 @@ function conn_mt:_request(ty, body, opts, convert, method)
     local buf = opts and opts.buffer
     local skip_header = opts and opts.skip_header
     local raw = buf ~= nil or nil
-    if opts and opts.is_async then
+    local on_push = opts and opts.on_push
+    if opts and (opts.is_async or (on_push ~= nil and internal.fiber_can_yield())) then
         local ticket = self._h:submit(ty, body, token, nil, raw)
         local future = setmetatable({_conn = self, _convert = convert, _ticket = ticket, method = method,
-                                     _buffer = buf, _skip_header = skip_header,
+                                     _buffer = buf, _skip_header = skip_header, _pushes = {},
                                      cond = require('fiber').cond()}, future_mt)
         futures[ticket] = future
-        return future
+        if opts.is_async then return future end
+        -- A call with on_push: each push is handed to it in this fiber as it comes
+        -- (the I/O thread reports a request's pushes before its reply).
+        local fiber = require('fiber')
+        local deadline = timeout and (fiber.clock() + timeout)
+        local seen = 0
+        while true do
+            while seen < #future._pushes do
+                seen = seen + 1
+                on_push(opts.on_push_ctx, push_message(future._pushes[seen]))
+            end
+            if future.outcome ~= nil then break end
+            local left = deadline and (deadline - fiber.clock())
+            if left ~= nil and left <= 0 then
+                future:discard()
+                box.error(box.error.TIMEOUT)
+            end
+            future.cond:wait(left)
+        end
+        local result, err = future:result()
+        if result == nil and err ~= nil then error(err, 2) end
+        return result
     end
     local ok, code, reply, pushes
     if internal.fiber_can_yield() then

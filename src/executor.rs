@@ -95,6 +95,13 @@ pub enum TxMessage {
         /// Its reply, or why there is none.
         reply: crate::lua::netbox::NetReply,
     },
+    /// A `box.session.push` message for the `net.box` request with `ticket`, as it comes.
+    NetboxPush {
+        /// The request's ticket.
+        ticket: u64,
+        /// The push's body.
+        body: Vec<u8>,
+    },
     /// A `socket` read or write finished for the fiber waiting on `ticket`.
     Socket {
         /// The job's ticket.
@@ -533,9 +540,16 @@ impl Executor {
             return;
         }
         let sv = self.engine.schema_version();
-        if let Some(buf) = self.buffer(session_id) {
-            for item in &pushes {
-                response::chunk(buf, sync, sv, item);
+        let Some(s) = self.sessions.get_mut(&session_id) else { return };
+        for item in &pushes {
+            response::chunk(&mut s.pending, sync, sv, item);
+        }
+        // Out now: the request's reply may leave from the WAL thread once its
+        // group is durable, and must not overtake its pushes.
+        let data = std::mem::take(&mut s.pending);
+        if let Some(buf) = s.out.send(data) {
+            if buf.capacity() <= MAX_SCRATCH {
+                s.pending = buf;
             }
         }
     }
@@ -788,6 +802,7 @@ impl Executor {
             },
             TxMessage::Tick => self.tick(),
             TxMessage::Netbox { ticket, reply } => self.lua.netbox_deliver(ticket, reply),
+            TxMessage::NetboxPush { ticket, body } => self.lua.netbox_push(ticket, &body),
             TxMessage::Socket { ticket, reply } => self.lua.socket_deliver(ticket, reply),
             TxMessage::SocketAccepted(conn) => self.lua.socket_accepted(conn),
             TxMessage::Wake => {

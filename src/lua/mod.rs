@@ -590,6 +590,11 @@ impl LuaRuntime {
         deliver_netbox(&self.lua, ticket, reply);
     }
 
+    /// Hands a push message to the `net.box` request waiting on `ticket`.
+    pub fn netbox_push(&self, ticket: u64, body: &[u8]) {
+        deliver_netbox_push(&self.lua, ticket, body);
+    }
+
     /// Hands a socket read or write outcome to the fiber waiting on `ticket`.
     pub fn socket_deliver(&self, ticket: u64, reply: socket::SocketReply) {
         deliver_socket(&self.lua, ticket, reply);
@@ -1481,6 +1486,23 @@ pub(crate) fn deliver_netbox(lua: &Lua, ticket: u64, reply: netbox::NetReply) {
     };
     if let Err(e) = deliver() {
         tracing::warn!(error = %e, "net.box reply could not be delivered");
+    }
+}
+
+/// Hands a push message to the `net.box` request waiting on `ticket`.
+pub(crate) fn deliver_netbox_push(lua: &Lua, ticket: u64, body: &[u8]) {
+    let deliver = || -> mlua::Result<()> {
+        let f: Function = internal_fn(lua, "netbox_push")?;
+        let value = if body.is_empty() {
+            Value::Nil
+        } else {
+            convert::decode(lua, &mut crate::protocol::msgpack::Reader::new(body), 0)?
+        };
+        #[allow(clippy::cast_precision_loss, reason = "tickets stay far below 2^53")]
+        f.call::<()>((Value::Number(ticket as f64), value))
+    };
+    if let Err(e) = deliver() {
+        tracing::warn!(error = %e, "net.box push could not be delivered");
     }
 }
 

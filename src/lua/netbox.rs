@@ -142,7 +142,14 @@ fn serve_jobs(mut stream: Socket, jobs: &mpsc::Receiver<Job>, closed: &AtomicBoo
     while let Ok(job) = jobs.recv() {
         let result = match &broken {
             Some(e) => Err(e.clone()),
-            None => round_trip(&mut stream, &job),
+            None => round_trip(&mut stream, &job, &mut |body| match &job.reply {
+                // A fiber waits: each push reaches it as it comes, as in 2.6.
+                ReplyTo::Tx(ticket, notify) => {
+                    let _ = notify.send(TxMessage::NetboxPush { ticket: *ticket, body });
+                    None
+                }
+                ReplyTo::Direct(_) => Some(body),
+            }),
         }
         .map_err(|e| if closed.load(Ordering::Acquire) { "Connection closed".to_owned() } else { e });
         if let Err(e) = &result {
@@ -159,9 +166,10 @@ fn serve_jobs(mut stream: Socket, jobs: &mpsc::Receiver<Job>, closed: &AtomicBoo
     }
 }
 
-/// Writes one request and reads frames until the reply with its sync, keeping the
-/// pushes that come for it before (late replies to timed-out requests are skipped).
-fn round_trip(stream: &mut Socket, job: &Job) -> NetReply {
+/// Writes one request and reads frames until the reply with its sync, handing
+/// each push that comes for it before to `on_push` (which keeps it for the
+/// reply by giving it back); late replies to timed-out requests are skipped.
+fn round_trip(stream: &mut Socket, job: &Job, on_push: &mut dyn FnMut(Vec<u8>) -> Option<Vec<u8>>) -> NetReply {
     let text = |e: mlua::Error| e.to_string();
     stream.set_read_timeout(job.timeout).map_err(|e| io_text(&e))?;
     stream.write_all(&job.packet).map_err(|e| io_text(&e))?;
@@ -182,7 +190,7 @@ fn round_trip(stream: &mut Socket, job: &Job) -> NetReply {
         }
         let body = reply.get(r.position()..).unwrap_or(&[]).to_vec();
         match (sync == job.sync, code == crate::protocol::request_type::CHUNK) {
-            (true, true) => pushes.push(body),
+            (true, true) => pushes.extend(on_push(body)),
             (true, false) => return Ok(Reply { code, body, pushes }),
             (false, _) => {}
         }

@@ -107,3 +107,14 @@ def test_remote_space_and_index_objects_as_2_6(tmp_path):
         tmp_path, "netbox_schema_cases.lua", (Path(__file__).parent / "netbox_schema_cases.lua").read_text(), 14
     )
     assert '  parts\t[{"collation":"unicode_ci","fieldno":3,"is_nullable":true,"type":"string"}]' in lines
+
+
+def test_pushes_reach_the_caller_as_they_come_as_2_6(tmp_path):
+    """The called function waits until the caller has seen its first push: only
+    pushes delivered as they come (to on_push in the caller's fiber, and to a
+    future's pairs) let it finish. A time-out leaves the pushes already seen."""
+    lines = same_output_on_both(
+        tmp_path, "netbox_push_cases.lua", (Path(__file__).parent / "netbox_push_cases.lua").read_text(), 8
+    )
+    assert lines[0] == 'on_push\tdone\tctx:[1,"msg"] ctx:[2,"msg"] ctx:[3,"msg"]'
+    assert lines[5] == "pairs timeout\t1=p cdata<void *>: NULL=Timeout exceeded"
