@@ -5,17 +5,21 @@
 //! one request and waits for its reply. The API Tarantool users call (`connect`,
 //! `call`, `eval`, `space.x:select`, ...) is `lua/net_box.lua` on top of this.
 //!
-//! Each connection's socket is driven by an I/O thread of its own. From a fiber a
-//! request is `submit`ted and the fiber waits (the TX thread serves other requests
-//! meanwhile, including ones this connection sends to the same instance); where
-//! nothing may yield (a trigger, a tokened call) `request` blocks until the reply.
+//! Each connection has two threads: one writes the requests in the order they
+//! are made, the other reads the replies as they come and hands each to whoever
+//! waits for its sync, so the requests of many fibers are in flight together (as
+//! 2.6 pipelines them). From a fiber a request is `submit`ted and the fiber waits
+//! (the TX thread serves other requests meanwhile, including ones this
+//! connection sends to the same instance); where nothing may yield (a trigger, a
+//! tokened call) `request` blocks until the reply.
 
+use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use mlua::{Lua, MultiValue, UserData, UserDataMethods, Value};
@@ -60,17 +64,31 @@ enum ReplyTo {
     Tx(u64, UnboundedSender<TxMessage>),
 }
 
-/// One request for the connection's I/O thread.
+/// One request for the connection's writing thread.
 struct Job {
     packet: Vec<u8>,
     sync: u64,
-    timeout: Option<Duration>,
     reply: ReplyTo,
 }
 
-/// An open connection to a Tarantool-protocol server. Its socket is driven by an
-/// I/O thread of its own, one request at a time, so a fiber can wait for a reply
-/// while the TX thread serves others (even requests from this very connection).
+/// A request sent and not yet answered: where its reply goes, and the pushes
+/// kept for a caller that takes them with the reply.
+struct Waiting {
+    reply: ReplyTo,
+    pushes: Vec<Vec<u8>>,
+}
+
+/// The requests of a connection in flight, by sync, and why it broke, once it
+/// has (every later request fails with that).
+#[derive(Default)]
+struct InFlight {
+    waiting: HashMap<u64, Waiting>,
+    broken: Option<String>,
+}
+
+type Shared = Arc<Mutex<InFlight>>;
+
+/// An open connection to a Tarantool-protocol server (see the module's notes).
 pub struct NetConn {
     jobs: Option<mpsc::Sender<Job>>,
     /// A handle on the socket, to shut it down on close.
@@ -123,78 +141,115 @@ fn connect(host: &str, port: &str, timeout: Option<f64>) -> Result<NetConn, Stri
     stream.read_exact(&mut raw).map_err(reason)?;
     let salt = greeting::decode_salt(&raw).ok_or_else(|| "invalid greeting".to_owned())?;
     let text = String::from_utf8_lossy(&raw[..64]).trim_end().to_owned();
+    // Waiting callers keep their own time: the reader waits as long as it takes.
+    stream.set_read_timeout(None).map_err(reason)?;
     let closer = stream.try_clone().map_err(reason)?;
+    let reader = stream.try_clone().map_err(reason)?;
     let (jobs, rx) = mpsc::channel::<Job>();
     let closed = Arc::new(AtomicBool::new(false));
-    let closed_seen = Arc::clone(&closed);
+    let shared: Shared = Arc::default();
+    let (writer_shared, writer_closed) = (Arc::clone(&shared), Arc::clone(&closed));
     std::thread::Builder::new()
         .name("net.box".into())
-        .spawn(move || serve_jobs(stream, &rx, &closed_seen))
+        .spawn(move || write_requests(stream, &rx, &writer_shared, &writer_closed))
+        .map_err(reason)?;
+    let reader_closed = Arc::clone(&closed);
+    std::thread::Builder::new()
+        .name("net.box.read".into())
+        .spawn(move || read_replies(reader, &shared, &reader_closed))
         .map_err(reason)?;
     Ok(NetConn { jobs: Some(jobs), closer: Some(closer), closed, sync: 0, salt, greeting: text })
 }
 
-/// The I/O thread: sends each request and reads until its reply; after a transport
-/// error every later request fails with it ("Connection closed" once `close()`
-/// shut the socket down under it, as in 2.6).
-fn serve_jobs(mut stream: Socket, jobs: &mpsc::Receiver<Job>, closed: &AtomicBool) {
-    let mut broken: Option<String> = None;
-    while let Ok(job) = jobs.recv() {
-        let result = match &broken {
-            Some(e) => Err(e.clone()),
-            None => round_trip(&mut stream, &job, &mut |body| match &job.reply {
-                // A fiber waits: each push reaches it as it comes, as in 2.6.
-                ReplyTo::Tx(ticket, notify) => {
-                    let _ = notify.send(TxMessage::NetboxPush { ticket: *ticket, body });
-                    None
-                }
-                ReplyTo::Direct(_) => Some(body),
-            }),
+/// Hands a reply (or why there is none) to whoever waits for it.
+fn answer(reply: ReplyTo, result: NetReply) {
+    match reply {
+        ReplyTo::Direct(tx) => {
+            let _ = tx.send(result);
         }
-        .map_err(|e| if closed.load(Ordering::Acquire) { "Connection closed".to_owned() } else { e });
-        if let Err(e) = &result {
-            broken.get_or_insert_with(|| e.clone());
-        }
-        match job.reply {
-            ReplyTo::Direct(tx) => {
-                let _ = tx.send(result);
-            }
-            ReplyTo::Tx(ticket, notify) => {
-                let _ = notify.send(TxMessage::Netbox { ticket, reply: result });
-            }
+        ReplyTo::Tx(ticket, notify) => {
+            let _ = notify.send(TxMessage::Netbox { ticket, reply: result });
         }
     }
 }
 
-/// Writes one request and reads frames until the reply with its sync, handing
-/// each push that comes for it before to `on_push` (which keeps it for the
-/// reply by giving it back); late replies to timed-out requests are skipped.
-fn round_trip(stream: &mut Socket, job: &Job, on_push: &mut dyn FnMut(Vec<u8>) -> Option<Vec<u8>>) -> NetReply {
-    let text = |e: mlua::Error| e.to_string();
-    stream.set_read_timeout(job.timeout).map_err(|e| io_text(&e))?;
-    stream.write_all(&job.packet).map_err(|e| io_text(&e))?;
-    let mut pushes = Vec::new();
-    loop {
-        let reply = read_frame(stream).map_err(text)?;
-        let mut r = Reader::new(&reply);
-        let (mut code, mut sync) = (0, 0);
-        let n = r.read_map_len().map_err(|_| "invalid reply header".to_owned())?;
-        for _ in 0..n {
-            match r.read_uint() {
-                Ok(0) => code = r.read_uint().unwrap_or(0),
-                Ok(1) => sync = r.read_uint().unwrap_or(0),
-                _ => {
-                    r.skip().map_err(|_| "invalid reply header".to_owned())?;
-                }
+/// The connection broke: every request in flight fails, and so will every later
+/// one ("Connection closed" once `close()` shut the socket down, as in 2.6).
+fn break_connection(shared: &Shared, closed: &AtomicBool, why: String) {
+    let why = if closed.load(Ordering::Acquire) { "Connection closed".to_owned() } else { why };
+    let waiting = {
+        let mut state = shared.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        state.broken.get_or_insert(why.clone());
+        std::mem::take(&mut state.waiting)
+    };
+    for (_, w) in waiting {
+        answer(w.reply, Err(why.clone()));
+    }
+}
+
+/// The writing thread: notes each request as in flight, then sends it.
+fn write_requests(mut stream: Socket, jobs: &mpsc::Receiver<Job>, shared: &Shared, closed: &AtomicBool) {
+    while let Ok(job) = jobs.recv() {
+        {
+            let mut state = shared.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            if let Some(why) = state.broken.clone() {
+                drop(state);
+                answer(job.reply, Err(why));
+                continue;
             }
+            state.waiting.insert(job.sync, Waiting { reply: job.reply, pushes: Vec::new() });
         }
-        let body = reply.get(r.position()..).unwrap_or(&[]).to_vec();
-        match (sync == job.sync, code == crate::protocol::request_type::CHUNK) {
-            (true, true) => pushes.extend(on_push(body)),
-            (true, false) => return Ok(Reply { code, body, pushes }),
-            (false, _) => {}
+        if let Err(e) = stream.write_all(&job.packet) {
+            break_connection(shared, closed, io_text(&e));
         }
     }
+}
+
+/// The reading thread: hands each reply to the request with its sync, and each
+/// push before it as it comes to a waiting fiber (a blocked caller gets them with
+/// the reply). A reply nobody waits for any more (its caller timed out) is dropped.
+fn read_replies(mut stream: Socket, shared: &Shared, closed: &AtomicBool) {
+    loop {
+        let frame = match read_frame(&mut stream) {
+            Ok(frame) => frame,
+            Err(e) => return break_connection(shared, closed, e.to_string()),
+        };
+        let Some((code, sync, body)) = split_reply(&frame) else {
+            return break_connection(shared, closed, "invalid reply header".to_owned());
+        };
+        let mut state = shared.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if code == crate::protocol::request_type::CHUNK {
+            match state.waiting.get_mut(&sync) {
+                Some(Waiting { reply: ReplyTo::Tx(ticket, notify), .. }) => {
+                    let _ = notify.send(TxMessage::NetboxPush { ticket: *ticket, body });
+                }
+                Some(Waiting { reply: ReplyTo::Direct(_), pushes }) => pushes.push(body),
+                None => {}
+            }
+            continue;
+        }
+        if let Some(w) = state.waiting.remove(&sync) {
+            drop(state);
+            answer(w.reply, Ok(Reply { code, body, pushes: w.pushes }));
+        }
+    }
+}
+
+/// A reply frame's code, sync and body.
+fn split_reply(frame: &[u8]) -> Option<(u64, u64, Vec<u8>)> {
+    let mut r = Reader::new(frame);
+    let (mut code, mut sync) = (0, 0);
+    let n = r.read_map_len().ok()?;
+    for _ in 0..n {
+        match r.read_uint() {
+            Ok(0) => code = r.read_uint().unwrap_or(0),
+            Ok(1) => sync = r.read_uint().unwrap_or(0),
+            _ => {
+                r.skip().ok()?;
+            }
+        }
+    }
+    Some((code, sync, frame.get(r.position()..).unwrap_or(&[]).to_vec()))
 }
 
 impl NetConn {
@@ -222,8 +277,7 @@ impl NetConn {
     fn submit(&mut self, args: &RequestArgs, reply: ReplyTo) -> mlua::Result<()> {
         let (packet, sync) = self.packet(args.ty, &args.body, args.token.as_deref());
         let jobs = self.jobs.as_ref().ok_or_else(|| mlua::Error::runtime("Connection closed"))?;
-        jobs.send(Job { packet, sync, timeout: timeout_of(args.timeout), reply })
-            .map_err(|_| mlua::Error::runtime("Connection closed"))
+        jobs.send(Job { packet, sync, reply }).map_err(|_| mlua::Error::runtime("Connection closed"))
     }
 }
 
@@ -314,10 +368,16 @@ impl UserData for NetConn {
             let args = request_args(ty, &body, &token, timeout)?;
             let (tx, rx) = mpsc::channel();
             this.submit(&args, ReplyTo::Direct(tx))?;
-            match rx.recv() {
+            let outcome = match timeout_of(args.timeout) {
+                Some(t) => rx.recv_timeout(t).map_err(|e| matches!(e, mpsc::RecvTimeoutError::Timeout)),
+                None => rx.recv().map_err(|_| false),
+            };
+            match outcome {
                 Ok(Ok(reply)) => reply_values(lua, &reply, raw.unwrap_or(false)),
                 Ok(Err(e)) => Err(mlua::Error::runtime(e)),
-                Err(_) => Err(mlua::Error::runtime("Connection closed")),
+                // Timed out: nothing (the caller raises TIMEOUT); the late reply is dropped.
+                Err(true) => Ok(MultiValue::new()),
+                Err(false) => Err(mlua::Error::runtime("Connection closed")),
             }
         });
         // submit(type, body, token, timeout[, raw]) -> ticket: the reply reaches the TX
@@ -329,9 +389,7 @@ impl UserData for NetConn {
                 .ok_or_else(|| mlua::Error::runtime("net.box cannot wait here"))?;
             let args = request_args(ty, &body, &token, timeout)?;
             let ticket = NEXT_TICKET.fetch_add(1, Ordering::Relaxed);
-            // The waiting fiber keeps the time: the socket read has none, so a late
-            // reply is read (and skipped) instead of breaking the connection.
-            let args = RequestArgs { timeout: None, ..args };
+            // The waiting fiber keeps the time; a late reply finds nobody and is dropped.
             this.submit(&args, ReplyTo::Tx(ticket, notify))?;
             if raw == Some(true) {
                 RAW_TICKETS.with(|tickets| tickets.borrow_mut().insert(ticket));

@@ -118,3 +118,17 @@ def test_pushes_reach_the_caller_as_they_come_as_2_6(tmp_path):
     )
     assert lines[0] == 'on_push\tdone\tctx:[1,"msg"] ctx:[2,"msg"] ctx:[3,"msg"]'
     assert lines[5] == "pairs timeout\t1=p cdata<void *>: NULL=Timeout exceeded"
+
+
+def test_a_connection_carries_many_fibers_requests_at_once_as_2_6(tmp_path):
+    """A quick call from one fiber is answered before a slow call another fiber
+    made first on the same connection; a timed-out call leaves the next one
+    answered at once; futures in flight together; close() fails what follows."""
+    lines = same_output_on_both(
+        tmp_path,
+        "netbox_pipelining_cases.lua",
+        (Path(__file__).parent / "netbox_pipelining_cases.lua").read_text(),
+        7,
+    )
+    assert lines[1] == "quick 2, slow 1"
+    assert lines[3] == "next\t4\ttrue"
