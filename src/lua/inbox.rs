@@ -83,6 +83,11 @@ pub fn wait(lua: &Lua, pause: Option<f64>) -> bool {
             },
         }
     };
+    let waited = pause.is_none_or(|p| p > 0.0);
+    if first.is_none() && !waited {
+        // Nothing came and nothing was waited for: the same turn of the loop.
+        return false;
+    }
     // A new turn of the event loop: fiber.time() and fiber.clock() move on.
     super::next_loop_tick();
     // Deliver outside the borrow: a delivery runs Lua, which may wait again.
