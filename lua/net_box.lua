@@ -71,13 +71,30 @@ conn_mt.__index = conn_mt
 
 local outcome_of, disconnected, await_connecting -- (below)
 
+-- A reply carried the server's schema version: another one than the loaded
+-- schema's has a fiber load the schema again, as 2.6's net.box does.
+local function note_schema_version(conn, version)
+    if conn == nil or version == nil or version == 0 then return end
+    conn._last_schema_version = version
+    if conn._schema_version == nil or version == conn._schema_version or conn._reloading
+        or conn._reload_pending or conn.state ~= 'active' then
+        return
+    end
+    conn._reload_pending = true
+    require('fiber').new(function()
+        conn._reload_pending = nil
+        if conn.state == 'active' then pcall(conn.reload_schema, conn) end
+    end)
+end
+
 -- Fibers waiting for replies, and futures, by ticket; each reply is delivered here.
 local await_reply, deliver_reply
 local futures = {}
-function internal.netbox_deliver(ticket, ok, code, body, pushes)
+function internal.netbox_deliver(ticket, ok, code, body, pushes, schema_version)
     local future = futures[ticket]
     if future ~= nil then
         futures[ticket] = nil
+        note_schema_version(future._conn, schema_version)
         for _, push in ipairs(pushes or {}) do future._pushes[#future._pushes + 1] = push end
         local outcome = {ok = ok, code = code, body = body}
         if future._buffer ~= nil then
@@ -88,7 +105,7 @@ function internal.netbox_deliver(ticket, ok, code, body, pushes)
         future.cond:broadcast()
         return
     end
-    if deliver_reply ~= nil then deliver_reply(ticket, ok, code, body, pushes) end
+    if deliver_reply ~= nil then deliver_reply(ticket, ok, code, body, pushes, schema_version) end
 end
 
 -- A push message for a request that waits in a fiber, as it comes: its future
@@ -106,10 +123,10 @@ local function yielding_request(h, ty, body, token, timeout, raw)
     if await_reply == nil then await_reply, deliver_reply = internal.ticket_waiters() end
     local ticket = h:submit(ty, body, token, timeout, raw)
     -- On time-out the connection stays: the late reply is skipped when it comes.
-    local done, ok, code, reply, pushes = await_reply(ticket, timeout)
+    local done, ok, code, reply, pushes, schema_version = await_reply(ticket, timeout)
     if not done then return nil end
     if not ok then error(code, 0) end
-    return code, reply, pushes
+    return code, reply, pushes, schema_version
 end
 
 -- Copies a reply body (its msgpack bytes) into an ibuf, without the
@@ -217,6 +234,7 @@ function conn_mt:_request(ty, body, opts, convert, method)
     if self.state ~= 'active' and self.state ~= 'fetch_schema' and self.state ~= 'auth' then
         no_connection(self.error)
     end
+
     local token = opts and opts.idempotent_token
     local timeout = (opts and opts.timeout) or self.opts.timeout
     -- {buffer = ibuf}: the reply body's bytes go into it (`skip_header`: the data alone).
@@ -253,17 +271,18 @@ function conn_mt:_request(ty, body, opts, convert, method)
         if result == nil and err ~= nil then error(err, 2) end
         return result
     end
-    local ok, code, reply, pushes
+    local ok, code, reply, pushes, schema_version
     if internal.fiber_can_yield() then
-        ok, code, reply, pushes = pcall(yielding_request, self._h, ty, body, token, timeout, raw)
+        ok, code, reply, pushes, schema_version = pcall(yielding_request, self._h, ty, body, token, timeout, raw)
     elseif self.to_self then
         -- Blocking here would stop the very server that has to answer.
         box.error({code = ER_NO_CONNECTION,
                    reason = 'net.box to the same instance cannot block: call it from a fiber, outside a tokened call'})
     else
-        ok, code, reply, pushes = pcall(self._h.request, self._h, ty, body, token, timeout, raw)
+        ok, code, reply, pushes, schema_version = pcall(self._h.request, self._h, ty, body, token, timeout, raw)
     end
     if ok and code == nil then box.error(box.error.TIMEOUT) end
+    if ok then note_schema_version(self, schema_version) end
     if ok and opts and opts.on_push then
         for _, push in ipairs(pushes or {}) do opts.on_push(opts.on_push_ctx, push_message(push)) end
     end
@@ -481,10 +500,16 @@ local function select_all(self, space_id)
 end
 
 function conn_mt:reload_schema()
-    local spaces = select_all(self, 281)      -- _vspace
-    local indexes = select_all(self, 289)     -- _vindex
+    self._reloading = true
+    local fok, spaces, indexes = pcall(function() return select_all(self, 281), select_all(self, 289) end)
+    if not fok then
+        self._reloading = nil
+        error(spaces, 2)
+    end
     local collations = {}
     local cok, rows = pcall(select_all, self, 277) -- _vcollation
+    self._reloading = nil
+    self._schema_version = self._last_schema_version
     if cok then
         for _, row in ipairs(rows or {}) do collations[row[1]] = row[2] end
     end

@@ -44,6 +44,8 @@ pub struct Reply {
     pub body: Vec<u8>,
     /// Each push message's body, in order.
     pub pushes: Vec<Vec<u8>>,
+    /// The server's schema version the reply carries (0: none).
+    pub schema_version: u64,
 }
 
 /// A reply, or why there is none.
@@ -214,7 +216,7 @@ fn read_replies(mut stream: Socket, shared: &Shared, closed: &AtomicBool) {
             Ok(frame) => frame,
             Err(e) => return break_connection(shared, closed, e.to_string()),
         };
-        let Some((code, sync, body)) = split_reply(&frame) else {
+        let Some((code, sync, schema_version, body)) = split_reply(&frame) else {
             return break_connection(shared, closed, "invalid reply header".to_owned());
         };
         let mut state = shared.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -230,26 +232,27 @@ fn read_replies(mut stream: Socket, shared: &Shared, closed: &AtomicBool) {
         }
         if let Some(w) = state.waiting.remove(&sync) {
             drop(state);
-            answer(w.reply, Ok(Reply { code, body, pushes: w.pushes }));
+            answer(w.reply, Ok(Reply { code, body, pushes: w.pushes, schema_version }));
         }
     }
 }
 
-/// A reply frame's code, sync and body.
-fn split_reply(frame: &[u8]) -> Option<(u64, u64, Vec<u8>)> {
+/// A reply frame's code, sync, schema version and body.
+fn split_reply(frame: &[u8]) -> Option<(u64, u64, u64, Vec<u8>)> {
     let mut r = Reader::new(frame);
-    let (mut code, mut sync) = (0, 0);
+    let (mut code, mut sync, mut schema_version) = (0, 0, 0);
     let n = r.read_map_len().ok()?;
     for _ in 0..n {
         match r.read_uint() {
             Ok(0) => code = r.read_uint().unwrap_or(0),
             Ok(1) => sync = r.read_uint().unwrap_or(0),
+            Ok(5) => schema_version = r.read_uint().unwrap_or(0),
             _ => {
                 r.skip().ok()?;
             }
         }
     }
-    Some((code, sync, frame.get(r.position()..).unwrap_or(&[]).to_vec()))
+    Some((code, sync, schema_version, frame.get(r.position()..).unwrap_or(&[]).to_vec()))
 }
 
 impl NetConn {
@@ -319,7 +322,7 @@ pub fn take_raw(ticket: u64) -> bool {
     RAW_TICKETS.with(|raw| raw.borrow_mut().remove(&ticket))
 }
 
-/// A reply as the Lua values `code, body, pushes` (bodies decoded, or with `raw`
+/// A reply as the Lua values `code, body, pushes, schema version` (bodies decoded, or with `raw`
 /// the body as a string of its msgpack bytes; an empty body is nil; the pushes a
 /// list of their bodies).
 pub fn reply_values(lua: &Lua, reply: &Reply, raw: bool) -> mlua::Result<MultiValue> {
@@ -335,7 +338,9 @@ pub fn reply_values(lua: &Lua, reply: &Reply, raw: bool) -> mlua::Result<MultiVa
     }
     #[allow(clippy::cast_precision_loss, reason = "reply codes are small")]
     let body = if raw { Value::String(lua.create_string(&reply.body)?) } else { decode(&reply.body)? };
-    Ok(MultiValue::from_vec(vec![Value::Number(reply.code as f64), body, Value::Table(pushes)]))
+    #[allow(clippy::cast_precision_loss, reason = "schema versions stay far below 2^53")]
+    let schema_version = Value::Number(reply.schema_version as f64);
+    Ok(MultiValue::from_vec(vec![Value::Number(reply.code as f64), body, Value::Table(pushes), schema_version]))
 }
 
 fn read_frame(stream: &mut impl Read) -> mlua::Result<Vec<u8>> {

@@ -9,6 +9,11 @@ import pytest
 
 from conftest import ADMIN_PASSWORD, same_output_on_both
 
+
+def cases_on_both(tmp_path, cases, lines):
+    """Runs the script `cases` (beside this file) on both; its lines, checked equal."""
+    return same_output_on_both(tmp_path, cases, (Path(__file__).parent / cases).read_text(), lines)
+
 SCRIPT = os.path.join(os.path.dirname(__file__), "netbox_client.lua")
 
 
@@ -74,9 +79,7 @@ def test_replies_into_a_buffer_as_2_6(tmp_path):
     delete puts the reply body's bytes (skip_header: the data alone) into the
     buffer and returns their count, also for is_async futures; calls append;
     get/min/max/count refuse a buffer with 2.6's text; a remote error raises."""
-    lines = same_output_on_both(
-        tmp_path, "netbox_buffer_cases.lua", (Path(__file__).parent / "netbox_buffer_cases.lua").read_text(), 36
-    )
+    lines = cases_on_both(tmp_path, "netbox_buffer_cases.lua", 36)
     assert "select skip\ttrue\tnumber\t22\tdd000000029301a161cb3ff80000000000009202a162" in lines
     assert "appended\tdd0000000101dd0000000102" in lines
 
@@ -87,9 +90,7 @@ def test_connection_triggers_and_connecting_in_the_background_as_2_6(tmp_path):
     lists (set, list, errors) and run in 2.6's order with the connection; a
     trigger set after a waited connect does not run; close() runs on_disconnect
     while the state still says 'active'."""
-    lines = same_output_on_both(
-        tmp_path, "netbox_triggers_cases.lua", (Path(__file__).parent / "netbox_triggers_cases.lua").read_text(), 12
-    )
+    lines = cases_on_both(tmp_path, "netbox_triggers_cases.lua", 12)
     assert lines[-4:] == [
         "state after connect initial",
         "on_schema_reload true",
@@ -103,9 +104,7 @@ def test_remote_space_and_index_objects_as_2_6(tmp_path):
     is_sync, _format) and format() (setting one refused); an index its id,
     name, type, unique, space and parts (1-based fieldno, type, is_nullable,
     collation by name)."""
-    lines = same_output_on_both(
-        tmp_path, "netbox_schema_cases.lua", (Path(__file__).parent / "netbox_schema_cases.lua").read_text(), 14
-    )
+    lines = cases_on_both(tmp_path, "netbox_schema_cases.lua", 14)
     assert '  parts\t[{"collation":"unicode_ci","fieldno":3,"is_nullable":true,"type":"string"}]' in lines
 
 
@@ -113,9 +112,7 @@ def test_pushes_reach_the_caller_as_they_come_as_2_6(tmp_path):
     """The called function waits until the caller has seen its first push: only
     pushes delivered as they come (to on_push in the caller's fiber, and to a
     future's pairs) let it finish. A time-out leaves the pushes already seen."""
-    lines = same_output_on_both(
-        tmp_path, "netbox_push_cases.lua", (Path(__file__).parent / "netbox_push_cases.lua").read_text(), 8
-    )
+    lines = cases_on_both(tmp_path, "netbox_push_cases.lua", 8)
     assert lines[0] == 'on_push\tdone\tctx:[1,"msg"] ctx:[2,"msg"] ctx:[3,"msg"]'
     assert lines[5] == "pairs timeout\t1=p cdata<void *>: NULL=Timeout exceeded"
 
@@ -124,11 +121,15 @@ def test_a_connection_carries_many_fibers_requests_at_once_as_2_6(tmp_path):
     """A quick call from one fiber is answered before a slow call another fiber
     made first on the same connection; a timed-out call leaves the next one
     answered at once; futures in flight together; close() fails what follows."""
-    lines = same_output_on_both(
-        tmp_path,
-        "netbox_pipelining_cases.lua",
-        (Path(__file__).parent / "netbox_pipelining_cases.lua").read_text(),
-        7,
-    )
+    lines = cases_on_both(tmp_path, "netbox_pipelining_cases.lua", 7)
     assert lines[1] == "quick 2, slow 1"
     assert lines[3] == "next\t4\ttrue"
+
+
+def test_a_schema_change_is_picked_up_from_the_replies_as_2_6(tmp_path):
+    """After the server's schema changes, the next reply's schema version has
+    the connection load the schema again (a new space appears, a dropped one
+    goes, on_schema_reload runs once per change), also from a future's reply."""
+    lines = cases_on_both(tmp_path, "netbox_schema_reload_cases.lua", 7)
+    assert lines[2] == "after\ttrue\ttrue\t1"
+    assert lines[5] == "async\ttrue\t3"

@@ -1,0 +1,28 @@
+-- A reply carrying another schema version makes net.box load the schema again
+-- (on_schema_reload runs), as 2.6 does; compared with Tarantool 2.6 (test_netbox.py).
+box.cfg{listen = os.getenv('LISTEN') or '127.0.0.1:0', work_dir = os.getenv('WORK') or '.', log_level = 1}
+box.schema.user.grant('guest', 'super', nil, nil, {if_not_exists = true})
+local fiber = require('fiber')
+local f = fiber.create(function()
+    local c = require('net.box').connect(box.info.listen)
+    local reloads = 0
+    c:on_schema_reload(function() reloads = reloads + 1 end)
+    print('before', c.space.t2)
+    local s = box.schema.space.create('t2')
+    s:create_index('pk')
+    print('ping', c:ping())
+    fiber.sleep(0.1)
+    print('after', c.space.t2 ~= nil, c.space.t2 and c.space.t2.index.pk ~= nil, reloads)
+    print('insert', c.space.t2:insert({1}))
+    c:call('box.space.t2:drop')
+    c:ping()
+    fiber.sleep(0.1)
+    print('dropped', c.space.t2, reloads)
+    local fut = c:eval('box.schema.space.create("t3")', {}, {is_async = true})
+    fut:wait_result(1)
+    fiber.sleep(0.1)
+    print('async', c.space.t3 ~= nil, reloads)
+end)
+f:set_joinable(true)
+print(f:join())
+os.exit(0)
