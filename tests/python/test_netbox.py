@@ -1,5 +1,7 @@
 """Tarantool 2.6's net.box (run by the real `tarantool` binary) as a client of each server: auth, schema
-loading and reload, CRUD, call/eval, errors, async requests, close and wait_connected, reconnect_after."""
+loading and reload, CRUD, call/eval, errors, async requests, close and wait_connected, reconnect_after.
+Then oncebox's own net.box against 2.6's, script for script (the *_cases.lua files beside this one):
+buffers, connection triggers, remote schema objects, pushes, many fibers on one connection, schema reloads."""
 import os
 import shutil
 import subprocess
