@@ -156,6 +156,12 @@ impl std::fmt::Debug for Engine {
     }
 }
 
+/// The newest schema version a DDL has made, for the network threads: a PING
+/// they answer themselves must not carry a version older than a schema change
+/// made since the TX thread last told them one (see
+/// [`crate::server::sink::ReplySink::ping_schema_version`]).
+pub static LATEST_SCHEMA_VERSION: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
 fn str_key(s: &[u8]) -> value::Key {
     Key(smallvec::smallvec![KeyPart::Str(s.into())])
 }
@@ -1168,6 +1174,7 @@ impl Engine {
             _ => return Ok(()),
         }
         self.schema_version += 1;
+        LATEST_SCHEMA_VERSION.fetch_max(self.schema_version, std::sync::atomic::Ordering::Release);
         Ok(())
     }
 

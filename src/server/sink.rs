@@ -134,6 +134,11 @@ impl ReplySink {
             return None;
         }
         let version = direct.ping_schema_version.load(Ordering::Acquire);
+        // A DDL since TX told this version (a fiber changed the schema and pinged
+        // before yielding): TX answers, with the new one, as 2.6 would.
+        if crate::engine::LATEST_SCHEMA_VERSION.load(Ordering::Acquire) > version {
+            return None;
+        }
         (version != 0).then_some(version)
     }
 
