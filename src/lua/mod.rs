@@ -451,7 +451,9 @@ impl LuaRuntime {
             let g = self.lua.globals();
             let arg = self.lua.create_table()?;
             arg.raw_set(0, path.display().to_string())?;
-            arg.raw_set(-1, "tarantool")?;
+            // As 2.6: the executable's real path, so a script can start another instance of it.
+            let exe = std::env::current_exe().and_then(std::fs::canonicalize);
+            arg.raw_set(-1, exe.map_or_else(|_| "tarantool".to_owned(), |p| p.display().to_string()))?;
             for (i, a) in args.iter().enumerate() {
                 arg.raw_set(i + 1, a.as_str())?;
             }

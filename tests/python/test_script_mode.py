@@ -142,6 +142,20 @@ def test_shebang_script_through_a_tarantool_symlink(tmp_path):
             assert proc.wait(timeout=30) == 0
 
 
+def test_arg_minus_one_is_the_executables_real_path(tmp_path):
+    """arg[-1] is the real path of the running executable, as 2.6 sets it (symlinks
+    resolved), so a script can start another instance of itself (not "tarantool",
+    which may be another program on PATH)."""
+    script = tmp_path / "whoami.lua"
+    script.write_text("print(arg[-1])\nos.exit(0)\n")
+    if shutil.which("tarantool"):
+        real = subprocess.run(["tarantool", str(script)], capture_output=True, text=True, timeout=30)
+        assert real.stdout.strip() == os.path.realpath(shutil.which("tarantool"))
+    env = symlinked_tarantool(tmp_path)
+    ours = subprocess.run(["tarantool", str(script)], env=env, capture_output=True, text=True, timeout=30)
+    assert ours.stdout.strip() == os.path.realpath(ONCEBOX), ours
+
+
 def test_admin_console_as_connector_suites_use_it(tmp_path):
     """tarantool-python's harness: console.listen before box.cfg, then `ready` over the console."""
     import socket
