@@ -69,7 +69,25 @@ end
 local conn_mt = {}
 conn_mt.__index = conn_mt
 
-local outcome_of, disconnected, await_connecting -- (below)
+local outcome_of, disconnected, wait_state, lost -- (below)
+
+-- Connections by their transport's id, for the TX thread's report of one broken.
+local by_transport = setmetatable({}, {__mode = 'v'})
+
+-- 2.6's final states: nothing changes after them.
+local final_state = {error = true, closed = true}
+
+-- Sets the state and wakes whoever waits for one (wait_state).
+local function set_state(conn, state, reason)
+    conn.state, conn.error = state, reason
+    if conn._state_cond ~= nil then conn._state_cond:broadcast() end
+end
+
+-- opts.reconnect_after, when it asks for reconnecting.
+local function reconnect_delay(conn)
+    local delay = conn.opts.reconnect_after
+    if type(delay) == 'number' and delay > 0 then return delay end
+end
 
 -- A reply carried the server's schema version: another one than the loaded
 -- schema's has a fiber load the schema again, as 2.6's net.box does.
@@ -150,8 +168,9 @@ end
 -- the body (given as its bytes) goes into it and the caller gets its length.
 outcome_of = function(conn, ok, code, reply, convert, buf, skip_header)
     if not ok then
-        -- (A connection closed by close() stays 'closed', as in 2.6.)
-        if conn.state ~= 'closed' then disconnected(conn, 'error', tostring(code)) end
+        -- The transport broke (a time-out leaves it as it is).
+        local h = conn._h
+        if h ~= nil and h:broken() ~= nil then lost(conn, h, h:broken()) end
         return false, box.error.new({code = ER_NO_CONNECTION, reason = tostring(code)})
     end
     if buf ~= nil then
@@ -228,8 +247,9 @@ end
 -- Sends a request; the reply's data, converted by `convert` (nil: as it is).
 -- With opts.is_async, a future of it instead; opts.on_push gets each push message.
 function conn_mt:_request(ty, body, opts, convert, method)
-    if self._connecting ~= nil and self._connector ~= require('fiber').self() then
-        await_connecting(self, (opts and opts.timeout) or self.opts.timeout)
+    -- As 2.6: while (re)connecting, a request waits for the connection, within its time-out.
+    if self.state ~= 'active' and self._establishing ~= require('fiber').self() then
+        wait_state(self, 'active', (opts and opts.timeout) or self.opts.timeout)
     end
     if self.state ~= 'active' and self.state ~= 'fetch_schema' and self.state ~= 'auth' then
         no_connection(self.error)
@@ -292,7 +312,7 @@ function conn_mt:_request(ty, body, opts, convert, method)
 end
 
 function conn_mt:ping(opts)
-    if self.state ~= 'active' then return false end
+    if final_state[self.state] then return false end
     return (pcall(self._request, self, T.PING, nil, opts and {timeout = opts.timeout}))
 end
 
@@ -335,23 +355,28 @@ function conn_mt:execute(sql, params, _, opts)
     return self:_request(T.EXECUTE, body, opts, sql_result, 'execute')
 end
 
--- A connection made with {wait_connected = false} connects in a fiber of its
--- own; until then, callers wait for it (at most `timeout` seconds).
-await_connecting = function(self, timeout)
-    local deadline = timeout and (require('fiber').clock() + timeout)
-    while self._connecting ~= nil do
-        local left = deadline and (deadline - require('fiber').clock())
-        if left ~= nil and left <= 0 then break end
-        self._connecting:wait(left)
+-- Waits until the state is `target` (a name, or a set of names) or a final one,
+-- at most `timeout` seconds (nil: as long as it takes); whether it is `target`.
+-- Where nothing may yield, it tells at once.
+wait_state = function(self, target, timeout)
+    local fiber = require('fiber')
+    local function reached()
+        return self.state == target or (type(target) == 'table' and target[self.state] ~= nil)
     end
+    local deadline = timeout and (fiber.clock() + timeout)
+    while not reached() and not final_state[self.state] and internal.fiber_can_yield() do
+        local left = deadline and (deadline - fiber.clock())
+        if left ~= nil and left <= 0 then break end
+        self._state_cond = self._state_cond or fiber.cond()
+        self._state_cond:wait(left)
+    end
+    return reached()
 end
 
-function conn_mt:is_connected() return self.state == 'active' end
-function conn_mt:wait_connected(timeout)
-    await_connecting(self, timeout)
-    return self.state == 'active'
-end
-function conn_mt:wait_state(state) return self.state == state end
+-- 2.6 counts a connection fetching its schema as connected.
+function conn_mt:is_connected() return self.state == 'active' or self.state == 'fetch_schema' end
+function conn_mt:wait_connected(timeout) return wait_state(self, 'active', timeout) end
+function conn_mt:wait_state(state, timeout) return wait_state(self, state, timeout) end
 
 -- conn:on_connect / on_disconnect / on_schema_reload(new[, old]): 2.6's trigger
 -- lists; each trigger gets the connection.
@@ -363,12 +388,53 @@ function conn_mt:on_schema_reload(new, old) return self._on_schema_reload(new, o
 disconnected = function(self, state, reason)
     local was_active = self.state == 'active'
     if was_active then pcall(self._on_disconnect.run, self._on_disconnect, self) end
-    self.state, self.error = state, reason
+    set_state(self, state, reason)
 end
 
 function conn_mt:close()
     if self._h then self._h:close() end
     disconnected(self, 'closed', 'Connection closed')
+end
+
+local connect_loop -- (below)
+
+-- Transport `h` of the connection broke: the connection is in error, or with
+-- reconnect_after connects again after that many seconds. A transport the
+-- connection no longer uses, or a connection closed, changes nothing.
+lost = function(self, h, reason)
+    if self._h ~= h or self.state == 'closed' then return end
+    self._h = nil
+    h:close()
+    local delay = reconnect_delay(self)
+    disconnected(self, delay and 'error_reconnect' or 'error', reason)
+    if delay ~= nil and self._connector == nil then
+        self:_note_reconnect_error(reason)
+        local fiber = require('fiber')
+        self._connector = fiber.new(connect_loop, self, delay)
+    end
+end
+
+-- The TX thread's report of a transport broken without a request.
+function internal.netbox_lost(id, reason)
+    local conn = by_transport[id]
+    if conn == nil then return end
+    -- In a fiber: on_disconnect triggers may yield.
+    require('fiber').new(function()
+        local h = conn._h
+        if h ~= nil and h:id() == id then lost(conn, h, reason) end
+    end)
+end
+
+-- As 2.6 logs a reconnect's failure: a new reason as a warning, the same again verbosely.
+function conn_mt:_note_reconnect_error(reason)
+    local log = require('log')
+    local line = string.format('%s:%s: %s', self.host or '', self.port or '', tostring(reason))
+    if reason ~= self._last_reconnect_error then
+        log.warn(line)
+        self._last_reconnect_error = reason
+    else
+        log.verbose(line)
+    end
 end
 
 local function key_of(key)
@@ -540,7 +606,7 @@ function conn_mt:reload_schema()
     return true
 end
 
-local establish -- (below)
+local establish, establish_transport -- (below)
 
 function net_box.connect(uri, opts, ...)
     if type(opts) == 'number' or type(opts) == 'string' then
@@ -557,34 +623,68 @@ function net_box.connect(uri, opts, ...)
                                _on_schema_reload = trigger.new('on_schema_reload')}, conn_mt)
     local number = tonumber(port)
     if number ~= nil and (number < 0 or number > 65535 or number % 1 ~= 0) then
-        self.state, self.error = 'error', 'Connection refused'
+        set_state(self, 'error', 'Connection refused')
         return self
     end
-    if opts.wait_connected == false then
-        -- As 2.6: back at once, 'initial'; a fiber connects (requests wait for it).
-        local fiber = require('fiber')
-        self._connecting = fiber.cond()
-        self._connector = fiber.new(function()
-            establish(self, host, port, user, password, opts)
-            local connecting = self._connecting
-            self._connecting, self._connector = nil, nil
-            connecting:broadcast()
-        end)
+    self._credentials = {user, password}
+    local waits = opts.wait_connected
+    if (waits == false or reconnect_delay(self) ~= nil or type(waits) == 'number') and internal.fiber_can_yield() then
+        -- As 2.6: a fiber connects (and with reconnect_after, tries again until it
+        -- does); connect() waits for it (wait_connected: that long at most; false:
+        -- not at all, the state is 'initial'); requests wait for it too.
+        self._connector = require('fiber').new(connect_loop, self)
+        if waits ~= false then wait_state(self, 'active', tonumber(waits)) end
         return self
     end
     establish(self, host, port, user, password, opts)
     return self
 end
 
+-- The connecting fiber: connects, after `delay` seconds if given; with
+-- reconnect_after, while it fails and the connection is not closed, waits that
+-- long and tries again.
+connect_loop = function(self, delay)
+    local fiber = require('fiber')
+    local user, password = self._credentials[1], self._credentials[2]
+    while true do
+        if delay ~= nil then
+            fiber.sleep(delay)
+            if self.state ~= 'error_reconnect' then break end
+        end
+        establish(self, self.host, self.port, user, password, self.opts)
+        delay = reconnect_delay(self)
+        if self.state ~= 'error_reconnect' or delay == nil then break end
+        self:_note_reconnect_error(self.error)
+    end
+    self._connector = nil
+end
+
 -- Connects, authenticates and loads the schema; the state tells how it went.
 establish = function(self, host, port, user, password, opts)
+    -- Its own requests (auth, schema, on_connect's) do not wait for the connection.
+    self._establishing = require('fiber').self()
+    establish_transport(self, host, port, user, password, opts)
+    self._establishing = nil
+end
+
+establish_transport = function(self, host, port, user, password, opts)
+    local function fail(reason)
+        if self.state == 'closed' then return end
+        set_state(self, reconnect_delay(self) and 'error_reconnect' or 'error', reason)
+    end
     local h, reason = internal.netbox_connect(host or 'localhost', tostring(port),
                                               opts.connect_timeout or opts.timeout or 10)
     if h == nil then
-        self.state, self.error = 'error', reason
+        fail(reason)
         return
     end
-    self._h, self.state = h, 'auth'
+    if self.state == 'closed' then
+        h:close()
+        return
+    end
+    self._h = h
+    by_transport[h:id()] = self
+    set_state(self, 'auth')
     local peer = string.match(h:greeting(), '(%x+%-%x+%-%x+%-%x+%-%x+)%s*$')
     self.peer_uuid = peer
     local major, minor, patch = string.match(h:greeting(), '^Tarantool (%d+)%.(%d+)%.(%d+)')
@@ -597,25 +697,33 @@ establish = function(self, host, port, user, password, opts)
         local body = {[K.USER_NAME] = user, [K.TUPLE] = seq({'chap-sha1', h:scramble(password)})}
         local aok, err = pcall(self._request, self, T.AUTH, body)
         if not aok then
-            self:close()
-            self.state, self.error = 'error', type(err) == 'table' and err.message or tostring(err)
+            h:close()
+            self._h = nil
+            fail(type(err) == 'table' and err.message or tostring(err))
             return
         end
     end
-    self.state = 'fetch_schema'
+    if self.state ~= 'auth' then return end -- closed, or the transport broke meanwhile
+    set_state(self, 'fetch_schema')
     local sok, err = pcall(self.reload_schema, self)
+    if self.state ~= 'fetch_schema' then return end
     if not sok then
-        self.state, self.error = 'error', type(err) == 'table' and err.message or tostring(err)
+        h:close()
+        self._h = nil
+        fail(type(err) == 'table' and err.message or tostring(err))
         return
     end
     -- 2.6's order: the schema's triggers, then on_connect (still fetching the schema).
     local tok, terr = pcall(self._on_connect.run, self._on_connect, self)
     if not tok then
-        self:close()
-        self.state, self.error = 'error', type(terr) == 'table' and terr.message or tostring(terr)
+        -- Final, as in 2.6, even with reconnect_after.
+        h:close()
+        self._h = nil
+        set_state(self, 'error', type(terr) == 'table' and terr.message or tostring(terr))
         return
     end
-    self.state = 'active'
+    if self.state ~= 'fetch_schema' then return end
+    set_state(self, 'active')
 end
 net_box.new = net_box.connect
 

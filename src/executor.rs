@@ -102,6 +102,13 @@ pub enum TxMessage {
         /// The push's body.
         body: Vec<u8>,
     },
+    /// A `net.box` connection broke (its peer went away, say) without `close()`.
+    NetboxLost {
+        /// The connection's id.
+        conn: u64,
+        /// Why, as 2.6 words it ("Peer closed").
+        reason: String,
+    },
     /// A `socket` read or write finished for the fiber waiting on `ticket`.
     Socket {
         /// The job's ticket.
@@ -803,6 +810,7 @@ impl Executor {
             TxMessage::Tick => self.tick(),
             TxMessage::Netbox { ticket, reply } => self.lua.netbox_deliver(ticket, reply),
             TxMessage::NetboxPush { ticket, body } => self.lua.netbox_push(ticket, &body),
+            TxMessage::NetboxLost { conn, reason } => self.lua.netbox_lost(conn, &reason),
             TxMessage::Socket { ticket, reply } => self.lua.socket_deliver(ticket, reply),
             TxMessage::SocketAccepted(conn) => self.lua.socket_accepted(conn),
             TxMessage::Wake => {

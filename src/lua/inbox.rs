@@ -130,6 +130,7 @@ fn deliver(lua: &Lua, message: TxMessage) {
     match message {
         TxMessage::Netbox { ticket, reply } => super::deliver_netbox(lua, ticket, reply),
         TxMessage::NetboxPush { ticket, body } => super::deliver_netbox_push(lua, ticket, &body),
+        TxMessage::NetboxLost { conn, reason } => super::deliver_netbox_lost(lua, conn, &reason),
         TxMessage::Socket { ticket, reply } => super::deliver_socket(lua, ticket, reply),
         TxMessage::SocketAccepted(conn) => super::start_accepted(lua, conn),
         TxMessage::ChildExited => crate::children::reap(),

@@ -597,6 +597,11 @@ impl LuaRuntime {
         deliver_netbox_push(&self.lua, ticket, body);
     }
 
+    /// Tells `net.box` that connection `conn` broke.
+    pub fn netbox_lost(&self, conn: u64, reason: &str) {
+        deliver_netbox_lost(&self.lua, conn, reason);
+    }
+
     /// Hands a socket read or write outcome to the fiber waiting on `ticket`.
     pub fn socket_deliver(&self, ticket: u64, reply: socket::SocketReply) {
         deliver_socket(&self.lua, ticket, reply);
@@ -1505,6 +1510,19 @@ pub(crate) fn deliver_netbox_push(lua: &Lua, ticket: u64, body: &[u8]) {
     };
     if let Err(e) = deliver() {
         tracing::warn!(error = %e, "net.box push could not be delivered");
+    }
+}
+
+/// Tells `net.box` that connection `conn` broke (its state changes, its
+/// on_disconnect triggers run, it reconnects if asked to).
+pub(crate) fn deliver_netbox_lost(lua: &Lua, conn: u64, reason: &str) {
+    let deliver = || -> mlua::Result<()> {
+        let f: Function = internal_fn(lua, "netbox_lost")?;
+        #[allow(clippy::cast_precision_loss, reason = "connection ids stay far below 2^53")]
+        f.call::<()>((Value::Number(conn as f64), reason))
+    };
+    if let Err(e) = deliver() {
+        tracing::warn!(error = %e, "a broken net.box connection could not be reported");
     }
 }
 

@@ -86,12 +86,18 @@ struct Waiting {
 struct InFlight {
     waiting: HashMap<u64, Waiting>,
     broken: Option<String>,
+    /// Where to report the connection lost (the TX thread, with the
+    /// connection's id): taken by the first break not made by `close()`.
+    on_lost: Option<(u64, UnboundedSender<TxMessage>)>,
 }
 
 type Shared = Arc<Mutex<InFlight>>;
 
 /// An open connection to a Tarantool-protocol server (see the module's notes).
 pub struct NetConn {
+    /// Names the connection in [`TxMessage::NetboxLost`].
+    id: u64,
+    shared: Shared,
     jobs: Option<mpsc::Sender<Job>>,
     /// A handle on the socket, to shut it down on close.
     closer: Option<Socket>,
@@ -100,10 +106,6 @@ pub struct NetConn {
     sync: u64,
     salt: Vec<u8>,
     greeting: String,
-}
-
-fn io_err(e: &std::io::Error) -> mlua::Error {
-    mlua::Error::runtime(io_text(e))
 }
 
 /// An I/O failure as 2.6's net.box words it: the server gone is "Peer closed".
@@ -119,8 +121,10 @@ fn timeout_of(secs: Option<f64>) -> Option<Duration> {
 }
 
 /// Connects to `host:port` (`host` "unix/": to the Unix socket at path `port`),
-/// reads the 128-byte greeting and starts the I/O thread.
-fn connect(host: &str, port: &str, timeout: Option<f64>) -> Result<NetConn, String> {
+/// reads the 128-byte greeting and starts the I/O threads. With `notify`, the
+/// connection breaking is reported to the TX thread as it happens (2.6's
+/// net.box notices a peer gone without a request).
+fn connect(host: &str, port: &str, timeout: Option<f64>, notify: Option<TxNotify>) -> Result<NetConn, String> {
     let reason = |e: std::io::Error| super::native::strerror(&e);
     let mut stream = if host == UNIX_HOST {
         Socket::Unix(UnixStream::connect(port).map_err(reason)?)
@@ -149,18 +153,19 @@ fn connect(host: &str, port: &str, timeout: Option<f64>) -> Result<NetConn, Stri
     let reader = stream.try_clone().map_err(reason)?;
     let (jobs, rx) = mpsc::channel::<Job>();
     let closed = Arc::new(AtomicBool::new(false));
-    let shared: Shared = Arc::default();
+    let id = NEXT_TICKET.fetch_add(1, Ordering::Relaxed);
+    let shared: Shared = Arc::new(Mutex::new(InFlight { on_lost: notify.map(|n| (id, n.0)), ..InFlight::default() }));
     let (writer_shared, writer_closed) = (Arc::clone(&shared), Arc::clone(&closed));
     std::thread::Builder::new()
         .name("net.box".into())
         .spawn(move || write_requests(stream, &rx, &writer_shared, &writer_closed))
         .map_err(reason)?;
-    let reader_closed = Arc::clone(&closed);
+    let (reader_shared, reader_closed) = (Arc::clone(&shared), Arc::clone(&closed));
     std::thread::Builder::new()
         .name("net.box.read".into())
-        .spawn(move || read_replies(reader, &shared, &reader_closed))
+        .spawn(move || read_replies(reader, &reader_shared, &reader_closed))
         .map_err(reason)?;
-    Ok(NetConn { jobs: Some(jobs), closer: Some(closer), closed, sync: 0, salt, greeting: text })
+    Ok(NetConn { id, shared, jobs: Some(jobs), closer: Some(closer), closed, sync: 0, salt, greeting: text })
 }
 
 /// Hands a reply (or why there is none) to whoever waits for it.
@@ -177,15 +182,20 @@ fn answer(reply: ReplyTo, result: NetReply) {
 
 /// The connection broke: every request in flight fails, and so will every later
 /// one ("Connection closed" once `close()` shut the socket down, as in 2.6).
+/// The first break `close()` did not make is reported to the TX thread.
 fn break_connection(shared: &Shared, closed: &AtomicBool, why: String) {
-    let why = if closed.load(Ordering::Acquire) { "Connection closed".to_owned() } else { why };
-    let waiting = {
+    let by_close = closed.load(Ordering::Acquire);
+    let why = if by_close { "Connection closed".to_owned() } else { why };
+    let (waiting, on_lost) = {
         let mut state = shared.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         state.broken.get_or_insert(why.clone());
-        std::mem::take(&mut state.waiting)
+        (std::mem::take(&mut state.waiting), state.on_lost.take())
     };
     for (_, w) in waiting {
         answer(w.reply, Err(why.clone()));
+    }
+    if let (Some((conn, notify)), false) = (on_lost, by_close) {
+        let _ = notify.send(TxMessage::NetboxLost { conn, reason: why });
     }
 }
 
@@ -214,7 +224,7 @@ fn read_replies(mut stream: Socket, shared: &Shared, closed: &AtomicBool) {
     loop {
         let frame = match read_frame(&mut stream) {
             Ok(frame) => frame,
-            Err(e) => return break_connection(shared, closed, e.to_string()),
+            Err(why) => return break_connection(shared, closed, why),
         };
         let Some((code, sync, schema_version, body)) = split_reply(&frame) else {
             return break_connection(shared, closed, "invalid reply header".to_owned());
@@ -343,25 +353,26 @@ pub fn reply_values(lua: &Lua, reply: &Reply, raw: bool) -> mlua::Result<MultiVa
     Ok(MultiValue::from_vec(vec![Value::Number(reply.code as f64), body, Value::Table(pushes), schema_version]))
 }
 
-fn read_frame(stream: &mut impl Read) -> mlua::Result<Vec<u8>> {
+/// Reads one reply frame; or why the connection cannot go on.
+fn read_frame(stream: &mut impl Read) -> Result<Vec<u8>, String> {
     let mut head = vec![0u8; 1];
-    stream.read_exact(&mut head).map_err(|e| io_err(&e))?;
+    stream.read_exact(&mut head).map_err(|e| io_text(&e))?;
     let width = match head[0] {
         0x00..=0x7f => 0,
         0xcc => 1,
         0xcd => 2,
         0xce => 4,
         0xcf => 8,
-        _ => return Err(mlua::Error::runtime("invalid reply length")),
+        _ => return Err("invalid reply length".to_owned()),
     };
     let mut rest = vec![0u8; width];
-    stream.read_exact(&mut rest).map_err(|e| io_err(&e))?;
+    stream.read_exact(&mut rest).map_err(|e| io_text(&e))?;
     head.extend_from_slice(&rest);
     let (_, len) = frame::peek_length(&head, MAX_REPLY_SIZE)
-        .map_err(|_| mlua::Error::runtime("reply too large"))?
-        .ok_or_else(|| mlua::Error::runtime("invalid reply length"))?;
-    let mut payload = vec![0u8; usize::try_from(len).map_err(|_| mlua::Error::runtime("reply too large"))?];
-    stream.read_exact(&mut payload).map_err(|e| io_err(&e))?;
+        .map_err(|_| "reply too large".to_owned())?
+        .ok_or_else(|| "invalid reply length".to_owned())?;
+    let mut payload = vec![0u8; usize::try_from(len).map_err(|_| "reply too large".to_owned())?];
+    stream.read_exact(&mut payload).map_err(|e| io_text(&e))?;
     Ok(payload)
 }
 
@@ -406,6 +417,11 @@ impl UserData for NetConn {
         });
         methods.add_method("greeting", |_, this, ()| Ok(this.greeting.clone()));
         methods.add_method("is_connected", |_, this, ()| Ok(this.jobs.is_some()));
+        methods.add_method("id", |_, this, ()| Ok(this.id));
+        // broken() -> why the connection broke, or nil while it works.
+        methods.add_method("broken", |_, this, ()| {
+            Ok(this.shared.lock().unwrap_or_else(std::sync::PoisonError::into_inner).broken.clone())
+        });
         methods.add_method_mut("close", |_, this, ()| {
             this.jobs = None;
             this.closed.store(true, Ordering::Release);
@@ -429,8 +445,9 @@ impl Drop for NetConn {
 /// Registers `box.internal.netbox_connect(host, port, timeout)`: a handle, or nil
 /// and why the connection failed (as 2.6 words it: "Connection refused").
 pub fn register(lua: &Lua) -> mlua::Result<()> {
-    let f = lua.create_function(|_, (host, port, timeout): (String, String, Option<f64>)| {
-        Ok(match connect(&host, &port, timeout) {
+    let f = lua.create_function(|lua, (host, port, timeout): (String, String, Option<f64>)| {
+        let notify = lua.app_data_ref::<TxNotify>().map(|n| n.clone());
+        Ok(match connect(&host, &port, timeout, notify) {
             Ok(conn) => (Some(conn), None),
             Err(reason) => (None, Some(reason)),
         })

@@ -135,3 +135,16 @@ def test_a_schema_change_is_picked_up_from_the_replies_as_2_6(tmp_path):
     lines = cases_on_both(tmp_path, "netbox_schema_reload_cases.lua", 7)
     assert lines[2] == "after\ttrue\ttrue\t1"
     assert lines[5] == "async\ttrue\t3"
+
+
+def test_reconnect_after_as_2_6(tmp_path):
+    """With reconnect_after, a connection to a peer that is down keeps trying
+    ('error_reconnect'), requests wait for it within their time-out, it notices
+    the peer going away without a request (on_disconnect) and comes back
+    (on_connect) when the peer does; close() stops it. Without it, the peer going
+    is final ('error', "Peer closed"). The peer is a second instance of the same
+    executable, started and killed by the script."""
+    lines = cases_on_both(tmp_path, "netbox_reconnect_cases.lua", 26)
+    assert lines[1] == "down: reconnecting | true | Connection refused"
+    assert lines[15] == "events | on_disconnect active, on_connect fetch_schema"
+    assert lines[21] == "plain: noticed | true | error | Peer closed"
