@@ -2240,6 +2240,17 @@ local function check_cfg_value(k, v)
     elseif want ~= 'any' and type(v) ~= want then
         raise(59, "Incorrect value for option '%s': should be of type %s", k, want)
     end
+    -- Values 2.6 refuses before it configures anything (a caller can catch the error).
+    if (k == 'instance_uuid' or k == 'replicaset_uuid') and require('uuid').fromstr(v) == nil then
+        raise(59, "Incorrect value for option '%s': %s", k, v)
+    elseif k == 'wal_mode' and v ~= 'none' and v ~= 'write' and v ~= 'fsync' then
+        raise(59, "Incorrect value for option 'wal_mode': %s", v)
+    elseif k == 'listen' and v ~= '' then -- ('': listen nowhere)
+        local parts = require('uri').parse(tostring(v))
+        if parts == nil or parts.service == nil then
+            raise(59, "Incorrect value for option 'listen': expected host:service or /unix.socket")
+        end
+    end
 end
 
 -- The options as box.cfg's own fields too, so that pairs(box.cfg) lists them as in 2.6.

@@ -32,3 +32,28 @@ os.exit(0)
 
 def test_box_cfg_reports_2_6_defaults_and_types(tmp_path):
     same_output_on_both(tmp_path, "cfg.lua", SCRIPT, 55)
+
+
+INVALID_FIRST_CFG = r"""
+-- A first box.cfg{} with an invalid value raises an error the caller can catch,
+-- and configures nothing: a later box.cfg{} starts the instance.
+print(pcall(box.cfg, {memtx_memory = 'x'}))
+print(pcall(box.cfg, {instance_uuid = 'nope'}))
+print(pcall(box.cfg, {replicaset_uuid = 'a-b-c'}))
+print(pcall(box.cfg, {listen = 'not an address at all:::'}))
+print(pcall(box.cfg, {listen = './relative.sock'}))
+print(pcall(box.cfg, {wal_mode = 'bogus'}))
+print(pcall(box.cfg, {unknown_option = 1}))
+box.cfg{work_dir = os.getenv('WORK'), listen = os.getenv('LISTEN')}
+print('configured', type(box.space), box.cfg.wal_mode)
+print(pcall(box.cfg, {listen = 'nowhere'}))
+os.exit(0)
+"""
+
+
+def test_invalid_first_cfg_values_raise_catchable_errors_as_2_6(tmp_path):
+    """An invalid instance_uuid, replicaset_uuid, listen or wal_mode in the first
+    box.cfg{} is an error pcall catches, with 2.6's message (it ended the script)."""
+    lines = same_output_on_both(tmp_path, "invalid_cfg.lua", INVALID_FIRST_CFG, 9)
+    assert lines[1] == "false\tIncorrect value for option 'instance_uuid': nope"
+    assert lines[7] == "configured\ttable\twrite"
