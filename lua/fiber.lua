@@ -135,7 +135,7 @@ local wake
 -- The event loop's time (fiber.time() below), as last read.
 local loop_tick
 local seen_tick, realtime, monotonic = -1, nil, nil
--- A sleep waits for the loop: the next read takes the time again.
+-- A sleep ends in a later turn of the loop: the next read takes the time again.
 local function time_moves() realtime = nil end
 
 local function switch_back(prev)
@@ -311,12 +311,17 @@ end
 
 function fiber.sleep(delay)
     if type(delay) ~= 'number' then error('fiber.sleep(delay): bad arguments', 2) end
-    time_moves()
     if delay < 0 then delay = 0 end
     yields = yields + 1
-    if me() == nil then return end
+    if me() == nil then
+        time_moves()
+        return
+    end
     -- f:wakeup() ends a sleep early, as in Tarantool.
     wait(now() + delay)
+    -- A sleep ends in a later turn of the loop: the time has moved (the fibers
+    -- that ran meanwhile, in this turn, saw the time of the turn).
+    time_moves()
 end
 
 function fiber.yield()

@@ -8,6 +8,7 @@ import os
 import subprocess
 import textwrap
 import time
+from pathlib import Path
 
 import msgpack
 import pytest
@@ -332,3 +333,14 @@ def test_a_yield_in_an_on_replace_trigger_aborts_iproto_and_lua_writes():
     finally:
         real.stop()
         ours.stop()
+
+
+def test_fiber_time_is_the_loops_time_while_other_fibers_sleep(tmp_path):
+    """fiber.time()/clock()/time64() stay the same in a fiber that created others
+    which slept, yielded or waited (the time moved for everyone as soon as any
+    fiber went to sleep: expirationd's start_time check saw two times)."""
+    source = (Path(__file__).parent / "fiber_time_cases.lua").read_text()
+    tarantool, oncebox = run_script_on_both(tmp_path, "fiber_time_cases.lua", source)
+    assert tarantool == oncebox
+    assert oncebox == ["after a fiber slept\ttrue\ttrue\ttrue", "after sleep(0), yield, cond:wait\ttrue\ttrue",
+                       "after its own sleep\ttrue\ttrue", "sleep(0) loop ends\ttrue"] * 2
