@@ -13,6 +13,8 @@ use std::sync::Arc;
 
 use super::field_path::{self, FieldPath, Found, Step};
 use super::hash_slots::HashSlots;
+use super::key_hash::key_hash;
+use super::light::LightTable;
 use super::multikey;
 use super::tuple::{split, Tuple, TupleFields};
 use super::value::{Collation, FieldType, Key, KeyPart, ValueType};
@@ -185,7 +187,49 @@ enum Storage {
     /// integer itself: an entry is 24 bytes instead of 72 and a comparison is one
     /// instruction, so a lookup reads a third of the memory.
     Ints(BTreeMap<u64, Tuple>),
+    /// A HASH index laid out as 2.6 lays it out (scans meet tuples in 2.6's order).
+    Light(LightStore),
+    /// A HASH index under a keyed hash, for keys clients choose freely
+    /// (`_idempotency`'s tokens): see [`HashStore`].
     Hash(HashStore),
+}
+
+/// A HASH index's entries in 2.6's table layout, under 2.6's key hash.
+#[derive(Default)]
+struct LightStore {
+    table: LightTable<Tuple>,
+}
+
+impl LightStore {
+    fn get(&self, parts: &[Part], key: &[KeyPart]) -> Option<&Tuple> {
+        let at = self.table.find(key_hash(parts, key), |t| holds_key(parts, t, key))?;
+        self.table.get(at)
+    }
+
+    fn get_mut(&mut self, parts: &[Part], key: &[KeyPart]) -> Option<&mut Tuple> {
+        let at = self.table.find(key_hash(parts, key), |t| holds_key(parts, t, key))?;
+        self.table.get_mut(at)
+    }
+
+    fn put(&mut self, parts: &[Part], key: &[KeyPart], tuple: Tuple) -> Option<Tuple> {
+        self.table.put(key_hash(parts, key), |t| holds_key(parts, t, key), tuple)
+    }
+
+    fn remove(&mut self, parts: &[Part], key: &[KeyPart]) -> Option<Tuple> {
+        self.table.remove(key_hash(parts, key), |t| holds_key(parts, t, key))
+    }
+
+    fn remove_exact(&mut self, parts: &[Part], key: &[KeyPart], tuple: &Tuple) -> bool {
+        self.table.remove(key_hash(parts, key), |t| Rc::ptr_eq(t, tuple)).is_some()
+    }
+
+    /// The entries after the one under `key` (none if it is not there), as 2.6's GT.
+    fn after<'a>(&'a self, parts: &[Part], key: &[KeyPart]) -> Box<dyn Iterator<Item = &'a Tuple> + 'a> {
+        match self.table.find(key_hash(parts, key), |t| holds_key(parts, t, key)) {
+            Some(at) => Box::new(self.table.iter_from(at + 1)),
+            None => Box::new(std::iter::empty()),
+        }
+    }
 }
 
 /// A key as an [`Storage::Ints`] tree sees it.
@@ -384,10 +428,33 @@ impl Index {
                 Storage::Ints(BTreeMap::new())
             }
             IndexKind::Tree => Storage::Tree(BTreeMap::new()),
-            IndexKind::Hash => Storage::Hash(HashStore::new()),
+            IndexKind::Hash => Storage::Light(LightStore::default()),
         };
         let multikey = def.parts.iter().any(|p| multikey::split(p).is_some());
         Self { def, cmp_parts, multikey, storage }
+    }
+
+    /// What 2.6's HASH index does to the tuple under `key` when an INSERT of
+    /// another with the same key fails: takes it out and puts it back, which may
+    /// move it in the scan order (other indexes: nothing).
+    pub fn reinsert_duplicate(&mut self, key: &Key) {
+        if let Storage::Light(m) = &mut self.storage {
+            let parts = &self.cmp_parts;
+            m.table.reinsert(key_hash(parts, key), |t| holds_key(parts, t, key));
+        }
+    }
+
+    /// [`Self::new`] for an index of space `space_id`: a HASH index of
+    /// `_idempotency` (whose keys are tokens clients choose) is under a keyed
+    /// hash; other HASH indexes are laid out as 2.6 lays them out.
+    #[must_use]
+    pub fn for_space(space_id: u32, def: IndexDef, pk_parts: &[Part]) -> Self {
+        let keyed = space_id == crate::idempotency::SPACE_ID && def.kind == IndexKind::Hash;
+        let mut index = Self::new(def, pk_parts);
+        if keyed {
+            index.storage = Storage::Hash(HashStore::new());
+        }
+        index
     }
 
     /// Whether a tuple may have several entries (a `[*]` in a part's path).
@@ -426,6 +493,7 @@ impl Index {
         match &self.storage {
             Storage::Tree(m) => m.len(),
             Storage::Ints(m) => m.len(),
+            Storage::Light(m) => m.table.len(),
             Storage::Hash(m) => m.table.len(),
         }
     }
@@ -462,6 +530,7 @@ impl Index {
                 IntKey::At(u) => m.get(&u),
                 IntKey::Other => m.iter().find(|(k, _)| general_key(**k) == *key).map(|(_, t)| t),
             },
+            Storage::Light(m) => m.get(&self.cmp_parts, key),
             Storage::Hash(m) => m.get(&self.cmp_parts, key),
         }
     }
@@ -485,6 +554,7 @@ impl Index {
                 IntKey::At(u) => m.get_mut(&u),
                 IntKey::Other => m.iter_mut().find(|(k, _)| general_key(**k) == *key).map(|(_, t)| t),
             },
+            Storage::Light(m) => m.get_mut(&self.cmp_parts, key),
             Storage::Hash(m) => m.get_mut(&self.cmp_parts, key),
         }
     }
@@ -565,6 +635,7 @@ impl Index {
                 IntKey::At(u) => m.insert(u, tuple),
                 _ => self.generalize().insert(key, tuple),
             },
+            Storage::Light(m) => m.put(&self.cmp_parts, &key, tuple),
             Storage::Hash(m) => m.put(&self.cmp_parts, &key, tuple),
         }
     }
@@ -589,6 +660,12 @@ impl Index {
                     *m = entries.collect();
                 } else {
                     m.extend(entries);
+                }
+            }
+            Storage::Light(m) => {
+                // One by one in the order given (the primary key's), as 2.6 builds it.
+                for (key, tuple) in entries {
+                    m.put(&self.cmp_parts, &key, tuple);
                 }
             }
             Storage::Tree(m) if m.is_empty() => *m = entries.into_iter().collect(),
@@ -626,6 +703,9 @@ impl Index {
                 }
             },
             Storage::Ints(_) => unreachable!("generalized above"),
+            Storage::Light(m) => {
+                m.put(&self.cmp_parts, key, tuple);
+            }
             Storage::Hash(m) => {
                 m.put(&self.cmp_parts, key, tuple);
             }
@@ -641,8 +721,10 @@ impl Index {
 
     /// [`Self::remove_exact`] with the hash [`Self::put_prehashed`] returned for the entry.
     pub fn remove_exact_prehashed(&mut self, key: &Key, pre: Option<Prehashed>, tuple: &Tuple) -> bool {
-        if let Storage::Hash(m) = &mut self.storage {
-            return m.remove_exact(key, pre, tuple);
+        match &mut self.storage {
+            Storage::Hash(m) => return m.remove_exact(key, pre, tuple),
+            Storage::Light(m) => return m.remove_exact(&self.cmp_parts, key, tuple),
+            _ => {}
         }
         let holds = self.get(key).is_some_and(|t| Rc::ptr_eq(t, tuple));
         if holds {
@@ -672,6 +754,7 @@ impl Index {
                     m.remove(&found)
                 }
             },
+            Storage::Light(m) => m.remove(&self.cmp_parts, key),
             Storage::Hash(m) => m.remove(&self.cmp_parts, key),
         }
     }
@@ -681,6 +764,7 @@ impl Index {
         match &mut self.storage {
             Storage::Tree(m) => m.clear(),
             Storage::Ints(m) => m.clear(),
+            Storage::Light(m) => m.table.clear(),
             Storage::Hash(m) => m.table.clear(),
         }
     }
@@ -695,6 +779,7 @@ impl Index {
         match &self.storage {
             Storage::Tree(m) => with_room(m.len(), std::mem::size_of::<(Key, Tuple)>()),
             Storage::Ints(m) => with_room(m.len(), std::mem::size_of::<(u64, Tuple)>()),
+            Storage::Light(m) => m.table.slot_count() * 24,
             Storage::Hash(m) => m.table.slot_count() * std::mem::size_of::<Option<(u64, Tuple)>>(),
         }
     }
@@ -703,6 +788,7 @@ impl Index {
         match &self.storage {
             Storage::Tree(m) => Box::new(m.values()),
             Storage::Ints(m) => Box::new(m.values()),
+            Storage::Light(m) => Box::new(m.table.iter()),
             Storage::Hash(m) => Box::new(m.table.iter().map(|(_, t)| t)),
         }
     }
@@ -818,7 +904,7 @@ impl Index {
                     visit_each(m.range((lo, hi)).map(|(_, t)| t), rev, visit);
                 }
             }
-            Storage::Hash(m) => {
+            Storage::Light(_) | Storage::Hash(_) => {
                 // As 2.6's key check, before the iterator's: a HASH key names every
                 // part, except that ALL and (for compatibility) GT may have none.
                 let full = key.len() == self.def.parts.len();
@@ -834,33 +920,22 @@ impl Index {
                     ));
                 }
                 match it {
-                    IteratorType::All => {
-                        for (_, t) in m.table.iter() {
-                            if !visit(t) {
-                                break;
-                            }
-                        }
-                    }
+                    IteratorType::All | IteratorType::Gt if key.is_empty() => visit_each_hashed(self.iter(), visit),
                     IteratorType::Eq => {
-                        if let Some(t) = m.get(&self.cmp_parts, key) {
+                        if let Some(t) = self.get(key) {
                             visit(t);
                         }
                     }
-                    IteratorType::Gt if key.is_empty() => {
-                        for (_, t) in m.table.iter() {
-                            if !visit(t) {
-                                break;
-                            }
-                        }
-                    }
-                    IteratorType::Gt => {
-                        // Hash order: everything after the key's own position.
-                        for t in m.table.iter_after(m.hash(key), |t| holds_key(&self.cmp_parts, t, key)) {
-                            if !visit(t) {
-                                break;
-                            }
-                        }
-                    }
+                    // Hash order: everything after the key's own slot.
+                    IteratorType::Gt => match &self.storage {
+                        Storage::Light(m) => visit_each_hashed(m.after(&self.cmp_parts, key), visit),
+                        Storage::Hash(m) => visit_each_hashed(
+                            Box::new(m.table.iter_after(m.hash(key), |t| holds_key(&self.cmp_parts, t, key))),
+                            visit,
+                        ),
+                        _ => unreachable!("a HASH index's storage"),
+                    },
+                    IteratorType::All => visit_each_hashed(self.iter(), visit),
                     _ => return Err(self.unsupported_iterator(space_name)),
                 }
             }
@@ -921,6 +996,15 @@ impl Index {
     }
 }
 
+/// Visits a HASH index's `tuples` in its order until `visit` returns false.
+fn visit_each_hashed<'a>(tuples: Box<dyn Iterator<Item = &'a Tuple> + 'a>, mut visit: impl FnMut(&Tuple) -> bool) {
+    for t in tuples {
+        if !visit(t) {
+            break;
+        }
+    }
+}
+
 /// Visits `tuples` in order (or in reverse) until `visit` returns false.
 fn visit_each<'a>(
     tuples: impl DoubleEndedIterator<Item = &'a Tuple>,
@@ -974,6 +1058,40 @@ mod tests {
         let def = IndexDef { id: 0, name: "pk".into(), kind: IndexKind::Hash, unique: true, parts: vec![part] };
         let parts = def.parts.clone();
         Index::new(def, &parts)
+    }
+
+    /// A HASH index under the keyed hash (as `_idempotency`'s).
+    fn keyed_hash_index() -> Index {
+        let ix = hash_index();
+        let parts = ix.def.parts.clone();
+        Index::for_space(crate::idempotency::SPACE_ID, ix.def, &parts)
+    }
+
+    #[test]
+    fn only_idempotency_hash_indexes_are_keyed() {
+        assert!(matches!(hash_index().storage, Storage::Light(_)));
+        assert!(matches!(keyed_hash_index().storage, Storage::Hash(_)));
+        let ix = hash_index();
+        let parts = ix.def.parts.clone();
+        assert!(matches!(Index::for_space(600, ix.def, &parts).storage, Storage::Light(_)));
+    }
+
+    #[test]
+    fn a_failed_insert_moves_the_tuple_it_found_as_in_2_6() {
+        // Keys 0, 8 and 16 share home slot 0: 8 and 16 go to the first free slots.
+        let mut ix = hash_index();
+        for k in [0u8, 8, 16] {
+            let t = tuple(&[0x91, k]);
+            let key = ix.entry_key(&split(&t).unwrap()).unwrap();
+            ix.insert(key, t);
+        }
+        let firsts = |ix: &Index| ix.iter().map(|t| t[1]).collect::<Vec<_>>();
+        let before = firsts(&ix);
+        let key: Key = std::iter::once(KeyPart::Uint(0)).collect();
+        ix.reinsert_duplicate(&key);
+        assert_eq!(ix.len(), 3);
+        assert!(ix.get(&key).is_some());
+        assert_ne!(firsts(&ix), before, "0's successor took its slot, 0 went to a free one");
     }
 
     fn tuple(bytes: &[u8]) -> Tuple {
@@ -1107,7 +1225,7 @@ mod tests {
 
     #[test]
     fn a_hash_reused_from_a_lookup_finds_the_same_slot_and_a_stale_one_is_not_used() {
-        let mut ix = hash_index();
+        let mut ix = keyed_hash_index();
         let t = tuple(&[0x92, 0xa1, b'k', 0x01]);
         let key = ix.entry_key(&split(&t).unwrap()).unwrap();
         let (found, pre) = ix.get_prehashing(&key);
@@ -1115,7 +1233,7 @@ mod tests {
         assert!(ix.put_prehashed(&key, pre, t.clone()).0.is_none());
         assert_eq!(ix.get(&key).map(|t| t.to_vec()), Some(t.to_vec()));
         // A hash another index (another hasher) worked out is not taken for this one's.
-        let mut other = hash_index();
+        let mut other = keyed_hash_index();
         let t2 = tuple(&[0x92, 0xa1, b'k', 0x02]);
         assert!(other.put_prehashed(&key, pre, t2.clone()).0.is_none());
         assert_eq!(other.get(&key).map(|t| t.to_vec()), Some(t2.to_vec()));
@@ -1125,8 +1243,8 @@ mod tests {
 
     #[test]
     fn an_entry_is_removed_by_the_hash_its_put_returned_and_a_foreign_one_is_ignored() {
-        let mut ix = hash_index();
-        let mut other = hash_index();
+        let mut ix = keyed_hash_index();
+        let mut other = keyed_hash_index();
         let t = tuple(&[0x92, 0xa1, b'k', 0x01]);
         let key = ix.entry_key(&split(&t).unwrap()).unwrap();
         let (_, mine) = ix.put_prehashed(&key, None, t.clone());

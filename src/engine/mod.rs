@@ -10,6 +10,8 @@ pub mod field_path;
 pub mod hash_slots;
 pub mod index;
 pub mod json_path;
+pub mod key_hash;
+pub mod light;
 pub mod multikey;
 pub mod sequence;
 pub mod space;
@@ -1343,7 +1345,7 @@ fn rebuild_with(space: &mut Space, def: index::IndexDef) -> BoxResult<()> {
     let mut rebuilt = Space::new(space.def.clone());
     let pk_def = defs.iter().find(|d| d.id == 0).cloned();
     if let Some(pk_def) = pk_def {
-        let mut pk = Index::new(pk_def.clone(), &pk_def.parts);
+        let mut pk = Index::for_space(space.def.id, pk_def.clone(), &pk_def.parts);
         for t in &tuples {
             let fields = rebuilt_fields(t)?;
             let key = pk.entry_key(&fields)?;

@@ -109,7 +109,11 @@ impl Space {
     #[must_use]
     pub fn shape(&self) -> Self {
         let pk_parts = self.indexes.get(&0).map(|pk| pk.def.parts.clone()).unwrap_or_default();
-        let indexes = self.indexes.iter().map(|(id, ix)| (*id, Index::new(ix.def.clone(), &pk_parts))).collect();
+        let indexes = self
+            .indexes
+            .iter()
+            .map(|(id, ix)| (*id, Index::for_space(self.def.id, ix.def.clone(), &pk_parts)))
+            .collect();
         Self { def: self.def.clone(), indexes, sequence: None }
     }
 
@@ -374,6 +378,7 @@ impl Space {
         // (see `crate::engine::drop_changes`).
         let mut slot = pk.get_mut(&pk_key);
         if let (WriteMode::Insert, Some(_)) = (mode, &slot) {
+            pk.reinsert_duplicate(&pk_key);
             return Err(duplicate(def, pk));
         }
         if let Some(expected) = expected_old {
@@ -451,8 +456,10 @@ impl Space {
                     if old_key == key {
                         ix.swap_tuple(&key, tuple.clone());
                     } else {
-                        ix.remove(&old_key);
+                        // New entry first, then the old one out, as 2.6 orders them
+                        // (where a HASH index puts each depends on it).
                         ix.insert(key, tuple.clone());
+                        ix.remove_exact(&old_key, old);
                     }
                 }
             }
@@ -538,7 +545,7 @@ impl Space {
                 ))
             }
         };
-        let mut index = Index::new(def, &pk_parts);
+        let mut index = Index::for_space(self.def.id, def, &pk_parts);
         let existing: Vec<Tuple> = self
             .indexes
             .get(&0)
