@@ -569,14 +569,30 @@ function index_methods:select(key, opts)
     return op('select', self.space_id, self.id, key, iterator_code(opts, key), opts.offset or 0,
               opts.limit or 4294967295)
 end
+-- As 2.6: what an index type cannot do is an error naming the index and the call.
+local function check_feature(index, feature, types)
+    if not types[index.type] then
+        local space = box.space[index.space_id]
+        raise(112, "Index '%s' (%s) of space '%s' (%s) does not support %s", index.name, index.type,
+              space and space.name or '', space and space.engine or 'memtx', feature)
+    end
+end
+local ORDERED = {TREE = true}
 function index_methods:random(seed)
+    check_feature(self, 'random()', {TREE = true, HASH = true})
     local n = op('len', self.space_id, self.id)
     if n == 0 then return nil end
     return self:select({}, {limit = 1, offset = (tonumber(seed) or 0) % n})[1]
 end
 function index_methods:get(key) return maybe(op('get', self.space_id, self.id, key)) end
-function index_methods:min(key) return maybe(op('select', self.space_id, self.id, key, 5, 0, 1)[1]) end
-function index_methods:max(key) return maybe(op('select', self.space_id, self.id, key, 4, 0, 1)[1]) end
+function index_methods:min(key)
+    check_feature(self, 'min()', ORDERED)
+    return maybe(op('select', self.space_id, self.id, key, 5, 0, 1)[1])
+end
+function index_methods:max(key)
+    check_feature(self, 'max()', ORDERED)
+    return maybe(op('select', self.space_id, self.id, key, 4, 0, 1)[1])
+end
 function index_methods:count(key, opts)
     if key == nil and opts == nil then return op('len', self.space_id, self.id) end
     local it = iterator_code(opts or {}, key)
@@ -1020,10 +1036,19 @@ function internal.create_index(space, name, opts)
             if type(k) == 'number' and k >= iid then iid = k + 1 end
         end
     end
-    local parts = normalize_parts(space, opts.parts)
-    local unique = opts.unique
-    if unique == nil then unique = true end
     local itype = opts.type or 'tree'
+    -- 2.6's defaults by type (named as given: 'BITSET' takes a TREE's): the field
+    -- (with its type in the format, unless that is 'any') and uniqueness.
+    local defaults = ({rtree = {2, 'array', false}, bitset = {2, 'unsigned', false}})[itype] or {1, 'unsigned', true}
+    local parts_opt = opts.parts
+    if parts_opt == nil then
+        local fmt = space._format[defaults[1]]
+        local ftype = fmt ~= nil and fmt.type or 'any'
+        parts_opt = ftype ~= 'any' and {{defaults[1], ftype}} or {defaults[1], defaults[2]}
+    end
+    local parts = normalize_parts(space, parts_opt)
+    local unique = opts.unique
+    if unique == nil then unique = defaults[3] end
     local sequence = internal.index_sequence(space, name, iid, parts, opts.sequence)
     box.space._index:insert{space.id, iid, name, itype, map{unique = unique}, parts}
     if sequence ~= nil then internal.link_sequence(space, sequence) end

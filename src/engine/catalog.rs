@@ -231,6 +231,7 @@ pub fn parse_index(tuple: &[u8], space: &SpaceDef) -> BoxResult<IndexDef> {
     let kind = match type_name.to_ascii_uppercase().as_slice() {
         b"TREE" => IndexKind::Tree,
         b"HASH" => IndexKind::Hash,
+        b"BITSET" => IndexKind::Bitset,
         _ => {
             return Err(BoxError::new(
                 code::INDEX_TYPE,
@@ -252,17 +253,32 @@ pub fn parse_index(tuple: &[u8], space: &SpaceDef) -> BoxResult<IndexDef> {
     if iid == 0 && !unique {
         return Err(modify("primary key must be unique"));
     }
-    if kind == IndexKind::Hash && !unique {
-        return Err(modify("HASH index must be unique"));
-    }
     if iid == 0 && parts.iter().any(|p| p.nullable) {
         return Err(BoxError::new(
             code::NULLABLE_PRIMARY,
             format!("Primary index of space '{}' can not contain nullable parts", space.name),
         ));
     }
-    if kind == IndexKind::Hash && parts.iter().any(|p| p.nullable) {
-        return Err(modify("HASH index does not support nullable parts"));
+    // 2.6's order: nullable parts (only a TREE takes them), then each type's rules.
+    if kind != IndexKind::Tree && parts.iter().any(|p| p.nullable) {
+        return Err(BoxError::new(code::UNSUPPORTED, format!("{} does not support nullable parts", kind.name())));
+    }
+    if kind == IndexKind::Hash && !unique {
+        return Err(modify("HASH index must be unique"));
+    }
+    if kind == IndexKind::Bitset {
+        if parts.len() != 1 {
+            return Err(modify("BITSET index key can not be multipart"));
+        }
+        if unique {
+            return Err(modify("BITSET can not be unique"));
+        }
+        if multikey::split(&parts[0]).is_some() {
+            return Err(modify("BITSET index cannot be multikey"));
+        }
+        if !matches!(parts[0].ty, FieldType::Unsigned | FieldType::String) {
+            return Err(modify("BITSET index field type must be NUM or STR"));
+        }
     }
     if let Some(part) = parts.iter().find(|p| multikey::split(p).is_some()) {
         if kind == IndexKind::Hash {

@@ -11,6 +11,7 @@ use std::ops::Bound;
 use std::rc::Rc;
 use std::sync::Arc;
 
+use super::bitset::{bits_of, BitsetSearch, BitsetStore};
 use super::field_path::{self, FieldPath, Found, Step};
 use super::hash_slots::HashSlots;
 use super::key_hash::key_hash;
@@ -114,6 +115,20 @@ pub enum IndexKind {
     Tree,
     /// Unordered, unique: EQ, ALL, GT.
     Hash,
+    /// Non-unique, over one unsigned or string part: EQ, ALL and the BITS_* searches.
+    Bitset,
+}
+
+impl IndexKind {
+    /// The name 2.6 shows (`index.type`, errors).
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Tree => "TREE",
+            Self::Hash => "HASH",
+            Self::Bitset => "BITSET",
+        }
+    }
 }
 
 /// An index definition, as read from `_index`.
@@ -192,6 +207,8 @@ enum Storage {
     /// A HASH index under a keyed hash, for keys clients choose freely
     /// (`_idempotency`'s tokens): see [`HashStore`].
     Hash(HashStore),
+    /// A BITSET index.
+    Bitset(BitsetStore),
 }
 
 /// A HASH index's entries in 2.6's table layout, under 2.6's key hash.
@@ -429,6 +446,7 @@ impl Index {
             }
             IndexKind::Tree => Storage::Tree(BTreeMap::new()),
             IndexKind::Hash => Storage::Light(LightStore::default()),
+            IndexKind::Bitset => Storage::Bitset(BitsetStore::default()),
         };
         let multikey = def.parts.iter().any(|p| multikey::split(p).is_some());
         Self { def, cmp_parts, multikey, storage }
@@ -495,6 +513,7 @@ impl Index {
             Storage::Ints(m) => m.len(),
             Storage::Light(m) => m.table.len(),
             Storage::Hash(m) => m.table.len(),
+            Storage::Bitset(m) => m.len(),
         }
     }
 
@@ -532,6 +551,7 @@ impl Index {
             },
             Storage::Light(m) => m.get(&self.cmp_parts, key),
             Storage::Hash(m) => m.get(&self.cmp_parts, key),
+            Storage::Bitset(m) => m.get(key),
         }
     }
 
@@ -556,6 +576,7 @@ impl Index {
             },
             Storage::Light(m) => m.get_mut(&self.cmp_parts, key),
             Storage::Hash(m) => m.get_mut(&self.cmp_parts, key),
+            Storage::Bitset(m) => m.get_mut(key),
         }
     }
 
@@ -637,6 +658,7 @@ impl Index {
             },
             Storage::Light(m) => m.put(&self.cmp_parts, &key, tuple),
             Storage::Hash(m) => m.put(&self.cmp_parts, &key, tuple),
+            Storage::Bitset(m) => m.put(key, tuple),
         }
     }
 
@@ -666,6 +688,11 @@ impl Index {
                 // One by one in the order given (the primary key's), as 2.6 builds it.
                 for (key, tuple) in entries {
                     m.put(&self.cmp_parts, &key, tuple);
+                }
+            }
+            Storage::Bitset(m) => {
+                for (key, tuple) in entries {
+                    m.put(key, tuple);
                 }
             }
             Storage::Tree(m) if m.is_empty() => *m = entries.into_iter().collect(),
@@ -705,6 +732,9 @@ impl Index {
             Storage::Ints(_) => unreachable!("generalized above"),
             Storage::Light(m) => {
                 m.put(&self.cmp_parts, key, tuple);
+            }
+            Storage::Bitset(m) => {
+                m.put(key.clone(), tuple);
             }
             Storage::Hash(m) => {
                 m.put(&self.cmp_parts, key, tuple);
@@ -756,6 +786,7 @@ impl Index {
             },
             Storage::Light(m) => m.remove(&self.cmp_parts, key),
             Storage::Hash(m) => m.remove(&self.cmp_parts, key),
+            Storage::Bitset(m) => m.remove(key),
         }
     }
 
@@ -766,6 +797,7 @@ impl Index {
             Storage::Ints(m) => m.clear(),
             Storage::Light(m) => m.table.clear(),
             Storage::Hash(m) => m.table.clear(),
+            Storage::Bitset(m) => m.clear(),
         }
     }
 
@@ -780,6 +812,7 @@ impl Index {
             Storage::Tree(m) => with_room(m.len(), std::mem::size_of::<(Key, Tuple)>()),
             Storage::Ints(m) => with_room(m.len(), std::mem::size_of::<(u64, Tuple)>()),
             Storage::Light(m) => m.table.slot_count() * 24,
+            Storage::Bitset(m) => m.id_count() * 16 + m.len() * std::mem::size_of::<(Key, u32)>(),
             Storage::Hash(m) => m.table.slot_count() * std::mem::size_of::<Option<(u64, Tuple)>>(),
         }
     }
@@ -790,6 +823,7 @@ impl Index {
             Storage::Ints(m) => Box::new(m.values()),
             Storage::Light(m) => Box::new(m.table.iter()),
             Storage::Hash(m) => Box::new(m.table.iter().map(|(_, t)| t)),
+            Storage::Bitset(m) => Box::new(m.iter()),
         }
     }
 
@@ -904,20 +938,33 @@ impl Index {
                     visit_each(m.range((lo, hi)).map(|(_, t)| t), rev, visit);
                 }
             }
+            Storage::Bitset(m) => {
+                if key.len() != self.def.parts.len() && !(key.is_empty() && it == IteratorType::All) {
+                    return Err(self.partial_key(key));
+                }
+                let search = match it {
+                    IteratorType::All => None,
+                    IteratorType::Eq => Some(BitsetSearch::Equals),
+                    IteratorType::BitsAllSet => Some(BitsetSearch::AllSet),
+                    IteratorType::BitsAnySet => Some(BitsetSearch::AnySet),
+                    IteratorType::BitsAllNotSet => Some(BitsetSearch::AllNotSet),
+                    _ => return Err(self.unsupported_iterator(space_name)),
+                };
+                match (search, key.first()) {
+                    (Some(search), Some(part)) => {
+                        let bits = bits_of(part);
+                        visit_each_hashed(Box::new(m.search(search, &bits)), visit);
+                    }
+                    _ => visit_each_hashed(Box::new(m.iter()), visit),
+                }
+            }
             Storage::Light(_) | Storage::Hash(_) => {
                 // As 2.6's key check, before the iterator's: a HASH key names every
                 // part, except that ALL and (for compatibility) GT may have none.
                 let full = key.len() == self.def.parts.len();
                 let keyless = key.is_empty() && matches!(it, IteratorType::All | IteratorType::Gt);
                 if !full && !keyless {
-                    return Err(BoxError::new(
-                        136,
-                        format!(
-                            "HASH index  does not support selects via a partial key (expected {} parts, got {}). Please Consider changing index type to TREE.",
-                            self.def.parts.len(),
-                            key.len()
-                        ),
-                    ));
+                    return Err(self.partial_key(key));
                 }
                 match it {
                     IteratorType::All | IteratorType::Gt if key.is_empty() => visit_each_hashed(self.iter(), visit),
@@ -981,11 +1028,35 @@ impl Index {
         Ok(())
     }
 
+    /// 2.6's error for a search key that does not name every part of an
+    /// unordered index.
+    fn partial_key(&self, key: &Key) -> BoxError {
+        BoxError::new(
+            136,
+            format!(
+                "{} index  does not support selects via a partial key (expected {} parts, got {}). Please Consider changing index type to TREE.",
+                self.def.kind.name(),
+                self.def.parts.len(),
+                key.len()
+            ),
+        )
+    }
+
+    /// Moves the entry of `old` (under `old_key`) to `tuple` under a new key `key`,
+    /// in 2.6's order: a BITSET index frees the old entry's id first (the new one
+    /// takes it), a HASH index places the new entry before the old one goes.
+    pub fn move_entry(&mut self, old_key: &Key, old: &Tuple, key: Key, tuple: Tuple) {
+        if matches!(self.storage, Storage::Bitset(_)) {
+            self.remove_exact(old_key, old);
+            self.insert(key, tuple);
+        } else {
+            self.insert(key, tuple);
+            self.remove_exact(old_key, old);
+        }
+    }
+
     fn unsupported_iterator(&self, space_name: &str) -> BoxError {
-        let kind = match self.def.kind {
-            IndexKind::Tree => "TREE",
-            IndexKind::Hash => "HASH",
-        };
+        let kind = self.def.kind.name();
         BoxError::new(
             112,
             format!(

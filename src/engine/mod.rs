@@ -5,6 +5,7 @@
 //! statement to the storage seam as one commit batch.
 
 pub mod access;
+pub mod bitset;
 pub mod catalog;
 pub mod field_path;
 pub mod hash_slots;

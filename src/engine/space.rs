@@ -456,10 +456,7 @@ impl Space {
                     if old_key == key {
                         ix.swap_tuple(&key, tuple.clone());
                     } else {
-                        // New entry first, then the old one out, as 2.6 orders them
-                        // (where a HASH index puts each depends on it).
-                        ix.insert(key, tuple.clone());
-                        ix.remove_exact(&old_key, old);
+                        ix.move_entry(&old_key, old, key, tuple.clone());
                     }
                 }
             }

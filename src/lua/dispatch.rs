@@ -12,7 +12,6 @@ use mlua::{FromLua, Lua, MultiValue, Table, Value};
 use super::convert;
 use super::tuple::{LuaTuple, TupleFormat};
 use crate::engine::access::Credentials;
-use crate::engine::index::IndexKind;
 use crate::engine::space::{Space, WriteMode};
 use crate::engine::tuple::Tuple;
 use crate::engine::value::Collation;
@@ -758,8 +757,11 @@ fn space_info(lua: &Lua, engine: &Engine, which: Option<&Value>) -> mlua::Result
         let it = lua.create_table()?;
         it.set("id", ix.def.id)?;
         it.set("name", ix.def.name.as_str())?;
-        it.set("type", if ix.def.kind == IndexKind::Tree { "TREE" } else { "HASH" })?;
-        it.set("unique", ix.def.unique)?;
+        it.set("type", ix.def.kind.name())?;
+        // (2.6 leaves it out for a BITSET index.)
+        if ix.def.kind != crate::engine::index::IndexKind::Bitset {
+            it.set("unique", ix.def.unique)?;
+        }
         let parts = lua.create_table()?;
         for (i, p) in ix.def.parts.iter().enumerate() {
             let pt = lua.create_table()?;

@@ -113,3 +113,13 @@ def test_hash_index_scan_order_as_2_6(tmp_path):
     lines = same_output_on_both(tmp_path, "hash_order_cases.lua", source, 13)
     assert lines[0].startswith("replace\t")
     assert lines[11] == "gt missing\t"
+
+
+def test_bitset_indexes_as_2_6(tmp_path):
+    """BITSET indexes: definitions (2.6's defaults and checks), EQ and the BITS_*
+    searches with their counts, what a BITSET refuses (get, min, max, random, GT,
+    partial keys), and the scan order by entry id (a freed id is given out next)."""
+    source = (Path(__file__).parent / "bitset_cases.lua").read_text()
+    lines = same_output_on_both(tmp_path, "bitset_cases.lua", source, 41)
+    assert lines[11] == "EQ\ttrue\t5,12,19"
+    assert lines[36].startswith("order\t1,2,26,4,5")
