@@ -748,7 +748,8 @@ fill_space = function(s, info)
     for k in pairs(s.index) do s.index[k] = nil end
     for iid, ix in pairs(info.index) do
         local index = setmetatable({id = iid, name = ix.name, type = ix.type, unique = ix.unique,
-                                    space_id = info.id, parts = ix.parts}, index_methods)
+                                    space_id = info.id, parts = ix.parts, dimension = ix.dimension},
+                                   index_methods)
         if iid == 0 and info.sequence_id ~= nil then
             index.sequence_id, index.sequence_fieldno = info.sequence_id, info.sequence_field + 1
         end
@@ -1050,7 +1051,11 @@ function internal.create_index(space, name, opts)
     local unique = opts.unique
     if unique == nil then unique = defaults[3] end
     local sequence = internal.index_sequence(space, name, iid, parts, opts.sequence)
-    box.space._index:insert{space.id, iid, name, itype, map{unique = unique}, parts}
+    local index_opts = map{unique = unique}
+    -- An RTREE's options go with it as given (2.6 stores no defaults).
+    if opts.dimension ~= nil then index_opts.dimension = opts.dimension end
+    if opts.distance ~= nil then index_opts.distance = opts.distance end
+    box.space._index:insert{space.id, iid, name, itype, index_opts, parts}
     if sequence ~= nil then internal.link_sequence(space, sequence) end
     return box.space[space.id].index[name]
 end

@@ -232,6 +232,8 @@ pub fn parse_index(tuple: &[u8], space: &SpaceDef) -> BoxResult<IndexDef> {
         b"TREE" => IndexKind::Tree,
         b"HASH" => IndexKind::Hash,
         b"BITSET" => IndexKind::Bitset,
+        // Its options are read below, with the others.
+        b"RTREE" => IndexKind::Rtree { dimension: 2, manhattan: false },
         _ => {
             return Err(BoxError::new(
                 code::INDEX_TYPE,
@@ -245,8 +247,12 @@ pub fn parse_index(tuple: &[u8], space: &SpaceDef) -> BoxResult<IndexDef> {
         Ok(MpType::Uint) => Reader::new(opts).read_uint().unwrap_or(1) != 0,
         _ => return Err(BoxError::field_type("5", "map")),
     };
+    let kind = match kind {
+        IndexKind::Rtree { .. } => rtree_kind(opts, &name, space)?,
+        other => other,
+    };
     let parts_raw = f.get(5).ok_or_else(|| BoxError::field_type("6", "array"))?;
-    let parts = parse_parts(parts_raw, space, &modify)?;
+    let parts = parse_parts(parts_raw, space, &modify, matches!(kind, IndexKind::Rtree { .. }))?;
     if parts.is_empty() {
         return Err(modify("part count must be positive"));
     }
@@ -265,6 +271,20 @@ pub fn parse_index(tuple: &[u8], space: &SpaceDef) -> BoxResult<IndexDef> {
     }
     if kind == IndexKind::Hash && !unique {
         return Err(modify("HASH index must be unique"));
+    }
+    if let IndexKind::Rtree { .. } = kind {
+        if parts.len() != 1 {
+            return Err(modify("RTREE index key can not be multipart"));
+        }
+        if unique {
+            return Err(modify("RTREE index can not be unique"));
+        }
+        if parts[0].ty != FieldType::Array {
+            return Err(modify("RTREE index field type must be ARRAY"));
+        }
+        if multikey::split(&parts[0]).is_some() {
+            return Err(modify("RTREE index cannot be multikey"));
+        }
     }
     if kind == IndexKind::Bitset {
         if parts.len() != 1 {
@@ -294,7 +314,48 @@ pub fn parse_index(tuple: &[u8], space: &SpaceDef) -> BoxResult<IndexDef> {
     Ok(IndexDef { id: u32::try_from(iid).map_err(|_| modify("index id too big"))?, name, kind, unique, parts })
 }
 
-fn parse_parts(raw: &[u8], space: &SpaceDef, modify: &dyn Fn(&str) -> BoxError) -> BoxResult<Vec<Part>> {
+/// An RTREE's options (`dimension`, 1 to 20, 2 if not given; `distance`,
+/// 'euclid' or 'manhattan'), with 2.6's errors.
+fn rtree_kind(opts: &[u8], name: &str, space: &SpaceDef) -> BoxResult<IndexKind> {
+    let dimension = map_get(opts, b"dimension").and_then(|v| Reader::new(v).read_integer().ok());
+    let dimension = match dimension {
+        None => 2,
+        Some(Integer::Unsigned(d)) if (1..=u64::from(super::rtree::MAX_DIMENSION)).contains(&d) => d as u8,
+        Some(d) => {
+            let shown = match d {
+                Integer::Unsigned(u) => u.to_string(),
+                Integer::Negative(i) => i.to_string(),
+            };
+            return Err(BoxError::new(
+                code::UNSUPPORTED_INDEX_FEATURE,
+                format!(
+                    "Index '{name}' (RTREE) of space '{}' (memtx) does not support dimension ({shown}): must belong to range [1, {}]",
+                    space.name,
+                    super::rtree::MAX_DIMENSION
+                ),
+            ));
+        }
+    };
+    let manhattan = match map_get(opts, b"distance").map(|v| Reader::new(v).read_str().ok()) {
+        None => false,
+        Some(Some(b"euclid")) => false,
+        Some(Some(b"manhattan")) => true,
+        Some(_) => {
+            return Err(BoxError::new(
+                code::WRONG_INDEX_OPTIONS,
+                "Wrong index options (field 4): distance must be either 'euclid' or 'manhattan'",
+            ))
+        }
+    };
+    Ok(IndexKind::Rtree { dimension, manhattan })
+}
+
+fn parse_parts(
+    raw: &[u8],
+    space: &SpaceDef,
+    modify: &dyn Fn(&str) -> BoxError,
+    allow_array: bool,
+) -> BoxResult<Vec<Part>> {
     let mut r = Reader::new(raw);
     let n = r.read_array_len().map_err(|_| BoxError::field_type("6", "array"))?;
     let mut parts = Vec::with_capacity(n.min(64) as usize);
@@ -340,7 +401,8 @@ fn parse_parts(raw: &[u8], space: &SpaceDef, modify: &dyn Fn(&str) -> BoxError) 
             _ => return Err(modify("wrong index parts")),
         };
         let ty = FieldType::parse(ty_name).ok_or_else(|| modify(&format!("unknown field type '{}'", text(ty_name))))?;
-        if !ty.is_indexable() {
+        let indexable = ty.is_indexable() || (allow_array && ty == FieldType::Array);
+        if !indexable {
             return Err(modify(&format!("field type '{}' is not supported", ty.name())));
         }
         let field_no = u32::try_from(field_no).map_err(|_| modify("field id too big"))?;

@@ -17,6 +17,7 @@ use super::hash_slots::HashSlots;
 use super::key_hash::key_hash;
 use super::light::LightTable;
 use super::multikey;
+use super::rtree::{RtreeSearch, RtreeStore};
 use super::tuple::{split, Tuple, TupleFields};
 use super::value::{Collation, FieldType, Key, KeyPart, ValueType};
 use crate::error::{code, BoxError, BoxResult};
@@ -117,6 +118,13 @@ pub enum IndexKind {
     Hash,
     /// Non-unique, over one unsigned or string part: EQ, ALL and the BITS_* searches.
     Bitset,
+    /// Non-unique, over one array of coordinates: boxes or points.
+    Rtree {
+        /// Coordinates per point (1 to 20).
+        dimension: u8,
+        /// Manhattan distance for NEIGHBOR (else euclidean).
+        manhattan: bool,
+    },
 }
 
 impl IndexKind {
@@ -127,6 +135,7 @@ impl IndexKind {
             Self::Tree => "TREE",
             Self::Hash => "HASH",
             Self::Bitset => "BITSET",
+            Self::Rtree { .. } => "RTREE",
         }
     }
 }
@@ -209,6 +218,8 @@ enum Storage {
     Hash(HashStore),
     /// A BITSET index.
     Bitset(BitsetStore),
+    /// An RTREE index.
+    Rtree(RtreeStore),
 }
 
 /// A HASH index's entries in 2.6's table layout, under 2.6's key hash.
@@ -447,6 +458,7 @@ impl Index {
             IndexKind::Tree => Storage::Tree(BTreeMap::new()),
             IndexKind::Hash => Storage::Light(LightStore::default()),
             IndexKind::Bitset => Storage::Bitset(BitsetStore::default()),
+            IndexKind::Rtree { dimension, manhattan } => Storage::Rtree(RtreeStore::new(dimension, manhattan)),
         };
         let multikey = def.parts.iter().any(|p| multikey::split(p).is_some());
         Self { def, cmp_parts, multikey, storage }
@@ -514,6 +526,7 @@ impl Index {
             Storage::Light(m) => m.table.len(),
             Storage::Hash(m) => m.table.len(),
             Storage::Bitset(m) => m.len(),
+            Storage::Rtree(m) => m.len(),
         }
     }
 
@@ -525,12 +538,26 @@ impl Index {
 
     /// The entry key of a validated tuple.
     pub fn entry_key(&self, fields: &TupleFields<'_>) -> BoxResult<Key> {
-        extract_key(&self.cmp_parts, fields)
+        self.key_of(&self.cmp_parts, fields)
     }
 
     /// The user-visible key (definition parts only) of a validated tuple.
     pub fn user_key(&self, fields: &TupleFields<'_>) -> BoxResult<Key> {
-        extract_key(&self.def.parts, fields)
+        self.key_of(&self.def.parts, fields)
+    }
+
+    /// A tuple's key for `parts` (this index's own, or the definition's): an
+    /// RTREE part is its field's bytes, checked to be a point or a box.
+    fn key_of(&self, parts: &[Part], fields: &TupleFields<'_>) -> BoxResult<Key> {
+        let IndexKind::Rtree { dimension, .. } = self.def.kind else { return extract_key(parts, fields) };
+        let Some((first, rest)) = parts.split_first() else { return Ok(Key::with_capacity(0)) };
+        let raw = fields.get(first.field_no as usize).copied().unwrap_or(&[0xc0]);
+        let mut key = Key::with_capacity(parts.len());
+        key.push(super::rtree::field_key_part(raw, first.field_no, dimension)?);
+        for part in rest {
+            key.push(key_part(part, fields)?);
+        }
+        Ok(key)
     }
 
     /// The tuple stored under a full key of a unique index, if any.
@@ -552,6 +579,7 @@ impl Index {
             Storage::Light(m) => m.get(&self.cmp_parts, key),
             Storage::Hash(m) => m.get(&self.cmp_parts, key),
             Storage::Bitset(m) => m.get(key),
+            Storage::Rtree(m) => m.get(key),
         }
     }
 
@@ -577,6 +605,7 @@ impl Index {
             Storage::Light(m) => m.get_mut(&self.cmp_parts, key),
             Storage::Hash(m) => m.get_mut(&self.cmp_parts, key),
             Storage::Bitset(m) => m.get_mut(key),
+            Storage::Rtree(m) => m.get_mut(key),
         }
     }
 
@@ -659,6 +688,7 @@ impl Index {
             Storage::Light(m) => m.put(&self.cmp_parts, &key, tuple),
             Storage::Hash(m) => m.put(&self.cmp_parts, &key, tuple),
             Storage::Bitset(m) => m.put(key, tuple),
+            Storage::Rtree(m) => m.put(key, tuple),
         }
     }
 
@@ -691,6 +721,11 @@ impl Index {
                 }
             }
             Storage::Bitset(m) => {
+                for (key, tuple) in entries {
+                    m.put(key, tuple);
+                }
+            }
+            Storage::Rtree(m) => {
                 for (key, tuple) in entries {
                     m.put(key, tuple);
                 }
@@ -734,6 +769,10 @@ impl Index {
                 m.put(&self.cmp_parts, key, tuple);
             }
             Storage::Bitset(m) => {
+                m.put(key.clone(), tuple);
+            }
+            // As 2.6: the replaced entry goes to the end.
+            Storage::Rtree(m) => {
                 m.put(key.clone(), tuple);
             }
             Storage::Hash(m) => {
@@ -787,6 +826,7 @@ impl Index {
             Storage::Light(m) => m.remove(&self.cmp_parts, key),
             Storage::Hash(m) => m.remove(&self.cmp_parts, key),
             Storage::Bitset(m) => m.remove(key),
+            Storage::Rtree(m) => m.remove(key),
         }
     }
 
@@ -798,6 +838,7 @@ impl Index {
             Storage::Light(m) => m.table.clear(),
             Storage::Hash(m) => m.table.clear(),
             Storage::Bitset(m) => m.clear(),
+            Storage::Rtree(m) => m.clear(),
         }
     }
 
@@ -813,6 +854,7 @@ impl Index {
             Storage::Ints(m) => with_room(m.len(), std::mem::size_of::<(u64, Tuple)>()),
             Storage::Light(m) => m.table.slot_count() * 24,
             Storage::Bitset(m) => m.id_count() * 16 + m.len() * std::mem::size_of::<(Key, u32)>(),
+            Storage::Rtree(m) => m.len() * 64,
             Storage::Hash(m) => m.table.slot_count() * std::mem::size_of::<Option<(u64, Tuple)>>(),
         }
     }
@@ -824,11 +866,15 @@ impl Index {
             Storage::Light(m) => Box::new(m.table.iter()),
             Storage::Hash(m) => Box::new(m.table.iter().map(|(_, t)| t)),
             Storage::Bitset(m) => Box::new(m.iter()),
+            Storage::Rtree(m) => Box::new(m.iter()),
         }
     }
 
     /// Decodes a search key (msgpack array) against this index's parts.
     pub fn parse_key(&self, key: &[u8]) -> BoxResult<Key> {
+        if let IndexKind::Rtree { dimension, .. } = self.def.kind {
+            return super::rtree::parse_key(key, dimension);
+        }
         let mut r = Reader::new(key);
         let bad = |_| BoxError::invalid_msgpack("packet body");
         let n = r.read_array_len().map_err(bad)? as usize;
@@ -937,6 +983,30 @@ impl Index {
                 if let Some((lo, hi, rev)) = range {
                     visit_each(m.range((lo, hi)).map(|(_, t)| t), rev, visit);
                 }
+            }
+            Storage::Rtree(m) => {
+                if key.is_empty() && it != IteratorType::All {
+                    let dims = match self.def.kind {
+                        IndexKind::Rtree { dimension, .. } => usize::from(dimension) * 2,
+                        _ => 0,
+                    };
+                    return Err(BoxError::new(
+                        code::KEY_PART_COUNT,
+                        format!("Invalid key part count (expected [0..{dims}], got 0)"),
+                    ));
+                }
+                let search = match it {
+                    IteratorType::All => RtreeSearch::All,
+                    IteratorType::Eq => RtreeSearch::Equals,
+                    IteratorType::Gt => RtreeSearch::StrictlyContains,
+                    IteratorType::Ge => RtreeSearch::Contains,
+                    IteratorType::Lt => RtreeSearch::StrictlyWithin,
+                    IteratorType::Le => RtreeSearch::Within,
+                    IteratorType::Overlaps => RtreeSearch::Overlaps,
+                    IteratorType::Neighbor => RtreeSearch::Neighbor,
+                    _ => return Err(self.unsupported_iterator(space_name)),
+                };
+                visit_each_hashed(Box::new(m.search(search, key).into_iter()), visit);
             }
             Storage::Bitset(m) => {
                 if key.len() != self.def.parts.len() && !(key.is_empty() && it == IteratorType::All) {

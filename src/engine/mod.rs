@@ -14,6 +14,7 @@ pub mod json_path;
 pub mod key_hash;
 pub mod light;
 pub mod multikey;
+pub mod rtree;
 pub mod sequence;
 pub mod space;
 pub mod stats;

@@ -758,9 +758,12 @@ fn space_info(lua: &Lua, engine: &Engine, which: Option<&Value>) -> mlua::Result
         it.set("id", ix.def.id)?;
         it.set("name", ix.def.name.as_str())?;
         it.set("type", ix.def.kind.name())?;
-        // (2.6 leaves it out for a BITSET index.)
-        if ix.def.kind != crate::engine::index::IndexKind::Bitset {
-            it.set("unique", ix.def.unique)?;
+        // (2.6 leaves it out for a BITSET or RTREE index.)
+        match ix.def.kind {
+            crate::engine::index::IndexKind::Bitset => {}
+            // (2.6 shows the dimension, not the distance.)
+            crate::engine::index::IndexKind::Rtree { dimension, .. } => it.set("dimension", dimension)?,
+            _ => it.set("unique", ix.def.unique)?,
         }
         let parts = lua.create_table()?;
         for (i, p) in ix.def.parts.iter().enumerate() {

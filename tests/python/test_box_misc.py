@@ -302,7 +302,7 @@ def test_space_options_is_local_and_formats_as_2_6(tmp_path):
     """box.schema.space.create checks its options as 2.6 (types, unknown ones);
     is_local is kept (group_id 1) and shown; formats keep annotations, take
     collations by name and refuse what 2.6 refuses; box.internal.schema_version()
-    (the ddl module's 1.6 suites pass here but for RTREE indexes)."""
+    (the ddl module's 1.6 suites pass here as on 2.6)."""
     lines = same_output_on_both(tmp_path, "space_options.lua", SPACE_OPTIONS, 29)
     assert "is_local\ttrue\ttrue\t{\"group_id\":1}" in lines
     assert "format\tis_nullable=false,name=a,scale=x,type=any" in lines

@@ -123,3 +123,14 @@ def test_bitset_indexes_as_2_6(tmp_path):
     lines = same_output_on_both(tmp_path, "bitset_cases.lua", source, 41)
     assert lines[11] == "EQ\ttrue\t5,12,19"
     assert lines[36].startswith("order\t1,2,26,4,5")
+
+
+def test_rtree_indexes_as_2_6(tmp_path):
+    """RTREE indexes: definitions (dimension, distance, 2.6's checks), fields
+    checked as points or boxes, every search (EQ, GT, GE, LT, LE, OVERLAPS,
+    NEIGHBOR, ALL) with box and point keys, counts, and list order while 2.6's
+    tree has one page; with 200 entries, the same sets and distances."""
+    source = (Path(__file__).parent / "rtree_cases.lua").read_text()
+    lines = same_output_on_both(tmp_path, "rtree_cases.lua", source, 46)
+    assert lines[24] == "LE\ttrue\t2,7,8,21"
+    assert lines[39] == "neigh\t20,6,10,1,22,30,5,12,11,21,2,8,9,4"
