@@ -298,33 +298,8 @@ pub fn crc32c_update(mut crc: u32, data: &[u8]) -> u32 {
     crc
 }
 
-/// MurmurHash3, x86 32-bit variant (Tarantool's `digest.murmur`).
-#[must_use]
-pub fn murmur3_32(data: &[u8], seed: u32) -> u32 {
-    const C1: u32 = 0xcc9e_2d51;
-    const C2: u32 = 0x1b87_3593;
-    let mix = |k: u32| k.wrapping_mul(C1).rotate_left(15).wrapping_mul(C2);
-    let mut h = seed;
-    let chunks = data.chunks_exact(4);
-    let tail = chunks.remainder();
-    for c in chunks {
-        h ^= mix(u32::from_le_bytes([c[0], c[1], c[2], c[3]]));
-        h = h.rotate_left(13).wrapping_mul(5).wrapping_add(0xe654_6b64);
-    }
-    if !tail.is_empty() {
-        let k = tail.iter().enumerate().fold(0u32, |k, (i, b)| k | (u32::from(*b) << (8 * i)));
-        h ^= mix(k);
-    }
-    #[allow(clippy::cast_possible_truncation, reason = "the algorithm takes the length modulo 2^32")]
-    {
-        h ^= data.len() as u32;
-    }
-    h ^= h >> 16;
-    h = h.wrapping_mul(0x85eb_ca6b);
-    h ^= h >> 13;
-    h = h.wrapping_mul(0xc2b2_ae35);
-    h ^ (h >> 16)
-}
+/// MurmurHash3, x86 32-bit variant (Tarantool's `digest.murmur`; HASH indexes hash keys with it too).
+pub use crate::engine::key_hash::murmur3_32;
 
 /// Guava's consistent hash: the bucket in `0..buckets` for `state`.
 #[must_use]
