@@ -551,7 +551,7 @@ impl Index {
     fn key_of(&self, parts: &[Part], fields: &TupleFields<'_>) -> BoxResult<Key> {
         let IndexKind::Rtree { dimension, .. } = self.def.kind else { return extract_key(parts, fields) };
         let Some((first, rest)) = parts.split_first() else { return Ok(Key::with_capacity(0)) };
-        let raw = fields.get(first.field_no as usize).copied().unwrap_or(&[0xc0]);
+        let raw = part_value(first, fields)?.unwrap_or(&[0xc0]);
         let mut key = Key::with_capacity(parts.len());
         key.push(super::rtree::field_key_part(raw, first.field_no, dimension)?);
         for part in rest {
@@ -1170,16 +1170,23 @@ pub fn extract_key(parts: &[Part], fields: &TupleFields<'_>) -> BoxResult<Key> {
 
 /// One part's piece of a validated tuple's key (nil where it finds nothing).
 pub(super) fn key_part(part: &Part, fields: &TupleFields<'_>) -> BoxResult<KeyPart> {
-    let raw = match (&part.path, fields.get(part.field_no as usize)) {
-        (None, Some(raw)) => *raw,
-        (_, None) => return Ok(KeyPart::Nil),
+    match part_value(part, fields)? {
+        Some(raw) => read_key_part(part, raw),
+        None => Ok(KeyPart::Nil),
+    }
+}
+
+/// The bytes `part` indexes in a validated tuple (its field, or the place its
+/// path names), or `None` where the tuple has nothing there.
+fn part_value<'a>(part: &Part, fields: &TupleFields<'a>) -> BoxResult<Option<&'a [u8]>> {
+    match (&part.path, fields.get(part.field_no as usize)) {
+        (None, Some(raw)) => Ok(Some(*raw)),
+        (_, None) => Ok(None),
         (Some(_), Some(_)) => match part.value(fields)? {
-            Ok(Some(raw)) => raw,
-            Ok(None) => return Ok(KeyPart::Nil),
-            Err(fault) => return Err(fault.error()),
+            Ok(found) => Ok(found),
+            Err(fault) => Err(fault.error()),
         },
-    };
-    read_key_part(part, raw)
+    }
 }
 
 /// A value read as `part`'s piece of a key.

@@ -66,4 +66,13 @@ for _, x in ipairs(m.index.r:select({3, 3, 3}, {iterator = 'NEIGHBOR', limit = 2
     distances[#distances + 1] = math.abs(p[1] - 3) + math.abs(p[2] - 3) + math.abs(p[3] - 3)
 end
 print('m big neigh', table.concat(distances, ','))
+-- A part at a path inside a field.
+local g = box.schema.space.create('g', {format = {{'id', 'unsigned'}, {'m', 'map'}}})
+g:create_index('pk')
+try(g.create_index, g, 'r', {type = 'rtree', parts = {{2, 'array', path = 'geo'}}})
+try(g.insert, g, {1, {geo = {1, 2}}})
+try(g.insert, g, {2, {geo = {3, 4, 5, 6}}})
+try(g.insert, g, {3, {geo = {1}}})
+try(g.insert, g, {4, {other = 1}})
+print('path', ids(g.index.r:select({0, 0}, {iterator = 'NEIGHBOR'})), ids(g.index.r:select({0, 0, 2, 2}, {iterator = 'LE'})))
 os.exit(0)
