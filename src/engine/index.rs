@@ -1,8 +1,11 @@
-//! TREE and HASH indexes over tuples, memtx-style.
+//! TREE, HASH, BITSET and RTREE indexes over tuples, memtx-style.
 //!
-//! A TREE index is an ordered map from key to tuple; a non-unique TREE index
+//! A TREE index is an ordered map from key to tuple; a non-unique index
 //! appends the primary key to make every entry distinct. A HASH index is
-//! unique and answers only full-key lookups and scans.
+//! unique and answers only full-key lookups and scans, in 2.6's order
+//! ([`super::light`], [`super::key_hash`]), except `_idempotency`'s, under a
+//! keyed hash (`HashStore`). BITSET ([`super::bitset`]) and RTREE
+//! ([`super::rtree`]) indexes answer their own searches.
 
 use std::collections::BTreeMap;
 use std::hash::{BuildHasher, Hash, Hasher};

@@ -2,18 +2,18 @@
 //! it (`select{}`, `pairs()`, the `GT` iterator) meets the tuples in 2.6's order.
 //!
 //! 2.6 keeps a HASH index in its "light" table: a linear-hashing table that
-//! grows by [`GROW_BY`] slots at a time and keeps collision chains inside the
+//! grows by `GROW_BY` slots at a time and keeps collision chains inside the
 //! table. A scan walks the slots in order, so the order depends on where each
 //! entry landed; this module places entries by the same rules:
 //!
-//! - the table starts with [`GROW_BY`] slots; `cover` is the smallest power of
+//! - the table starts with `GROW_BY` slots; `cover` is the smallest power of
 //!   two not below the slot count, and an entry's home slot is `hash & (cover -
 //!   1)`, or, past the end of the table, that slot with its top bit cleared;
 //! - an empty slot is on a list of empty slots (newest first); a new entry whose
 //!   home is taken goes to the first slot of that list, second in its home's
 //!   chain, or, if the home holds an entry of another chain, the newcomer takes
 //!   the home and that entry moves to the free slot;
-//! - when no slot is free the table grows by [`GROW_BY`] slots and splits the
+//! - when no slot is free the table grows by `GROW_BY` slots and splits the
 //!   chains whose home slots the new ones pair with, by the newly used hash bit;
 //! - a removed entry that has a successor in its chain is overwritten by that
 //!   successor, whose slot becomes free.
