@@ -23,6 +23,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 import yaml
@@ -61,10 +62,24 @@ def load_scenarios(directory, only=None):
     return scenarios
 
 
+_HANDED_OUT = set()
+_PORTS_LOCK = threading.Lock()
+
+
 def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A loopback port free now and not yet given to another server of this run.
+
+    Scenarios start their servers in parallel: a port the OS reports free may be
+    handed out twice before either server binds it, and a scenario then talks to
+    another scenario's server (which is killed when that scenario ends)."""
+    with _PORTS_LOCK:
+        while True:
+            with socket.socket() as s:
+                s.bind(("127.0.0.1", 0))
+                port = s.getsockname()[1]
+            if port not in _HANDED_OUT:
+                _HANDED_OUT.add(port)
+                return port
 
 
 class Target:
