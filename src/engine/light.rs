@@ -399,6 +399,54 @@ mod tests {
         }
     }
 
+    /// Random puts, removals and re-insertions (as a failed INSERT does) under
+    /// hashes that collide a lot, checked against a map after every step: every
+    /// entry findable, nothing else, the scan meeting each once.
+    #[test]
+    fn random_operations_keep_the_table_equal_to_a_map() {
+        let mut t = LightTable::default();
+        let mut model = std::collections::HashMap::new();
+        let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut next = |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        // Few distinct hashes for many keys: long chains, splits of full chains.
+        let hash_of = |k: u32| k.wrapping_mul(2_654_435_761) % 97;
+        for step in 0..20_000 {
+            let k = u32::try_from(next(400)).unwrap();
+            match next(10) {
+                0..=4 => {
+                    assert_eq!(
+                        t.put(hash_of(k), |v: &(u32, u32)| v.0 == k, (k, step)).map(|v| v.0),
+                        model.insert(k, step).map(|_| k)
+                    );
+                }
+                5..=7 => {
+                    assert_eq!(
+                        t.remove(hash_of(k), |v: &(u32, u32)| v.0 == k).map(|v| v.0),
+                        model.remove(&k).map(|_| k)
+                    );
+                }
+                _ => t.reinsert(hash_of(k), |v: &(u32, u32)| v.0 == k),
+            }
+            assert_eq!(t.len(), model.len(), "step {step}");
+            if step % 97 == 0 {
+                for (&k, &v) in &model {
+                    let at = t.find(hash_of(k), |e| e.0 == k).unwrap_or_else(|| panic!("{k} lost at step {step}"));
+                    assert_eq!(t.get(at), Some(&(k, v)));
+                }
+                let mut scanned: Vec<u32> = t.iter().map(|e| e.0).collect();
+                scanned.sort_unstable();
+                let mut keys: Vec<u32> = model.keys().copied().collect();
+                keys.sort_unstable();
+                assert_eq!(scanned, keys, "step {step}");
+            }
+        }
+    }
+
     #[test]
     fn growing_keeps_every_entry_findable_and_removal_moves_the_successor_up() {
         let mut t = LightTable::default();
