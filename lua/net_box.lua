@@ -685,6 +685,13 @@ establish_transport = function(self, host, port, user, password, opts)
     self._h = h
     by_transport[h:id()] = self
     set_state(self, 'auth')
+    -- Drops the transport after a failed step; `state` overrides fail()'s choice.
+    local function give_up(err, state)
+        h:close()
+        self._h = nil
+        local reason = type(err) == 'table' and err.message or tostring(err)
+        if state ~= nil then set_state(self, state, reason) else fail(reason) end
+    end
     local peer = string.match(h:greeting(), '(%x+%-%x+%-%x+%-%x+%-%x+)%s*$')
     self.peer_uuid = peer
     local major, minor, patch = string.match(h:greeting(), '^Tarantool (%d+)%.(%d+)%.(%d+)')
@@ -696,32 +703,17 @@ establish_transport = function(self, host, port, user, password, opts)
     if user ~= nil and user ~= 'guest' then
         local body = {[K.USER_NAME] = user, [K.TUPLE] = seq({'chap-sha1', h:scramble(password)})}
         local aok, err = pcall(self._request, self, T.AUTH, body)
-        if not aok then
-            h:close()
-            self._h = nil
-            fail(type(err) == 'table' and err.message or tostring(err))
-            return
-        end
+        if not aok then return give_up(err) end
     end
     if self.state ~= 'auth' then return end -- closed, or the transport broke meanwhile
     set_state(self, 'fetch_schema')
     local sok, err = pcall(self.reload_schema, self)
     if self.state ~= 'fetch_schema' then return end
-    if not sok then
-        h:close()
-        self._h = nil
-        fail(type(err) == 'table' and err.message or tostring(err))
-        return
-    end
+    if not sok then return give_up(err) end
     -- 2.6's order: the schema's triggers, then on_connect (still fetching the schema).
     local tok, terr = pcall(self._on_connect.run, self._on_connect, self)
-    if not tok then
-        -- Final, as in 2.6, even with reconnect_after.
-        h:close()
-        self._h = nil
-        set_state(self, 'error', type(terr) == 'table' and terr.message or tostring(terr))
-        return
-    end
+    -- A failing on_connect is final, as in 2.6, even with reconnect_after.
+    if not tok then return give_up(terr, 'error') end
     if self.state ~= 'fetch_schema' then return end
     set_state(self, 'active')
 end
