@@ -85,8 +85,8 @@ usage: oncebox [options]
   --data-dir DIR           where data is kept (default ./oncebox_data)
   --wal-mode MODE          none (memory only), write (default; survives kill -9),
                            fsync (survives power loss)
-  --checkpoint-wal-threshold BYTES  logged commit bytes after which they are
-                           applied to the rows in the background (default 16777216)
+  --checkpoint-wal-threshold BYTES  logged bytes of row changes after which the
+                           log is applied to the rows in the background (default 16777216)
   --idempotency-mode M     persistent (default), manual, off
   --idempotency-lifetime S seconds of service time a token is remembered (default 3600)
   --idempotency-max-count N    most remembered tokens (default 1000000)

@@ -240,6 +240,8 @@ pub struct Executor {
     /// The group being built: operations, undo log and held replies.
     /// The open group's storage operations, encoded (see [`crate::storage::group`]).
     group_log: Vec<u8>,
+    /// Bytes of `group_log` that write or remove `_idempotency` records.
+    group_record_bytes: usize,
     group_undo: Vec<Change>,
     group_replies: Vec<HeldReply>,
     in_flight: VecDeque<InFlight>,
@@ -359,6 +361,7 @@ impl Executor {
             dirty: Vec::new(),
             wal,
             group_log: Vec::new(),
+            group_record_bytes: 0,
             group_undo: Vec::new(),
             group_replies: Vec::new(),
             in_flight: VecDeque::new(),
@@ -456,7 +459,7 @@ impl Executor {
     /// Puts committed changes into the open commit group.
     fn join_group(&mut self, changes: Vec<Change>) {
         if self.wal.is_some() {
-            log_changes(&mut self.group_log, &changes);
+            log_changes(&mut self.group_log, &mut self.group_record_bytes, &changes);
             self.group_undo.extend(changes);
         }
     }
@@ -684,7 +687,8 @@ impl Executor {
         let on_durable = self.replies_by_connection(replies);
         let ticket = self.next_ticket;
         self.next_ticket += 1;
-        let request = WalRequest { ticket, group: ops, on_durable, snapshot };
+        let record_bytes = std::mem::take(&mut self.group_record_bytes);
+        let request = WalRequest { ticket, group: ops, on_durable, snapshot, record_bytes };
         let sent = self.wal.as_ref().is_some_and(|wal| wal.send(request).is_ok());
         self.in_flight.push_back(InFlight { ticket, undo, sent_with_group, replies: Vec::new() });
         if !sent {
@@ -841,6 +845,7 @@ impl Executor {
             replies: std::mem::take(&mut self.group_replies),
         });
         self.group_log.clear();
+        self.group_record_bytes = 0;
         for f in &failed {
             self.window.unstore(&f.undo);
         }
@@ -1184,7 +1189,7 @@ impl Executor {
             Vec::new()
         };
         let changes = if result.is_err() && !changes.is_empty() && self.wal.is_some() {
-            log_changes(&mut self.group_log, &changes);
+            log_changes(&mut self.group_log, &mut self.group_record_bytes, &changes);
             self.group_undo.extend(changes);
             Vec::new()
         } else {
@@ -1210,7 +1215,7 @@ impl Executor {
         }
         if !failed && !changes.is_empty() && self.wal.is_some() {
             let mut changes = changes;
-            log_changes(&mut self.group_log, &changes);
+            log_changes(&mut self.group_log, &mut self.group_record_bytes, &changes);
             self.group_undo.append(&mut changes);
             self.engine.recycle_changes(changes);
             // An exact-size copy: the scratch buffer keeps its capacity for the next request.
@@ -1558,7 +1563,7 @@ impl Executor {
         // Trigger writes commit like a request's.
         let changes = self.engine.take_changes();
         if self.wal.is_some() {
-            log_changes(&mut self.group_log, &changes);
+            log_changes(&mut self.group_log, &mut self.group_record_bytes, &changes);
             self.group_undo.extend(changes);
         }
         result
@@ -1764,13 +1769,18 @@ fn changes_or_recount(window: &mut Window, engine: &Engine, changes: Vec<Change>
     changes
 }
 
-/// Appends the storage operations of `changes` to an encoded group.
-fn log_changes(out: &mut Vec<u8>, changes: &[Change]) {
+/// Appends the storage operations of `changes` to an encoded group, adding the
+/// bytes of those on `_idempotency` to `record_bytes`.
+fn log_changes(out: &mut Vec<u8>, record_bytes: &mut usize, changes: &[Change]) {
     for change in changes {
+        let start = out.len();
         match change {
             Change::Row { space_id, pk, new: Some(t), .. } => group::put(out, *space_id, pk, t),
             Change::Row { space_id, pk, new: None, .. } => group::delete(out, *space_id, pk),
             Change::Truncate { space_id, .. } => group::truncate(out, *space_id),
+        }
+        if change.space_id() == idem::SPACE_ID {
+            *record_bytes += out.len() - start;
         }
     }
 }

@@ -28,6 +28,10 @@ pub struct WalRequest {
     /// `box.snapshot()`: sync everything to the device with this group, whatever
     /// the mode, and start a checkpoint.
     pub snapshot: bool,
+    /// Bytes of `group` that write or remove `_idempotency` records: a checkpoint
+    /// only moves those to their segment, so they count less towards the next one
+    /// ([`checkpoint_due`]).
+    pub record_bytes: usize,
 }
 
 /// What the WAL thread does once a group is durable.
@@ -40,6 +44,7 @@ impl std::fmt::Debug for WalRequest {
             .field("group", &self.group.len())
             .field("on_durable", &self.on_durable.is_some())
             .field("snapshot", &self.snapshot)
+            .field("record_bytes", &self.record_bytes)
             .finish()
     }
 }
@@ -60,6 +65,39 @@ pub fn set_checkpoint_threshold(bytes: usize) {
 #[must_use]
 pub fn checkpoint_threshold() -> usize {
     CHECKPOINT_THRESHOLD.load(Ordering::Relaxed)
+}
+
+/// Times the threshold the whole log (idempotency records included) may hold
+/// before a checkpoint starts however few row bytes it holds.
+pub const LOG_BYTES_PER_THRESHOLD: usize = 4;
+
+/// Bytes logged since the last checkpoint started: all of them, and those of row
+/// changes (everything but `_idempotency` records).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Logged {
+    total: usize,
+    rows: usize,
+}
+
+impl Logged {
+    fn add(&mut self, bytes: usize, record_bytes: usize) {
+        self.total = self.total.saturating_add(bytes);
+        self.rows = self.rows.saturating_add(bytes.saturating_sub(record_bytes));
+    }
+}
+
+/// Whether a checkpoint is due after `logged` bytes with the threshold `threshold`.
+///
+/// What a checkpoint costs is writing the rows changed since the last one; the
+/// idempotency records it only appends to a segment, and a workload of tokened
+/// writes logs about as many bytes of records as of rows. Counted by row bytes,
+/// such a workload checkpoints as often as the same writes without tokens (each
+/// checkpoint finding the same share of its rows rewritten, not twice as many
+/// checkpoints each writing most of the rows again), and the whole log stays
+/// within [`LOG_BYTES_PER_THRESHOLD`] thresholds so that a restart replays a
+/// bounded log.
+fn checkpoint_due(logged: Logged, threshold: usize) -> bool {
+    logged.rows >= threshold || logged.total >= LOG_BYTES_PER_THRESHOLD.saturating_mul(threshold)
 }
 
 /// The outcome of every group up to and including `ticket`.
@@ -103,12 +141,13 @@ fn run(store: &FjallStore, rx: &mut WalReceiver, done: &dyn Fn(WalDone)) {
     let mut budget = injected_failure_after();
     let delay = injected_delay();
     let mut checkpoints = Checkpoints::new(store);
-    let mut logged = 0usize;
+    let mut logged = Logged::default();
     let mut on_durable: Vec<OnDurable> = Vec::new();
     while let Some(first) = rx.blocking_recv() {
         let mut ticket = first.ticket;
         let mut group = first.group;
         let mut snapshot = first.snapshot;
+        let mut record_bytes = first.record_bytes;
         on_durable.extend(first.on_durable);
         for _ in 1..MAX_GROUPS_PER_BATCH {
             match rx.try_recv() {
@@ -116,6 +155,7 @@ fn run(store: &FjallStore, rx: &mut WalReceiver, done: &dyn Fn(WalDone)) {
                     ticket = more.ticket;
                     group.extend_from_slice(&more.group);
                     snapshot |= more.snapshot;
+                    record_bytes += more.record_bytes;
                     on_durable.extend(more.on_durable);
                 }
                 Err(_) => break,
@@ -128,8 +168,7 @@ fn run(store: &FjallStore, rx: &mut WalReceiver, done: &dyn Fn(WalDone)) {
             failed = checkpoints.failure();
         }
         if failed.is_none() {
-            let appended = group.len();
-            logged += appended;
+            logged.add(group.len(), record_bytes);
             if budget == Some(0) {
                 failed = Some("injected I/O error".into());
             } else if let Err(e) = store.append(&group) {
@@ -138,11 +177,11 @@ fn run(store: &FjallStore, rx: &mut WalReceiver, done: &dyn Fn(WalDone)) {
                 // Synced before the replies go out; the checkpoint runs on its own.
                 if let Err(e) = store.sync() {
                     failed = Some(e.0);
-                } else if checkpoints.request(logged) {
-                    logged = 0;
+                } else if checkpoints.request(logged.rows) {
+                    logged = Logged::default();
                 }
-            } else if logged >= checkpoint_threshold() && checkpoints.request(logged) {
-                logged = 0;
+            } else if checkpoint_due(logged, checkpoint_threshold()) && checkpoints.request(logged.rows) {
+                logged = Logged::default();
             }
             budget = budget.map(|b| b.saturating_sub(1));
             if let Some(msg) = &failed {
@@ -204,7 +243,7 @@ impl Checkpoints {
     }
 
     /// Moves the log on to a new file and starts applying the groups before it,
-    /// `logged` bytes having been logged since the last start; `false` while the
+    /// `logged` bytes of row changes having been logged since the last start; `false` while the
     /// previous checkpoint still runs (or the new file cannot be made).
     fn request(&mut self, logged: usize) -> bool {
         if self.running.as_ref().is_some_and(|t| !t.is_finished()) {
@@ -300,6 +339,28 @@ mod tests {
         assert!(!fallen_behind(CATCH_UP_THRESHOLDS * threshold - 1, threshold));
         assert!(fallen_behind(CATCH_UP_THRESHOLDS * threshold, threshold));
         assert!(fallen_behind(usize::MAX, usize::MAX), "no overflow");
+    }
+
+    #[test]
+    fn checkpoints_are_due_by_row_bytes_within_a_bounded_log() {
+        let threshold = 1000;
+        let mut logged = Logged::default();
+        // Records alone: not due until the log holds its bound.
+        logged.add(LOG_BYTES_PER_THRESHOLD * threshold - 1, LOG_BYTES_PER_THRESHOLD * threshold - 1);
+        assert_eq!(logged, Logged { total: 3999, rows: 0 });
+        assert!(!checkpoint_due(logged, threshold));
+        logged.add(1, 1);
+        assert!(checkpoint_due(logged, threshold), "the whole log is bounded");
+        // Half rows, half records: due once the rows reach the threshold.
+        let mut logged = Logged::default();
+        logged.add(1998, 999);
+        assert!(!checkpoint_due(logged, threshold));
+        logged.add(2, 1);
+        assert!(checkpoint_due(logged, threshold));
+        // A group that claims more record bytes than it has counts no negative rows.
+        let mut logged = Logged::default();
+        logged.add(10, 20);
+        assert_eq!(logged, Logged { total: 10, rows: 0 });
     }
 
     #[test]
