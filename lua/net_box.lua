@@ -642,21 +642,31 @@ end
 
 -- The connecting fiber: connects, after `delay` seconds if given; with
 -- reconnect_after, while it fails and the connection is not closed, waits that
--- long and tries again.
+-- long and tries again. Between attempts it holds the connection weakly: a
+-- reconnecting connection nobody references any more is collected, and its
+-- fiber ends (as 2.6's does), instead of retrying for ever.
 connect_loop = function(self, delay)
     local fiber = require('fiber')
-    local user, password = self._credentials[1], self._credentials[2]
+    local weak = setmetatable({conn = self}, {__mode = 'v'})
+    self = nil -- (the loop holds it weakly from here on)
     while true do
-        if delay ~= nil then
-            fiber.sleep(delay)
-            if self.state ~= 'error_reconnect' then break end
+        if delay ~= nil then fiber.sleep(delay) end
+        local conn = weak.conn
+        if conn == nil then return end
+        if delay ~= nil and conn.state ~= 'error_reconnect' then
+            conn._connector = nil
+            return
         end
-        establish(self, self.host, self.port, user, password, self.opts)
-        delay = reconnect_delay(self)
-        if self.state ~= 'error_reconnect' or delay == nil then break end
-        self:_note_reconnect_error(self.error)
+        local user, password = conn._credentials[1], conn._credentials[2]
+        establish(conn, conn.host, conn.port, user, password, conn.opts)
+        delay = reconnect_delay(conn)
+        if conn.state ~= 'error_reconnect' or delay == nil then
+            conn._connector = nil
+            return
+        end
+        conn:_note_reconnect_error(conn.error)
+        conn = nil -- (not held while sleeping)
     end
-    self._connector = nil
 end
 
 -- Connects, authenticates and loads the schema; the state tells how it went.

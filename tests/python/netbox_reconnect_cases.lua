@@ -118,4 +118,25 @@ start_peer()
 p('bounded wait: later', w:wait_connected(10), w:call('whoami'))
 w:close()
 kill_peer()
+
+-- A reconnecting connection nobody holds any more is collected: its fiber ends.
+local function fibers()
+    local n = 0
+    for _ in pairs(fiber.info()) do n = n + 1 end
+    return n
+end
+local function collect()
+    for _ = 1, 5 do
+        collectgarbage('collect')
+        fiber.sleep(0.1)
+    end
+end
+collect()
+local before = fibers()
+local dropped = net_box.connect(uri, {reconnect_after = 0.05, wait_connected = false})
+wait_for(function() return dropped.state == 'error_reconnect' end)
+p('dropped: reconnecting fibers', fibers() - before)
+dropped = nil
+collect()
+p('dropped: collected fibers', fibers() - before)
 os.exit(0)

@@ -142,9 +142,12 @@ def test_reconnect_after_as_2_6(tmp_path):
     ('error_reconnect'), requests wait for it within their time-out, it notices
     the peer going away without a request (on_disconnect) and comes back
     (on_connect) when the peer does; close() stops it. Without it, the peer going
-    is final ('error', "Peer closed"). The peer is a second instance of the same
-    executable, started and killed by the script."""
-    lines = cases_on_both(tmp_path, "netbox_reconnect_cases.lua", 26)
+    is final ('error', "Peer closed"). A reconnecting connection nobody holds is
+    collected. The peer is a second instance of the same executable, started and
+    killed by the script."""
+    lines = cases_on_both(tmp_path, "netbox_reconnect_cases.lua", 28)
     assert lines[1] == "down: reconnecting | true | Connection refused"
     assert lines[15] == "events | on_disconnect active, on_connect fetch_schema"
     assert lines[21] == "plain: noticed | true | error | Peer closed"
+    # Dropped while reconnecting, a connection is collected and its fiber ends.
+    assert lines[26:] == ["dropped: reconnecting fibers | 1", "dropped: collected fibers | 0"]
