@@ -60,6 +60,30 @@ function internal.install_cdata_aware_type()
         if t == spaces and internal.op ~= nil then return next_space, internal.space_listing(), nil end
         return builtin_pairs(t)
     end
+    -- 2.6's errors are `const struct error &` cdata, and code tells them by ffi:
+    -- tarantool/checks' checks('error') is ffi.istype('struct error', v). The ffi
+    -- sees an oncebox error (a table) as that type: `struct error` is declared
+    -- (opaque), ffi.istype of it (or of its reference or const form) holds for an
+    -- error, and ffi.typeof(error) is 2.6's `const struct error &`.
+    local ffi = require('ffi')
+    pcall(ffi.cdef, 'struct error;')
+    local error_ctype, error_ref_ctype = ffi.typeof('struct error'), ffi.typeof('const struct error &')
+    local error_ctypes = {[tostring(error_ctype)] = true, [tostring(ffi.typeof('const struct error'))] = true,
+                          [tostring(ffi.typeof('struct error &'))] = true, [tostring(error_ref_ctype)] = true}
+    local builtin_istype, builtin_typeof = ffi.istype, ffi.typeof
+    ffi.istype = function(ct, v)
+        if builtin_type(v) == 'table' and raw_metatable(v) == error_mt then
+            local ok, c = pcall(builtin_typeof, ct)
+            -- (A bad type is reported where the caller is, as by ffi itself.)
+            if not ok then error(c, 2) end
+            return error_ctypes[tostring(c)] == true
+        end
+        return builtin_istype(ct, v)
+    end
+    ffi.typeof = function(v, ...)
+        if builtin_type(v) == 'table' and raw_metatable(v) == error_mt then return error_ref_ctype end
+        return builtin_typeof(v, ...)
+    end
 end
 -- Returned as a value (CALL, EVAL, console), an error is its message, as in 2.6.
 error_mt.__serialize = function(e) return e.message end
