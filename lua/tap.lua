@@ -65,50 +65,66 @@ function methods:diag(fmt, ...)
     write(self, '# ' .. msg)
 end
 
--- Equality as tap's: box.NULL and nil are equal unless the test is strict.
-local function equal(t, a, b)
-    if not t.strict and (a == nil or a == box.NULL) and (b == nil or b == box.NULL) then return true end
-    return a == b
-end
-
+-- is/isnt compare with ==, so nil and box.NULL are equal; a strict test also
+-- wants both values of one type.
 function methods:is(got, expected, name, extra)
     extra = extra or {}
     extra.expected, extra.got = expected, got
-    return self:ok(equal(self, got, expected), name, extra)
+    local same = (self.strict == false or type(got) == type(expected)) and got == expected
+    return self:ok(same, name, extra)
 end
 
 function methods:isnt(got, unexpected, name, extra)
     extra = extra or {}
     extra.unexpected, extra.got = unexpected, got
-    return self:ok(not equal(self, got, unexpected), name, extra)
+    local differ = (self.strict == true and type(got) ~= type(unexpected)) or got ~= unexpected
+    return self:ok(differ, name, extra)
 end
 
--- Finds the first difference, as Tarantool reports it: extra.path is the last path
--- visited, and a key only `expected` has is reported as "key <k>" against "nil".
-local function deep_equal(t, got, expected, extra, path)
-    if type(got) == 'table' and type(expected) == 'table' then
-        for k, v in pairs(got) do
-            extra.path = path .. '/' .. tostring(k)
-            if not deep_equal(t, v, expected[k], extra, extra.path) then return false end
-        end
-        for k in pairs(expected) do
-            if got[k] == nil then
-                extra.expected, extra.got = 'key ' .. tostring(k), 'nil'
-                return false
-            end
-        end
-        return true
+local ffi = require('ffi')
+
+-- Whether `got` and `expected` are deeply equal, by 2.6's rules: numbers by value
+-- (NaN equals NaN), ffi booleans as booleans, tables key by key (keys `got` lacks
+-- may be box.NULL in `expected` unless the test is strict), anything else by ==.
+-- The first difference is left in `extra`: got, expected and the path walked to it.
+local function deep_equal(got, expected, extra)
+    if type(got) == 'number' or type(expected) == 'number' then
+        extra.got, extra.expected = got, expected
+        -- NaN is the only value not equal to itself.
+        if got ~= got and expected ~= expected then return true end
+        return got == expected
     end
-    if equal(t, got, expected) then return true end
-    extra.expected, extra.got = expected, got
-    return false
+    if ffi.istype('bool', got) then got = got == 1 end
+    if ffi.istype('bool', expected) then expected = expected == 1 end
+    if extra.strict and type(got) ~= type(expected) then
+        extra.got, extra.expected = type(got), type(expected)
+        return false
+    end
+    if type(got) ~= 'table' or type(expected) ~= 'table' then
+        extra.got, extra.expected = got, expected
+        return got == expected
+    end
+    local path = extra.path or '/'
+    local seen = {}
+    for k, v in pairs(got) do
+        seen[k] = true
+        extra.path = path .. '/' .. k
+        if not deep_equal(v, expected[k], extra) then return false end
+    end
+    for k, v in pairs(expected) do
+        if not seen[k] and (extra.strict or v ~= box.NULL) then
+            extra.expected, extra.got = 'key ' .. tostring(k), 'nil'
+            return false
+        end
+    end
+    extra.path = path
+    return true
 end
 
 function methods:is_deeply(got, expected, name, extra)
     extra = extra or {}
-    extra.strict, extra.path = self.strict, '/'
-    local same = deep_equal(self, got, expected, extra, '/')
-    return self:ok(same, name, extra)
+    extra.got, extra.expected, extra.strict = got, expected, self.strict
+    return self:ok(deep_equal(got, expected, extra), name, extra)
 end
 
 function methods:like(got, pattern, name, extra)

@@ -369,6 +369,49 @@ TAP_SCRIPT = textwrap.dedent("""\
     """)
 
 
+TAP_DEEP_SCRIPT = textwrap.dedent("""\
+    local tap = require('tap')
+    local ffi = require('ffi')
+    local test = tap.test('deep')
+    test:plan(13)
+    test:is_deeply({a = 1, b = box.NULL}, {a = 1}, 'NULL where got has no key')
+    test:is_deeply({a = 1}, {a = 1, b = box.NULL}, 'NULL where expected has no key')
+    test:is_deeply({foo = {f1 = {int = 1}, f2 = box.NULL}}, {foo = {f2 = box.NULL, f1 = {int = 1}}}, 'NULL on both')
+    test:is_deeply({0 / 0}, {0 / 0}, 'NaN')
+    test:is_deeply({1}, {1LL}, 'number and int64')
+    test:is_deeply({ffi.new('bool', true)}, {true}, 'ffi bool')
+    test:is_deeply({a = {b = 1}}, {a = {b = 2}}, 'nested difference')
+    test:is_deeply({a = 1}, {a = 1, c = 2}, 'a key missing')
+    test:is_deeply(1, 2, 'scalars')
+    test:is_deeply('x', 'x', 'strings')
+    test:is(1, 1LL, 'is: number and int64')
+    test:isnt(nil, box.NULL, 'isnt: nil and NULL')
+    test:is(nil, box.NULL, 'is: nil and NULL')
+    local strict = tap.test('strict')
+    strict.strict = true
+    strict:plan(5)
+    strict:is_deeply({a = 1}, {a = 1, b = box.NULL}, 'strict: NULL where got has no key')
+    strict:is(nil, box.NULL, 'strict: is nil and NULL')
+    strict:isnt(nil, box.NULL, 'strict: isnt nil and NULL')
+    strict:is_deeply({1}, {'1'}, 'strict: types')
+    strict:is_deeply({a = {1}}, {a = {1}}, 'strict: equal')
+    """)
+
+
+def test_tap_deep_comparison_matches_tarantool(tmp_path):
+    """is_deeply, is and isnt by 2.6's rules: box.NULL against a missing key (equal
+    unless strict), NaN, int64 and ffi booleans, and where a difference is reported."""
+    if not shutil_which("tarantool"):
+        pytest.skip("real tarantool is not installed")
+    (tmp_path / "t.lua").write_text(TAP_DEEP_SCRIPT)
+    expected, real_blocks = tap_output(["tarantool", "t.lua"], tmp_path)
+    actual, our_blocks = tap_output([ONCEBOX, "t.lua"], tmp_path)
+    assert "ok - NULL where expected has no key" in expected
+    assert actual == expected
+    assert len(our_blocks) == len(real_blocks)
+    for ours, real in zip(our_blocks, real_blocks):
+        assert set(ours) <= set(real), (ours, real)
+
 def tap_output(cmd, cwd):
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=60, cwd=cwd)
     assert out.returncode == 0, out.stderr
