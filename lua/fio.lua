@@ -100,10 +100,19 @@ function handle_methods.pread(self, size, offset)
     return result(nil, native.pread(self.fh, size, offset))
 end
 
+-- A pipe or socket that cannot take everything at once is waited for in this
+-- fiber (the server goes on), as 2.6 writes from a thread while the fiber waits:
+-- a reader in another fiber of this server (luatest's output capture) drains it.
 function handle_methods.write(self, data)
-    local written, text, code = native.write(self.fh, tostring(data))
-    if written == nil then return failed(false, text, code) end
-    return written >= 0
+    data = tostring(data)
+    local from = 0
+    while true do
+        local written, blocked, code = native.write(self.fh, data, from)
+        if written == nil then return failed(false, blocked, code) end
+        from = from + written
+        if blocked ~= true then return true end
+        require('socket').iowait(self.fh, 'W')
+    end
 end
 
 function handle_methods.pwrite(self, data, offset)

@@ -82,11 +82,67 @@ fn bad_descriptor() -> std::io::Error {
     std::io::Error::from_raw_os_error(rustix::io::Errno::BADF.raw_os_error())
 }
 
-/// Runs `f` on the file open under `fd` (EBADF if none).
+/// Runs `f` on the file open under `fd`: one `fio.open` opened, or else the
+/// descriptor as it is, as 2.6 takes any descriptor (a script may set a handle's
+/// `fh` to 1 to write to standard output, as luatest's tests do).
 fn with_file<T>(lua: &Lua, fd: i32, f: impl FnOnce(&mut File) -> std::io::Result<T>) -> std::io::Result<T> {
-    let mut files = lua.app_data_mut::<OpenFiles>().ok_or_else(bad_descriptor)?;
-    let file = files.0.get_mut(&fd).ok_or_else(bad_descriptor)?;
-    f(file)
+    if let Some(mut files) = lua.app_data_mut::<OpenFiles>() {
+        if let Some(file) = files.0.get_mut(&fd) {
+            return f(file);
+        }
+    }
+    with_foreign_descriptor(fd, f)
+}
+
+/// Runs `f` on descriptor `fd`, which fio did not open, without taking it over.
+#[allow(unsafe_code, reason = "a descriptor Lua names by number is used for one call; see the SAFETY note")]
+fn with_foreign_descriptor<T>(fd: i32, f: impl FnOnce(&mut File) -> std::io::Result<T>) -> std::io::Result<T> {
+    use std::os::fd::FromRawFd;
+    if fd < 0 {
+        return Err(bad_descriptor());
+    }
+    // One the process does not have open is refused here, not handed to `File`.
+    rustix::io::fcntl_getfd(
+        // SAFETY: only asks the kernel about the number; an unopened one is EBADF.
+        unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) },
+    )?;
+    // SAFETY: the descriptor is open (checked above) and stays the script's: the
+    // `File` is never dropped, so the descriptor is not closed here, and it lives
+    // only for this call on the TX thread, where the script runs too.
+    let mut file = std::mem::ManuallyDrop::new(unsafe { File::from_raw_fd(fd) });
+    f(&mut file)
+}
+
+/// Bytes a write to a pipe or socket that poll(2) reports writable takes
+/// without blocking (`PIPE_BUF`).
+const NONBLOCKING_CHUNK: usize = 4096;
+
+/// Writes `data` to `file`. A regular file takes it all. A pipe, socket or
+/// terminal takes what it can without blocking the TX thread; returns the bytes
+/// written and whether it stopped because the descriptor would block (the Lua
+/// side then waits in its fiber until it is writable, as 2.6 writes in a
+/// thread of its pool while the fiber waits).
+fn write_without_blocking(file: &mut File, data: &[u8]) -> std::io::Result<(usize, bool)> {
+    if file.metadata()?.file_type().is_file() {
+        file.write_all(data)?;
+        return Ok((data.len(), false));
+    }
+    let mut written = 0;
+    while written < data.len() {
+        let fd = file.as_raw_fd();
+        let ready =
+            super::socket::poll_fd(fd, 2, Some(0.0)).map_err(|(code, _)| std::io::Error::from_raw_os_error(code))?;
+        if ready & 2 == 0 {
+            return Ok((written, true));
+        }
+        let end = data.len().min(written + NONBLOCKING_CHUNK);
+        match file.write(&data[written..end]) {
+            Ok(n) => written += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok((written, false))
 }
 
 /// Reads up to `size` bytes (fewer at the end of the file).
@@ -133,9 +189,12 @@ fn add_file_calls(lua: &Lua, t: &Table) -> mlua::Result<()> {
     )?;
     t.set(
         "write",
-        lua.create_function(|lua, (fd, data): (i32, LuaString)| {
+        // write(fd, data, from): writes data from byte `from` on; returns the bytes
+        // written and whether the descriptor would have blocked before the end.
+        lua.create_function(|lua, (fd, data, from): (i32, LuaString, Option<usize>)| {
             let data = data.as_bytes();
-            outcome(lua, with_file(lua, fd, |f| f.write_all(&data)).map(|()| data.len()))
+            let rest = data.get(from.unwrap_or(0)..).unwrap_or(&[]);
+            outcome(lua, with_file(lua, fd, |f| write_without_blocking(f, rest)))
         })?,
     )?;
     t.set(

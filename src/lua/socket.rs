@@ -564,7 +564,7 @@ fn or_failure<T: mlua::IntoLua>(lua: &Lua, r: Result<T, (i32, String)>) -> mlua:
 /// Waits up to `timeout` (forever: none) for `fd` to be ready for `events` (1:
 /// reading, 2: writing, 3: either); returns the events ready (0 on time-out).
 #[allow(unsafe_code, reason = "poll borrows a descriptor Lua names by number; see the SAFETY note")]
-fn poll_fd(fd: i32, events: u8, timeout: Option<f64>) -> Result<u8, (i32, String)> {
+pub(super) fn poll_fd(fd: i32, events: u8, timeout: Option<f64>) -> Result<u8, (i32, String)> {
     use rustix::event::{poll, PollFd, PollFlags, Timespec};
     let mut flags = PollFlags::empty();
     if events & 1 != 0 {

@@ -187,11 +187,53 @@ print(#fio.glob(work .. '/g/['))
 os.exit(0)
 """
 
+# A handle works on any descriptor (luatest points one at 1 and 2 to write to
+# what it captures), and a write to a pipe that another fiber drains does not
+# stop the server: the writing fiber waits until the pipe takes the rest.
+DESCRIPTORS = r"""
+local fio = require('fio')
+local ffi = require('ffi')
+local fiber = require('fiber')
+local socket = require('socket')
+ffi.cdef[[
+int pipe(int fildes[2]);
+int close(int fd);
+ssize_t read(int fd, void *buf, size_t count);
+]]
+local h = fio.open(work .. '/f', {'O_CREAT', 'O_WRONLY'}, 420)
+h:close()
+h.fh = 1
+print(h:write('to standard output\n'))
+h.fh = 987
+print(h:write('x'))
+local fds = ffi.new('int[2]')
+assert(ffi.C.pipe(fds) == 0)
+local got, done = 0, false
+local reader = fiber.new(function()
+  local buf = ffi.new('char[?]', 65536)
+  while true do
+    socket.iowait(fds[0], 'R', 5)
+    local n = tonumber(ffi.C.read(fds[0], buf, 65536))
+    if n <= 0 then break end
+    got = got + n
+  end
+  done = true
+end)
+h.fh = fds[1]
+local data = string.rep('0123456789', 30000)
+print(h:write(data))
+ffi.C.close(fds[1])
+h.fh = -1
+for _ = 1, 500 do if done then break end fiber.sleep(0.01) end
+print(done, got == #data, got)
+os.exit(0)
+"""
+
 
 @pytest.mark.parametrize(
     "name, script, lines",
     [("handles_and_calls", HANDLES_AND_CALLS, 55), ("edges", EDGES, 42), ("paths", PATHS, 16),
-     ("dirname_and_glob", DIRNAME_AND_GLOB, 17)],
+     ("dirname_and_glob", DIRNAME_AND_GLOB, 17), ("descriptors", DESCRIPTORS, 5)],
 )
 def test_fio_matches_tarantool(tmp_path, name, script, lines):
     same_output_on_both(tmp_path, f"fio_{name}.lua", WORK_AS_TEXT + script, lines)
