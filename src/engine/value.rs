@@ -2,8 +2,8 @@
 //!
 //! Numbers compare by value across unsigned, signed and floating encodings; a
 //! `scalar` field orders values by class first: nil < boolean < number <
-//! string < varbinary < extension. Strings under a case-insensitive collation are
-//! stored as a folded sort key, so equality and order follow the collation.
+//! string < varbinary < extension. Strings under a unicode collation are held as
+//! ICU's sort key, so equality and order follow the collation.
 
 use std::cmp::Ordering;
 use std::hash::{Hash, Hasher};
@@ -170,9 +170,9 @@ pub enum Collation {
     /// Byte order.
     #[default]
     Binary,
-    /// Unicode order, case-sensitive (approximated: case-folded, then lower case first).
+    /// Unicode order (CLDR root, tertiary strength: case and accents count).
     Unicode,
-    /// Unicode order, case-insensitive.
+    /// Unicode order on base letters only (primary strength: case and accents do not count).
     UnicodeCi,
 }
 
@@ -218,30 +218,35 @@ impl Collation {
     fn sort_key(self, s: &[u8]) -> Box<[u8]> {
         match self {
             Self::Binary => s.into(),
-            Self::UnicodeCi => fold(s).into_bytes().into_boxed_slice(),
-            Self::Unicode => {
-                let mut k = fold(s).into_bytes();
-                k.push(0);
-                // Lower case sorts before upper case, as in ICU's tertiary strength.
-                let text = String::from_utf8_lossy(s);
-                k.extend(
-                    text.chars()
-                        .flat_map(|c| {
-                            let swapped: Vec<char> =
-                                if c.is_uppercase() { c.to_lowercase().collect() } else { c.to_uppercase().collect() };
-                            swapped
-                        })
-                        .collect::<String>()
-                        .bytes(),
-                );
-                k.into_boxed_slice()
+            Self::Unicode | Self::UnicodeCi => {
+                let mut key = Vec::with_capacity(2 * s.len() + 8);
+                // Writing to a Vec cannot fail.
+                let Ok(()) = unicode_collator(self).write_sort_key_utf8_to(s, &mut key);
+                key.into_boxed_slice()
             }
         }
     }
 }
 
-fn fold(s: &[u8]) -> String {
-    String::from_utf8_lossy(s).to_lowercase()
+/// ICU's collator for a unicode collation, as 2.6 builds it: the CLDR root order
+/// at tertiary strength (`unicode`: case and accents count) or primary
+/// (`unicode_ci`: base letters only, so 'É' equals 'e'). Its sort keys compare
+/// bytewise as the strings do under it, so keys hold them.
+fn unicode_collator(collation: Collation) -> &'static icu_collator::CollatorBorrowed<'static> {
+    use icu_collator::options::{CollatorOptions, Strength};
+    use std::sync::OnceLock;
+    static TERTIARY: OnceLock<icu_collator::CollatorBorrowed<'static>> = OnceLock::new();
+    static PRIMARY: OnceLock<icu_collator::CollatorBorrowed<'static>> = OnceLock::new();
+    let (cell, strength) = match collation {
+        Collation::UnicodeCi => (&PRIMARY, Strength::Primary),
+        _ => (&TERTIARY, Strength::Tertiary),
+    };
+    cell.get_or_init(|| {
+        let mut options = CollatorOptions::default();
+        options.strength = Some(strength);
+        icu_collator::Collator::try_new(icu_collator::CollatorPreferences::default(), options)
+            .expect("the root collation is compiled in")
+    })
 }
 
 /// One part of an index key, ready to compare.
@@ -546,12 +551,21 @@ mod tests {
     }
 
     #[test]
-    fn case_insensitive_collation_folds() {
-        assert_eq!(Collation::UnicodeCi.sort_key(b"ALICE"), Collation::UnicodeCi.sort_key(b"alice"));
-        let lower = Collation::Unicode.sort_key(b"a");
-        let upper = Collation::Unicode.sort_key(b"A");
-        let next = Collation::Unicode.sort_key(b"b");
-        assert!(lower < upper && upper < next);
+    fn unicode_collations_order_as_icu_root() {
+        let ci = |a: &str, b: &str| Collation::UnicodeCi.compare(a.as_bytes(), b.as_bytes());
+        let cs = |a: &str, b: &str| Collation::Unicode.compare(a.as_bytes(), b.as_bytes());
+        // unicode_ci: case and accents do not count.
+        assert_eq!(ci("ALICE", "alice"), Ordering::Equal);
+        assert_eq!(ci("É", "e"), Ordering::Equal);
+        assert_eq!(ci("straße", "strasse"), Ordering::Equal);
+        // unicode: lower case first, accents after the base letter, before the next.
+        assert!(cs("a", "A") == Ordering::Less && cs("A", "b") == Ordering::Less);
+        assert!(cs("e", "é") == Ordering::Less && cs("é", "f") == Ordering::Less);
+        // Symbols before digits before letters; Cyrillic ё beside е.
+        assert!(cs("☢", "1") == Ordering::Less && cs("☢", "İ") == Ordering::Less);
+        assert!(cs("ёж", "ежик") == Ordering::Less && cs("ежик", "ель") == Ordering::Less);
+        // Not the same strings, but equal under the collation: equal sort keys.
+        assert_eq!(Collation::UnicodeCi.sort_key("ä".as_bytes()), Collation::UnicodeCi.sort_key(b"a"));
     }
 
     #[test]

@@ -134,3 +134,13 @@ def test_rtree_indexes_as_2_6(tmp_path):
     lines = same_output_on_both(tmp_path, "rtree_cases.lua", source, 52)
     assert lines[24] == "LE\ttrue\t2,7,8,21"
     assert lines[39] == "neigh\t20,6,10,1,22,30,5,12,11,21,2,8,9,4"
+
+
+def test_unicode_collations_as_2_6(tmp_path):
+    """Strings under the unicode and unicode_ci collations order, compare equal
+    and meet unique checks as in 2.6 (ICU's CLDR root order at tertiary and at
+    primary strength): symbols before digits before letters, accents after their
+    base letter, Cyrillic, CJK; under unicode_ci 'É' is 'e' and 'ß' is 'ss'."""
+    source = (Path(__file__).parent / "collation_cases.lua").read_text()
+    lines = same_output_on_both(tmp_path, "collation_cases.lua", source, 9)
+    assert lines[-1] == "cmp\t<\t<\t<\t=\t=\t<"
