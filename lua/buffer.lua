@@ -96,10 +96,50 @@ end
 local shared = new()
 memory.shared = shared
 
+-- static_alloc(type[, n]): room for `n` (1) values of C `type` in a static
+-- area, as 2.6's: for a result used at once (it is handed out again by later
+-- calls); what the area cannot hold is allocated anew.
+local STATIC_SIZE = 12288 -- 2.6's static area
+local static_area = ffi.new('char[?]', STATIC_SIZE)
+local static_used = 0
+local function static_alloc(ctype, n)
+    local bytes = (n or 1) * ffi.sizeof(ctype)
+    local align = ffi.alignof(ctype)
+    local from = math.ceil(static_used / align) * align
+    if bytes > STATIC_SIZE then return ffi.new(ctype .. '[?]', n or 1) end
+    if from + bytes > STATIC_SIZE then from = 0 end
+    static_used = from + bytes
+    return ffi.cast(ctype .. ' *', static_area + from)
+end
+memory.static_area = static_area
+
+-- Two scratch registers for C calls that return values through pointers (2.6's
+-- reg1 and reg2), one allocation.
+pcall(ffi.cdef, [[
+union c_register {
+    size_t as[1];
+    void *ap[1];
+    int ai[1];
+    char ac[1];
+    const unsigned char *acucp[1];
+    unsigned long aul[1];
+    uint16_t u16;
+    uint32_t u32;
+    uint64_t u64;
+    int64_t i64;
+    int64_t ai64[1];
+};
+]])
+local reg_array = ffi.new('union c_register[?]', 2)
+
 local buffer = {
     ibuf = new,
     READAHEAD = 16320,
     IBUF_SHARED = ffi.cast('struct ibuf *', shared),
+    static_alloc = static_alloc,
+    reg_array = reg_array,
+    reg1 = reg_array[0],
+    reg2 = reg_array[1],
 }
 package.loaded.buffer = buffer
 return buffer

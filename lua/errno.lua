@@ -22,9 +22,11 @@ local codes = {
 local last = 0
 local errno = setmetatable({}, {
     __index = function(_, name) return codes[name] end,
+    -- errno(n) sets the error and returns the one before, as 2.6's (ffi.errno's).
     __call = function(_, n)
+        local before = last
         if n ~= nil then last = n end
-        return last
+        return before
     end,
 })
 

@@ -2,7 +2,7 @@
 tarantool 2.6 and oncebox line for line (error positions masked: the lines of
 `builtin/x.lua` differ)."""
 
-from conftest import LUA_SHOW_SORTED, run_script_on_both
+from conftest import LUA_SHOW_SORTED, run_script_on_both, same_output_on_both
 
 SCRIPT = LUA_SHOW_SORTED + r"""
 local function try(label, f, ...)
@@ -53,3 +53,30 @@ def test_pwd_iconv_msgpackffi_as_2_6(tmp_path):
     assert len(tarantool) == 21
     assert tarantool[1].startswith("getpw 0 => {group={id=0, members={}, name=\"root\"}, id=0")
     assert 'iconv invalid => RAISE "builtin/iconv.lua:N: Incomplete multibyte sequence"' in tarantool
+
+
+ERRNO_AND_BUFFER = """
+local errno, buffer, ffi = require('errno'), require('buffer'), require('ffi')
+-- errno(n) sets the error and returns the one before (2.6's app-tap errno test).
+errno(0)
+print(errno(errno.EBADF), errno(), errno(errno.EINVAL), errno(), errno.strerror())
+-- buffer.static_alloc: room in the static area (12288 bytes, all of it at most).
+local p = buffer.static_alloc('char', 12288)
+ffi.fill(p, 12288, string.byte('x'))
+print(ffi.istype('char *', p), ffi.string(p, 3), ffi.string(p + 12285, 3))
+local q = buffer.static_alloc('int', 4)
+q[3] = 7
+print(ffi.istype('int *', q), q[3], ffi.istype('char *', buffer.static_alloc('char', 20000)))
+-- The registers for C calls: reg1 and reg2 of reg_array, union c_register.
+buffer.reg1.u64 = 5
+buffer.reg2.ai[0] = -3
+print(ffi.sizeof('union c_register'), tonumber(buffer.reg_array[0].u64), buffer.reg_array[1].ai[0])
+os.exit(0)
+"""
+
+
+def test_errno_and_buffer_helpers_as_2_6(tmp_path):
+    """errno(n) returns the previous errno; buffer.static_alloc, reg1, reg2 and
+    reg_array exist as in 2.6 (its uri module and app-tap tests use them)."""
+    lines = same_output_on_both(tmp_path, "errno_buffer.lua", ERRNO_AND_BUFFER, 4)
+    assert lines[0] == "0\t9\t9\t22\tInvalid argument"
