@@ -101,6 +101,26 @@ end
 
 local function is_null(v) return v == nil or v == box.NULL end
 
+-- Scalar cdata (ffi.new('int', 1), 'unsigned short', 'float', 'bool'...) are
+-- written as the numbers and booleans they hold, as 2.6's serializers take them;
+-- 64-bit integers keep their own path (cdata_integer), all digits.
+local scalar_cdata_kinds = {}
+do
+    local ffi = require('ffi')
+    for _, name in ipairs({'char', 'unsigned char', 'short', 'unsigned short', 'int', 'unsigned int', 'float',
+                           'double'}) do
+        scalar_cdata_kinds[tonumber(ffi.typeof(name))] = 'number'
+    end
+    scalar_cdata_kinds[tonumber(ffi.typeof('bool'))] = 'boolean'
+end
+local function scalar_of_cdata(v)
+    if type(v) ~= 'cdata' then return v end
+    local kind = scalar_cdata_kinds[tonumber(require('ffi').typeof(v))]
+    if kind == 'number' then return tonumber(v) end
+    if kind == 'boolean' then return tonumber(v) ~= 0 end
+    return v
+end
+
 -- The digits of a 64-bit integer cdata (`5ULL`, `-5LL`), or nil.
 local function cdata_integer(v)
     if type(v) ~= 'cdata' then return nil end
@@ -183,6 +203,7 @@ local encode
 -- `ext_as_null`: decimals and uuids as null, as 2.6 writes a tuple's tostring.
 local function flow(v, ext_as_null)
     if is_null(v) then return 'null' end
+    v = scalar_of_cdata(v)
     local ty = type(v)
     if ty == 'boolean' then return tostring(v) end
     if ty == 'number' then return number(v) end
@@ -207,6 +228,7 @@ end
 -- starts at column `col` (default `indent`).
 encode = function(v, indent, col)
     if is_null(v) then return 'null' end
+    v = scalar_of_cdata(v)
     local ty = type(v)
     if ty == 'boolean' then return tostring(v) end
     if ty == 'number' then return number(v) end
@@ -479,6 +501,7 @@ end
 
 local function json_encode(v, depth, cfg)
     if is_null(v) then return 'null' end
+    v = scalar_of_cdata(v)
     local ty = type(v)
     if ty == 'boolean' then return tostring(v) end
     if ty == 'number' then return json_number(v, cfg) end

@@ -158,6 +158,10 @@ pub fn encode(out: &mut Vec<u8>, v: &Value, depth: usize) -> mlua::Result<()> {
         Value::Other(_) => match cdata_value(v) {
             Some(CData::Null) => write::nil(out),
             Some(CData::Double) => write::f64(out, double_of(v)?),
+            #[allow(clippy::cast_possible_truncation, reason = "the value of a float cdata: an f32 already")]
+            Some(CData::Float) => write::f32(out, double_of(v)? as f32),
+            Some(CData::Bool) => write::bool(out, double_of(v)? != 0.0),
+            Some(CData::Small) => number(out, double_of(v)?),
             Some(CData::Integer(Integer::Unsigned(u))) => write::uint(out, u),
             Some(CData::Integer(Integer::Negative(i))) => write::int(out, i),
             None => unsupported(out, v, "cdata")?,
@@ -183,7 +187,7 @@ fn uuid_of(v: &Value) -> mlua::Result<Option<[u8; 16]>> {
     }
 }
 
-/// The value of a `double` or `float` cdata, read with Lua's `tonumber`.
+/// The value of a numeric or `bool` cdata, read with Lua's `tonumber`.
 fn double_of(v: &Value) -> mlua::Result<f64> {
     match v.weak_lua().and_then(mlua::WeakLua::try_upgrade) {
         Some(lua) => lua.globals().get::<mlua::Function>("tonumber")?.call(v),
@@ -195,9 +199,16 @@ fn double_of(v: &Value) -> mlua::Result<f64> {
 enum CData {
     /// A `void *` NULL (nil).
     Null,
-    /// A `double` or `float` (`ffi.cast('double', 2)`), which msgpack writes as a
-    /// double even when it is integral, as 2.6 does.
+    /// A `double` (`ffi.cast('double', 2)`), which msgpack writes as a double
+    /// even when it is integral, as 2.6 does.
     Double,
+    /// A `float`: a msgpack float32, as 2.6 writes it.
+    Float,
+    /// A `bool` cdata: a msgpack boolean.
+    Bool,
+    /// An integer narrower than 64 bits (`char`, `short`, `int` and unsigned):
+    /// a msgpack integer.
+    Small,
     /// A 64-bit integer (`5ULL`, `-5LL`, as `clock.time64()` returns).
     Integer(Integer),
 }
@@ -208,8 +219,14 @@ fn cdata_value(v: &Value) -> Option<CData> {
     if text == NULL_TEXT {
         return Some(CData::Null);
     }
-    if text.starts_with("cdata<double>") || text.starts_with("cdata<float>") {
-        return Some(CData::Double);
+    if let Some(kind) = text.strip_prefix("cdata<").and_then(|t| t.split_once(">: ")).map(|(name, _)| name) {
+        return match kind {
+            "double" => Some(CData::Double),
+            "float" => Some(CData::Float),
+            "bool" => Some(CData::Bool),
+            "char" | "unsigned char" | "short" | "unsigned short" | "int" | "unsigned int" => Some(CData::Small),
+            _ => None,
+        };
     }
     if let Some(digits) = text.strip_suffix("ULL") {
         return digits.parse().ok().map(|u| CData::Integer(Integer::Unsigned(u)));

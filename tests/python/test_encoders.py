@@ -395,3 +395,26 @@ def test_msgpack_encode_use_tostring_covers_call_replies(tmp_path):
     tarantool, oncebox = run_script_on_both(tmp_path, "use_tostring.lua", ENCODE_USE_TOSTRING)
     assert oncebox == tarantool
     assert tarantool[4] == "true\tstring\tfunction\tstring", tarantool
+
+
+SCALAR_CDATA = """
+local ffi, msgpack, json, yaml = require('ffi'), require('msgpack'), require('json'), require('yaml')
+local function hex(s) return (s:gsub('.', function(c) return string.format('%02x', c:byte()) end)) end
+for _, c in ipairs({ffi.new('char', 65), ffi.new('unsigned short', 128), ffi.new('unsigned int', 128),
+                    ffi.new('short', -5), ffi.new('int', -7), ffi.new('long', 9), ffi.new('int8_t', -1),
+                    ffi.new('uint8_t', 200), ffi.new('float', 1.5), ffi.new('double', 2.5), ffi.new('bool', true),
+                    ffi.new('bool', false), ffi.new('int64_t', 5), ffi.new('uint64_t', 6)}) do
+    local m = msgpack.encode(c)
+    print((tostring(c):gsub(': 0x%x+', '')), hex(m), json.encode(c), (yaml.encode(c):gsub('\\n', ' ')),
+          type(msgpack.decode(m)), json.encode({c}), hex(msgpack.encode({a = c})))
+end
+os.exit(0)
+"""
+
+
+def test_scalar_cdata_encode_as_2_6(tmp_path):
+    """Numeric and bool cdata (char, short, int and unsigned, float, double, bool)
+    are the numbers and booleans they hold to msgpack, json and yaml, a float a
+    msgpack float32, as in 2.6 (they were refused: 'unsupported Lua type')."""
+    lines = same_output_on_both(tmp_path, "scalar_cdata.lua", SCALAR_CDATA, 14)
+    assert lines[8].startswith("cdata<float>\tca3fc00000\t1.5")
