@@ -482,6 +482,11 @@ end
 
 -- A value that is no JSON value (a function, a userdata): its tostring() with
 -- `encode_use_tostring`, null with `encode_invalid_as_nil`, else an error.
+-- Whether `v` is a ctype (ffi.typeof's result), not a cdata of it.
+local function is_ctype(v)
+    return type(v) == 'cdata' and string.sub(tostring(v), 1, 6) == 'ctype<'
+end
+
 local function json_other(v, cfg)
     if cfg.encode_use_tostring then return json_string(tostring(v)) end
     if cfg.encode_invalid_as_nil then return 'null' end
@@ -509,7 +514,11 @@ local function json_encode(v, depth, cfg)
     if cdata_integer(v) then return cdata_integer(v) end
     if is_extension(v) then return json_string(tostring(v)) end
     if box.tuple.is(v) then v = v:totable() end
-    if object_serializer(v) then return json_encode(object_serializer(v)(v), depth, cfg) end
+    -- A cdata's or userdata's __serialize counts under encode_load_metatables;
+    -- a ctype's never does (2.6's gh-1226).
+    if cfg.encode_load_metatables and object_serializer(v) and not is_ctype(v) then
+        return json_encode(object_serializer(v)(v), depth, cfg)
+    end
     if type(v) ~= 'table' then return json_other(v, cfg) end
     if cfg.encode_load_metatables and table_serializer(v) then
         return json_encode(table_serializer(v)(v), depth, cfg)

@@ -418,3 +418,33 @@ def test_scalar_cdata_encode_as_2_6(tmp_path):
     msgpack float32, as in 2.6 (they were refused: 'unsupported Lua type')."""
     lines = same_output_on_both(tmp_path, "scalar_cdata.lua", SCALAR_CDATA, 14)
     assert lines[8].startswith("cdata<float>\tca3fc00000\t1.5")
+
+
+JSON_CDATA_HOOKS = """
+local ffi, json = require('ffi'), require('json')
+ffi.cdef[[struct hooked {}]]
+local ctype = ffi.typeof('struct hooked')
+ffi.metatype(ctype, {__index = {__serialize = function() return 'unpack' end},
+                     __tostring = function() return 'tostring' end})
+local cdata = ffi.new(ctype)
+local j = json.new()
+j.cfg{encode_load_metatables = false, encode_use_tostring = false, encode_invalid_as_nil = false}
+print(pcall(j.encode, cdata))
+j.cfg{encode_invalid_as_nil = true}
+print(j.encode(cdata), j.encode({cdata}))
+j.cfg{encode_load_metatables = true, encode_use_tostring = false}
+print(j.encode(cdata))
+j.cfg{encode_load_metatables = false, encode_use_tostring = true}
+print(j.encode(cdata))
+j.cfg{encode_load_metatables = true, encode_use_tostring = true}
+print(j.encode(cdata), j.encode(ctype))
+os.exit(0)
+"""
+
+
+def test_json_cdata_hooks_follow_the_options_as_2_6(tmp_path):
+    """A cdata's __serialize counts only under encode_load_metatables, else
+    encode_use_tostring or encode_invalid_as_nil decide, or it is refused; a
+    ctype's __serialize never counts (2.6's app-tap json ucdata checks)."""
+    lines = same_output_on_both(tmp_path, "json_cdata_hooks.lua", JSON_CDATA_HOOKS, 5)
+    assert lines[-1] == '"unpack"\t"ctype<struct hooked>"'
