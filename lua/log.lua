@@ -95,6 +95,11 @@ log.cfg = setmetatable({level = 5, format = 'plain'}, {
         opts = opts or {}
         if opts.level ~= nil then level_override = parse_level(opts.level) self.level = level_override end
         if opts.format ~= nil then format = opts.format self.format = format end
+        if opts.log ~= nil then
+            local ok, err = native.log_to_file(tostring(opts.log))
+            if not ok then error(err, 2) end
+            self.log = opts.log
+        end
     end,
 })
 

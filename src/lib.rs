@@ -21,6 +21,7 @@ pub mod executor;
 pub mod id_map;
 pub mod idempotency;
 pub mod listeners;
+pub mod log_sink;
 pub mod lua;
 #[allow(unsafe_code, reason = "a prefetch is an intrinsic, unsafe to call though it reads nothing; see the module")]
 pub mod prefetch;

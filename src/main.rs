@@ -29,7 +29,11 @@ fn main() {
         Command::Script(path, args) => {
             let filter = tracing_subscriber::EnvFilter::try_new("warn,fjall=warn,lsm_tree=warn")
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-            tracing_subscriber::fmt().with_env_filter(filter).with_ansi(false).with_writer(std::io::stderr).init();
+            tracing_subscriber::fmt()
+                .with_env_filter(filter)
+                .with_ansi(false)
+                .with_writer(|| oncebox::log_sink::Writer)
+                .init();
             match oncebox::run_script(path, args) {
                 Ok(code) => std::process::exit(code),
                 Err(e) => {
@@ -46,7 +50,7 @@ fn main() {
             tracing_subscriber::fmt()
                 .with_env_filter(filter)
                 .with_ansi(std::io::stderr().is_terminal())
-                .with_writer(std::io::stderr)
+                .with_writer(|| oncebox::log_sink::Writer)
                 .init();
             if let Err(e) = oncebox::run(cfg) {
                 eprintln!("oncebox: {e}");

@@ -40,10 +40,14 @@ struct BootCfg {
     idempotency: Settings,
     identity: crate::storage::recovery::Identity,
     values: Vec<(String, String)>,
+    /// `work_dir`: where a relative `log` file is.
+    work_dir: PathBuf,
+    /// `log`: where log lines go (see [`crate::log_sink::file_of`]).
+    log: Option<String>,
 }
 
 fn read_cfg(opts: &Table) -> Result<BootCfg, String> {
-    let mut cfg = BootCfg { dir: PathBuf::from("."), ..BootCfg::default() };
+    let mut cfg = BootCfg { dir: PathBuf::from("."), work_dir: PathBuf::from("."), ..BootCfg::default() };
     let text = |v: Value| -> Option<String> {
         match v {
             Value::String(s) => Some(s.to_string_lossy()),
@@ -58,7 +62,13 @@ fn read_cfg(opts: &Table) -> Result<BootCfg, String> {
         let Some(value) = text(v) else { continue };
         match k.as_str() {
             "listen" => cfg.listen = Some(crate::config::normalize_listen(&value)),
-            "work_dir" if cfg.dir.as_os_str() == "." => cfg.dir = PathBuf::from(&value),
+            "work_dir" => {
+                if cfg.dir.as_os_str() == "." {
+                    cfg.dir = PathBuf::from(&value);
+                }
+                cfg.work_dir = PathBuf::from(&value);
+            }
+            "log" => cfg.log = Some(value.clone()),
             "memtx_dir" => cfg.dir = PathBuf::from(&value),
             "wal_mode" => {
                 cfg.wal_mode = Some(WalMode::parse(&value).ok_or_else(|| {
@@ -177,6 +187,10 @@ fn drive(
         return Ok(0);
     }
     let cfg = read_cfg(&opts)?;
+    // As 2.6: logging moves to its file first, so that the start is logged there.
+    if let Some(path) = cfg.log.as_deref().and_then(|v| crate::log_sink::file_of(v, &cfg.work_dir)) {
+        crate::log_sink::to_file(&path).map_err(|e| format!("can't open log file: {}: {e}", path.display()))?;
+    }
     let mode = cfg.wal_mode.unwrap_or(WalMode::Write);
     let (dir, store) = match mode {
         WalMode::None => (None, None),

@@ -8,7 +8,7 @@
 use std::rc::Rc;
 
 use base64::Engine as _;
-use mlua::{Lua, LuaString, Table, Value};
+use mlua::{IntoLuaMulti, Lua, LuaString, Table, Value};
 use sha1::Digest as _;
 
 use super::convert;
@@ -136,12 +136,25 @@ pub fn create(lua: &Lua) -> mlua::Result<Table> {
         })?,
     )?;
     t.set(
+        "log_to_file",
+        // log_to_file(value): log.cfg{log = value}; true, or nil and why.
+        lua.create_function(|lua, value: LuaString| {
+            let value = value.to_string_lossy();
+            let Some(path) = crate::log_sink::file_of(&value, std::path::Path::new(".")) else {
+                return (Value::Nil, "oncebox logs to a file or to standard error only").into_lua_multi(lua);
+            };
+            match crate::log_sink::to_file(&path) {
+                Ok(()) => true.into_lua_multi(lua),
+                Err(e) => (Value::Nil, format!("can't open log file: {}: {e}", path.display())).into_lua_multi(lua),
+            }
+        })?,
+    )?;
+    t.set(
         "log_write",
         lua.create_function(|_, line: LuaString| {
-            use std::io::Write as _;
-            let mut err = std::io::stderr().lock();
-            // A log line that cannot be written is dropped, as Tarantool's logger does.
-            let _ = err.write_all(&line.as_bytes()).and_then(|()| err.write_all(b"\n"));
+            let mut bytes = line.as_bytes().to_vec();
+            bytes.push(b'\n');
+            crate::log_sink::write(&bytes);
             Ok(())
         })?,
     )?;

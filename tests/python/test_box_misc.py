@@ -357,3 +357,24 @@ def test_instance_and_replicaset_uuids_and_a_listen_uri_with_credentials_as_2_6(
     assert tarantool[1].startswith("8a274925-a26d-47fc-9e1b-af88ce939412\tcbf06940-0790-498b-948d-042b62cf3d29")
     assert tarantool[2] == "connected\ttrue\t8a274925-a26d-47fc-9e1b-af88ce939412"
     assert tarantool[3] == "restart\t8a274925-a26d-47fc-9e1b-af88ce939412\tcbf06940-0790-498b-948d-042b62cf3d29"
+
+
+LOG_TO_FILE = """
+local fio = require('fio')
+local sub = fio.pathjoin(os.getenv('WORK'), 'sub')
+fio.mkdir(sub)
+box.cfg{listen = os.getenv('LISTEN'), work_dir = sub, log = 'instance.log', log_level = 5}
+require('log').info('a line for the file %d', 42)
+local f = io.open(fio.pathjoin(sub, 'instance.log'))
+local text = f:read('*a')
+f:close()
+print(box.cfg.log, text:match('main/%d+/[^ ]+ I> a line for the file 42') ~= nil)
+os.exit(0)
+"""
+
+
+def test_box_cfg_log_writes_to_a_file_under_work_dir(tmp_path):
+    """box.cfg{log = 'name'} sends log lines to that file, relative to work_dir,
+    as 2.6 does (oncebox wrote them to standard error whatever log said)."""
+    lines = same_output_on_both(tmp_path, "log_to_file.lua", LOG_TO_FILE, 1)
+    assert lines == ["instance.log\ttrue"]
