@@ -1,5 +1,5 @@
 -- errno: Tarantool's errno module: the Linux error constants (errno.ENOENT...),
--- errno() for the last error (set by the socket module; errno(n) sets it) and
+-- errno() for the last error (the C errno; the socket module sets it too) and
 -- errno.strerror(n).
 
 local native = box.internal.native
@@ -19,20 +19,20 @@ local codes = {
     ENOTRECOVERABLE = 131,
 }
 
-local last = 0
+-- errno() is the C errno of the TX thread, as 2.6's (ffi.errno): what a failed
+-- ffi call (ffi.C.kill) left is seen too. errno(n) sets it and returns the one before.
+local ffi = require('ffi')
 local errno = setmetatable({}, {
     __index = function(_, name) return codes[name] end,
-    -- errno(n) sets the error and returns the one before, as 2.6's (ffi.errno's).
     __call = function(_, n)
-        local before = last
-        if n ~= nil then last = n end
-        return before
+        if n ~= nil then return ffi.errno(n) end
+        return ffi.errno()
     end,
 })
 
 -- errno.strerror([n]): the text of error `n`, of the last error without one.
 rawset(errno, 'strerror', function(n)
-    if n == nil then n = last end
+    if n == nil then n = ffi.errno() end
     return native.strerror(n)
 end)
 
