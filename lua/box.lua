@@ -2295,8 +2295,11 @@ local function check_cfg_value(k, v)
         raise(59, "Incorrect value for option '%s': should be of type %s", k, want)
     end
     -- Values 2.6 refuses before it configures anything (a caller can catch the error).
-    if (k == 'instance_uuid' or k == 'replicaset_uuid') and require('uuid').fromstr(v) == nil then
+    local parsed_uuid = (k == 'instance_uuid' or k == 'replicaset_uuid') and require('uuid').fromstr(v)
+    if parsed_uuid == nil then
         raise(59, "Incorrect value for option '%s': %s", k, v)
+    elseif parsed_uuid and parsed_uuid:isnil() then
+        raise(59, "Incorrect value for option '%s': nil UUID is reserved", k)
     elseif k == 'wal_mode' and v ~= 'none' and v ~= 'write' and v ~= 'fsync' then
         raise(59, "Incorrect value for option 'wal_mode': %s", v)
     elseif k == 'listen' and v ~= '' then -- ('': listen nowhere)

@@ -40,6 +40,9 @@ INVALID_FIRST_CFG = r"""
 print(pcall(box.cfg, {memtx_memory = 'x'}))
 print(pcall(box.cfg, {instance_uuid = 'nope'}))
 print(pcall(box.cfg, {replicaset_uuid = 'a-b-c'}))
+-- The nil UUID is reserved (2.6's gh-4282).
+print(pcall(box.cfg, {instance_uuid = '00000000-0000-0000-0000-000000000000'}))
+print(pcall(box.cfg, {replicaset_uuid = '00000000-0000-0000-0000-000000000000'}))
 print(pcall(box.cfg, {listen = 'not an address at all:::'}))
 print(pcall(box.cfg, {listen = './relative.sock'}))
 print(pcall(box.cfg, {wal_mode = 'bogus'}))
@@ -52,8 +55,9 @@ os.exit(0)
 
 
 def test_invalid_first_cfg_values_raise_catchable_errors_as_2_6(tmp_path):
-    """An invalid instance_uuid, replicaset_uuid, listen or wal_mode in the first
-    box.cfg{} is an error pcall catches, with 2.6's message (it ended the script)."""
-    lines = same_output_on_both(tmp_path, "invalid_cfg.lua", INVALID_FIRST_CFG, 9)
+    """An invalid instance_uuid or replicaset_uuid (the nil UUID too), listen or
+    wal_mode in the first box.cfg{} is an error pcall catches, with 2.6's message (it ended the script)."""
+    lines = same_output_on_both(tmp_path, "invalid_cfg.lua", INVALID_FIRST_CFG, 11)
     assert lines[1] == "false\tIncorrect value for option 'instance_uuid': nope"
-    assert lines[7] == "configured\ttable\twrite"
+    assert lines[3] == "false\tIncorrect value for option 'instance_uuid': nil UUID is reserved"
+    assert lines[9] == "configured\ttable\twrite"
