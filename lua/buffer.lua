@@ -104,9 +104,9 @@ local static_area = ffi.new('char[?]', STATIC_SIZE)
 local static_used = 0
 local function static_alloc(ctype, n)
     local bytes = (n or 1) * ffi.sizeof(ctype)
+    if bytes > STATIC_SIZE then return ffi.new(ctype .. '[?]', n or 1) end
     local align = ffi.alignof(ctype)
     local from = math.ceil(static_used / align) * align
-    if bytes > STATIC_SIZE then return ffi.new(ctype .. '[?]', n or 1) end
     if from + bytes > STATIC_SIZE then from = 0 end
     static_used = from + bytes
     return ffi.cast(ctype .. ' *', static_area + from)

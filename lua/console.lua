@@ -104,9 +104,9 @@ local function is_null(v) return v == nil or v == box.NULL end
 -- Scalar cdata (ffi.new('int', 1), 'unsigned short', 'float', 'bool'...) are
 -- written as the numbers and booleans they hold, as 2.6's serializers take them;
 -- 64-bit integers keep their own path (cdata_integer), all digits.
+local ffi = require('ffi')
 local scalar_cdata_kinds = {}
 do
-    local ffi = require('ffi')
     for _, name in ipairs({'char', 'unsigned char', 'short', 'unsigned short', 'int', 'unsigned int', 'float',
                            'double'}) do
         scalar_cdata_kinds[tonumber(ffi.typeof(name))] = 'number'
@@ -115,7 +115,7 @@ do
 end
 local function scalar_of_cdata(v)
     if type(v) ~= 'cdata' then return v end
-    local kind = scalar_cdata_kinds[tonumber(require('ffi').typeof(v))]
+    local kind = scalar_cdata_kinds[tonumber(ffi.typeof(v))]
     if kind == 'number' then return tonumber(v) end
     if kind == 'boolean' then return tonumber(v) ~= 0 end
     return v
@@ -131,7 +131,6 @@ end
 local function number(n)
     if n ~= n then
         -- printf writes a NaN's sign, and LuaJIT's own 0/0 is negative: '-nan'.
-        local ffi = require('ffi')
         local negative = ffi.cast('uint64_t *', ffi.new('double[1]', n))[0] >= 0x8000000000000000ULL
         return negative and '-nan' or 'nan'
     end
@@ -319,7 +318,6 @@ local function incomplete(text)
     return fn == nil and tostring(err):match("'<eof>'$") ~= nil
 end
 
-local ffi = require('ffi')
 pcall(ffi.cdef, 'int isatty(int fd);')
 
 -- console.start(): an interactive console on the standard input, as 2.6's: the
@@ -480,13 +478,13 @@ local function json_string(s)
     end) .. '"'
 end
 
--- A value that is no JSON value (a function, a userdata): its tostring() with
--- `encode_use_tostring`, null with `encode_invalid_as_nil`, else an error.
 -- Whether `v` is a ctype (ffi.typeof's result), not a cdata of it.
 local function is_ctype(v)
     return type(v) == 'cdata' and string.sub(tostring(v), 1, 6) == 'ctype<'
 end
 
+-- A value that is no JSON value (a function, a userdata): its tostring() with
+-- `encode_use_tostring`, null with `encode_invalid_as_nil`, else an error.
 local function json_other(v, cfg)
     if cfg.encode_use_tostring then return json_string(tostring(v)) end
     if cfg.encode_invalid_as_nil then return 'null' end
@@ -542,7 +540,6 @@ end
 -- An integer literal of magnitude 10^14 or more, as 2.6 decodes it: an int64_t
 -- cdata (`5LL`), or uint64_t past int64's range, saturating at either end.
 local function json_big_integer(num)
-    local ffi = require('ffi')
     local negative = string.sub(num, 1, 1) == '-'
     local max = negative and 9223372036854775808ULL or 18446744073709551615ULL
     local v = 0ULL
@@ -661,7 +658,7 @@ local function json_decoder(s, max_depth, invalid_numbers, hints)
         local digits = string.gsub(int, '^-', '')
         local uint = #int == #digits and (#digits > 19 or (#digits == 19 and digits >= '9223372036854775807'))
         local n = tonumber(int)
-        if uint then return 'T_UINT', require('ffi').cast('uint64_t', json_big_integer(int)), start end
+        if uint then return 'T_UINT', ffi.cast('uint64_t', json_big_integer(int)), start end
         if n >= 1e14 or n <= -1e14 then return 'T_INT', json_big_integer(int), start end
         -- strtoll reads -0 as 0.
         return 'T_INT', n + 0, start

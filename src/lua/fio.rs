@@ -127,9 +127,9 @@ fn write_without_blocking(file: &mut File, data: &[u8]) -> std::io::Result<(usiz
         file.write_all(data)?;
         return Ok((data.len(), false));
     }
+    let fd = file.as_raw_fd();
     let mut written = 0;
     while written < data.len() {
-        let fd = file.as_raw_fd();
         let ready =
             super::socket::poll_fd(fd, 2, Some(0.0)).map_err(|(code, _)| std::io::Error::from_raw_os_error(code))?;
         if ready & 2 == 0 {
