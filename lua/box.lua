@@ -2577,20 +2577,39 @@ local function is_ibuf(v)
     return type(v) == 'cdata' and (ffi.istype(ibuf_t, v) or ffi.istype(ibuf_ptr, v))
 end
 local msgpack = {NULL = box.NULL}
-function msgpack.encode(...)
-    if select('#', ...) == 0 then error('msgpack.encode: a Lua object expected', 2) end
-    local bytes, err = internal.native.msgpack_encode((...))
-    -- The second argument is an ibuf to encode into: the bytes go after its wpos,
-    -- and the count of them is returned.
-    local ibuf = select(2, ...)
-    if ibuf ~= nil then
-        if not is_ibuf(ibuf) then error("msgpack.encode: argument 2 must be of type 'struct ibuf'", 2) end
-        if bytes == nil then error(err, 2) end
-        ffi.copy(ibuf:alloc(#bytes), bytes, #bytes)
-        return #bytes
+-- An encoding error as 2.6 raises it: its own checks of depth and type as a
+-- string, what the options or a __serialize refuse as a LuajitError.
+local function encode_failure(err)
+    if string.find(err, '^Too high nest level') or string.find(err, "^unsupported Lua type") then return err end
+    return make_error(nil, err, 'LuajitError')
+end
+internal.encode_failure = encode_failure
+
+-- Raises an encoding error of msgpack.encode (a string tells where the call was).
+local function encode_error(err)
+    local e = encode_failure(err)
+    error(e, type(e) == 'string' and 3 or 0)
+end
+
+-- msgpack.encode for a serializer whose options `holder.options` holds as the
+-- native encoder takes them: an instance's (msgpack.new()), nil for the module's
+-- own (msgpack.cfg).
+local function encoder(holder)
+    return function(...)
+        if select('#', ...) == 0 then error('msgpack.encode: a Lua object expected', 2) end
+        local bytes, err = internal.native.msgpack_encode((...), holder.options)
+        -- The second argument is an ibuf to encode into: the bytes go after its wpos,
+        -- and the count of them is returned.
+        local ibuf = select(2, ...)
+        if ibuf ~= nil then
+            if not is_ibuf(ibuf) then error("msgpack.encode: argument 2 must be of type 'struct ibuf'", 2) end
+            if bytes == nil then encode_error(err) end
+            ffi.copy(ibuf:alloc(#bytes), bytes, #bytes)
+            return #bytes
+        end
+        if bytes == nil then encode_error(err) end
+        return bytes
     end
-    if bytes == nil then error(err, 2) end
-    return bytes
 end
 -- Reading msgpack from memory: the bytes are read through a byte pointer.
 local byte_ptr = ffi.typeof('const uint8_t *')
@@ -2637,25 +2656,27 @@ local function mp_length(ptr)
     return at
 end
 -- Decodes the value at `ptr` from `size` bytes (unknown: read without bounds).
-local function decode_memory(ptr, size)
+local function decode_memory(ptr, size, options)
+    -- A NULL pointer (an empty ibuf's rpos) is refused, not read.
+    if ptr == nil then error('msgpack.decode: pointer is null', 0) end
     local len = size == nil and mp_length(ptr) or size
-    local v, next_pos = internal.native.msgpack_decode(ffi.string(ptr, len), 1)
-    if next_pos == nil then error('msgpack.decode: invalid MsgPack', 0) end
+    local v, next_pos, err = internal.native.msgpack_decode(ffi.string(ptr, len), 1, options)
+    if next_pos == nil then error(err or 'msgpack.decode: invalid MsgPack', 0) end
     return v, ptr + (next_pos - 1)
 end
 
-local function decoder(check_bounds)
+local function decoder(check_bounds, holder)
     local name = 'msgpack.decode'
     return function(...)
         local s, pos = ...
         if is_char_ptr(s) then
-            if not check_bounds then return decode_memory(s) end
+            if not check_bounds then return decode_memory(s, nil, holder.options) end
             if select('#', ...) < 2 then error("bad argument #2 to '?' (number expected, got no value)", 2) end
             local size = tonumber(pos)
             if size == nil then error(string.format("bad argument #2 to '?' (number expected, got %s)", type(pos)), 2) end
             if size < 0 then error(name .. ": size can't be negative", 2) end
             if size == 0 then error(name .. ': invalid MsgPack', 2) end
-            return decode_memory(s, size)
+            return decode_memory(s, size, holder.options)
         end
         if type(s) ~= 'string' then error(name .. ": a Lua string or 'char *' expected", 2) end
         if select('#', ...) == 1 then pos = 1 end
@@ -2668,13 +2689,12 @@ local function decoder(check_bounds)
         if check_bounds and #s > 0 and (pos < 1 or pos > #s) then
             error(name .. ': offset is out of bounds', 2)
         end
-        local v, next_pos = internal.native.msgpack_decode(s, math.max(pos, 1))
+        local v, next_pos, err = internal.native.msgpack_decode(s, math.max(pos, 1), holder.options)
+        if err ~= nil then error(err, 0) end
         if next_pos == nil then error(name .. ': invalid MsgPack', 2) end
         return v, next_pos
     end
 end
-msgpack.decode = decoder(true)
-msgpack.decode_unchecked = decoder(false)
 
 -- decode_array_header(ptr, size) and decode_map_header(ptr, size): the count of
 -- the array or map whose head is at `ptr`, and the pointer past the head.
@@ -2684,7 +2704,10 @@ local function header_decoder(kind, fix, fix_max, head16, head32)
         if select('#', ...) ~= 2 then error(string.format('Usage: %s(ptr, size)', name), 0) end
         local ptr, size = ...
         if not is_char_ptr(ptr) then error(name .. ": 'char *' expected", 0) end
-        size = tonumber(size) or 0
+        if tonumber(size) == nil then
+            error(string.format("bad argument #2 to '?' (number expected, got %s)", type(size)), 0)
+        end
+        size = tonumber(size)
         if size <= 0 then error(name .. ': non-positive size', 0) end
         local bytes = ffi.cast(byte_ptr, ptr)
         local c = bytes[0]
@@ -2707,11 +2730,26 @@ msgpack.decode_array_header = header_decoder('array', 0x90, 0x9f, 0xdc, 0xdd)
 msgpack.decode_map_header = header_decoder('map', 0x80, 0x8f, 0xde, 0xdf)
 
 -- ibuf_decode(rpos): decode_unchecked with its results the other way round.
-function msgpack.ibuf_decode(...)
-    local ptr = ...
-    if type(ptr) ~= 'cdata' then error('expected cdata as 1 argument', 0) end
-    local v, next_ptr = decode_memory(ptr)
-    return next_ptr, v
+local function ibuf_decoder(holder)
+    return function(...)
+        local ptr = ...
+        if type(ptr) ~= 'cdata' then error('expected cdata as 1 argument', 0) end
+        if ptr == nil then error('msgpack.ibuf_decode: rpos is null', 0) end
+        local v, next_ptr = decode_memory(ptr, nil, holder.options)
+        return next_ptr, v
+    end
 end
+
+-- Sets the functions of a msgpack serializer (the module, or an instance of
+-- msgpack.new()) whose options `holder.options` holds.
+function internal.msgpack_functions(m, holder)
+    m.encode = encoder(holder)
+    m.decode = decoder(true, holder)
+    m.decode_unchecked = decoder(false, holder)
+    m.decode_array_header = msgpack.decode_array_header
+    m.decode_map_header = msgpack.decode_map_header
+    m.ibuf_decode = ibuf_decoder(holder)
+end
+internal.msgpack_functions(msgpack, {})
 package.loaded.msgpack = msgpack
 package.loaded.box = box

@@ -37,12 +37,50 @@ local function single_quoted(s, indent, col)
     return table.concat(out)
 end
 
+-- libyaml's short escapes in a double-quoted scalar; other control bytes are \xXX.
+local DOUBLE_QUOTED_ESCAPES = {
+    ['\0'] = '\\0', ['\a'] = '\\a', ['\b'] = '\\b', ['\t'] = '\\t', ['\n'] = '\\n', ['\v'] = '\\v',
+    ['\f'] = '\\f', ['\r'] = '\\r', ['\27'] = '\\e', ['"'] = '\\"', ['\\'] = '\\\\',
+}
+
 local function double_quoted(s)
     local escaped = string.gsub(s, '[%c"\\]', function(c)
-        local map = {['\t'] = '\\t', ['\n'] = '\\n', ['\r'] = '\\r', ['"'] = '\\"', ['\\'] = '\\\\'}
-        return map[c] or string.format('\\x%02X', string.byte(c))
+        return DOUBLE_QUOTED_ESCAPES[c] or string.format('\\x%02X', string.byte(c))
     end)
     return '"' .. escaped .. '"'
+end
+
+-- Whether 2.6 writes `s` as text (utf8_check_printable): valid UTF-8 whose
+-- characters past ASCII are printable (no C1 control, surrogate, BOM or
+-- noncharacter); other strings are written as !!binary.
+local function is_printable_text(s)
+    if not string.find(s, '[\128-\255]') then return true end
+    local i, n = 1, #s
+    while i <= n do
+        local c = string.byte(s, i)
+        local width = c < 0x80 and 1 or c >= 0xC2 and c < 0xE0 and 2 or c >= 0xE0 and c < 0xF0 and 3
+            or c >= 0xF0 and c < 0xF5 and 4 or nil
+        if width == nil or i + width - 1 > n then return false end
+        local c1, c2 = string.byte(s, i + 1, i + 2)
+        for k = i + 1, i + width - 1 do
+            local b = string.byte(s, k)
+            if b < 0x80 or b > 0xBF then return false end
+        end
+        -- Overlong forms and code points past U+10FFFF.
+        if (c == 0xE0 and c1 < 0xA0) or (c == 0xF0 and c1 < 0x90) or (c == 0xF4 and c1 > 0x8F) then return false end
+        -- C1 controls, surrogates, the BOM and U+FFFE, U+FFFF.
+        if (c == 0xC2 and c1 < 0xA0) or (c == 0xED and c1 >= 0xA0)
+                or (c == 0xEF and ((c1 == 0xBB and c2 == 0xBF) or (c1 == 0xBF and (c2 == 0xBE or c2 == 0xBF)))) then
+            return false
+        end
+        i = i + width
+    end
+    return true
+end
+
+-- A string 2.6 writes as !!binary: its base64 text, tagged.
+local function binary_scalar(s)
+    return '!!binary ' .. box.internal.native.base64_encode(s, false, false, true)
 end
 
 -- A plain scalar, folded at a space past the line width as libyaml does.
@@ -81,6 +119,7 @@ local function literal(s, indent)
 end
 
 local function string_scalar(s, flow, indent, col)
+    if not is_printable_text(s) then return binary_scalar(s) end
     if string.find(s, '[%z\1-\9\11-\31\127]') then return double_quoted(s) end
     if flow then return single_quoted(s, indent, col) end
     if s == '' then return '' end
@@ -127,8 +166,9 @@ local function cdata_integer(v)
     return string.match(tostring(v), '^(-?%d+)U?LL$')
 end
 
--- As Tarantool: integral values in the 64-bit range in full, others with 14 digits (inf, nan as printf).
-local function number(n)
+-- As Tarantool: integral values in the 64-bit range in full, others with
+-- `precision` (14) digits (inf, nan as printf).
+local function number(n, precision)
     if n ~= n then
         -- printf writes a NaN's sign, and LuaJIT's own 0/0 is negative: '-nan'.
         local negative = ffi.cast('uint64_t *', ffi.new('double[1]', n))[0] >= 0x8000000000000000ULL
@@ -136,8 +176,16 @@ local function number(n)
     end
     if n == 0 then return '0' end
     if n == math.floor(n) and n >= -2^63 and n < 2^64 then return string.format('%.0f', n) end
-    return string.format('%.14g', n)
+    return string.format('%.' .. (precision or 14) .. 'g', n)
 end
+
+-- Whether `v` is a ctype (ffi.typeof's result), not a cdata of it.
+local function is_ctype(v)
+    return type(v) == 'cdata' and string.sub(tostring(v), 1, 6) == 'ctype<'
+end
+
+local SEQUENCE_HINTS = {seq = true, sequence = true, array = true}
+local MAP_HINTS = {map = true, mapping = true}
 
 -- A table's length as an array, or nil for a map. As Tarantool: only positive
 -- integer keys make an array, holes are nulls, but an excessively sparse one
@@ -148,8 +196,10 @@ local function sequence_length(t, cfg)
     local mt = (cfg == nil or cfg.encode_load_metatables) and getmetatable(t)
     if mt and mt.__serialize then
         local s = mt.__serialize
-        if s == 'seq' or s == 'sequence' or s == 'array' then return #t end
-        if s == 'map' or s == 'mapping' then return nil end
+        if SEQUENCE_HINTS[s] then return #t end
+        if MAP_HINTS[s] then return nil end
+        -- A function is called before; anything else is refused, as 2.6 does.
+        if type(s) ~= 'function' then error('invalid __serialize value', 0) end
     end
     local count, max = 0, 0
     for k in pairs(t) do
@@ -166,7 +216,35 @@ local function sequence_length(t, cfg)
     return max
 end
 
-local function is_sequence(t) return sequence_length(t) ~= nil end
+-- The options YAML is written with: the console's (any value is shown), or
+-- those of the yaml serializer encoding (yaml.cfg, an instance's cfg).
+local CONSOLE_OPTIONS = {
+    encode_invalid_numbers = true, encode_number_precision = 14, encode_load_metatables = true,
+    encode_use_tostring = true, encode_invalid_as_nil = true, encode_sparse_convert = true,
+    encode_sparse_ratio = 2, encode_sparse_safe = 10,
+}
+local opts = CONSOLE_OPTIONS
+
+local function is_sequence(t) return sequence_length(t, opts) ~= nil end
+
+-- A number as YAML: NaN and ±inf only with `encode_invalid_numbers` (else null
+-- with `encode_invalid_as_nil`, or an error).
+local function yaml_number(n)
+    if (n ~= n or n == math.huge or n == -math.huge) and not opts.encode_invalid_numbers then
+        if opts.encode_invalid_as_nil then return 'null' end
+        error('number must not be NaN or Inf', 0)
+    end
+    return number(n, opts.encode_number_precision)
+end
+
+-- The text of a value YAML has no form for (a function, a userdata): its
+-- tostring() with `encode_use_tostring`, nil (for null) with
+-- `encode_invalid_as_nil`, else an error.
+local function unsupported_text(v)
+    if opts.encode_use_tostring then return tostring(v) end
+    if opts.encode_invalid_as_nil then return nil end
+    error(string.format("unsupported Lua type '%s'", type(v)), 0)
+end
 
 -- A cdata's or a userdata's `__serialize` (from an ffi metatype, e.g. fio's file
 -- handles, or a metatable, e.g. popen's handles), or nil.
@@ -191,6 +269,24 @@ local function table_serializer(v)
     return nil
 end
 
+-- Hooks followed in a row at most: one that gives back its own object (or
+-- another with a hook, on and on) is refused rather than followed forever.
+local MAX_SERIALIZE_HOPS = 1000
+
+-- What `v`'s __serialize hooks give (a table's function, a cdata's or a
+-- userdata's; never a ctype's), followed to a value without one: `v` itself when
+-- it has none or `load_metatables` is off.
+local function follow_hooks(v, load_metatables)
+    if not load_metatables then return v end
+    for _ = 1, MAX_SERIALIZE_HOPS do
+        local hook
+        if type(v) == 'table' then hook = table_serializer(v) elseif not is_ctype(v) then hook = object_serializer(v) end
+        if hook == nil then return v end
+        v = hook(v)
+    end
+    error('too many nested __serialize hooks', 0)
+end
+
 -- A decimal or a uuid: YAML and JSON write its text, a tuple's tostring null (as 2.6).
 local function is_extension(v)
     local ty = type(v)
@@ -205,16 +301,19 @@ local function flow(v, ext_as_null)
     v = scalar_of_cdata(v)
     local ty = type(v)
     if ty == 'boolean' then return tostring(v) end
-    if ty == 'number' then return number(v) end
+    if ty == 'number' then return yaml_number(v) end
     if cdata_integer(v) then return cdata_integer(v) end
     if is_extension(v) then return ext_as_null and 'null' or tostring(v) end
     if ty == 'string' then return string_scalar(v, true, 0) end
     if box.tuple.is(v) then v = v:totable() end
-    if object_serializer(v) then return flow(object_serializer(v)(v)) end
-    if type(v) ~= 'table' then return single_quoted(tostring(v), 0) end
-    if table_serializer(v) then return flow(table_serializer(v)(v), ext_as_null) end
+    local hooked = follow_hooks(v, opts.encode_load_metatables)
+    if not rawequal(hooked, v) then return flow(hooked, ext_as_null) end
+    if type(v) ~= 'table' then
+        local text = unsupported_text(v)
+        return text == nil and 'null' or single_quoted(text, 0)
+    end
     local parts = {}
-    local n = sequence_length(v)
+    local n = sequence_length(v, opts)
     if n then
         for i = 1, n do parts[i] = flow(v[i], ext_as_null) end
         return '[' .. table.concat(parts, ', ') .. ']'
@@ -230,20 +329,23 @@ encode = function(v, indent, col)
     v = scalar_of_cdata(v)
     local ty = type(v)
     if ty == 'boolean' then return tostring(v) end
-    if ty == 'number' then return number(v) end
+    if ty == 'number' then return yaml_number(v) end
     if cdata_integer(v) then return cdata_integer(v) end
     if is_extension(v) then return tostring(v) end
     if ty == 'string' then return string_scalar(v, false, indent, col or indent) end
     if box.tuple.is(v) then return flow(v) end
-    if object_serializer(v) then return encode(object_serializer(v)(v), indent, col) end
-    if ty ~= 'table' then return string_scalar(tostring(v), false, indent, col or indent) end
-    if table_serializer(v) then return encode(table_serializer(v)(v), indent, col) end
+    local hooked = follow_hooks(v, opts.encode_load_metatables)
+    if not rawequal(hooked, v) then return encode(hooked, indent, col) end
+    if ty ~= 'table' then
+        local text = unsupported_text(v)
+        return text == nil and 'null' or string_scalar(text, false, indent, col or indent)
+    end
     -- As in Tarantool, `__serialize = 'seq'` or 'map' asks for flow style
     -- ('sequence' and 'mapping' for block style).
-    local mt = getmetatable(v)
+    local mt = opts.encode_load_metatables and getmetatable(v)
     if mt and (mt.__serialize == 'seq' or mt.__serialize == 'map') then return flow(v) end
     local pad = string.rep(' ', indent)
-    local n = sequence_length(v)
+    local n = sequence_length(v, opts)
     if n then
         if n == 0 then return '[]' end
         local lines = {}
@@ -256,7 +358,7 @@ encode = function(v, indent, col)
     end
     local lines = {}
     for k, x in pairs(v) do
-        if type(x) == 'table' and table_serializer(x) then x = table_serializer(x)(x) end
+        if type(x) == 'table' then x = follow_hooks(x, opts.encode_load_metatables) end
         -- A key is never wrapped (a huge negative column) and an empty one is quoted.
         local key = type(k) == 'string' and (k == '' and "''" or string_scalar(k, false, indent, -1e9)) or flow(k)
         local prefix = (#lines == 0 and '' or pad) .. key .. ':'
@@ -390,12 +492,33 @@ function box.internal.open_pending_consoles()
 end
 
 package.loaded.console = console
--- yaml.value(v, indent, col): one value's YAML text, for the yaml module's encode.
-yaml.value = encode
+-- Runs `f(...)` writing with the options `cfg` (nil: the console's).
+local function with_options(cfg, f, ...)
+    local saved = opts
+    opts = cfg or CONSOLE_OPTIONS
+    local ok, result = pcall(f, ...)
+    opts = saved
+    if not ok then error(result, 0) end
+    return result
+end
+
+-- yaml.value(v, indent, col, cfg): one value's YAML text, for the yaml module's
+-- encode, written with the serializer options `cfg`.
+function yaml.value(v, indent, col, cfg) return with_options(cfg, encode, v, indent, col) end
+-- Whether `v` is written in block style (a non-empty table with no flow hint),
+-- with the serializer options `cfg`.
+function yaml.is_block(v, cfg)
+    return with_options(cfg, function()
+        -- What __serialize gives is laid out instead.
+        v = follow_hooks(v, opts.encode_load_metatables)
+        if type(v) ~= 'table' or next(v) == nil then return false end
+        local mt = opts.encode_load_metatables and getmetatable(v)
+        return not (mt and (mt.__serialize == 'seq' or mt.__serialize == 'map'))
+    end)
+end
 -- yaml.flow(v): v in flow style (`[1, 'a', {'b': 2}]`), as Tarantool prints a tuple.
 yaml.flow = flow
 box.internal.yaml = yaml
-yaml.object_serializer = object_serializer
 
 --------------------------------------------------------------------------------
 -- json: encode and decode, as Tarantool's json module for common values.
@@ -411,10 +534,9 @@ local SERIALIZER_OPTIONS = {
 }
 
 -- A serializer's `cfg`: its options as fields; called with a table, it sets the
--- options named there (other keys are ignored, as in 2.6). `honored`: the
--- options the serializer acts on (nil: all); setting another to anything but
--- its current value is refused rather than ignored.
-local function serializer_cfg(name, honored, applied)
+-- options named there (other keys are ignored, as in 2.6), then calls
+-- `applied(cfg)` (nil: nothing to tell).
+local function serializer_cfg(applied)
     local cfg = {}
     for k, v in pairs(SERIALIZER_OPTIONS) do cfg[k] = v end
     return setmetatable(cfg, {__call = function(self, opts)
@@ -422,38 +544,30 @@ local function serializer_cfg(name, honored, applied)
             error(string.format("bad argument #2 to '?' (table expected, got %s)", opts == nil and 'no value' or type(opts)), 2)
         end
         for k in pairs(SERIALIZER_OPTIONS) do
-            local v = opts[k]
-            if v ~= nil and v ~= self[k] and honored ~= nil and not honored[k] then
-                error(string.format("%s.cfg: oncebox does not support changing '%s'", name, k), 2)
-            end
-        end
-        for k in pairs(SERIALIZER_OPTIONS) do
             if opts[k] ~= nil then self[k] = opts[k] end
         end
         if applied ~= nil then applied(self) end
     end})
 end
+box.internal.serializer_cfg = serializer_cfg
 
--- A serializer whose encoder and decoder take no options yet (msgpack, yaml): its
--- `cfg` shows them, and new() makes an instance of `module` with a `cfg` of its own.
-function box.internal.fixed_serializer(module, name)
-    if name == 'msgpack' then
-        -- Of msgpack's own options the default encoder honours encode_use_tostring
-        -- (replies to CALL and EVAL use it as well, as in 2.6).
-        module.cfg = serializer_cfg(name, {encode_use_tostring = true}, function(cfg)
-            box.internal.native.set_encode_use_tostring(cfg.encode_use_tostring == true)
-        end)
-    else
-        module.cfg = serializer_cfg(name, {})
-    end
-    function module.new()
-        local copy = {}
-        for k, v in pairs(module) do copy[k] = v end
-        copy.cfg = serializer_cfg(name, {})
-        return copy
+-- msgpack's cfg and new(). The module's own options are the default encoder's:
+-- replies to CALL and EVAL and tuples made from tables follow them, as in 2.6.
+-- (box.internal.native is bound after this file runs: it is looked up when used.)
+do
+    local msgpack, internal = package.loaded.msgpack, box.internal
+    msgpack.cfg = serializer_cfg(function(cfg) internal.native.set_msgpack_options(cfg) end)
+    -- A serializer with options of its own, at their defaults.
+    function msgpack.new()
+        local m = {}
+        for k, v in pairs(msgpack) do m[k] = v end
+        local holder = {}
+        m.cfg = serializer_cfg(function(cfg) holder.options = internal.native.msgpack_options(cfg) end)
+        holder.options = internal.native.msgpack_options(m.cfg)
+        box.internal.msgpack_functions(m, holder)
+        return m
     end
 end
-box.internal.fixed_serializer(package.loaded.msgpack, 'msgpack')
 
 -- One encode or decode call's options: with `n` (2) arguments, the instance's
 -- `cfg` with those in `opts` (a table) over them; with one, `cfg`.
@@ -476,11 +590,6 @@ local function json_string(s)
     return '"' .. string.gsub(s, '[%c"\\/]', function(c)
         return escapes[c] or string.format('\\u%04x', string.byte(c))
     end) .. '"'
-end
-
--- Whether `v` is a ctype (ffi.typeof's result), not a cdata of it.
-local function is_ctype(v)
-    return type(v) == 'cdata' and string.sub(tostring(v), 1, 6) == 'ctype<'
 end
 
 -- A value that is no JSON value (a function, a userdata): its tostring() with
@@ -514,13 +623,9 @@ local function json_encode(v, depth, cfg)
     if box.tuple.is(v) then v = v:totable() end
     -- A cdata's or userdata's __serialize counts under encode_load_metatables;
     -- a ctype's never does (2.6's gh-1226).
-    if cfg.encode_load_metatables and object_serializer(v) and not is_ctype(v) then
-        return json_encode(object_serializer(v)(v), depth, cfg)
-    end
+    local hooked = follow_hooks(v, cfg.encode_load_metatables)
+    if not rawequal(hooked, v) then return json_encode(hooked, depth, cfg) end
     if type(v) ~= 'table' then return json_other(v, cfg) end
-    if cfg.encode_load_metatables and table_serializer(v) then
-        return json_encode(table_serializer(v)(v), depth, cfg)
-    end
     if depth >= cfg.encode_max_depth then
         if cfg.encode_deep_as_nil then return 'null' end
         error('Too high nest level', 0)
@@ -791,7 +896,7 @@ end
 -- A json serializer: `cfg` and the functions that follow it. array_mt and map_mt
 -- (shared with msgpack and yaml) are the module's, set from Rust.
 local function new_json()
-    local json = {NULL = box.NULL, null = box.NULL, cfg = serializer_cfg('json')}
+    local json = {NULL = box.NULL, null = box.NULL, cfg = serializer_cfg()}
     local module = package.loaded.json
     if module ~= nil then json.array_mt, json.map_mt = module.array_mt, module.map_mt end
 

@@ -13,6 +13,7 @@ local function raise(code, message) error(make_error(code, message), 3) end
 
 local function new_tuple(v)
     local t, code, message = native.tuple_new(v)
+    if t == nil and code == nil then error(box.internal.encode_failure(message), 0) end
     if t == nil then raise(code, message) end
     return t
 end

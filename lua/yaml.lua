@@ -16,24 +16,24 @@ yaml.array_mt = package.loaded.msgpack.array_mt
 -- encode
 --------------------------------------------------------------------------------
 
-local function is_block(v)
-    -- A cdata or userdata with `__serialize` (fio's and popen's handles) is laid
-    -- out as what it gives.
-    local serializer = emitter.object_serializer(v)
-    if serializer then return is_block(serializer(v)) end
-    if type(v) ~= 'table' then return false end
-    local mt = getmetatable(v)
-    if mt and type(mt.__serialize) == 'function' then return is_block(mt.__serialize(v)) end
-    if next(v) == nil then return false end
-    return not (mt and (mt.__serialize == 'seq' or mt.__serialize == 'map'))
-end
-
-function yaml.encode(v)
-    if box.tuple.is(v) then return '--- ' .. emitter.value(v, 2, 4) .. '\n...\n' end
-    if is_block(v) then return '---\n' .. emitter.value(v, 0) .. '\n...\n' end
-    local text = emitter.value(v, 2, 4)
+-- One document with the serializer options `cfg` (yaml.cfg, an instance's).
+local function document(v, cfg)
+    if box.tuple.is(v) then return '--- ' .. emitter.value(v, 2, 4, cfg) .. '\n...\n' end
+    if emitter.is_block(v, cfg) then return '---\n' .. emitter.value(v, 0, nil, cfg) .. '\n...\n' end
+    local text = emitter.value(v, 2, 4, cfg)
     if text == '' then return '---\n...\n' end
     return '--- ' .. text .. '\n...\n'
+end
+
+-- document(), its errors raised as 2.6 does: a value with no YAML form as a
+-- string, what the options or a __serialize refuse as a LuajitError.
+local function encode(v, cfg)
+    local ok, result = pcall(document, v, cfg)
+    if ok then return result end
+    if type(result) == 'string' and not string.find(result, "^unsupported Lua type") then
+        result = box.internal.make_error(nil, result, 'LuajitError')
+    end
+    error(result, 0)
 end
 
 --------------------------------------------------------------------------------
@@ -52,20 +52,42 @@ local function is_number_text(s)
         or string.find(l, '^[-+]?nan$') ~= nil
 end
 
+local ffi = require('ffi')
+
+-- A decimal integer text as 2.6's decoder gives it: a number below 10^14 in
+-- magnitude ("-0" is 0), else a 64-bit integer cdata: int64_t while it fits below
+-- INT64_MAX, uint64_t from there, saturating at either end as strtoll and
+-- strtoull do.
+local function integer(s)
+    local n = tonumber(s)
+    if math.abs(n) < 1e14 then return n == 0 and 0 or n end
+    local negative = string.sub(s, 1, 1) == '-'
+    local magnitude = string.gsub(string.gsub(s, '^[-+]', ''), '^0+', '')
+    local function over(limit) return #magnitude > #limit or (#magnitude == #limit and magnitude > limit) end
+    if negative then
+        if over('9223372036854775808') then return ffi.cast('int64_t', 9223372036854775808ULL) end
+        return ffi.cast('int64_t', -loadstring('return ' .. magnitude .. 'ULL')())
+    end
+    if over('18446744073709551615') then return 18446744073709551615ULL end
+    local u = loadstring('return ' .. magnitude .. 'ULL')()
+    if u < 9223372036854775807ULL then return ffi.cast('int64_t', u) end
+    return u
+end
+
+-- The bytes of a !!binary scalar (base64; line breaks and spaces are no part of it).
+local function binary(v)
+    local text = string.gsub(tostring(v), '%s', '')
+    return box.internal.native.base64_decode(text)
+end
+
 local function resolve_plain(s)
     if s == '~' or s == 'null' then return box.NULL end
     if s == 'true' or s == 'yes' then return true end
     if s == 'false' or s == 'no' then return false end
     if is_number_text(s) then
+        if string.find(s, '^[-+]?%d+$') then return integer(s) end
         local n = tonumber(s)
-        if n ~= nil and string.find(s, '^[-+]?%d+$') and math.abs(n) >= 2^53 then
-            -- Beyond a double's exact integers, as Tarantool: a 64-bit integer cdata.
-            local digits = string.gsub(s, '^%+', '')
-            local big = loadstring('return ' .. digits .. (n < 0 and 'LL' or 'ULL'))
-            if big ~= nil then return big() end
-        end
-        -- An integer text is an integer: "-0" is 0.
-        if n ~= nil then return n == 0 and 0 or n end
+        if n ~= nil then return n end
     end
     return s
 end
@@ -252,8 +274,10 @@ local function parse_flow(text, line)
         ws()
         local c = string.sub(text, pos, pos)
         if c == '!' or c == '&' then
+            local tag = string.match(text, '^[^%s]*', pos)
             local rest = string.match(text, '^[^%s]*%s*()', pos)
             pos = rest
+            if tag == '!!binary' then return binary(value(in_flow)) end
             ws()
             c = string.sub(text, pos, pos)
         end
@@ -389,6 +413,8 @@ end
 
 -- An inline value starting at line `self.i` (text `text`); may continue on deeper lines.
 function Parser:inline(text, indent)
+    local encoded = string.match(text, '^!!binary%s+(.*)$') or (text == '!!binary' and '')
+    if encoded then return binary(self:inline(encoded, indent)) end
     if string.find(text, '^!!str%s') then
         -- An explicit string tag: the plain text as it stands.
         local raw = strip_comment(string.gsub(string.sub(text, 6), '^%s+', ''))
@@ -441,7 +467,10 @@ end
 
 -- The value after "- " or "key: ": `rest` inline, or a nested node.
 function Parser:value_after(rest, indent, col, in_mapping)
-    if string.find(rest, '^!!str%s') then return self:inline(rest, indent) end
+    -- (A !!binary scalar's text may be on the lines below.)
+    if string.find(rest, '^!!str%s') or string.find(rest, '^!!binary%s') or rest == '!!binary' then
+        return self:inline(rest, indent)
+    end
     rest = strip_props(rest)
     if rest == '' or string.sub(rest, 1, 1) == '#' then
         self.i = self.i + 1
@@ -471,7 +500,8 @@ function Parser:sequence(indent)
         local rest = string.match(text, '^%-%s*(.*)$')
         local col = indent + #text - #rest
         local v = self:value_after(rest, indent, col, false)
-        if v == nil then v = '' end
+        -- An empty item is an empty string (box.NULL, a null item, equals nil too).
+        if rawequal(v, nil) then v = '' end
         t[#t + 1] = v
     end
     local i = self:peek()
@@ -552,9 +582,7 @@ local function documents(s)
     return docs
 end
 
-function yaml.decode(s)
-    if type(s) == 'number' then s = tostring(s) end
-    if type(s) ~= 'string' then error('yaml.decode: expected a string', 2) end
+local function decode(s)
     local docs = documents(s)
     if #docs == 0 then return nil end
     local out = {}
@@ -573,8 +601,44 @@ function yaml.decode(s)
     return unpack(out, 1, #docs)
 end
 
--- Tarantool's serializer options, shown at their defaults; yaml does not take
--- them yet, so changing one is refused. new() makes an instance with its own.
-box.internal.fixed_serializer(yaml, 'yaml')
+-- Refuses NaN and ±inf in what decode gave (decode_invalid_numbers off), as 2.6 does.
+local function check_finite(v)
+    if type(v) == 'number' and (v ~= v or v == math.huge or v == -math.huge) then
+        error('number must not be NaN or Inf', 0)
+    end
+    if type(v) == 'table' then
+        for k, x in pairs(v) do check_finite(k) check_finite(x) end
+    end
+end
 
-package.loaded.yaml = yaml
+-- Takes the array and map metatables off what decode gave (decode_save_metatables off).
+local function without_hints(v)
+    if type(v) ~= 'table' then return v end
+    local mt = getmetatable(v)
+    if mt == yaml.array_mt or mt == yaml.map_mt then setmetatable(v, nil) end
+    for _, x in pairs(v) do without_hints(x) end
+    return v
+end
+
+-- A yaml serializer: the module or an instance (new()) with options of its own.
+local function new_yaml()
+    local y = {NULL = box.NULL, array_mt = yaml.array_mt, map_mt = yaml.map_mt}
+    y.cfg = box.internal.serializer_cfg()
+    function y.encode(v) return encode(v, y.cfg) end
+    function y.decode(s)
+        if type(s) == 'number' then s = tostring(s) end
+        if type(s) ~= 'string' then error('yaml.decode: expected a string', 2) end
+        local cfg = y.cfg
+        if cfg.decode_save_metatables and cfg.decode_invalid_numbers then return decode(s) end
+        local out = {decode(s)}
+        for i = 1, table.maxn(out) do
+            if not cfg.decode_invalid_numbers then check_finite(out[i]) end
+            if not cfg.decode_save_metatables then without_hints(out[i]) end
+        end
+        return unpack(out, 1, table.maxn(out))
+    end
+    y.new = new_yaml
+    return y
+end
+
+package.loaded.yaml = new_yaml()

@@ -46,6 +46,11 @@ use storage::WalMode;
 
 type BoxedError = Box<dyn std::error::Error + Send + Sync>;
 
+/// The TX thread's stack: Lua runs on it, fibers included (LuaJIT coroutines share
+/// the C stack), and the msgpack encoder recurses once per nesting level up to
+/// `encode_max_depth`. Reserved, not committed: untouched pages cost nothing.
+const TX_STACK_BYTES: usize = 64 << 20;
+
 /// Boots the engine (recovering the data directory), serves until SIGINT or
 /// SIGTERM, then finishes in-flight commits and returns.
 pub fn run(config: config::Config) -> Result<(), BoxedError> {
@@ -68,7 +73,7 @@ pub fn run(config: config::Config) -> Result<(), BoxedError> {
     let startup_cfg = config.box_cfg_values();
     let wal_notify = tx.clone();
     let wake_notify = tx.clone();
-    let tx_thread = std::thread::Builder::new().name("tx".into()).spawn(move || {
+    let tx_thread = std::thread::Builder::new().name("tx".into()).stack_size(TX_STACK_BYTES).spawn(move || {
         // The engine holds `Rc`s: it is built on, and never leaves, this thread.
         let booted = boot(dir.as_ref(), store, admin_password, wal_notify, &storage::recovery::Identity::default());
         match booted {
@@ -258,6 +263,7 @@ pub fn run_script(path: std::path::PathBuf, args: Vec<String>) -> Result<i32, Bo
     let (ctl_tx, ctl_rx) = tokio::sync::mpsc::unbounded_channel::<executor::Control>();
     let tx_thread = std::thread::Builder::new()
         .name("tx".into())
+        .stack_size(TX_STACK_BYTES)
         .spawn(move || script::run(&path, &args, rx, &notify, &ev_tx, ctl_tx))?;
     let runtime =
         tokio::runtime::Builder::new_multi_thread().worker_threads(1).thread_name("net").enable_all().build()?;

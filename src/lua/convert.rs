@@ -1,4 +1,5 @@
-//! MessagePack ↔ Lua values, with Tarantool's rules.
+//! MessagePack ↔ Lua values, with Tarantool's rules and a serializer's options
+//! ([`super::serializer`]: `msgpack.cfg` or an instance's).
 //!
 //! Lua → msgpack: integral numbers become integers, other numbers doubles; a
 //! table is an array when its keys are positive integers (an empty table too;
@@ -17,12 +18,13 @@
 
 use mlua::{Lua, MetaMethod, Table, UserData, UserDataMethods, Value};
 
+use super::serializer::{self, Options};
 use super::tuple::LuaTuple;
 use crate::engine::value::UUID_EXT;
 use crate::protocol::msgpack::{write, Integer, MpType, Reader};
 
-/// Deepest nesting converted either way.
-pub const MAX_DEPTH: usize = 128;
+/// Deepest nesting decoded (2.6 has no limit but its stack; this one is named).
+pub const MAX_DECODE_DEPTH: usize = 1024;
 
 /// Registry key of `box.NULL`.
 const NULL_KEY: &str = "oncebox.null";
@@ -108,67 +110,284 @@ impl UserData for LuaExt {
     }
 }
 
-/// `msgpack.cfg{encode_use_tostring = true}`: a value msgpack has no encoding for
-/// (a function, a coroutine, other userdata or cdata) is encoded as its `tostring`.
-static ENCODE_USE_TOSTRING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+/// Recursion cap whatever `encode_max_depth` says (values nested in values, and
+/// `__serialize` results in turn): the native stack is finite.
+const MAX_ENCODE_FRAMES: u32 = 4096;
 
-/// Sets `encode_use_tostring` of the default encoder (msgpack's own cfg, which
-/// replies to CALL and EVAL use too, as in 2.6).
-pub fn set_encode_use_tostring(on: bool) {
-    ENCODE_USE_TOSTRING.store(on, std::sync::atomic::Ordering::Relaxed);
+/// `__serialize` hooks followed in a row at most: one that gives back its own
+/// object (or another with a hook, on and on) is refused rather than followed
+/// until a stack runs out.
+const MAX_SERIALIZE_HOPS: u32 = 1000;
+
+/// Appends the msgpack encoding of a Lua value, with msgpack's own options
+/// (`msgpack.cfg`), as 2.6's default encoder writes replies and tuples.
+pub fn encode(out: &mut Vec<u8>, v: &Value) -> mlua::Result<()> {
+    encode_with(out, v, &serializer::module_options())
 }
 
-/// A value without an encoding: its `tostring` when encode_use_tostring is on,
-/// else 2.6's error.
-fn unsupported(out: &mut Vec<u8>, v: &Value, type_name: &str) -> mlua::Result<()> {
-    if ENCODE_USE_TOSTRING.load(std::sync::atomic::Ordering::Relaxed) {
-        write::str(out, v.to_string()?.as_bytes());
-        return Ok(());
-    }
-    Err(mlua::Error::runtime(format!("unsupported Lua type '{type_name}'")))
+/// Appends the msgpack encoding of a Lua value with `options` (a serializer instance's).
+pub fn encode_with(out: &mut Vec<u8>, v: &Value, options: &Options) -> mlua::Result<()> {
+    Encoder { options, frames: 0, hops: 0 }.value(out, v, 0)
 }
 
-/// Appends the msgpack encoding of a Lua value.
-pub fn encode(out: &mut Vec<u8>, v: &Value, depth: usize) -> mlua::Result<()> {
-    if depth > MAX_DEPTH {
-        return Err(mlua::Error::runtime("too many nested tables to encode"));
+/// One encode call: its options and how deep its recursion is.
+struct Encoder<'a> {
+    options: &'a Options,
+    /// Values being encoded, each inside the one before.
+    frames: u32,
+    /// Of those, the ones a `__serialize` hook gave.
+    hops: u32,
+}
+
+impl Encoder<'_> {
+    /// Appends `v`, a value nested `level` tables deep.
+    fn value(&mut self, out: &mut Vec<u8>, v: &Value, level: u32) -> mlua::Result<()> {
+        self.frames += 1;
+        if self.frames > MAX_ENCODE_FRAMES {
+            return Err(too_deep(level));
+        }
+        let result = self.value_unchecked(out, v, level);
+        self.frames -= 1;
+        result
     }
-    match v {
-        Value::Nil => write::nil(out),
-        v if is_box_null(v) => write::nil(out),
-        Value::Boolean(b) => write::bool(out, *b),
-        Value::Integer(i) => write::int(out, *i),
-        Value::Number(n) => number(out, *n),
-        Value::String(s) => write::str(out, &s.as_bytes()),
-        Value::Table(t) => table(out, t, depth)?,
-        Value::UserData(ud) => {
-            if let Ok(t) = ud.borrow::<LuaTuple>() {
-                out.extend_from_slice(&t.0);
-            } else if let Ok(e) = ud.borrow::<LuaExt>() {
-                out.extend_from_slice(&e.0);
-            } else {
-                unsupported(out, v, "userdata")?;
+
+    fn value_unchecked(&mut self, out: &mut Vec<u8>, v: &Value, level: u32) -> mlua::Result<()> {
+        match v {
+            Value::Nil => write::nil(out),
+            v if is_box_null(v) => write::nil(out),
+            Value::Boolean(b) => write::bool(out, *b),
+            Value::Integer(i) => write::int(out, *i),
+            Value::Number(n) if !n.is_finite() => self.non_finite(out, |out| write::f64(out, *n))?,
+            Value::Number(n) => number(out, *n),
+            Value::String(s) => write::str(out, &s.as_bytes()),
+            Value::Table(t) => self.table(out, t, level)?,
+            Value::UserData(ud) if let Ok(t) = ud.borrow::<LuaTuple>() => out.extend_from_slice(&t.0),
+            Value::UserData(ud) if let Ok(e) = ud.borrow::<LuaExt>() => out.extend_from_slice(&e.0),
+            Value::Other(_) if let Some(d) = decimal_of(v)? => d.write_ext(out),
+            Value::Other(_) if let Some(bytes) = uuid_of(v)? => {
+                out.extend_from_slice(&[0xd8, UUID_EXT.cast_unsigned()]);
+                out.extend_from_slice(&bytes);
+            }
+            Value::Other(_) => match cdata_value(v) {
+                Some(CData::Null) => write::nil(out),
+                Some(CData::Double) => {
+                    let d = double_of(v)?;
+                    if d.is_finite() {
+                        write::f64(out, d);
+                    } else {
+                        self.non_finite(out, |out| write::f64(out, d))?;
+                    }
+                }
+                Some(CData::Float) => {
+                    #[allow(clippy::cast_possible_truncation, reason = "the value of a float cdata: an f32 already")]
+                    let f = double_of(v)? as f32;
+                    if f.is_finite() {
+                        write::f32(out, f);
+                    } else {
+                        self.non_finite(out, |out| write::f32(out, f))?;
+                    }
+                }
+                Some(CData::Bool) => write::bool(out, double_of(v)? != 0.0),
+                Some(CData::Small) => number(out, double_of(v)?),
+                Some(CData::Integer(Integer::Unsigned(u))) => write::uint(out, u),
+                Some(CData::Integer(Integer::Negative(i))) => write::int(out, i),
+                None => self.unencodable(out, v, level)?,
+            },
+            Value::LightUserData(p) if p.0.is_null() => write::nil(out),
+            other => self.unencodable(out, other, level)?,
+        }
+        Ok(())
+    }
+
+    /// Appends what the `__serialize` hook `hook` gives for `v`, in its place.
+    fn hooked(&mut self, out: &mut Vec<u8>, hook: &mlua::Function, v: &Value, level: u32) -> mlua::Result<()> {
+        if self.hops >= MAX_SERIALIZE_HOPS {
+            return Err(mlua::Error::runtime("too many nested __serialize hooks"));
+        }
+        let serialized: Value = hook.call(v).map_err(serializer_failed)?;
+        self.hops += 1;
+        let result = self.value(out, &serialized, level);
+        self.hops -= 1;
+        result
+    }
+
+    /// NaN or ±inf: written by `write` with `encode_invalid_numbers`, nil with
+    /// `encode_invalid_as_nil`, else refused (2.6's rules and words).
+    fn non_finite(&self, out: &mut Vec<u8>, write: impl FnOnce(&mut Vec<u8>)) -> mlua::Result<()> {
+        if self.options.encode_invalid_numbers {
+            write(out);
+        } else if self.options.encode_invalid_as_nil {
+            write::nil(out);
+        } else {
+            return Err(mlua::Error::runtime("number must not be NaN or Inf"));
+        }
+        Ok(())
+    }
+
+    /// A value msgpack has no encoding for (a function, a coroutine, other userdata
+    /// or cdata): what its `__serialize` gives (under `encode_load_metatables`), its
+    /// `tostring` (`encode_use_tostring`), nil (`encode_invalid_as_nil`), or an error.
+    fn unencodable(&mut self, out: &mut Vec<u8>, v: &Value, level: u32) -> mlua::Result<()> {
+        let lua = v.weak_lua().and_then(mlua::WeakLua::try_upgrade).filter(|_| self.options.encode_load_metatables);
+        if let Some(lua) = lua {
+            match object_serializer(&lua, v)? {
+                Value::Nil => {}
+                Value::Function(f) => return self.hooked(out, &f, v, level),
+                _ => return Err(invalid_serialize()),
             }
         }
-        Value::Other(_) if let Some(d) = decimal_of(v)? => d.write_ext(out),
-        Value::Other(_) if let Some(bytes) = uuid_of(v)? => {
-            out.extend_from_slice(&[0xd8, UUID_EXT.cast_unsigned()]);
-            out.extend_from_slice(&bytes);
+        if self.options.encode_use_tostring {
+            write::str(out, v.to_string()?.as_bytes());
+        } else if self.options.encode_invalid_as_nil {
+            write::nil(out);
+        } else {
+            let type_name = match v {
+                Value::Other(_) => "cdata",
+                Value::LightUserData(_) => "userdata",
+                other => other.type_name(),
+            };
+            return Err(mlua::Error::runtime(format!("unsupported Lua type '{type_name}'")));
         }
-        Value::Other(_) => match cdata_value(v) {
-            Some(CData::Null) => write::nil(out),
-            Some(CData::Double) => write::f64(out, double_of(v)?),
-            #[allow(clippy::cast_possible_truncation, reason = "the value of a float cdata: an f32 already")]
-            Some(CData::Float) => write::f32(out, double_of(v)? as f32),
-            Some(CData::Bool) => write::bool(out, double_of(v)? != 0.0),
-            Some(CData::Small) => number(out, double_of(v)?),
-            Some(CData::Integer(Integer::Unsigned(u))) => write::uint(out, u),
-            Some(CData::Integer(Integer::Negative(i))) => write::int(out, i),
-            None => unsupported(out, v, "cdata")?,
-        },
-        other => unsupported(out, other, other.type_name())?,
+        Ok(())
     }
-    Ok(())
+
+    fn table(&mut self, out: &mut Vec<u8>, t: &Table, level: u32) -> mlua::Result<()> {
+        // A box.error object travels as its message, as 2.6 sends error values.
+        if t.metatable().is_some_and(|mt| mt.raw_get::<bool>("__box_error").unwrap_or(false)) {
+            let message: mlua::LuaString = t.get("message")?;
+            write::str(out, &message.as_bytes());
+            return Ok(());
+        }
+        let hinted = match self.options.encode_load_metatables {
+            true => match serialize_hint(t)? {
+                Hint::None => None,
+                Hint::Array => Some(Some(greatest_index(t)?)),
+                Hint::Map => Some(None),
+                Hint::Function(f) => return self.hooked(out, &f, &Value::Table(t.clone()), level),
+            },
+            false => None,
+        };
+        let shape = match hinted {
+            Some(shape) => shape,
+            None => self.table_shape(t)?,
+        };
+        if level >= self.options.encode_max_depth {
+            if self.options.encode_deep_as_nil {
+                write::nil(out);
+                return Ok(());
+            }
+            return Err(too_deep(level));
+        }
+        if let Some(len) = shape {
+            #[allow(clippy::cast_possible_truncation, reason = "Lua tables are far below 4G entries")]
+            write::array_len(out, len as u32);
+            for i in 1..=len {
+                let v: Value = t.raw_get(i)?;
+                self.value(out, &v, level + 1)?;
+            }
+        } else {
+            let mut n = 0u32;
+            let mut body = Vec::new();
+            for pair in t.pairs::<Value, Value>() {
+                let (k, v) = pair?;
+                self.value(&mut body, &k, level + 1)?;
+                self.value(&mut body, &v, level + 1)?;
+                n += 1;
+            }
+            write::map_len(out, n);
+            out.extend_from_slice(&body);
+        }
+        Ok(())
+    }
+
+    /// A table's length as an array, or `None` for a map, as 2.6 decides without a
+    /// hint: only positive integer keys make an array (holes are nils), unless it
+    /// is excessively sparse (greatest index over `encode_sparse_safe` and over
+    /// `encode_sparse_ratio` times the key count): then a map, or an error
+    /// without `encode_sparse_convert`.
+    fn table_shape(&self, t: &Table) -> mlua::Result<Option<usize>> {
+        let (mut count, mut max) = (0usize, 0usize);
+        for pair in t.pairs::<Value, Value>() {
+            let (k, _) = pair?;
+            count += 1;
+            #[allow(clippy::cast_precision_loss, reason = "integer keys of a Lua table are doubles already")]
+            let index = match k {
+                Value::Integer(i) => i as f64,
+                Value::Number(n) => n,
+                _ => return Ok(None),
+            };
+            #[allow(clippy::cast_precision_loss, reason = "a key count is far below 2^53")]
+            let in_order = index == count as f64;
+            if !in_order && (index < 1.0 || index.floor() != index) {
+                return Ok(None);
+            }
+            #[allow(
+                clippy::cast_possible_truncation,
+                clippy::cast_sign_loss,
+                reason = "checked positive; huge saturates"
+            )]
+            let index = index as usize;
+            max = max.max(index);
+        }
+        let (ratio, safe) = (self.options.encode_sparse_ratio as usize, self.options.encode_sparse_safe as usize);
+        if ratio > 0 && max > count.saturating_mul(ratio) && max > safe {
+            if !self.options.encode_sparse_convert {
+                return Err(mlua::Error::runtime("excessively sparse array"));
+            }
+            return Ok(None);
+        }
+        Ok(Some(max))
+    }
+}
+
+/// 2.6's error for a table nested deeper than `encode_max_depth`.
+fn too_deep(level: u32) -> mlua::Error {
+    mlua::Error::runtime(format!("Too high nest level - {}", level + 1))
+}
+
+/// A `__serialize` function's error as 2.6 reports it: its message, without the traceback.
+fn serializer_failed(e: mlua::Error) -> mlua::Error {
+    let text = match &e {
+        mlua::Error::RuntimeError(message) => message.clone(),
+        mlua::Error::CallbackError { cause, .. } => return serializer_failed((**cause).clone()),
+        other => other.to_string(),
+    };
+    let message = text.split("\nstack traceback:").next().unwrap_or_default();
+    mlua::Error::runtime(message)
+}
+
+fn invalid_serialize() -> mlua::Error {
+    mlua::Error::runtime("invalid __serialize value")
+}
+
+/// Registry key of the Lua function that reads a cdata's or userdata's `__serialize`.
+const OBJECT_SERIALIZER: &str = "oncebox.object_serializer";
+
+/// A cdata's or userdata's `__serialize` (nil when it has none, or is a ctype,
+/// whose metatype's `__serialize` is its instances', not its own).
+fn object_serializer(lua: &Lua, v: &Value) -> mlua::Result<Value> {
+    let read = match lua.named_registry_value::<Option<mlua::Function>>(OBJECT_SERIALIZER)? {
+        Some(f) => f,
+        None => {
+            let f: mlua::Function = lua
+                .load(
+                    "local function read(v) return v.__serialize end\n\
+                     return function(v)\n\
+                       if type(v) == 'cdata' then\n\
+                         local ok, text = pcall(tostring, v)\n\
+                         if not ok or string.sub(text, 1, 6) == 'ctype<' then return nil end\n\
+                       end\n\
+                       local ok, serializer = pcall(read, v)\n\
+                       if ok then return serializer end\n\
+                     end",
+                )
+                .set_name("=object_serializer")
+                .eval()?;
+            lua.set_named_registry_value(OBJECT_SERIALIZER, &f)?;
+            f
+        }
+    };
+    read.call(v)
 }
 
 /// The decimal a cdata holds, if it is one.
@@ -249,34 +468,31 @@ fn number(out: &mut Vec<u8>, n: f64) {
     }
 }
 
-/// How a table is serialized, from its metatable's `__serialize`.
-fn serialize_hint(t: &Table) -> Option<bool> {
-    let mt = t.metatable()?;
-    let hint: mlua::LuaString = mt.raw_get("__serialize").ok()?;
-    match &*hint.as_bytes() {
-        b"seq" | b"sequence" | b"array" => Some(true),
-        b"map" | b"mapping" => Some(false),
-        _ => None,
-    }
+/// What a table's metatable says of its serialization (`__serialize`).
+enum Hint {
+    /// Nothing.
+    None,
+    /// An array (`seq`, `sequence`, `array`).
+    Array,
+    /// A map (`map`, `mapping`).
+    Map,
+    /// A function whose result is written instead.
+    Function(mlua::Function),
 }
 
-/// A table's length as an array, or `None` for a map: only positive integer keys
-/// make an array (holes are nils), unless it is excessively sparse (largest key
-/// over 10 and over twice the key count), as Tarantool decides.
-fn array_length(t: &Table) -> mlua::Result<Option<usize>> {
-    let (mut count, mut max) = (0usize, 0usize);
-    for pair in t.pairs::<Value, Value>() {
-        let (k, _) = pair?;
-        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "checked positive; huge saturates")]
-        let index = match k {
-            Value::Integer(i) if i > 0 => i as usize,
-            Value::Number(n) if n >= 1.0 && n.fract() == 0.0 => n as usize,
-            _ => return Ok(None),
-        };
-        count += 1;
-        max = max.max(index);
-    }
-    Ok(if max > 10 && max > 2 * count { None } else { Some(max) })
+/// A table's `__serialize`; another value than those of [`Hint`] is an error, as in 2.6.
+fn serialize_hint(t: &Table) -> mlua::Result<Hint> {
+    let Some(mt) = t.metatable() else { return Ok(Hint::None) };
+    Ok(match mt.raw_get::<Value>("__serialize")? {
+        Value::Nil => Hint::None,
+        Value::Function(f) => Hint::Function(f),
+        Value::String(s) => match &*s.as_bytes() {
+            b"seq" | b"sequence" | b"array" => Hint::Array,
+            b"map" | b"mapping" => Hint::Map,
+            _ => return Err(invalid_serialize()),
+        },
+        _ => return Err(invalid_serialize()),
+    })
 }
 
 thread_local! {
@@ -309,40 +525,6 @@ fn greatest_index(t: &Table) -> mlua::Result<usize> {
         }
     }
     Ok(max)
-}
-
-fn table(out: &mut Vec<u8>, t: &Table, depth: usize) -> mlua::Result<()> {
-    // A box.error object travels as its message, as 2.6 sends error values.
-    if t.metatable().is_some_and(|mt| mt.raw_get::<bool>("__box_error").unwrap_or(false)) {
-        let message: mlua::LuaString = t.get("message")?;
-        write::str(out, &message.as_bytes());
-        return Ok(());
-    }
-    let as_array = match serialize_hint(t) {
-        Some(true) => Some(greatest_index(t)?),
-        Some(false) => None,
-        None => array_length(t)?,
-    };
-    if let Some(len) = as_array {
-        #[allow(clippy::cast_possible_truncation, reason = "Lua tables are far below 4G entries")]
-        write::array_len(out, len as u32);
-        for i in 1..=len {
-            let v: Value = t.raw_get(i)?;
-            encode(out, &v, depth + 1)?;
-        }
-    } else {
-        let mut n = 0u32;
-        let mut body = Vec::new();
-        for pair in t.pairs::<Value, Value>() {
-            let (k, v) = pair?;
-            encode(&mut body, &k, depth + 1)?;
-            encode(&mut body, &v, depth + 1)?;
-            n += 1;
-        }
-        write::map_len(out, n);
-        out.extend_from_slice(&body);
-    }
-    Ok(())
 }
 
 /// The metatable given to decoded maps (`__serialize = 'map'`), or arrays (`'seq'`),
@@ -401,10 +583,16 @@ pub fn int64(lua: &Lua, v: i64) -> mlua::Result<Value> {
     big_integer(lua, true, v.cast_unsigned())
 }
 
-/// Decodes one msgpack value into Lua (nil is `box.NULL`).
+/// Decodes one msgpack value into Lua (nil is `box.NULL`), with msgpack's own
+/// options (`msgpack.cfg`).
 pub fn decode(lua: &Lua, r: &mut Reader<'_>, depth: usize) -> mlua::Result<Value> {
+    decode_with(lua, r, depth, &serializer::module_options())
+}
+
+/// Decodes one msgpack value into Lua with `options` (a serializer instance's).
+pub fn decode_with(lua: &Lua, r: &mut Reader<'_>, depth: usize, options: &Options) -> mlua::Result<Value> {
     let bad = |_| mlua::Error::runtime("invalid msgpack");
-    if depth > MAX_DEPTH {
+    if depth > MAX_DECODE_DEPTH {
         return Err(mlua::Error::runtime("too many nested values to decode"));
     }
     Ok(match r.peek_type().map_err(bad)? {
@@ -420,7 +608,12 @@ pub fn decode(lua: &Lua, r: &mut Reader<'_>, depth: usize) -> mlua::Result<Value
             Integer::Negative(i) if i <= -BIG_INTEGER.cast_signed() => big_integer(lua, true, i.cast_unsigned())?,
             Integer::Negative(i) => Value::Integer(i),
         },
-        MpType::Float | MpType::Double => Value::Number(r.read_f64().map_err(bad)?),
+        MpType::Float | MpType::Double => match r.read_f64().map_err(bad)? {
+            n if !n.is_finite() && !options.decode_invalid_numbers => {
+                return Err(mlua::Error::runtime("number must not be NaN or Inf"));
+            }
+            n => Value::Number(n),
+        },
         MpType::Str => Value::String(lua.create_string(r.read_str().map_err(bad)?)?),
         MpType::Bin => Value::String(lua.create_string(r.read_bin().map_err(bad)?)?),
         MpType::Ext => {
@@ -439,22 +632,26 @@ pub fn decode(lua: &Lua, r: &mut Reader<'_>, depth: usize) -> mlua::Result<Value
             let n = r.read_array_len().map_err(bad)?;
             let t = lua.create_table_with_capacity(n.min(1 << 16) as usize, 0)?;
             for i in 1..=n {
-                t.raw_set(i, decode(lua, r, depth + 1)?)?;
+                t.raw_set(i, decode_with(lua, r, depth + 1, options)?)?;
             }
-            t.set_metatable(Some(hint_mt(lua, true)?))?;
+            if options.decode_save_metatables {
+                t.set_metatable(Some(hint_mt(lua, true)?))?;
+            }
             Value::Table(t)
         }
         MpType::Map => {
             let n = r.read_map_len().map_err(bad)?;
             let t = lua.create_table_with_capacity(0, n.min(1 << 16) as usize)?;
             for _ in 0..n {
-                let k = decode(lua, r, depth + 1)?;
-                let v = decode(lua, r, depth + 1)?;
+                let k = decode_with(lua, r, depth + 1, options)?;
+                let v = decode_with(lua, r, depth + 1, options)?;
                 if !matches!(k, Value::Nil) {
                     t.raw_set(k, v)?;
                 }
             }
-            t.set_metatable(Some(hint_mt(lua, false)?))?;
+            if options.decode_save_metatables {
+                t.set_metatable(Some(hint_mt(lua, false)?))?;
+            }
             Value::Table(t)
         }
     })
@@ -491,7 +688,7 @@ mod tests {
         for raw in [decimal, &uuid, other] {
             let v = decode(&lua, &mut Reader::new(raw), 0).unwrap();
             let mut out = Vec::new();
-            encode(&mut out, &v, 0).unwrap();
+            encode(&mut out, &v).unwrap();
             assert_eq!(out, raw);
         }
         // A uuid is a struct tt_uuid cdata, as in 2.6.
@@ -514,12 +711,66 @@ mod tests {
         assert_eq!(first.to_string().unwrap(), NULL_TEXT);
         assert!(!is_null(&Value::Nil) && !is_null(&Value::Integer(0)));
         let mut out = Vec::new();
-        encode(&mut out, &v, 0).unwrap();
+        encode(&mut out, &v).unwrap();
         assert_eq!(out, [0x92, 0xc0, 0x01]);
         // Another NULL pointer of the same ctype is nil too; a non-NULL one has no msgpack form.
         let other: Value = lua.load("return require('ffi').cast('void *', 0)").eval().unwrap();
         assert!(is_null(&other));
         let pointer: Value = lua.load("return require('ffi').cast('void *', 1)").eval().unwrap();
-        assert!(encode(&mut Vec::new(), &pointer, 0).is_err());
+        assert!(encode(&mut Vec::new(), &pointer).is_err());
+    }
+
+    fn encoded_with(lua: &Lua, code: &str, options: &Options) -> Result<Vec<u8>, String> {
+        let v: Value = lua.load(code).eval().unwrap();
+        let mut out = Vec::new();
+        encode_with(&mut out, &v, options).map(|()| out).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn the_options_decide_what_becomes_of_values_with_no_plain_encoding() {
+        let lua = super::super::open_state();
+        let defaults = Options::DEFAULT;
+        assert_eq!(encoded_with(&lua, "return 0/0", &defaults).unwrap()[0], 0xcb, "a double NaN");
+        let strict = Options { encode_invalid_numbers: false, ..defaults };
+        assert!(encoded_with(&lua, "return 1/0", &strict).unwrap_err().contains("must not be NaN or Inf"));
+        let as_nil = Options { encode_invalid_as_nil: true, ..strict };
+        assert_eq!(encoded_with(&lua, "return {1/0, print}", &as_nil).unwrap(), [0x92, 0xc0, 0xc0]);
+        assert!(encoded_with(&lua, "return print", &defaults).unwrap_err().contains("unsupported Lua type 'function'"));
+        let hooked = "return setmetatable({1, 2}, {__serialize = function(t) return #t end})";
+        assert_eq!(encoded_with(&lua, hooked, &defaults).unwrap(), [0x02]);
+        let ignoring = Options { encode_load_metatables: false, ..defaults };
+        assert_eq!(encoded_with(&lua, hooked, &ignoring).unwrap(), [0x92, 0x01, 0x02]);
+        let bad_hook = "return setmetatable({}, {__serialize = 'neither'})";
+        assert!(encoded_with(&lua, bad_hook, &defaults).unwrap_err().contains("invalid __serialize value"));
+    }
+
+    #[test]
+    fn depth_and_sparseness_follow_the_options() {
+        let lua = super::super::open_state();
+        let shallow = Options { encode_max_depth: 2, ..Options::DEFAULT };
+        assert_eq!(encoded_with(&lua, "return {{1}}", &shallow).unwrap(), [0x91, 0x91, 0x01]);
+        assert!(encoded_with(&lua, "return {{{1}}}", &shallow).unwrap_err().contains("Too high nest level - 3"));
+        let deep_as_nil = Options { encode_deep_as_nil: true, ..shallow };
+        assert_eq!(encoded_with(&lua, "return {{{1}}}", &deep_as_nil).unwrap(), [0x91, 0x91, 0xc0]);
+        let sparse = "return {[1] = 1, [20] = 2}";
+        assert_eq!(encoded_with(&lua, sparse, &Options::DEFAULT).unwrap()[0], 0x82, "a map");
+        let refusing = Options { encode_sparse_convert: false, ..Options::DEFAULT };
+        assert!(encoded_with(&lua, sparse, &refusing).unwrap_err().contains("excessively sparse array"));
+        let never_sparse = Options { encode_sparse_ratio: 0, ..Options::DEFAULT };
+        assert_eq!(encoded_with(&lua, sparse, &never_sparse).unwrap()[..3], [0xdc, 0x00, 0x14], "an array of 20");
+    }
+
+    #[test]
+    fn decoding_follows_the_options() {
+        let lua = Lua::new();
+        let nan = [0xcb, 0x7f, 0xf8, 0, 0, 0, 0, 0, 0];
+        assert!(decode_with(&lua, &mut Reader::new(&nan), 0, &Options::DEFAULT).is_ok());
+        let strict = Options { decode_invalid_numbers: false, ..Options::DEFAULT };
+        assert!(decode_with(&lua, &mut Reader::new(&nan), 0, &strict).is_err());
+        let bare = Options { decode_save_metatables: false, ..Options::DEFAULT };
+        let Value::Table(t) = decode_with(&lua, &mut Reader::new(&[0x91, 0x01]), 0, &bare).unwrap() else {
+            panic!("not a table")
+        };
+        assert!(t.metatable().is_none());
     }
 }

@@ -140,7 +140,7 @@ fn arg<T: mlua::FromLua>(lua: &Lua, args: &[Value], i: usize) -> mlua::Result<T>
 
 fn bytes_of(args: &[Value], i: usize) -> mlua::Result<Vec<u8>> {
     let mut out = Vec::new();
-    convert::encode(&mut out, args.get(i).unwrap_or(&Value::Nil), 0)?;
+    convert::encode(&mut out, args.get(i).unwrap_or(&Value::Nil))?;
     Ok(out)
 }
 
@@ -153,7 +153,7 @@ fn key_of(args: &[Value], i: usize) -> mlua::Result<Vec<u8>> {
         Some(Value::Table(_)) => bytes_of(args, i),
         Some(v) => {
             let mut out = vec![0x91];
-            convert::encode(&mut out, v, 0)?;
+            convert::encode(&mut out, v)?;
             Ok(out)
         }
     }
@@ -579,7 +579,7 @@ fn run(lua: &Lua, cx: &mut Context, op: &str, args: &[Value]) -> Result<Value, F
         }
         "session_push" => {
             let mut item = Vec::new();
-            convert::encode(&mut item, args.get(1).unwrap_or(&Value::Nil), 0)?;
+            convert::encode(&mut item, args.get(1).unwrap_or(&Value::Nil))?;
             let mut pushes = lua.remove_app_data::<Pushes>().unwrap_or_default();
             pushes.0.push(item);
             lua.set_app_data(pushes);

@@ -34,7 +34,7 @@ fn failure(lua: &Lua, e: &BoxError) -> mlua::Result<Failure> {
 /// The msgpack form of a tuple or a Lua table.
 fn bytes_of(v: &Value) -> mlua::Result<Vec<u8>> {
     let mut out = Vec::new();
-    convert::encode(&mut out, v, 0)?;
+    convert::encode(&mut out, v)?;
     Ok(out)
 }
 

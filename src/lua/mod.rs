@@ -5,7 +5,7 @@
 //! while a request runs: it borrows the engine for that request's duration
 //! (an mlua scope), so no engine state is shared behind locks.
 //!
-//! - [`convert`]: msgpack ↔ Lua values.
+//! - [`convert`]: msgpack ↔ Lua values, under a [`serializer`]'s options.
 //! - [`tuple`]: the `box.tuple` userdata.
 //! - [`dispatch`]: the engine operations Lua may call.
 //! - [`native`]: pure functions (hashes, clocks, log output) for the Lua modules.
@@ -22,6 +22,7 @@ pub mod native;
 pub mod netbox;
 pub mod popen;
 pub mod raw_socket;
+pub mod serializer;
 pub mod socket;
 pub mod stream;
 pub mod tuple;
@@ -1319,7 +1320,7 @@ fn sql_body(result: Option<&Value>) -> mlua::Result<Vec<u8>> {
                     #[allow(clippy::cast_precision_loss, reason = "Lua's integers are doubles to begin with")]
                     Value::Integer(n) if &*ty.as_bytes() == b"double" => write::f64(&mut body, n as f64),
                     Value::String(b) if &*ty.as_bytes() == b"varbinary" => write::bin(&mut body, &b.as_bytes()),
-                    v => convert::encode(&mut body, &v, 0)?,
+                    v => convert::encode(&mut body, &v)?,
                 }
             }
         }
@@ -1335,7 +1336,7 @@ fn sql_body(result: Option<&Value>) -> mlua::Result<Vec<u8>> {
         body.push(0x01);
         write::array_len(&mut body, ids.raw_len() as u32);
         for id in ids.sequence_values::<Value>() {
-            convert::encode(&mut body, &id?, 0)?;
+            convert::encode(&mut body, &id?)?;
         }
     }
     Ok(body)
@@ -1399,7 +1400,7 @@ fn name_type_pairs(body: &mut Vec<u8>, list: &Table) -> mlua::Result<()> {
 /// Encodes returned values as a reply body `{0x30: [...]}`.
 fn encode_results(values: &[Value], shape: Shape) -> BoxResult<Vec<u8>> {
     let enc = |out: &mut Vec<u8>, v: &Value| {
-        convert::encode(out, v, 0).map_err(|e| BoxError::new(code::PROC_LUA, lua_message(&e)))
+        convert::encode(out, v).map_err(|e| BoxError::new(code::PROC_LUA, lua_message(&e)))
     };
     if let Shape::Sql = shape {
         return sql_body(values.first()).map_err(|e| BoxError::new(code::PROC_LUA, lua_message(&e)));

@@ -12,6 +12,7 @@ use mlua::{IntoLuaMulti, Lua, LuaString, Table, Value};
 use sha1::Digest as _;
 
 use super::convert;
+use super::serializer;
 use super::tuple::{LuaTuple, TupleFormat};
 use crate::engine::space::Space;
 use crate::engine::tuple::split;
@@ -76,9 +77,10 @@ pub fn create(lua: &Lua) -> mlua::Result<Table> {
     t.set(
         "msgpack_encode",
         // The encoding, or nil and why not (lua/box.lua raises it as msgpack.encode's error).
-        lua.create_function(|lua, v: Value| {
+        // `options`: a serializer instance's (`msgpack_options`), nil for msgpack's own.
+        lua.create_function(|lua, (v, options): (Value, Value)| {
             let mut out = Vec::new();
-            Ok(match convert::encode(&mut out, &v, 0) {
+            Ok(match convert::encode_with(&mut out, &v, &serializer::options_of(&options)?) {
                 Ok(()) => (Value::String(lua.create_string(out)?), Value::Nil),
                 Err(mlua::Error::RuntimeError(why)) => (Value::Nil, Value::String(lua.create_string(why)?)),
                 Err(e) => return Err(e),
@@ -89,12 +91,15 @@ pub fn create(lua: &Lua) -> mlua::Result<Table> {
         "msgpack_decode",
         // The value at 1-based `pos` and the position after it, or nil when the bytes
         // there are not one whole msgpack value (lua/box.lua checks `pos` first).
-        lua.create_function(|lua, (data, pos): (LuaString, usize)| {
+        // Another error than malformed bytes (a refused NaN) is the third result.
+        lua.create_function(|lua, (data, pos, options): (LuaString, usize, Value)| {
+            let options = serializer::options_of(&options)?;
             let data = data.as_bytes();
             let mut r = crate::protocol::msgpack::Reader::new(data.get(pos.saturating_sub(1)..).unwrap_or(&[]));
-            Ok(match convert::decode(lua, &mut r, 0) {
-                Ok(v) => (v, Some(pos + r.position())),
-                Err(_) => (Value::Nil, None),
+            Ok(match convert::decode_with(lua, &mut r, 0, &options) {
+                Ok(v) => (v, Some(pos + r.position()), None),
+                Err(mlua::Error::RuntimeError(why)) if why != "invalid msgpack" => (Value::Nil, None, Some(why)),
+                Err(_) => (Value::Nil, None, None),
             })
         })?,
     )?;
@@ -178,12 +183,18 @@ pub fn create(lua: &Lua) -> mlua::Result<Table> {
             Ok(())
         })?,
     )?;
+    // msgpack.cfg's options, for the default encoder and decoder.
     t.set(
-        "set_encode_use_tostring",
-        lua.create_function(|_, on: bool| {
-            super::convert::set_encode_use_tostring(on);
+        "set_msgpack_options",
+        lua.create_function(|_, cfg: Table| {
+            serializer::set_module_options(serializer::Options::from_cfg(&cfg)?);
             Ok(())
         })?,
+    )?;
+    // A serializer instance's options, from its cfg table.
+    t.set(
+        "msgpack_options",
+        lua.create_function(|_, cfg: Table| Ok(serializer::LuaOptions(serializer::Options::from_cfg(&cfg)?)))?,
     )?;
     t.set("is_tuple", lua.create_function(|_, v: mlua::Value| Ok(super::is_tuple(&v)))?)?;
     t.set(
@@ -196,7 +207,7 @@ pub fn create(lua: &Lua) -> mlua::Result<Table> {
         lua.create_function(|lua, (tuple, ops, upsert): (mlua::AnyUserData, Value, bool)| {
             let t = tuple.borrow::<LuaTuple>()?;
             let mut ops_bytes = Vec::new();
-            convert::encode(&mut ops_bytes, &ops, 0)?;
+            convert::encode(&mut ops_bytes, &ops)?;
             let result = update_tuple(&t.0, &t.1, &ops_bytes, upsert);
             Ok(match result {
                 Ok(bytes) => {
@@ -230,9 +241,13 @@ pub fn create(lua: &Lua) -> mlua::Result<Table> {
 pub struct FiberCount(pub usize);
 
 /// `box.tuple.new(t)`: a tuple from a Lua array (or a scalar, as a one-field tuple).
+/// A value msgpack cannot encode gives no code, and why as the message.
 fn tuple_new(lua: &Lua, v: &Value) -> mlua::Result<(Value, Value, Value)> {
     let mut bytes = Vec::new();
-    convert::encode(&mut bytes, v, 0)?;
+    if let Err(e) = convert::encode(&mut bytes, v) {
+        let mlua::Error::RuntimeError(why) = e else { return Err(e) };
+        return Ok((Value::Nil, Value::Nil, Value::String(lua.create_string(why)?)));
+    }
     if !matches!(bytes.first(), Some(0x90..=0x9f | 0xdc | 0xdd)) {
         let msg = lua.create_string("Tuple/Key must be MsgPack array")?;
         return Ok((Value::Nil, Value::Integer(i64::from(code::TUPLE_NOT_ARRAY)), Value::String(msg)));

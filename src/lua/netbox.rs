@@ -309,13 +309,13 @@ struct RequestArgs {
 fn request_args(ty: u64, body: &Value, token: &Value, timeout: Option<f64>) -> mlua::Result<RequestArgs> {
     let mut encoded = Vec::new();
     if !body.is_nil() {
-        convert::encode(&mut encoded, body, 0)?;
+        convert::encode(&mut encoded, body)?;
     }
     let token = match token {
         Value::Nil => None,
         v => {
             let mut t = Vec::new();
-            convert::encode(&mut t, v, 0)?;
+            convert::encode(&mut t, v)?;
             Some(t)
         }
     };

@@ -224,24 +224,96 @@ def test_serializer_options_and_instances_match_tarantool(tmp_path):
     same_output_on_both(tmp_path, "serializer_cfg.lua", SERIALIZER_CFG_SCRIPT, 49)
 
 
-def test_serializer_options_oncebox_does_not_take_are_refused(tmp_path):
-    """msgpack and yaml encode and decode as with 2.6's default options; changing
-    one is refused with a clear error rather than ignored (json takes them all)."""
-    script = tmp_path / "refused.lua"
-    script.write_text(
-        "print(pcall(require('msgpack').cfg, {encode_max_depth = 3}))\n"
-        "print(pcall(require('yaml').new().cfg, {encode_use_tostring = true}))\n"
-        "print(pcall(require('msgpack').cfg, {encode_max_depth = 128}))\n"
-        "print(pcall(require('json').cfg, {encode_max_depth = 3}), require('json').cfg.encode_max_depth)\n"
-        "os.exit(0)\n")
-    r = subprocess.run([ONCEBOX, str(script)], capture_output=True, text=True, timeout=60, cwd=tmp_path)
-    assert r.returncode == 0, r.stderr
-    assert r.stdout.splitlines() == [
-        "false\tmsgpack.cfg: oncebox does not support changing 'encode_max_depth'",
-        "false\tyaml.cfg: oncebox does not support changing 'encode_use_tostring'",
-        "true",
-        "true\t3",
-    ]
+# msgpack's and yaml's options (the module's cfg and instances' own), __serialize
+# hooks on tables and objects, 2.6's depth limit and error texts and kinds.
+MSGPACK_YAML_OPTIONS = LUA_PRINT_ROW + r"""
+local msgpack, yaml, ffi = require('msgpack'), require('yaml'), require('ffi')
+local function hex(s) return (s:gsub('.', function(c) return string.format('%02x', c:byte()) end)) end
+-- An outcome as text: the error's kind (a box error or a string) and message.
+local function try(f, ...)
+    local ok, r = pcall(f, ...)
+    if ok then return type(r) == 'string' and hex(r) or tostring(r) end
+    return (type(r) == 'string' and 'string: ' or 'box error: ') .. tostring(r)
+end
+local function yaml_try(f, ...)
+    local ok, r = pcall(f, ...)
+    if ok then return (tostring(r):gsub('\n', '|')) end
+    return (type(r) == 'string' and 'string: ' or 'box error: ') .. tostring(r)
+end
+local function nest(n) local t = nil for i = 1, n do t = {t} end return t end
+local serialize_fn = setmetatable({1}, {__serialize = function(t) return 'via ' .. #t end})
+local failing_fn = setmetatable({}, {__serialize = function() error('no way', 0) end})
+ffi.cdef('struct options_probe { int a; }')
+local probe_t = ffi.metatype('struct options_probe', {__index = {__serialize = function(o) return {o.a} end},
+                                                      __tostring = function() return 'probe' end})
+local probe = probe_t(7)
+-- The module's own options, at their defaults.
+p('fn hook', try(msgpack.encode, serialize_fn), yaml_try(yaml.encode, serialize_fn))
+p('failing hook', try(msgpack.encode, failing_fn), yaml_try(yaml.encode, failing_fn))
+p('bad hook', try(msgpack.encode, setmetatable({}, {__serialize = 5})), yaml_try(yaml.encode, setmetatable({}, {__serialize = 'x'})))
+p('cdata hook', try(msgpack.encode, probe), yaml_try(yaml.encode, probe))
+p('ctype', try(msgpack.encode, probe_t), yaml_try(yaml.encode, probe_t))
+p('function', try(msgpack.encode, print), yaml_try(yaml.encode, print))
+for _, n in ipairs({127, 128, 129, 140}) do p('depth', n, try(msgpack.encode, nest(n))) end
+p('nan', try(msgpack.encode, 0/0), try(msgpack.encode, ffi.new('float', 1/0)), yaml_try(yaml.encode, -1/0))
+p('sparse', try(msgpack.encode, {[1] = 1, [20] = 2}), yaml_try(yaml.encode, {[1] = 1, [11] = 2}))
+-- Instances: options of their own, the module's untouched.
+local m, y = msgpack.new(), yaml.new()
+m.cfg{encode_invalid_numbers = false}
+y.cfg{encode_invalid_numbers = false}
+p('no nan', try(m.encode, 0/0), try(m.encode, ffi.new('double', 0/0)), yaml_try(y.encode, 0/0), try(msgpack.encode, 0/0))
+m.cfg{encode_invalid_as_nil = true}
+y.cfg{encode_invalid_as_nil = true}
+p('as nil', try(m.encode, {0/0, print, 1}), yaml_try(y.encode, {0/0, print, 1}))
+m.cfg{encode_invalid_as_nil = false, encode_use_tostring = true}
+y.cfg{encode_invalid_as_nil = false, encode_use_tostring = true}
+p('tostring', try(m.encode, probe_t), yaml_try(y.encode, probe_t), try(m.encode, probe))
+m.cfg{encode_load_metatables = false}
+y.cfg{encode_load_metatables = false}
+p('no metatables', try(m.encode, serialize_fn), yaml_try(y.encode, serialize_fn), try(m.encode, probe),
+  try(m.encode, setmetatable({1, 2}, {__serialize = 'map'})), yaml_try(y.encode, setmetatable({}, {__serialize = 'x'})))
+m = msgpack.new()
+y = yaml.new()
+m.cfg{encode_max_depth = 3}
+p('max depth', try(m.encode, nest(3)), try(m.encode, nest(4)), m.cfg.encode_max_depth, msgpack.cfg.encode_max_depth)
+m.cfg{encode_deep_as_nil = true}
+p('deep as nil', try(m.encode, nest(5)), try(m.encode, {a = {b = {c = {d = 1}}}}))
+m.cfg{encode_sparse_convert = false}
+y.cfg{encode_sparse_convert = false}
+p('sparse off', try(m.encode, {[1] = 1, [20] = 2}), yaml_try(y.encode, {[1] = 1, [20] = 2}), try(m.encode, {[1] = 1, [3] = 3}))
+m.cfg{encode_sparse_convert = true, encode_sparse_ratio = 0}
+p('ratio 0', try(m.encode, {[1] = 1, [20] = 2}))
+m.cfg{encode_sparse_ratio = 2, encode_sparse_safe = 30}
+p('safe 30', try(m.encode, {[1] = 1, [20] = 2}), try(m.encode, {[1] = 1, [31] = 2}))
+y.cfg{encode_number_precision = 3}
+p('precision', yaml_try(y.encode, 1/3), yaml_try(yaml.encode, 1/3))
+m.cfg{decode_invalid_numbers = false, decode_save_metatables = false}
+y.cfg{decode_invalid_numbers = false, decode_save_metatables = false}
+p('decode', try(m.decode, msgpack.encode(0/0)), yaml_try(y.decode, '--- [1, nan]'), getmetatable(m.decode('\x91\x01')),
+  getmetatable(y.decode('--- [1]')), getmetatable(msgpack.decode('\x91\x01')) == msgpack.array_mt,
+  getmetatable(yaml.decode('--- {a: 1}')) == yaml.map_mt)
+p('instance functions', try(m.decode_unchecked, '\x05'), m.decode_array_header ~= nil, m.ibuf_decode ~= nil, y.new ~= nil, m.NULL == msgpack.NULL)
+p('option values', try(m.cfg, {encode_use_tostring = 'yes'}), m.cfg.encode_use_tostring, m.decode(m.encode(function() end)):sub(1, 9))
+-- The module's options are the default encoder's.
+msgpack.cfg{encode_use_tostring = true}
+p('module tostring', try(msgpack.encode, probe_t))
+msgpack.cfg{encode_use_tostring = false, encode_max_depth = 2}
+p('module depth', try(msgpack.encode, nest(3)), try(box.tuple.new, {{{1}}}))
+p('tuple errors', try(box.tuple.new, {print}), try(box.tuple.new, {setmetatable({}, {__serialize = 5})}))
+msgpack.cfg{encode_max_depth = 128}
+p('null ibuf', try(msgpack.ibuf_decode, require('buffer').ibuf().rpos))
+p('header size', try(msgpack.decode_array_header, ffi.cast('char *', '\x91'), nil),
+  try(msgpack.decode_array_header, ffi.cast('char *', '\x91'), 'x'))
+os.exit(0)
+"""
+
+
+def test_msgpack_and_yaml_options_match_tarantool(tmp_path):
+    """msgpack.cfg and yaml.cfg and their instances' (new()) options act as 2.6's:
+    invalid numbers, values with no encoding (tostring, nil), metatables and
+    __serialize hooks, depth (2.6's 'Too high nest level'), sparse arrays, number
+    precision, decoding NaN and metatables; errors of the same kind and text."""
+    same_output_on_both(tmp_path, "msgpack_yaml_options.lua", MSGPACK_YAML_OPTIONS, 30)
 
 
 MSGPACK_FROM_MEMORY = LUA_PRINT_ROW + r"""
@@ -448,3 +520,72 @@ def test_json_cdata_hooks_follow_the_options_as_2_6(tmp_path):
     ctype's __serialize never counts (2.6's app-tap json ucdata checks)."""
     lines = same_output_on_both(tmp_path, "json_cdata_hooks.lua", JSON_CDATA_HOOKS, 5)
     assert lines[-1] == '"unpack"\t"ctype<struct hooked>"'
+
+
+# yaml: strings that are not printable UTF-8 as !!binary (encoded and decoded),
+# libyaml's escapes, integers past 10^14 as 64-bit cdata, nulls in block sequences.
+YAML_TEXT_AND_BINARY = LUA_PRINT_ROW + r"""
+local yaml = require('yaml')
+local function line(s) return (s:gsub('\n', '|')) end
+for _, s in ipairs({'\xff\xfe', '\xc2\x80', '\xc2\xa0nbsp', '\xc2\x85nel', '\xef\xbb\xbfbom', '\xef\xbf\xbe',
+                    '\xed\xa0\x80', '\xe0\x80\x80', '\xf4\x90\x80\x80', '\xc3', 'caf\xc3\xa9', string.rep('\xff', 70),
+                    '\0\7\8\11\12\27\127x', 'tab\there'}) do
+    local text = yaml.encode(s)
+    p(line(text), yaml.decode(text) == s)
+end
+p(line(yaml.encode({'\xff', 'a'})), line(yaml.encode({k = '\xc2\x80'})), line(yaml.encode({['\xfe'] = 1})))
+p(line(yaml.encode(setmetatable({'\xff', 'a'}, {__serialize = 'seq'}))), line(yaml.encode(box.tuple.new({'\xff', 1}))))
+p(yaml.decode('--- !!binary\n  aGVsbG8g\n  d29ybGQ=\n...\n'), yaml.decode('--- [!!binary aGk=, 2]\n...\n')[1],
+  yaml.decode('--- {a: !!binary aGk=}\n...\n').a, yaml.decode('---\n- !!binary aGk=\n- b: !!binary\n    aGk=\n')[2].b)
+for _, s in ipairs({'99999999999999', '100000000000000', '-100000000000000', '9223372036854775806',
+                    '9223372036854775807', '18446744073709551615', '99999999999999999999', '-9223372036854775808',
+                    '-99999999999999999999', '+100000000000000', '000100000000000000', '-0', '1e3', '0x10'}) do
+    local v = yaml.decode('--- ' .. s .. '\n...\n')
+    p(s, type(v), v)
+end
+local t = yaml.decode('- null\n- ~\n-\n- 1\n')
+p(t[1], t[2], type(t[1]), type(t[2]), string.format('%q', t[3]), t[4])
+os.exit(0)
+"""
+
+
+def test_yaml_binary_escapes_and_big_integers_as_2_6(tmp_path):
+    """yaml writes a string that is not printable UTF-8 as !!binary and reads
+    !!binary back (plain, flow, block, over several lines); control bytes get
+    libyaml's escapes; integers from 10^14 decode to int64/uint64 cdata as 2.6's
+    strtoll/strtoull rules give; a null item of a block sequence is box.NULL."""
+    same_output_on_both(tmp_path, "yaml_binary.lua", YAML_TEXT_AND_BINARY, 32)
+
+
+def test_runaway_serialize_hooks_and_deep_tables_are_errors_not_crashes(tmp_path):
+    """A __serialize hook that gives back its own object (2.6 overflows its stack
+    and dies) is refused by msgpack, yaml, json and box.tuple.new; tables nested
+    as deep as a raised encode_max_depth allows encode (the TX stack holds them),
+    deeper ones are refused."""
+    script = tmp_path / "runaway.lua"
+    script.write_text(r"""
+local msgpack, yaml, json = require('msgpack'), require('yaml'), require('json')
+local self_ref = setmetatable({}, {__serialize = function(t) return t end})
+local ffi = require('ffi')
+ffi.cdef('struct runaway { int a; }')
+local object = ffi.metatype('struct runaway', {__index = {__serialize = function(o) return o end}})(1)
+for _, v in ipairs({self_ref, object}) do
+    for _, f in ipairs({msgpack.encode, yaml.encode, json.encode, box.tuple.new}) do
+        local ok, err = pcall(f, {v})
+        print(ok, tostring(err))
+    end
+end
+local m = msgpack.new()
+m.cfg{encode_max_depth = 100000}
+local function nest(n) local t = nil for i = 1, n do t = {t} end return t end
+local ok, r = pcall(m.encode, nest(4000))
+print(ok, #r)
+print(pcall(m.encode, nest(5000)))
+print(#msgpack.decode(string.rep('\x91', 1000) .. '\x01'))
+os.exit(0)
+""")
+    r = subprocess.run([ONCEBOX, str(script)], capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[:8] == ["false\ttoo many nested __serialize hooks"] * 8, lines
+    assert lines[8:] == ["true\t4000", "false\tToo high nest level - 4097", "1"], lines
