@@ -2480,9 +2480,19 @@ box.ctl = box.ctl or {}
 
 -- box.ctl.wait_rw([timeout]) / wait_ro([timeout]): return once the instance is
 -- writable (read-only), waiting at most `timeout` seconds ("timed out" then).
+-- Before box.cfg{} the instance is neither: both wait for box.cfg{} and return
+-- when it is done, whatever mode it set, as 2.6's do.
 local function wait_mode(read_only, timeout)
     local fiber = require('fiber')
     local deadline = timeout and fiber.clock() + timeout
+    local function unconfigured() return internal.script_mode and not internal.booted end
+    if unconfigured() then
+        repeat
+            if deadline and fiber.clock() >= deadline then error('timed out', 0) end
+            fiber.sleep(0.01)
+        until not unconfigured()
+        return
+    end
     while op('is_read_only') ~= read_only do
         if deadline and fiber.clock() >= deadline then error('timed out', 0) end
         fiber.sleep(0.01)

@@ -378,3 +378,23 @@ def test_box_cfg_log_writes_to_a_file_under_work_dir(tmp_path):
     as 2.6 does (oncebox wrote them to standard error whatever log said)."""
     lines = same_output_on_both(tmp_path, "log_to_file.lua", LOG_TO_FILE, 1)
     assert lines == ["instance.log\ttrue"]
+
+
+WAIT_BEFORE_CFG = r"""
+local fiber = require('fiber')
+local ro = fiber.create(function() box.ctl.wait_ro() print('ro waiter returns', type(box.space)) end)
+local rw = fiber.create(function() box.ctl.wait_rw() print('rw waiter returns') end)
+local timed = fiber.create(function() print('timed', pcall(box.ctl.wait_rw, 0.05)) end)
+fiber.sleep(0.1)
+print(ro:status(), rw:status(), timed:status())
+box.cfg{}
+while ro:status() ~= 'dead' or rw:status() ~= 'dead' do fiber.sleep(0.01) end
+print(ro:status(), rw:status(), box.info.ro)
+os.exit(0)
+"""
+
+
+def test_wait_ro_and_wait_rw_before_box_cfg_return_once_it_is_done(tmp_path):
+    """Before box.cfg{} the instance is neither read-only nor writable: wait_ro and
+    wait_rw both block (or time out) until box.cfg{} is done, then return, as 2.6's."""
+    same_output_on_both(tmp_path, "wait_before_cfg.lua", WAIT_BEFORE_CFG, 5)
