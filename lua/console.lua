@@ -43,9 +43,18 @@ local DOUBLE_QUOTED_ESCAPES = {
     ['\f'] = '\\f', ['\r'] = '\\r', ['\27'] = '\\e', ['"'] = '\\"', ['\\'] = '\\\\',
 }
 
+-- A character past the Basic Multilingual Plane (4 bytes of UTF-8): libyaml
+-- does not print it, it escapes it as \UXXXXXXXX.
+local ASTRAL = '[\240-\244][\128-\191][\128-\191][\128-\191]'
+
 local function double_quoted(s)
     local escaped = string.gsub(s, '[%c"\\]', function(c)
         return DOUBLE_QUOTED_ESCAPES[c] or string.format('\\x%02X', string.byte(c))
+    end)
+    escaped = string.gsub(escaped, ASTRAL, function(c)
+        local b1, b2, b3, b4 = string.byte(c, 1, 4)
+        local code = (b1 - 0xF0) * 0x40000 + (b2 - 0x80) * 0x1000 + (b3 - 0x80) * 0x40 + (b4 - 0x80)
+        return string.format('\\U%08X', code)
     end)
     return '"' .. escaped .. '"'
 end
@@ -120,6 +129,7 @@ end
 
 local function string_scalar(s, flow, indent, col)
     if not is_printable_text(s) then return binary_scalar(s) end
+    if string.find(s, ASTRAL) then return double_quoted(s) end
     if string.find(s, '[%z\1-\9\11-\31\127]') then return double_quoted(s) end
     if flow then return single_quoted(s, indent, col) end
     if s == '' then return '' end

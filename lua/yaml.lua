@@ -620,14 +620,70 @@ local function without_hints(v)
     return v
 end
 
+local ENCODE_USAGE = 'Usage: encode(object, {tag_prefix = <string>, tag_handle = <string>})'
+local DECODE_USAGE = 'Usage: yaml.decode(document, [{tag_only = boolean}])'
+
+-- What libyaml finds wrong with a %TAG directive, or nil.
+local function tag_problem(handle, prefix)
+    if handle == '' then return 'tag handle must not be empty' end
+    if string.sub(handle, 1, 1) ~= '!' then return "tag handle must start with '!'" end
+    if string.sub(handle, -1) ~= '!' then return "tag handle must end with '!'" end
+    if string.find(string.sub(handle, 2, -2), '[^%w_-]') then
+        return 'tag handle must contain alphanumerical characters only'
+    end
+    if prefix == '' then return 'tag prefix must not be empty' end
+    return nil
+end
+
+-- The %TAG directive of the first document (handle, prefix), as 2.6's
+-- yaml.decode(s, {tag_only = true}) gives it: nil when there is none, nil and
+-- why for more than one.
+local function first_tag(s)
+    local found = {}
+    for line in string.gmatch(s, '[^\n]*') do
+        local handle, prefix = string.match(line, '^%%TAG%s+(%S+)%s+(%S+)')
+        if handle then
+            found[#found + 1] = {handle, prefix}
+        elseif not (line == '' or string.find(line, '^%%') or string.find(line, '^%s*#')) then
+            break
+        end
+    end
+    if #found > 1 then return nil, 'can not decode multiple tags' end
+    if #found == 0 then return nil end
+    return found[1][1], found[1][2]
+end
+
 -- A yaml serializer: the module or an instance (new()) with options of its own.
 local function new_yaml()
     local y = {NULL = box.NULL, array_mt = yaml.array_mt, map_mt = yaml.map_mt}
     y.cfg = box.internal.serializer_cfg()
-    function y.encode(v) return encode(v, y.cfg) end
-    function y.decode(s)
+    -- encode(v [, {tag_handle = ..., tag_prefix = ...}]): with both, the document
+    -- begins with their %TAG directive (a bad one gives nil and why, as 2.6).
+    function y.encode(...)
+        local n, v, opts = select('#', ...), ...
+        if n == 0 then error(ENCODE_USAGE, 0) end
+        if opts == nil then return encode(v, y.cfg) end
+        if type(opts) ~= 'table' then error(ENCODE_USAGE, 0) end
+        local handle, prefix = opts.tag_handle, opts.tag_prefix
+        for _, x in ipairs({handle or false, prefix or false}) do
+            if x ~= false and type(x) ~= 'string' and type(x) ~= 'number' then error(ENCODE_USAGE, 0) end
+        end
+        if (handle == nil) ~= (prefix == nil) then error(ENCODE_USAGE, 0) end
+        if handle == nil then return encode(v, y.cfg) end
+        handle, prefix = tostring(handle), tostring(prefix)
+        local problem = tag_problem(handle, prefix)
+        if problem then return nil, problem end
+        local text = encode(v, y.cfg)
+        -- The directive makes the document start explicit.
+        if string.sub(text, 1, 3) ~= '---' then text = '---\n' .. text end
+        return '%TAG ' .. handle .. ' ' .. prefix .. '\n' .. text
+    end
+    function y.decode(...)
+        local s, opts = ...
         if type(s) == 'number' then s = tostring(s) end
-        if type(s) ~= 'string' then error('yaml.decode: expected a string', 2) end
+        if type(s) ~= 'string' then error(DECODE_USAGE, 0) end
+        if opts ~= nil and type(opts) ~= 'table' then error(DECODE_USAGE, 0) end
+        if opts ~= nil and opts.tag_only == true then return first_tag(s) end
         local cfg = y.cfg
         if cfg.decode_save_metatables and cfg.decode_invalid_numbers then return decode(s) end
         local out = {decode(s)}

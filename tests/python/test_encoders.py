@@ -545,16 +545,38 @@ for _, s in ipairs({'99999999999999', '100000000000000', '-100000000000000', '92
 end
 local t = yaml.decode('- null\n- ~\n-\n- 1\n')
 p(t[1], t[2], type(t[1]), type(t[2]), string.format('%q', t[3]), t[4])
+-- Characters past the BMP are escaped, as 2.6's libyaml does.
+for _, s in ipairs({'\xF0\x9F\x86\x98', 'a\xF0\x9F\x88\xB2b'}) do
+    local text = yaml.encode(s)
+    p(line(text), yaml.decode(text) == s, line(yaml.encode({s})))
+end
+-- %TAG directives: yaml.encode's tag_handle and tag_prefix, yaml.decode's tag_only.
+local prefix = 'tag:tarantool.io/push,2018'
+p(line(yaml.encode(300, {tag_handle = '!push!', tag_prefix = prefix})), line(yaml.encode({1}, {tag_handle = '!p!', tag_prefix = prefix})))
+for _, handle in ipairs({'!push', 'push!', '', '!a b!', '!!'}) do p(yaml.encode(1, {tag_handle = handle, tag_prefix = prefix})) end
+p(yaml.encode(1, {tag_handle = '!p!', tag_prefix = ''}))
+for _, args in ipairs({{}, {1, 2}, {1, {tag_handle = '!p!'}}, {1, {tag_prefix = 'x'}}, {1, {tag_handle = true, tag_prefix = 'x'}}}) do
+    p(pcall(yaml.encode, unpack(args, 1, table.maxn(args))))
+end
+p(line(yaml.encode(1, nil)), line(yaml.encode(nil)))
+p(yaml.decode(yaml.encode(5, {tag_handle = '!push!', tag_prefix = prefix}), {tag_only = true}))
+p(yaml.decode('%TAG !a! tag:a\n%TAG !b! tag:b\n--- 1\n', {tag_only = true}))
+p(yaml.decode('--- 1\n', {tag_only = true}))
+p(yaml.decode('\n%TAG !t1! tag:1\n--- 1\n...\n\n%TAG !t2! tag:2\n--- 2\n...\n', {tag_only = true}))
+p(yaml.decode('%TAG !push! tag:x\n--- 7\n...\n'), yaml.decode('--- 1', {tag_only = false}), yaml.decode('--- 1', nil))
+for _, args in ipairs({{}, {true}, {'', 1}}) do p(pcall(yaml.decode, unpack(args, 1, table.maxn(args)))) end
 os.exit(0)
 """
 
 
 def test_yaml_binary_escapes_and_big_integers_as_2_6(tmp_path):
     """yaml writes a string that is not printable UTF-8 as !!binary and reads
-    !!binary back (plain, flow, block, over several lines); control bytes get
-    libyaml's escapes; integers from 10^14 decode to int64/uint64 cdata as 2.6's
-    strtoll/strtoull rules give; a null item of a block sequence is box.NULL."""
-    same_output_on_both(tmp_path, "yaml_binary.lua", YAML_TEXT_AND_BINARY, 32)
+    !!binary back (plain, flow, block, over several lines); control bytes and
+    characters past the BMP get libyaml's escapes; integers from 10^14 decode to
+    int64/uint64 cdata as 2.6's strtoll/strtoull rules give; a null item of a
+    block sequence is box.NULL; %TAG directives (encode's tag_handle/tag_prefix
+    with libyaml's checks, decode's tag_only) and the usage errors are 2.6's."""
+    same_output_on_both(tmp_path, "yaml_binary.lua", YAML_TEXT_AND_BINARY, 58)
 
 
 def test_runaway_serialize_hooks_and_deep_tables_are_errors_not_crashes(tmp_path):
