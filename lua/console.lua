@@ -485,19 +485,66 @@ function console.start()
     if stdin ~= nil then stdin:close() end
 end
 
+-- A console's listening socket, as 2.6's console.listen returns it (a socket
+-- server): name() tells its address, close() stops accepting (its sessions go
+-- on; a Unix socket's file is removed).
+local console_server = {}
+console_server.__index = console_server
+
+local function open_server(server)
+    local bound = box.internal.call_op('console_listen', server.uri)
+    local host, port = string.match(bound, '^(.*):(%d+)$')
+    if host ~= nil and not string.find(bound, '/') then
+        server.address = {host = host, port = tonumber(port), family = string.find(host, ':') and 'AF_INET6' or 'AF_INET',
+                          type = 'SOCK_STREAM', protocol = 'tcp'}
+    else
+        server.address = {host = 'unix/', port = bound, family = 'AF_UNIX', type = 'SOCK_STREAM', protocol = 0}
+    end
+    server.bound = bound
+end
+
+local function open_or_closed(server)
+    if server.closed then error('attempt to use closed socket', 3) end
+end
+
+function console_server:name()
+    open_or_closed(self)
+    if self.address == nil then return nil end
+    local copy = {}
+    for k, v in pairs(self.address) do copy[k] = v end
+    return copy
+end
+
+function console_server:close()
+    open_or_closed(self)
+    self.closed = true
+    if self.bound == nil then return true end
+    return box.internal.call_op('console_close', self.bound)
+end
+
+console_server.__tostring = function(self)
+    if self.closed then return 'console: closed' end
+    return 'console: ' .. (self.bound or self.uri)
+end
+
+-- Before box.cfg there is no server yet: the console opens right after it boots
+-- (its name() is nil until then).
 local pending = {}
 
--- Before box.cfg there is no server yet: the console opens right after it boots.
 function console.listen(uri)
+    local server = setmetatable({uri = tostring(uri)}, console_server)
     if box.internal.op == nil then
-        table.insert(pending, tostring(uri))
-        return
+        table.insert(pending, server)
+    else
+        open_server(server)
     end
-    return box.internal.call_op('console_listen', tostring(uri))
+    return server
 end
 
 function box.internal.open_pending_consoles()
-    for _, uri in ipairs(pending) do box.internal.call_op('console_listen', uri) end
+    for _, server in ipairs(pending) do
+        if not server.closed then open_server(server) end
+    end
     pending = {}
 end
 

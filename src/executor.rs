@@ -302,12 +302,21 @@ pub struct Executor {
 /// Requests from the TX thread to the network side.
 #[derive(Debug)]
 pub enum Control {
-    /// Start a text console on `addr`; reply with the bound address.
+    /// Start a text console on `addr`; reply with the bound address (a Unix
+    /// socket's path), which names it to [`Control::ConsoleClose`].
     ConsoleListen {
-        /// `host:port`.
+        /// `host:port` or a Unix socket's path.
         addr: String,
         /// The outcome.
         reply: std::sync::mpsc::Sender<Result<String, String>>,
+    },
+    /// Stop accepting on the console bound at `bound` (its sessions go on); reply
+    /// whether it was open.
+    ConsoleClose {
+        /// What [`Control::ConsoleListen`] replied.
+        bound: String,
+        /// Whether a console was closed.
+        reply: std::sync::mpsc::Sender<bool>,
     },
     /// Serve the binary protocol on `addr` instead of the current address (`None`: stop listening).
     Listen {

@@ -105,28 +105,51 @@ pub async fn control_loop(mut rx: UnboundedReceiver<Control>, ctx: NetContext, m
     // Exited children are reaped as tarantool's event loop reaps them.
     tokio::spawn(crate::children::watch(ctx.tx.clone()));
     let mut consoles = 0u64;
+    // Each open console's accept loop, by its bound address or socket path: what
+    // stops it and the task, which holds the listening socket.
+    let mut accepting: std::collections::HashMap<String, (CancellationToken, tokio::task::JoinHandle<()>)> =
+        std::collections::HashMap::new();
     while let Some(req) = rx.recv().await {
         match req {
             Control::ConsoleListen { addr, reply } => match server::console::Listener::bind(&addr).await {
                 Ok(listener) => {
-                    let bound = listener.bound().unwrap_or_else(|| UNIX_BOUND.to_owned());
+                    let bound = listener.bound().unwrap_or_else(|| addr.clone());
                     tracing::info!(%addr, %bound, "console listening");
-                    let _ = reply.send(Ok(bound));
                     consoles += 1;
                     // Console sessions get ids far from binary ones.
                     let base = (1u64 << 48) * consoles;
-                    ctx.tracker.spawn(server::console::serve(
+                    let accept = ctx.stop.child_token();
+                    let task = ctx.tracker.spawn(server::console::serve(
                         listener,
                         ctx.tx.clone(),
-                        ctx.stop.clone(),
+                        server::console::Stops { accept: accept.clone(), sessions: ctx.stop.clone() },
                         ctx.tracker.clone(),
                         base,
                     ));
+                    if let Some((replaced, _)) = accepting.insert(bound.clone(), (accept, task)) {
+                        replaced.cancel();
+                    }
+                    let _ = reply.send(Ok(bound));
                 }
                 Err(e) => {
                     let _ = reply.send(Err(format!("failed to bind {addr}: {e}")));
                 }
             },
+            Control::ConsoleClose { bound, reply } => {
+                let open = accepting.remove(&bound);
+                if let Some((accept, task)) = open {
+                    accept.cancel();
+                    // Closed once the task has ended: it drops the listening socket.
+                    let _ = task.await;
+                    // A Unix socket's file goes with it, as 2.6's server:close() removes it.
+                    if server::console::is_unix_path(&bound) {
+                        let _ = std::fs::remove_file(&bound);
+                    }
+                    let _ = reply.send(true);
+                } else {
+                    let _ = reply.send(false);
+                }
+            }
             Control::Listen { addr, instance_uuid, reply } => {
                 // As 2.6: the new address is bound first; the old socket closes once it is.
                 let outcome = match addr {

@@ -566,6 +566,14 @@ fn run(lua: &Lua, cx: &mut Context, op: &str, args: &[Value]) -> Result<Value, F
             };
             open_listener(lua, control, |reply| crate::executor::Control::ConsoleListen { addr, reply })?
         }
+        "console_close" => {
+            let bound: String = arg(lua, args, 1)?;
+            let Some(control) = cx.control.as_ref() else { return Ok(Value::Boolean(false)) };
+            let (reply, closed) = std::sync::mpsc::channel();
+            let gone = || mlua::Error::runtime("the network side is gone");
+            control.send(crate::executor::Control::ConsoleClose { bound, reply }).map_err(|_| gone())?;
+            Value::Boolean(closed.recv().map_err(|_| gone())?)
+        }
         "exit" => {
             let status: i32 = arg(lua, args, 1)?;
             lua.set_app_data(ExitRequest(status));

@@ -48,7 +48,7 @@ impl Listener {
     /// # Errors
     /// The bind's.
     pub async fn bind(addr: &str) -> std::io::Result<Self> {
-        if addr.contains('/') {
+        if is_unix_path(addr) {
             let _ = std::fs::remove_file(addr);
             Ok(Self::Unix(UnixListener::bind(addr)?))
         } else {
@@ -78,11 +78,26 @@ trait Stream: AsyncRead + AsyncWrite + Send + Unpin {}
 
 impl<S: AsyncRead + AsyncWrite + Send + Unpin> Stream for S {}
 
-/// Serves console connections until `stop`.
+/// When a console stops: accepting (its `close()`, or the server's stop), and its
+/// sessions (the server's stop only).
+pub struct Stops {
+    /// Ends the accept loop; the listening socket closes with it.
+    pub accept: CancellationToken,
+    /// Ends the sessions.
+    pub sessions: CancellationToken,
+}
+
+/// Whether a console address is a Unix socket's path (as [`Listener::bind`] tells).
+#[must_use]
+pub fn is_unix_path(addr: &str) -> bool {
+    addr.contains('/')
+}
+
+/// Serves console connections until `stops.accept`; each runs until `stops.sessions`.
 pub async fn serve(
     listener: Listener,
     tx: UnboundedSender<TxMessage>,
-    stop: CancellationToken,
+    stops: Stops,
     tracker: TaskTracker,
     first_session_id: u64,
 ) {
@@ -90,7 +105,7 @@ pub async fn serve(
     loop {
         let accepted = tokio::select! {
             a = listener.accept() => a,
-            () = stop.cancelled() => return,
+            () = stops.accept.cancelled() => return,
         };
         let Ok(socket) = accepted else { continue };
         next += 1;
@@ -100,7 +115,7 @@ pub async fn serve(
         if tx.send(TxMessage::Connect { session_id: next, salt: [0; 32], out, peer: None, fd: -1 }).is_err() {
             return;
         }
-        let (tx, stop) = (tx.clone(), stop.clone());
+        let (tx, stop) = (tx.clone(), stops.sessions.clone());
         tracker.spawn(run(socket, next, out_rx, tx, stop));
     }
 }

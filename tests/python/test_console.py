@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from conftest import ADMIN_PASSWORD, start_oncebox, start_tarantool
+from conftest import ADMIN_PASSWORD, same_output_on_both, start_oncebox, start_tarantool
 from iproto_raw import EVAL, Raw
 
 SETUP = "s = box.schema.space.create('t') s:create_index('pk') s:insert{1, 'Alice', 55} s:insert{2, [[it's]], {a = 1}}"
@@ -147,3 +147,34 @@ def test_tarantoolctl_connect_interactive(servers):
     assert "---\r\n- 2\r\n...\r\n" in got[2]
     assert "- error: User 'who' is not found\r\n" in got[4]
     assert "- [1, 'Alice', 55]\r\n" in got[7]
+
+
+CONSOLE_SERVER = r"""
+box.cfg{}
+local console, socket, fio = require('console'), require('socket'), require('fio')
+local function show(t) local ks = {} for k, v in pairs(t) do ks[#ks+1] = k .. '=' .. tostring(v) end table.sort(ks) return table.concat(ks, ' ') end
+local s = console.listen('127.0.0.1:0')
+local name = s:name()
+print(type(s), show(name):gsub('port=%d+', 'port=N'), name.port > 0)
+local u = console.listen('unix/:./c.sock')
+print(show(u:name()), fio.path.exists('./c.sock'))
+local c = socket.tcp_connect('127.0.0.1', name.port)
+print(c:read{chunk = 128}:match('^Tarantool .*console') ~= nil)
+c:write('1 + 1\n') print(c:read('\n...\n'))
+print(s:close(), u:close())
+print(socket.tcp_connect('127.0.0.1', name.port), socket.tcp_connect('unix/', './c.sock'), fio.path.exists('./c.sock'))
+for _, f in ipairs({s.name, s.close}) do
+    local ok, err = pcall(f, s)
+    print(ok, tostring(err):match('attempt to use closed socket$'))
+end
+c:write('2 + 2\n') print(c:read('\n...\n'))
+os.exit(0)
+"""
+
+
+def test_console_listen_returns_a_server_to_name_and_close(tmp_path):
+    """console.listen gives 2.6's socket server: name() tells the bound address
+    (port 0 gets a free one; a Unix socket's path), close() stops accepting and
+    removes a Unix socket's file while the sessions go on, and a closed one
+    refuses name() and close() again."""
+    same_output_on_both(tmp_path, "console_server.lua", CONSOLE_SERVER, 15)
