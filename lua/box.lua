@@ -2219,7 +2219,11 @@ end})
 local cfg_static = {work_dir = true, wal_mode = true, wal_dir = true, memtx_dir = true, vinyl_dir = true,
                     memtx_memory = false, pid_file = true, background = true, username = true,
                     instance_uuid = true, replicaset_uuid = true, slab_alloc_factor = true,
-                    log_format = true, coredump = true, hot_standby = true, strip_core = true}
+                    coredump = true, hot_standby = true, strip_core = true}
+-- The logger's options (log, log_level, log_format, log_nonblock) are checked
+-- and taken by the log module: `log` and `log_nonblock` are set once, by
+-- log.cfg{} or the first box.cfg{}.
+
 local cfg_known = {
     listen = 'string, number', memtx_memory = 'number', memtx_min_tuple_size = 'number', memtx_max_tuple_size = 'number',
     memtx_dir = 'string', wal_dir = 'string', work_dir = 'string', vinyl_dir = 'string', vinyl_memory = 'number',
@@ -2335,6 +2339,27 @@ local function cfg_load()
     if internal.booted or not internal.script_mode then cfg_publish() end
 end
 
+-- Refuses `opts` when a log option of it is one the logger cannot take, as 2.6.
+local function check_log_options(opts)
+    -- The options set once first, as 2.6 reports them.
+    for _, k in ipairs({'log', 'log_nonblock', 'log_level', 'log_format'}) do
+        local v = opts[k]
+        if not is_null(v) then
+            local ok, why = internal.log_box_check(k, v, opts)
+            if not ok then raise(59, "Incorrect value for option '%s': %s", k, why) end
+        end
+    end
+end
+
+-- The logger changed `key` (log.level(), log.cfg{}...): box.cfg shows it, once
+-- the instance is configured.
+function internal.cfg_from_log(key, value)
+    if internal.script_mode and not internal.booted then return end
+    cfg_load()
+    cfg_values[key] = value
+    if rawget(box.cfg, key) ~= nil then rawset(box.cfg, key, value) end
+end
+
 box.cfg = setmetatable({}, {
     __index = function(_, k)
         cfg_load()
@@ -2344,12 +2369,14 @@ box.cfg = setmetatable({}, {
         if internal.script_mode and not internal.booted then
             -- The first box.cfg of a script: the server boots the engine, then resumes here.
             for k, v in pairs(opts or {}) do check_cfg_value(k, v) end
+            check_log_options(opts or {})
             coroutine.yield('box.cfg', opts or {})
             internal.booted = true
             internal.sync_session_triggers()
             internal.run_schema_init_triggers()
             cfg_values = nil
             cfg_load()
+            internal.log_box_booted(opts or {})
             if internal.open_pending_consoles then internal.open_pending_consoles() end
             if opts and opts.read_only ~= nil then op('set_read_only', opts.read_only) end
             if opts and opts.memtx_max_tuple_size ~= nil then op('max_tuple_size', opts.memtx_max_tuple_size) end
@@ -2365,6 +2392,7 @@ box.cfg = setmetatable({}, {
                 raise(58, "Can't set option '%s' dynamically", k)
             end
         end
+        check_log_options(opts or {})
         for k, v in pairs(opts or {}) do
             -- box.NULL restores an option's default; an empty listen stops listening.
             if is_null(v) or (k == 'listen' and v == '') then v = cfg_defaults[k] end
@@ -2372,6 +2400,7 @@ box.cfg = setmetatable({}, {
             if k == 'read_only' then op('set_read_only', v) end
             if k == 'memtx_max_tuple_size' then op('max_tuple_size', v) end
             if k == 'checkpoint_wal_threshold' then op('checkpoint_wal_threshold', v) end
+            if (k == 'log_level' or k == 'log_format') and v ~= nil then internal.log_box_set(k, v) end
             if k == 'listen' and v ~= cfg_values.listen then
                 local bound = op('listen', v)
                 internal.listen_bound = bound ~= '' and bound or nil

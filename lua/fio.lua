@@ -167,9 +167,10 @@ end
 
 ffi.metatype('struct fio_handle', {
     __index = handle_methods,
-    -- A handle dropped without close() closes its file.
+    -- A handle dropped without close() closes its file (not while the state
+    -- closes: the process is ending, and native functions are going).
     __gc = function(handle)
-        if handle.fh >= 0 then native.close(handle.fh) end
+        if handle.fh >= 0 and not box.internal.closing then native.close(handle.fh) end
     end,
 })
 

@@ -1,6 +1,7 @@
 -- log: Tarantool 2.6's log module. Lines go to stderr in Tarantool's plain format
 -- (`2026-01-01 12:00:00.000 [pid] main/101/main I> text`, file:line added for warnings
--- and errors) or its json format; before box.cfg{} only the text is written, as there.
+-- and errors) or its json format; before log.cfg{} or box.cfg{} only the text is
+-- written, as there.
 -- Arguments are formatted with string.format; a lone table is json-encoded.
 
 local type = type -- the builtin, not the one user code sees (box.lua)
@@ -12,14 +13,18 @@ local LEVELS = {fatal = 0, syserror = 1, error = 2, crit = 3, warn = 4, info = 5
 local LETTERS = {[0] = 'F', '!', 'E', 'C', 'W', 'I', 'V', 'D'}
 local NAMES = {[0] = 'FATAL', 'SYSERROR', 'ERROR', 'CRIT', 'WARN', 'INFO', 'VERBOSE', 'DEBUG'}
 
--- log.level() overrides box.cfg's log_level; the default is info.
-local level_override, format = nil, 'plain'
+-- The logger's settings, as 2.6's log.cfg shows them: `log` (the target, nil
+-- for standard error) and `nonblock` are set once (by log.cfg{} or the first
+-- box.cfg{}), `level` and `format` at any time, by log.cfg{}, log.level(),
+-- log.log_format() or box.cfg{}, each shown by the other.
+local settings = {level = 5, format = 'plain'}
+-- Whether the target is set (log.cfg{} or box.cfg{} configured the logger).
+local initialized = false
 
 local function current_level()
-    if level_override ~= nil then return level_override end
-    local ok, v = pcall(function() return box.cfg.log_level end)
-    if ok and type(v) == 'string' then return LEVELS[v] or 5 end
-    return ok and tonumber(v) or 5
+    local level = settings.level
+    if type(level) == 'string' then return LEVELS[level] or 5 end
+    return tonumber(level) or 5
 end
 
 -- `sep` is ' ' in plain lines and 'T' in json ones.
@@ -37,20 +42,37 @@ local function fiber_tag()
     return me:id(), me:name()
 end
 
+-- Keys of a logged table that the line's own fields take: 2.6 drops them from
+-- the table (the caller's table, as there).
+local SPECIAL_FIELDS = {'file', 'level', 'pid', 'line', 'cord_name', 'fiber_name', 'fiber_id', 'error_msg'}
+
+-- 2.6's logger writes at most this much of a line (SAY_BUF_LEN_MAX, 16 KiB).
+local MAX_LINE_BYTES = 16 * 1024 - 1
+
+local function emit(line) native.log_write(string.sub(line, 1, MAX_LINE_BYTES)) end
+
 local function write(level, fmt, ...)
     if level > current_level() then return end
     local msg
     if select('#', ...) ~= 0 then
         local ok, res = pcall(string.format, tostring(fmt), ...)
-        if not ok then error(res, 0) end
+        -- Raised where log.info() and the others were called, as 2.6 does (they
+        -- call this function in a tail call: level 2 is their caller).
+        if not ok then error(res, 2) end
         msg = res
-    elseif type(fmt) == 'table' and format == 'plain' then
+    elseif type(fmt) == 'table' then
+        for _, field in ipairs(SPECIAL_FIELDS) do fmt[field] = nil end
+    end
+    if msg ~= nil then
+        -- formatted above
+    elseif type(fmt) == 'table' and settings.format == 'plain' then
         msg = json.encode(fmt)
     else
         msg = tostring(fmt)
     end
-    if box.internal.op == nil then
-        native.log_write(msg)
+    -- Until log.cfg{} or a script's box.cfg{} sets the logger up, 2.6 writes the text alone.
+    if not initialized and box.internal.script_mode and not box.internal.booted then
+        emit(msg)
         return
     end
     -- The caller's position: error() at level 3 names it as 2.6's log does.
@@ -58,14 +80,14 @@ local function write(level, fmt, ...)
     local _, where = pcall(error, '', 3)
     local file, line = string.match(tostring(where), '^(.*):(%d+): $')
     file, line = file or '?', tonumber(line) or 0
-    if format == 'json' then
+    if settings.format == 'json' then
         local body
         if type(fmt) == 'table' and select('#', ...) == 0 then
             body = string.sub(json.encode(fmt), 2, -2)
         else
             body = '"message": ' .. json.encode(msg)
         end
-        native.log_write(string.format('{"time": "%s", "level": "%s", %s, "pid": %d , "cord_name": "main", ' ..
+        emit(string.format('{"time": "%s", "level": "%s", %s, "pid": %d , "cord_name": "main", ' ..
             '"fiber_id": %d, "fiber_name": %s, "file": %s, "line": %d}', timestamp('T') .. os.date('%z'),
             NAMES[level], body, native.pid(), fid, json.encode(fname), json.encode(file), line))
         return
@@ -74,8 +96,9 @@ local function write(level, fmt, ...)
     if level == LEVELS.warn or level == LEVELS.error or level == LEVELS.syserror then
         where = string.format('%s:%d ', file, line)
     end
-    native.log_write(string.format('%s [%d] main/%d/%s %s%s> %s', timestamp(' '), native.pid(), fid, fname, where,
-        LETTERS[level], msg))
+    local line = string.format('%s [%d] main/%d/%s %s%s> %s', timestamp(' '), native.pid(), fid, fname, where,
+        LETTERS[level], msg)
+    emit(line)
 end
 
 for name, level in pairs(LEVELS) do
@@ -84,35 +107,144 @@ for name, level in pairs(LEVELS) do
     end
 end
 
-local function parse_level(level)
-    if type(level) == 'string' then return LEVELS[level] or error("log: unknown level '" .. level .. "'", 3) end
-    if type(level) ~= 'number' then error('log.level: expected a number or a level name', 3) end
-    return level
+local LEVEL_LIST = 'crit,warn,info,debug,syserror,verbose,fatal,error'
+
+local function is_syslog(target) return type(target) == 'string' and string.sub(target, 1, 7) == 'syslog:' end
+
+-- 2.6's checks of one setting: true, or false and why. `target` is the log
+-- target the format is for (the one set, when nil).
+local function check_level(level)
+    if type(level) == 'string' then
+        if LEVELS[level] == nil then return false, 'expected ' .. LEVEL_LIST end
+    elseif type(level) ~= 'number' then
+        return false, 'must be a number or a string'
+    end
+    return true
 end
 
-log.cfg = setmetatable({level = 5, format = 'plain'}, {
-    __call = function(self, opts)
+local function check_format(name, target)
+    if name ~= 'plain' and name ~= 'json' then return false, 'expected json,plain' end
+    if name == 'json' and is_syslog(target or settings.log) then return false, "json can't be used with syslog logger" end
+    return true
+end
+
+-- `log` and `nonblock` are set once.
+local function check_static(key, v)
+    if initialized and settings[key] ~= v then return false, "can't be set dynamically" end
+    return true
+end
+
+-- box.cfg's name of each setting.
+local BOX_KEYS = {log = 'log', nonblock = 'log_nonblock', level = 'log_level', format = 'log_format'}
+
+-- Shows a setting in box.cfg (once box.cfg{} has configured the instance).
+local function show_in_box_cfg(key)
+    local update = box.internal.cfg_from_log
+    if update ~= nil then update(BOX_KEYS[key], settings[key]) end
+end
+
+local function set_level(level, from_box_cfg)
+    settings.level = type(level) == 'string' and LEVELS[level] or level
+    if not from_box_cfg then show_in_box_cfg('level') end
+end
+
+local function set_format(name, from_box_cfg)
+    settings.format = name
+    if not from_box_cfg then show_in_box_cfg('format') end
+end
+
+-- Points the logger at `target` (a file, relative to the work directory), once.
+local function set_target(target, nonblock)
+    if target ~= nil then
+        local ok, err = native.log_to_file(tostring(target))
+        if not ok then error(err, 3) end
+    end
+    settings.log, settings.nonblock, initialized = target, nonblock or nil, true
+end
+
+-- log.cfg: the settings as fields; called with a table, it sets them, as 2.6's:
+-- the target once, level and format at any time.
+log.cfg = setmetatable(settings, {
+    __call = function(_, opts)
         opts = opts or {}
-        if opts.level ~= nil then level_override = parse_level(opts.level) self.level = level_override end
-        if opts.format ~= nil then format = opts.format self.format = format end
-        if opts.log ~= nil then
-            local ok, err = native.log_to_file(tostring(opts.log))
-            if not ok then error(err, 2) end
-            self.log = opts.log
+        local target = opts.log
+        if target == '' then target = nil end
+        local function refuse(key, why) error(string.format("log.cfg: '%s' %s", key, why), 2) end
+        if opts.format ~= nil then
+            local ok, why = check_format(opts.format, target)
+            if not ok then refuse('format', why) end
         end
+        if opts.level ~= nil then
+            local ok, why = check_level(opts.level)
+            if not ok then refuse('level', why) end
+        end
+        if opts.nonblock ~= nil and type(opts.nonblock) ~= 'boolean' then
+            error("log.cfg: 'nonblock' option must be 'true' or 'false'", 2)
+        end
+        if initialized then
+            for _, key in ipairs({'log', 'nonblock'}) do
+                local v = key == 'log' and target or opts.nonblock
+                if v ~= nil then
+                    local ok, why = check_static(key, v)
+                    if not ok then refuse(key, why) end
+                end
+            end
+        else
+            set_target(target, opts.nonblock)
+            show_in_box_cfg('log')
+            show_in_box_cfg('nonblock')
+        end
+        if opts.level ~= nil then set_level(opts.level) end
+        if opts.format ~= nil then set_format(opts.format) end
     end,
 })
 
+-- log.level(level): sets the level (a number or a name), as 2.6's.
 function log.level(level)
-    if level == nil then return current_level() end
-    level_override = parse_level(level)
-    log.cfg.level = level_override
+    local ok, why = check_level(level)
+    if not ok then error(why) end
+    set_level(level)
 end
 
+-- log.log_format(name): 'plain' or 'json' (not json to syslog), as 2.6's.
 function log.log_format(name)
-    if name ~= 'plain' and name ~= 'json' then error("log_format: expected 'plain' or 'json'", 2) end
-    format = name
-    log.cfg.format = name
+    local ok, why = check_format(name)
+    if not ok then error(why) end
+    set_format(name)
+end
+
+-- box.cfg's side. check(key, value, opts): whether box.cfg{} may set the log
+-- option `key` (box.cfg's name) to `value`, opts being the whole call's; true,
+-- or false and why.
+function box.internal.log_box_check(key, value, opts)
+    if key == 'log_level' then return check_level(value) end
+    if key == 'log_format' then return check_format(value, opts.log) end
+    if key == 'log' then return check_static('log', value) end
+    if key == 'log_nonblock' then return check_static('nonblock', value) end
+    return true
+end
+
+-- box.cfg{} set `key` (box.cfg's name) to `value`: the logger follows.
+function box.internal.log_box_set(key, value)
+    if key == 'log_level' then set_level(value, true) end
+    if key == 'log_format' then set_format(value, true) end
+end
+
+-- The first box.cfg{} booted with `opts` (the server opened its `log` target):
+-- the logger takes box.cfg's settings, and box.cfg shows the logger's others.
+function box.internal.log_box_booted(opts)
+    if not initialized then
+        local target = opts.log
+        if target == '' then target = nil end
+        settings.log, settings.nonblock, initialized = target, opts.log_nonblock or nil, true
+    end
+    for key, box_key in pairs(BOX_KEYS) do
+        if opts[box_key] ~= nil then
+            box.internal.log_box_set(box_key, opts[box_key])
+        else
+            show_in_box_cfg(key)
+        end
+    end
 end
 
 -- A script's main fiber failed after box.cfg{}: 2.6's logger writes the error
@@ -139,6 +271,15 @@ function box.internal.log_entering_event_loop()
 end
 
 function log.pid() return native.pid() end
-function log.rotate() return true end
+
+-- log.rotate(): the log file is opened again (after a rename, a new one begins
+-- with 2.6's line saying so).
+function log.rotate()
+    if settings.log ~= nil then
+        local ok, err = native.log_to_file(tostring(settings.log))
+        if not ok then error(err, 2) end
+    end
+    write(LEVELS.info, 'log file has been reopened')
+end
 
 package.loaded.log = log

@@ -343,7 +343,10 @@ local function serialize(ph)
     return info_of(s)
 end
 
+-- (Not while the state closes at exit: as 2.6, which never runs finalizers
+-- then, the children are left alone, and native functions are going.)
 local function gc(ph)
+    if box.internal.closing then return end
     local s = type(ph) == 'userdata' and states[ph]
     if s then release(s) end
 end

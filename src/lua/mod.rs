@@ -68,7 +68,7 @@ const MODULES: [(&str, &str); 31] = [
     ("=digest.lua", include_str!("../../lua/digest.lua")),
     ("=builtin/crypto.lua", include_str!("../../lua/crypto.lua")),
     ("=clock.lua", include_str!("../../lua/clock.lua")),
-    ("=log.lua", include_str!("../../lua/log.lua")),
+    ("=builtin/log.lua", include_str!("../../lua/log.lua")),
     ("=fun.lua", include_str!("../../lua/fun.lua")),
     ("=builtin/internal.trigger.lua", include_str!("../../lua/trigger.lua")),
     ("=yaml.lua", include_str!("../../lua/yaml.lua")),
@@ -189,6 +189,18 @@ pub struct LuaRuntime {
     hot: std::cell::OnceCell<Hot>,
     /// Flags Lua sets for the executor (also in the app data, where Lua sets them).
     signals: std::rc::Rc<dispatch::Signals>,
+}
+
+impl Drop for LuaRuntime {
+    /// The state is about to close, running the finalizers of what is still alive:
+    /// those that call into Rust (fio's and popen's handles) must not, as the
+    /// functions they would call are being freed with it. (2.6 never closes its
+    /// state: its finalizers do not run at exit either.)
+    fn drop(&mut self) {
+        if let Err(e) = self.lua.load("box.internal.closing = true").exec() {
+            tracing::warn!(error = %e, "cannot mark the Lua state as closing");
+        }
+    }
 }
 
 /// `box.internal` and the functions of it every CALL/EVAL goes through: found once,

@@ -10,7 +10,9 @@ box.info.lsn, signature, vclock, replication and cluster; box.schema.index
 (create, rename, alter, drop by ids) and space objects already held showing a
 schema change at once.
 """
-from conftest import LUA_PRINT_COUNTED, same_output_on_both
+import subprocess
+
+from conftest import LUA_PRINT_COUNTED, ONCEBOX, same_output_on_both
 
 SCRIPT = r"""
 box.cfg{listen = os.getenv('LISTEN')}
@@ -398,3 +400,99 @@ def test_wait_ro_and_wait_rw_before_box_cfg_return_once_it_is_done(tmp_path):
     """Before box.cfg{} the instance is neither read-only nor writable: wait_ro and
     wait_rw both block (or time out) until box.cfg{} is done, then return, as 2.6's."""
     same_output_on_both(tmp_path, "wait_before_cfg.lua", WAIT_BEFORE_CFG, 5)
+
+
+# log.cfg, log.level, log.log_format and box.cfg's log options, each shown by
+# the other; the options set once; 2.6's checks and texts (positions stripped).
+LOG_SETTINGS = r"""
+-- (2.6 crashes in log_destroy at the exit of this script: nothing may wait in a buffer.)
+io.stdout:setvbuf('no')
+local log, json = require('log'), require('json')
+local function p(...)
+    local t = {...}
+    for i = 1, select('#', ...) do t[i] = (tostring(t[i]):gsub('^builtin/log%.lua:%d+: ', '')) end
+    print(table.concat(t, ' | '))
+end
+p(log.cfg.log, log.cfg.level, log.cfg.format, log.cfg.nonblock)
+p(pcall(log.cfg, {log = 'syslog:', format = 'json'}))
+p(pcall(box.cfg, {log = 'syslog:', log_format = 'json'}))
+p(pcall(log.cfg, {level = 'nope'}))
+p(pcall(log.cfg, {format = 'nope'}))
+p(pcall(log.cfg, {nonblock = 1}))
+log.cfg{log = '1.log', level = 6}
+p(log.cfg.log, log.cfg.level, log.cfg.format)
+log.cfg{format = 'json', level = 'verbose'}
+local file = io.open('1.log')
+while file:read() do end
+log.verbose('json message')
+p(json.decode(file:read()).message)
+log.log_format('plain')
+box.cfg{log = '1.log', log_level = 6}
+p(box.cfg.log, box.cfg.log_level, box.cfg.log_format, log.cfg.level)
+for _, level in ipairs({'fatal', 'syserror', 'crit', 'debug', 'info'}) do
+    log.cfg{level = level}
+    p(level, log.cfg.level, box.cfg.log_level)
+end
+p(pcall(box.cfg, {log_level = 4, log = '2.txt'}))
+p(box.cfg.log_level, log.cfg.level, box.cfg.log)
+p(pcall(box.cfg, {log_nonblock = true}))
+p(pcall(log.cfg, {log = '3.log'}))
+log.level(3)
+log.log_format('json')
+p(box.cfg.log_level, box.cfg.log_format, log.cfg.level, log.cfg.format)
+box.cfg{log_level = 5, log_format = 'plain'}
+p(box.cfg.log_level, box.cfg.log_format, log.cfg.level, log.cfg.format)
+p(pcall(box.cfg, {log_format = 'json', log = 'syslog:identity:tarantool'}))
+p(pcall(log.log_format, 'nope'))
+p(pcall(log.level, 'nope'))
+p(pcall(log.level, {}))
+local function help() log.info('%s %s', 'one') end
+xpcall(help, function(err) p(err:match('^[^:]+%.lua:') ~= nil, err:match('bad argument #3') ~= nil) end)
+local t = {key = 'value', level = 48, pid = 1, file = 'f', message = 'm'}
+log.info(t)
+p(t.level, t.pid, t.file, t.message)
+log.info(string.rep('a', 32000))
+while file:read() do end
+log.info(string.rep('b', 32000))
+p(#file:read() < 20000)
+os.rename('1.log', '1.log.old')
+log.rotate()
+-- 2.6 reopens the file in another thread: the new one is waited for.
+local new, first
+for _ = 1, 500 do
+    new = new or io.open('1.log')
+    first = new and new:read()
+    if first then break end
+    require('fiber').sleep(0.01)
+end
+p(first ~= nil and first:match('log file has been reopened') ~= nil)
+os.exit(0)
+"""
+
+
+def test_log_settings_and_box_cfg_log_options_follow_each_other_as_2_6(tmp_path):
+    """log.cfg{} sets the target once and the level and format at any time,
+    log.level() and log.log_format() too, and box.cfg shows each, as 2.6's;
+    box.cfg{} refuses a new log or log_nonblock (nothing applied) and json to
+    syslog; 2.6's texts for bad values; a format error points at the caller; a
+    logged table loses the line's own keys; lines stop at 16 KiB; log.rotate()
+    reopens the file and says so."""
+    same_output_on_both(tmp_path, "log_settings.lua", LOG_SETTINGS, 28)
+
+
+def test_open_fio_and_popen_handles_at_exit_do_not_crash_the_state_close(tmp_path):
+    """Handles still open when the process ends (by os.exit or at the script's
+    end) are not finalized into freed native functions: the exit is clean
+    (oncebox crashed in LuaJIT's final sweep)."""
+    script = tmp_path / "open_at_exit.lua"
+    script.write_text(
+        "box.cfg{}\n"
+        "local fio, popen = require('fio'), require('popen')\n"
+        "handles = {}\n"
+        "for i = 1, 50 do handles[i] = fio.open(arg[0]) handles[i]:read(10) end\n"
+        "local ph = popen.shell('sleep 0.1', 'r')\n"
+        "print('done')\n"
+        "os.exit(0)\n")
+    for _ in range(3):
+        r = subprocess.run([ONCEBOX, str(script)], capture_output=True, text=True, timeout=60, cwd=tmp_path)
+        assert (r.returncode, r.stdout) == (0, "done\n"), r.stderr
