@@ -388,9 +388,11 @@ local function new_handle(s)
     return ph
 end
 
-function popen.new(argv, opts)
-    if type(argv) ~= 'table' then wrong('new', 'argv', 'table', argv, argv ~= nil) end
-    if opts ~= nil and type(opts) ~= 'table' then wrong('new', 'opts', 'table or nil', opts, true) end
+-- (Arguments are told by their type: box.NULL, a NULL cdata, is no nil here.)
+function popen.new(...)
+    local argv, opts = ...
+    if type(argv) ~= 'table' then wrong('new', 'argv', 'table', argv, select('#', ...) > 0) end
+    if type(opts) ~= 'nil' and type(opts) ~= 'table' then wrong('new', 'opts', 'table or nil', opts, true) end
     local parsed, env = parse_opts(opts or {})
     local args = {}
     for i, arg in ipairs(argv) do
@@ -414,9 +416,10 @@ function popen.new(argv, opts)
     return new_handle({pid = pid, fds = fds, opts = parsed, command = command_line(args)})
 end
 
-function popen.shell(command, mode)
-    if type(command) ~= 'string' then wrong('shell', 'command', 'string', command, command ~= nil) end
-    if mode ~= nil and type(mode) ~= 'string' then wrong('shell', 'mode', 'string or nil', mode, true) end
+function popen.shell(...)
+    local command, mode = ...
+    if type(command) ~= 'string' then wrong('shell', 'command', 'string', command, select('#', ...) > 0) end
+    if type(mode) ~= 'nil' and type(mode) ~= 'string' then wrong('shell', 'mode', 'string or nil', mode, true) end
     local opts = {shell = true, setsid = true, group_signal = true}
     for ch in (mode or ''):gmatch('.') do
         if ch == 'r' then opts.stdout = 'pipe'
