@@ -7,7 +7,7 @@
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
-use std::os::unix::fs::{DirBuilderExt, FileExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, FileExt, MetadataExt, PermissionsExt};
 use std::os::unix::io::AsRawFd;
 
 use std::collections::HashMap;
@@ -16,15 +16,6 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use mlua::{IntoLuaMulti, Lua, LuaString, MultiValue, Table, Value};
-
-/// `O_ACCMODE`, `O_WRONLY`, `O_RDWR`, `O_CREAT`, `O_EXCL`, `O_TRUNC` and `O_APPEND` on Linux.
-const O_ACCMODE: i32 = 0o3;
-const O_WRONLY: i32 = 0o1;
-const O_RDWR: i32 = 0o2;
-const O_CREAT: i32 = 0o100;
-const O_EXCL: i32 = 0o200;
-const O_TRUNC: i32 = 0o1000;
-const O_APPEND: i32 = 0o2000;
 
 /// Reads are capped at this many bytes per call (a size taken from a huge file's
 /// stat must not reserve that much at once).
@@ -252,28 +243,12 @@ fn add_file_calls(lua: &Lua, t: &Table) -> mlua::Result<()> {
     Ok(())
 }
 
-/// Opens `path` with open(2)'s `flags` and `mode`.
+/// Opens `path` with open(2)'s `flags` and `mode`, passed through as they are
+/// (as 2.6 does: `O_CREAT` without write access creates the file).
 fn open(path: &Path, flags: i32, mode: u32) -> std::io::Result<File> {
-    let mut o = OpenOptions::new();
-    match flags & O_ACCMODE {
-        O_WRONLY => o.write(true),
-        O_RDWR => o.read(true).write(true),
-        _ => o.read(true),
-    };
-    if flags & O_APPEND != 0 {
-        o.append(true);
-    }
-    if flags & O_TRUNC != 0 {
-        o.truncate(true);
-    }
-    if flags & O_CREAT != 0 {
-        if flags & O_EXCL != 0 {
-            o.create_new(true);
-        } else {
-            o.create(true);
-        }
-    }
-    o.custom_flags(flags & !(O_ACCMODE | O_APPEND | O_TRUNC | O_CREAT | O_EXCL)).mode(mode).open(path)
+    let flags = rustix::fs::OFlags::from_bits_retain(flags.cast_unsigned()) | rustix::fs::OFlags::CLOEXEC;
+    let fd = rustix::fs::open(path, flags, rustix::fs::Mode::from_raw_mode(mode))?;
+    Ok(File::from(fd))
 }
 
 /// A name for `fio.tempdir`: random, so that concurrent servers do not collide.

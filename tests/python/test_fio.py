@@ -230,10 +230,29 @@ os.exit(0)
 """
 
 
+# open(2)'s flags as given: O_CREAT without write access creates the file
+# (tarantoolctl's test makes its stale socket file so), O_EXCL refuses one there.
+OPEN_FLAGS = r"""
+local fio = require('fio')
+local work = os.getenv('WORK')
+local function try(...) local h, e = fio.open(...) print(h ~= nil, e ~= nil) if h then h:close() end end
+try(work .. '/created', 'O_CREAT')
+print(fio.path.exists(work .. '/created'), fio.stat(work .. '/created').size)
+try(work .. '/created', {'O_CREAT', 'O_EXCL'})
+try(work .. '/excl', {'O_CREAT', 'O_EXCL', 'O_RDWR'}, tonumber('644', 8))
+try(work .. '/missing', 'O_RDONLY')
+try(work .. '/created', {'O_RDONLY', 'O_TRUNC'})
+local h = fio.open(work .. '/appended', {'O_CREAT', 'O_WRONLY', 'O_APPEND'}, tonumber('644', 8))
+h:write('ab') h:seek(0) h:write('cd') h:close()
+print(fio.open(work .. '/appended'):read())
+os.exit(0)
+"""
+
+
 @pytest.mark.parametrize(
     "name, script, lines",
     [("handles_and_calls", HANDLES_AND_CALLS, 55), ("edges", EDGES, 42), ("paths", PATHS, 16),
-     ("dirname_and_glob", DIRNAME_AND_GLOB, 17), ("descriptors", DESCRIPTORS, 5)],
+     ("dirname_and_glob", DIRNAME_AND_GLOB, 17), ("descriptors", DESCRIPTORS, 5), ("open_flags", OPEN_FLAGS, 7)],
 )
 def test_fio_matches_tarantool(tmp_path, name, script, lines):
     same_output_on_both(tmp_path, f"fio_{name}.lua", WORK_AS_TEXT + script, lines)
