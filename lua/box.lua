@@ -2378,6 +2378,7 @@ box.cfg = setmetatable({}, {
             cfg_load()
             internal.log_box_booted(opts or {})
             if internal.open_pending_consoles then internal.open_pending_consoles() end
+            if internal.cfg_done then internal.cfg_done:broadcast() end
             if opts and opts.read_only ~= nil then op('set_read_only', opts.read_only) end
             if opts and opts.memtx_max_tuple_size ~= nil then op('max_tuple_size', opts.memtx_max_tuple_size) end
             if opts and opts.checkpoint_wal_threshold ~= nil then
@@ -2516,9 +2517,12 @@ local function wait_mode(read_only, timeout)
     local deadline = timeout and fiber.clock() + timeout
     local function unconfigured() return internal.script_mode and not internal.booted end
     if unconfigured() then
+        -- Woken in the order they began, by box.cfg{} once it is done.
+        internal.cfg_done = internal.cfg_done or fiber.cond()
         repeat
-            if deadline and fiber.clock() >= deadline then error('timed out', 0) end
-            fiber.sleep(0.01)
+            local left = deadline and deadline - fiber.clock()
+            if left and left <= 0 then error('timed out', 0) end
+            internal.cfg_done:wait(left)
         until not unconfigured()
         return
     end

@@ -18,8 +18,10 @@ local NAMES = {[0] = 'FATAL', 'SYSERROR', 'ERROR', 'CRIT', 'WARN', 'INFO', 'VERB
 -- box.cfg{}), `level` and `format` at any time, by log.cfg{}, log.level(),
 -- log.log_format() or box.cfg{}, each shown by the other.
 local settings = {level = 5, format = 'plain'}
--- Whether the target is set (log.cfg{} or box.cfg{} configured the logger).
+-- Whether the target is set (log.cfg{} or a script's box.cfg{} configured the
+-- logger; a server is configured from its start).
 local initialized = false
+local function set_up() return initialized or not box.internal.script_mode end
 
 local function current_level()
     local level = settings.level
@@ -62,16 +64,11 @@ local function write(level, fmt, ...)
         msg = res
     elseif type(fmt) == 'table' then
         for _, field in ipairs(SPECIAL_FIELDS) do fmt[field] = nil end
+        if settings.format == 'plain' then msg = json.encode(fmt) end
     end
-    if msg ~= nil then
-        -- formatted above
-    elseif type(fmt) == 'table' and settings.format == 'plain' then
-        msg = json.encode(fmt)
-    else
-        msg = tostring(fmt)
-    end
+    msg = msg or tostring(fmt)
     -- Until log.cfg{} or a script's box.cfg{} sets the logger up, 2.6 writes the text alone.
-    if not initialized and box.internal.script_mode and not box.internal.booted then
+    if not set_up() and not box.internal.booted then
         emit(msg)
         return
     end
@@ -96,9 +93,8 @@ local function write(level, fmt, ...)
     if level == LEVELS.warn or level == LEVELS.error or level == LEVELS.syserror then
         where = string.format('%s:%d ', file, line)
     end
-    local line = string.format('%s [%d] main/%d/%s %s%s> %s', timestamp(' '), native.pid(), fid, fname, where,
-        LETTERS[level], msg)
-    emit(line)
+    emit(string.format('%s [%d] main/%d/%s %s%s> %s', timestamp(' '), native.pid(), fid, fname, where,
+        LETTERS[level], msg))
 end
 
 for name, level in pairs(LEVELS) do
@@ -111,8 +107,7 @@ local LEVEL_LIST = 'crit,warn,info,debug,syserror,verbose,fatal,error'
 
 local function is_syslog(target) return type(target) == 'string' and string.sub(target, 1, 7) == 'syslog:' end
 
--- 2.6's checks of one setting: true, or false and why. `target` is the log
--- target the format is for (the one set, when nil).
+-- 2.6's checks of one setting: true, or false and why.
 local function check_level(level)
     if type(level) == 'string' then
         if LEVELS[level] == nil then return false, 'expected ' .. LEVEL_LIST end
@@ -122,6 +117,7 @@ local function check_level(level)
     return true
 end
 
+-- `target`: the log target the format is for (the one set, when nil).
 local function check_format(name, target)
     if name ~= 'plain' and name ~= 'json' then return false, 'expected json,plain' end
     if name == 'json' and is_syslog(target or settings.log) then return false, "json can't be used with syslog logger" end
@@ -130,7 +126,7 @@ end
 
 -- `log` and `nonblock` are set once.
 local function check_static(key, v)
-    if initialized and settings[key] ~= v then return false, "can't be set dynamically" end
+    if set_up() and settings[key] ~= v then return false, "can't be set dynamically" end
     return true
 end
 
@@ -181,7 +177,7 @@ log.cfg = setmetatable(settings, {
         if opts.nonblock ~= nil and type(opts.nonblock) ~= 'boolean' then
             error("log.cfg: 'nonblock' option must be 'true' or 'false'", 2)
         end
-        if initialized then
+        if set_up() then
             for _, key in ipairs({'log', 'nonblock'}) do
                 local v = key == 'log' and target or opts.nonblock
                 if v ~= nil then
