@@ -23,6 +23,10 @@ use super::tuple::LuaTuple;
 use crate::engine::value::UUID_EXT;
 use crate::protocol::msgpack::{write, Integer, MpType, Reader};
 
+/// The decoder's error for bytes that are no msgpack value (others, such as a
+/// refused NaN, are the options' and keep their own text).
+pub const INVALID_MSGPACK: &str = "invalid msgpack";
+
 /// Deepest nesting decoded (2.6 has no limit but its stack; this one is named).
 pub const MAX_DECODE_DEPTH: usize = 1024;
 
@@ -157,7 +161,7 @@ impl Encoder<'_> {
             v if is_box_null(v) => write::nil(out),
             Value::Boolean(b) => write::bool(out, *b),
             Value::Integer(i) => write::int(out, *i),
-            Value::Number(n) if !n.is_finite() => self.non_finite(out, |out| write::f64(out, *n))?,
+            Value::Number(n) if !n.is_finite() => self.float(out, false, |out| write::f64(out, *n))?,
             Value::Number(n) => number(out, *n),
             Value::String(s) => write::str(out, &s.as_bytes()),
             Value::Table(t) => self.table(out, t, level)?,
@@ -172,20 +176,12 @@ impl Encoder<'_> {
                 Some(CData::Null) => write::nil(out),
                 Some(CData::Double) => {
                     let d = double_of(v)?;
-                    if d.is_finite() {
-                        write::f64(out, d);
-                    } else {
-                        self.non_finite(out, |out| write::f64(out, d))?;
-                    }
+                    self.float(out, d.is_finite(), |out| write::f64(out, d))?;
                 }
                 Some(CData::Float) => {
                     #[allow(clippy::cast_possible_truncation, reason = "the value of a float cdata: an f32 already")]
                     let f = double_of(v)? as f32;
-                    if f.is_finite() {
-                        write::f32(out, f);
-                    } else {
-                        self.non_finite(out, |out| write::f32(out, f))?;
-                    }
+                    self.float(out, f.is_finite(), |out| write::f32(out, f))?;
                 }
                 Some(CData::Bool) => write::bool(out, double_of(v)? != 0.0),
                 Some(CData::Small) => number(out, double_of(v)?),
@@ -211,10 +207,11 @@ impl Encoder<'_> {
         result
     }
 
-    /// NaN or ±inf: written by `write` with `encode_invalid_numbers`, nil with
-    /// `encode_invalid_as_nil`, else refused (2.6's rules and words).
-    fn non_finite(&self, out: &mut Vec<u8>, write: impl FnOnce(&mut Vec<u8>)) -> mlua::Result<()> {
-        if self.options.encode_invalid_numbers {
+    /// A float, written by `write`; when it is not `finite` (NaN or ±inf), only
+    /// with `encode_invalid_numbers`, nil with `encode_invalid_as_nil`, else
+    /// refused (2.6's rules and words).
+    fn float(&self, out: &mut Vec<u8>, finite: bool, write: impl FnOnce(&mut Vec<u8>)) -> mlua::Result<()> {
+        if finite || self.options.encode_invalid_numbers {
             write(out);
         } else if self.options.encode_invalid_as_nil {
             write::nil(out);
@@ -591,7 +588,7 @@ pub fn decode(lua: &Lua, r: &mut Reader<'_>, depth: usize) -> mlua::Result<Value
 
 /// Decodes one msgpack value into Lua with `options` (a serializer instance's).
 pub fn decode_with(lua: &Lua, r: &mut Reader<'_>, depth: usize, options: &Options) -> mlua::Result<Value> {
-    let bad = |_| mlua::Error::runtime("invalid msgpack");
+    let bad = |_| mlua::Error::runtime(INVALID_MSGPACK);
     if depth > MAX_DECODE_DEPTH {
         return Err(mlua::Error::runtime("too many nested values to decode"));
     }

@@ -98,7 +98,7 @@ pub fn create(lua: &Lua) -> mlua::Result<Table> {
             let mut r = crate::protocol::msgpack::Reader::new(data.get(pos.saturating_sub(1)..).unwrap_or(&[]));
             Ok(match convert::decode_with(lua, &mut r, 0, &options) {
                 Ok(v) => (v, Some(pos + r.position()), None),
-                Err(mlua::Error::RuntimeError(why)) if why != "invalid msgpack" => (Value::Nil, None, Some(why)),
+                Err(mlua::Error::RuntimeError(why)) if why != convert::INVALID_MSGPACK => (Value::Nil, None, Some(why)),
                 Err(_) => (Value::Nil, None, None),
             })
         })?,
