@@ -1614,7 +1614,7 @@ end
 -- Each fiber has its own transaction (internal.fiber_locals(), from fiber.lua).
 local function current_txn()
     local locals = internal.fiber_locals()
-    local txn = locals.txn
+    local txn = rawget(locals, 'txn')
     if txn == nil then
         txn = {}
         locals.txn = txn
@@ -1819,7 +1819,7 @@ end
 box.session = {}
 -- The session's own user while su() runs code as another (box.session.user() keeps
 -- naming it, as in 2.6; box.session.effective_user() names the other).
-local function su_uid() return internal.fiber_locals().su_uid end
+local function su_uid() return rawget(internal.fiber_locals(), 'su_uid') end
 function box.session.uid() return su_uid() or session_uid() end
 function box.session.euid() return session_uid() end
 function box.session.user() return op('user_name', box.session.uid()) end

@@ -221,6 +221,26 @@ def test_session_storage_is_per_session(servers):
     assert ev(again, "return box.session.storage.seen")[1][0x30] == [None]
 
 
+def test_fiber_storage(servers):
+    p = admin_pair(servers)
+    first = "local f = require('fiber').self() f.storage.x = 1 return f.storage.x, type(f.storage), f.storage == f.storage"
+    assert ev(p, first)[1][0x30] == [1, "table", True]
+    # Each request runs in a fiber of its own: the storage does not carry over.
+    assert ev(p, "return require('fiber').self().storage.x")[1][0x30] == [None]
+    # Another fiber's storage, through its object, before and while it runs.
+    assert ev(p, "local fiber = require('fiber') "
+                 "local f = fiber.new(function() fiber.self().storage.y = fiber.self().storage.y + 1 fiber.sleep(0.01) end) "
+                 "f:set_joinable(true) f.storage.y = 4 fiber.yield() local y = f.storage.y f:join() "
+                 "return y, f:status()")[1][0x30] == [5, "dead"]
+    # A dead fiber has no storage any more, as in 2.6.
+    ev(p, "local fiber = require('fiber') local f = fiber.new(function() end) f.storage.z = 1 fiber.yield() "
+          "return f:status(), f.storage")
+    ev(p, "local fiber = require('fiber') local f = fiber.new(function() end) fiber.yield() "
+          "return pcall(function() return f.storage end)")
+    # Methods and fields still read through the object.
+    ev(p, "local f = require('fiber').self() return f:status(), type(f:id()), f.storage.nothing, f.no_such_field")
+
+
 def test_box_space_follows_schema_changes(servers):
     """box.space.<name> caches space objects by schema version, which oncebox hands to
     Lua without a call per lookup: changes made earlier in the same call, by another
