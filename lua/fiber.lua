@@ -127,6 +127,38 @@ local function new_fiber(fn, name, session_id, uid, sync)
     return f
 end
 
+-- Request fibers are pooled, as 2.6's are: a request's fiber that ended serves the
+-- next request, with its id, its object and its name (2.6 keeps a renamed pool
+-- fiber's name), its storage and its other fields gone. A CALL then makes no
+-- garbage of its own. A fiber the scheduler may still hold (it waited, or was
+-- queued: a waiters' list may keep it after an error) is not reused.
+local spare_request_fiber = nil
+local held = setmetatable({}, {__mode = 'k'})
+-- The fields a request's fiber may have gained beyond new_fiber's.
+local OPTIONAL_FIELDS = {'txn', 'su_uid', 'atomic', 'atomic_aborted', 'queued', 'wake_at', 'woken', 'joiner',
+                         'joinable', 'cancelled', 'exiting', 'result', 'storage', 'script'}
+
+local function request_fiber(session_id, uid, sync)
+    local f = spare_request_fiber
+    if f == nil then return new_fiber(nil, 'main', session_id, uid, sync) end
+    spare_request_fiber = nil
+    f.state, f.session_id, f.uid, f.sync = 'suspended', session_id, uid or false, sync or 0
+    f.co = idle_worker() or coroutine.create(worker)
+    alive_count = alive_count + 1
+    return f
+end
+
+-- A request's fiber `f` ended (`done`): unless the scheduler may hold it, it is
+-- kept for the next request.
+local function spare_unheld(f, done)
+    if not done or held[f] then return end
+    for i = 1, #OPTIONAL_FIELDS do
+        local key = OPTIONAL_FIELDS[i]
+        if rawget(f, key) ~= nil then rawset(f, key, nil) end
+    end
+    spare_request_fiber = f
+end
+
 -- A fiber made by Lua (fiber.create/new) runs for the creator's session and user.
 local function new_lua_fiber(fn)
     local f = new_fiber(fn, 'lua', current and current.session_id or bound('session_id') or 0, bound('uid'))
@@ -136,6 +168,7 @@ end
 
 local function make_ready(f)
     if f.state == 'dead' or rawget(f, 'queued') then return end
+    held[f] = true
     f.queued = true
     sleeping[f] = nil
     f.wake_at = nil
@@ -232,8 +265,16 @@ local function inline_main()
     return nil
 end
 
--- The fiber that would wait: the running one, or the script's main chunk before box.cfg.
-local function me() return current or inline_main() end
+-- The fiber that runs: the running one, or the script's main chunk before box.cfg.
+local function running() return current or inline_main() end
+
+-- The fiber that would wait, for a list that keeps it (waiters, a joiner): it is
+-- not reused for another request.
+local function me()
+    local f = running()
+    if f ~= nil then held[f] = true end
+    return f
+end
 
 local function wait_inline(f, deadline)
     f.woken = false
@@ -261,6 +302,7 @@ function internal.fiber_yields() return yields end
 local function wait(deadline)
     yields = yields + 1
     local f = current
+    if f ~= nil then held[f] = true end
     if f == nil then
         local main = inline_main()
         if main ~= nil then return wait_inline(main, deadline) end
@@ -328,7 +370,7 @@ function fiber.sleep(delay)
     if type(delay) ~= 'number' then error('fiber.sleep(delay): bad arguments', 2) end
     if delay < 0 then delay = 0 end
     yields = yields + 1
-    if me() == nil then
+    if running() == nil then
         time_moves()
         return
     end
@@ -446,16 +488,16 @@ function fiber_mt:name(name, opts)
     return self.name_
 end
 function fiber_mt:status()
-    if self == me() then return 'running' end
+    if self == running() then return 'running' end
     return self.state == 'dead' and 'dead' or 'suspended'
 end
 function fiber_mt:cancel()
     if self.state == 'dead' then return end
     self.cancelled = true
-    if self ~= me() then wake(self) end
+    if self ~= running() then wake(self) end
 end
 function fiber_mt:wakeup()
-    if self.state ~= 'dead' and self ~= me() then wake(self) end
+    if self.state ~= 'dead' and self ~= running() then wake(self) end
 end
 function fiber_mt:set_joinable(yes) self.joinable = yes and true or false end
 function fiber_mt:join()
@@ -620,6 +662,12 @@ local function request_left(f, done, ...)
     return false, open, f.fid
 end
 
+-- request_left, after which a fiber that ended is kept for the next request.
+local function request_ended(f, done, ...)
+    spare_unheld(f, done)
+    return request_left(f, done, ...)
+end
+
 -- Starts a request's fiber: runs fn(...) under pcall until it yields or ends, with
 -- `op` bound. `fn` may be a global's name. Returns true, in_txn, ok, results... when
 -- it ended; false, in_txn, fid when it waits; nil when there is no such global.
@@ -638,15 +686,20 @@ function internal.fiber_request(session_id, uid, session_uid, atomic, sync, fn, 
             return nil
         end
     end
-    local f = new_fiber(nil, 'main', session_id, uid, sync)
+    if current ~= nil then
+        local f = new_fiber(nil, 'main', session_id, uid, sync)
+        if atomic then f.atomic = true end
+        if session_uid then f.su_uid = session_uid end
+        return request_left(f, resume(f, fn, ...))
+    end
+    local f = request_fiber(session_id, uid, sync)
     if atomic then f.atomic = true end
     if session_uid then f.su_uid = session_uid end
-    if current ~= nil then return request_left(f, resume(f, fn, ...)) end
     -- Started by the server, outside any fiber: resume's first run, without its
     -- cases for a resumer and for other kinds of fiber.
     current = f
     f.state = 'running'
-    return request_left(f, worker_ran(f, nil, coroutine.resume(f.co, fn, ...)))
+    return request_ended(f, worker_ran(f, nil, coroutine.resume(f.co, fn, ...)))
 end
 
 -- Adopts the script's coroutine as the main fiber, run by the scheduler from now on.

@@ -241,6 +241,26 @@ def test_fiber_storage(servers):
     ev(p, "local f = require('fiber').self() return f:status(), type(f:id()), f.storage.nothing, f.no_such_field")
 
 
+def test_request_fibers_are_pooled(servers):
+    p = admin_pair(servers)
+    ev(p, "saved = require('fiber').self() saved_id = saved:id() ids = {} "
+          "function note_fiber() ids[#ids + 1] = require('fiber').id() end "
+          "function open_txn() box.begin() box.commit() return box.is_in_txn() end "
+          "function rename() require('fiber').name('renamed') require('fiber').self().storage.k = 1 end "
+          "function fiber_state() local f = require('fiber').self() return f:name(), f.storage.k, f == saved end")
+    for _ in range(3):
+        p(CALL, {0x22: "note_fiber", 0x21: []})
+        p(CALL, {0x22: "open_txn", 0x21: []})
+    # As in 2.6, requests one after the other run in the same pooled fiber: the
+    # object kept from the first is the running fiber again.
+    assert ev(p, "return saved:status(), saved:id() == saved_id, "
+                 "ids[1] == ids[2] and ids[2] == ids[3] and ids[1] == saved_id, box.is_in_txn()"
+              )[1][0x30] == ["running", True, True, False]
+    # Its name stays, its storage does not.
+    p(CALL, {0x22: "rename", 0x21: []})
+    assert p(CALL, {0x22: "fiber_state", 0x21: []})[1][0x30] == ["renamed", None, True]
+
+
 def test_box_space_follows_schema_changes(servers):
     """box.space.<name> caches space objects by schema version, which oncebox hands to
     Lua without a call per lookup: changes made earlier in the same call, by another
