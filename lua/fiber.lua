@@ -195,8 +195,9 @@ end
 -- A fiber ended.
 local function ended(f)
     f.state = 'dead'
-    -- Its storage goes with it: reading it now raises, as in 2.6.
-    rawset(f, 'storage', nil)
+    -- Its storage goes with it: reading it now raises, as in 2.6. (Setting a
+    -- missing key, even to nil, adds it: a full table would be rehashed.)
+    if rawget(f, 'storage') ~= nil then rawset(f, 'storage', nil) end
     fibers[f.fid] = nil
     sleeping[f] = nil
     alive_count = alive_count - 1
