@@ -405,19 +405,177 @@ end
 
 local console = {}
 
--- Runs one console line: as an expression first (`return <line>`), else as a statement.
+-- Each session's console settings, as 2.6 keeps them with the session: the
+-- output format (`\set output`), the language (`\set language`) and, on the
+-- text console, the delimiter that ends a statement.
+local sessions = {}
+local default_output = {fmt = 'yaml'}
+
+local function session_id()
+    local ok, id = pcall(box.session.id)
+    return ok and id or 0
+end
+
+local function session_settings()
+    local id = session_id()
+    local settings = sessions[id]
+    if settings == nil then
+        settings = {output = default_output}
+        sessions[id] = settings
+    end
+    return settings
+end
+
+do
+    local forget = box.internal.forget_session
+    function box.internal.forget_session(id)
+        sessions[id] = nil
+        return forget(id)
+    end
+end
+
+-- An error as the console shows it: its message.
+local function error_text(e)
+    if type(e) == 'table' and e.message ~= nil then e = e.message end
+    return tostring(e)
+end
+
+-- The reply to a console line that ended (`status`) with `n` values, in the
+-- session's output format: a YAML document, or Lua text ending with ';'.
+local function format(status, n, values)
+    local output = (sessions[session_id()] or {}).output or default_output
+    if output.fmt ~= 'lua' then
+        if not status then return yaml.document({{error = error_text(values[1])}}, 1) end
+        return yaml.document(values, n)
+    end
+    local block, parts = output.opts == 'block', {}
+    for i = 1, n do
+        local v, text = values[i], nil
+        if status then
+            local ok, result = pcall(box.internal.console_lua_text, v, block)
+            if ok then
+                text = result
+            else
+                v = string.format('console: exception while formatting output: "%s"', error_text(result))
+            end
+        elseif v ~= nil then
+            v = error_text(v)
+        end
+        parts[i] = text or box.internal.console_lua_text({error = v == nil and box.NULL or v}, block)
+    end
+    return table.concat(parts, ', ') .. ';'
+end
+
+local function format_call(ok, ...)
+    if not ok then return format(false, 1, {...}) end
+    return format(true, select('#', ...), {...})
+end
+
+-- `\set output yaml`, `lua`, `lua,line` or `lua,block`.
+local function set_output(settings, value)
+    if value == nil then error('Specify output format: lua or yaml.', 0) end
+    local fmt, opts = string.match(value, '([^,]+),([^,]+)')
+    fmt = fmt or value
+    if fmt ~= 'yaml' and fmt ~= 'lua' then
+        error(string.format('Invalid format "%s", supported languages: lua and yaml.', value), 0)
+    end
+    if fmt == 'lua' and opts ~= nil and opts ~= 'line' and opts ~= 'block' then
+        error(string.format('Wrong option "%s", expecting: line or block.', opts), 0)
+    end
+    settings.output = {fmt = fmt, opts = fmt == 'lua' and opts or nil}
+    return true
+end
+
+local function set_language(settings, value)
+    if value == nil then return {language = settings.language or 'lua'} end
+    if value ~= 'lua' and value ~= 'sql' then
+        error(string.format('Invalid language "%s", supported languages: lua and sql.', value), 0)
+    end
+    settings.language = value
+    return true
+end
+
+-- On the text console only: IPROTO sessions have no statement delimiter.
+local function set_delimiter(settings, value)
+    if settings.delimiter == nil then error('console.delimiter(): need existing console', 0) end
+    if settings.delimiter == '$EOF$' then error('Can not install delimiter for net box sessions', 0) end
+    settings.delimiter = value or ''
+end
+
+local SETTERS = {output = set_output, o = set_output, language = set_language, lang = set_language,
+                 l = set_language, delimiter = set_delimiter, delim = set_delimiter, d = set_delimiter}
+
+-- A `\` command: `\set <parameter> <value>` (2.6's other commands, help and quit,
+-- are not offered).
+local function command(settings, text)
+    local words = {}
+    for word in string.gmatch(text, '[^%s]+') do words[#words + 1] = word end
+    if words[1] ~= 'set' and words[1] ~= 's' then
+        return format(false, 1, {string.format('Invalid command \\%s. Type \\help for help.', text)})
+    end
+    local name = words[2]
+    if name == nil then return format(false, 1, {'Invalid set syntax, type \\help for help'}) end
+    local setter = SETTERS[name]
+    if setter == nil then return format(false, 1, {'Unknown parameter: ' .. name}) end
+    return format_call(pcall(setter, settings, words[3]))
+end
+
+-- Runs one console line: a `\` command, SQL after `\set language sql`, else Lua:
+-- as an expression first (`return <line>`), else as a statement.
 function console.eval(line)
     line = line or ''
+    local settings = session_settings()
+    if string.sub(line, 1, 1) == '\\' then return command(settings, string.sub(line, 2)) end
+    if settings.language == 'sql' then return format_call(pcall(box.execute, line)) end
     local fn, err = loadstring('return ' .. line)
     if fn == nil then fn, err = loadstring(line) end
-    if fn == nil then return yaml.document({{error = err}}, 1) end
-    local r = (function(...) return {n = select('#', ...), ...} end)(pcall(fn))
-    if not r[1] then
-        local e = r[2]
-        if type(e) == 'table' and e.message ~= nil then e = e.message end
-        return yaml.document({{error = tostring(e)}}, 1)
+    if fn == nil then return format(false, 1, {err}) end
+    return format_call(pcall(fn))
+end
+
+-- console.delimiter([delimiter]): the text console session's statement
+-- delimiter, or sets it (2.6's clients set '$EOF$' as they connect).
+function console.delimiter(value)
+    local settings = sessions[session_id()]
+    if settings == nil or settings.delimiter == nil then error('console.delimiter(): need existing console', 2) end
+    if value == nil then return settings.delimiter end
+    if type(value) ~= 'string' then error('invalid delimiter', 2) end
+    settings.delimiter = value
+end
+
+-- console.set_default_output(format) / get_default_output(): the output of
+-- sessions that did not choose one.
+function console.set_default_output(value)
+    if value == nil then error('Nil output value passed', 2) end
+    local settings = {}
+    local ok, err = pcall(set_output, settings, value)
+    if not ok then error(err, 2) end
+    default_output = settings.output
+end
+function console.get_default_output(...)
+    if ... ~= nil then error('Arguments provided while prohibited', 2) end
+    return {fmt = default_output.fmt, opts = default_output.opts}
+end
+
+-- A line from a text console session (`console.listen`): with a delimiter set,
+-- lines are gathered until one ends with it (and the delimiter is dropped), as
+-- 2.6's console reads a statement. Returns the reply, '' while gathering.
+function box.internal.console_line(line)
+    local settings = session_settings()
+    settings.delimiter = settings.delimiter or ''
+    line = string.gsub(line, '\r$', '')
+    local delimiter = settings.delimiter
+    if delimiter ~= '' then
+        local gathered = settings.gathered
+        line = gathered and gathered .. '\n' .. line or line
+        if string.sub(line, -#delimiter) ~= delimiter then
+            settings.gathered = line
+            return ''
+        end
+        settings.gathered = nil
+        line = string.sub(line, 1, -#delimiter - 1)
     end
-    return yaml.document({unpack(r, 2, r.n)}, r.n - 1)
+    return console.eval(line)
 end
 
 function console.completion_handler() return {} end
@@ -576,6 +734,12 @@ end
 -- yaml.flow(v): v in flow style (`[1, 'a', {'b': 2}]`), as Tarantool prints a tuple.
 yaml.flow = flow
 box.internal.yaml = yaml
+-- What the console's Lua output (console_lua_output.lua) shares with YAML's.
+box.internal.serializer_helpers = {
+    is_null = is_null, scalar_of_cdata = scalar_of_cdata, cdata_integer = cdata_integer, is_extension = is_extension,
+    follow_hooks = follow_hooks, sequence_length = sequence_length, is_printable_text = is_printable_text,
+    number = number,
+}
 
 --------------------------------------------------------------------------------
 -- json: encode and decode, as Tarantool's json module for common values.

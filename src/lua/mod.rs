@@ -59,6 +59,7 @@ use tuple::LuaTuple;
 const VERSION: &str = "2.6.0-0-oncebox";
 const PRELUDE: &str = include_str!("../../lua/box.lua");
 const CONSOLE: &str = include_str!("../../lua/console.lua");
+const CONSOLE_LUA_OUTPUT: &str = include_str!("../../lua/console_lua_output.lua");
 const NET_BOX: &str = include_str!("../../lua/net_box.lua");
 /// Tarantool's Lua modules, each registered in `package.loaded` by its own file (in load order).
 const MODULES: [(&str, &str); 31] = [
@@ -336,6 +337,7 @@ impl LuaRuntime {
         decimal::register(&lua).map_err(|e| lua_err(&e))?;
         lua.load(PRELUDE).set_name("=box.lua").exec().map_err(|e| lua_err(&e))?;
         lua.load(CONSOLE).set_name("=console.lua").exec().map_err(|e| lua_err(&e))?;
+        lua.load(CONSOLE_LUA_OUTPUT).set_name("=console_lua_output.lua").exec().map_err(|e| lua_err(&e))?;
         netbox::register(&lua).map_err(|e| lua_err(&e))?;
         socket::register(&lua).map_err(|e| lua_err(&e))?;
         raw_socket::register(&lua).map_err(|e| lua_err(&e))?;
@@ -732,12 +734,13 @@ impl LuaRuntime {
         }
     }
 
-    /// Starts one console line (`require('console').eval`) in a fiber of its own:
-    /// its YAML text, or the fiber it waits in ([`Shape::Text`] when it ends).
+    /// Starts one text console line (`box.internal.console_line`: the session's
+    /// delimiter, then `require('console').eval`) in a fiber of its own: its reply
+    /// text (empty while a statement is gathered over lines), or the fiber it
+    /// waits in ([`Shape::Text`] when it ends).
     pub fn console_eval(&self, host: &mut Host<'_>, caller: &Caller, line: &str) -> Step {
         let (outcome, _) = self.lent(host, caller, |lua, hot| {
-            let console: Table = lua.globals().get::<Table>("package")?.get::<Table>("loaded")?.get("console")?;
-            let eval: Function = console.get("eval")?;
+            let eval: Function = internal_fn(lua, "console_line")?;
             let args = |all: &mut MultiValue| {
                 all.push_back(Value::String(lua.create_string(line)?));
                 Ok(())

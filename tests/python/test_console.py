@@ -178,3 +178,73 @@ def test_console_listen_returns_a_server_to_name_and_close(tmp_path):
     removes a Unix socket's file while the sessions go on, and a closed one
     refuses name() and close() again."""
     same_output_on_both(tmp_path, "console_server.lua", CONSOLE_SERVER, 15)
+
+
+LUA_OUTPUT = r"""
+box.cfg{}
+local console, socket = require('console'), require('socket')
+local s = console.listen('127.0.0.1:0')
+local c = socket.tcp_connect('127.0.0.1', s:name().port)
+c:read{chunk = 128}
+local function ev(line, eos) c:write(line .. '\n') print(string.format('%-40s => %q', line, c:read(eos))) end
+ev('\\set output lua', ';')
+for _, l in ipairs({'1', '1, 2', '"a\\nb"', '{1, 2, 3}', '{a = 1}', '{a = {b = {1, 2}}}', 'nil', 'box.NULL', '1.5',
+  'true', '{["x y"] = 1}', '1/0', '0/0', '-0.0', '2^53', '1e100', '123456789012345678LL', '12345678901234567890ULL',
+  'box.tuple.new{1, "a"}', 'error("boom")', 'x = ', 'print', '{}', '{{}}', '"it\'s"', [["\t\0\1é\127\\"]],
+  [["a'b\"c"]], '"\\xef\\xbb\\xbf"', '{1, nil, 3}', '{[1] = 1, [3] = 3}', '{[1.5] = 1}', '{[true] = 1}', '{["and"] = 1}',
+  '{_x = 2}', '{["9a"] = 3}', '{["1"] = 1}', '{[-1] = 1}', '{[0] = "a", [1] = "b"}', '{[2] = "x"}', '{[{1}] = 2}',
+  'setmetatable({}, {__serialize = function() return "s" end})', 'setmetatable({1, 2}, {__serialize = "map"})',
+  'require("uuid").NULL', 'require("decimal").new(1.5)', 'local a = 1', 't = {1} return {t, t}',
+  'u = {} u[1] = u return u', 'box.error.new(box.error.ILLEGAL_PARAMS, "bad")',
+  'box.error(box.error.ILLEGAL_PARAMS, "bad")', 'nil, 1', '{a = box.tuple.new{1, {2}}}', '{f = print}',
+  '\\set output lua,foo', '\\set outpu lua', '\\set', '\\bogus', '\\set output', '\\set language', '\\set output xml',
+  'require("console").delimiter()'}) do ev(l, ';') end
+ev('\\set output lua,block', ';')
+for _, l in ipairs({'{1, 2, {a = 1}}', '{a = {b = 2}}', '1, 2', '{}', '{{}}', '{a = {}}', '"x"', '{1, nil, 3}',
+  't = {1} return {t, {t}}', 'box.error(box.error.ILLEGAL_PARAMS, "bad")', '{{a = {1}}, 2}'}) do ev(l, ';') end
+ev('\\set output lua,line', ';')
+ev('{1, {2}}', ';')
+-- A statement delimiter: lines are gathered until one ends with it.
+ev('\\set delimiter !', ';')
+c:write('x = 1\n')
+ev('return x + 1!', ';')
+ev('require("console").delimiter()!', ';')
+ev('require("console").delimiter("")!', ';')
+ev('\\set output yaml', '...\n')
+ev('box.NULL', '...\n')
+ev('require("console").get_default_output()', '...\n')
+os.exit(0)
+"""
+
+
+def test_console_lua_output_and_delimiter_on_the_text_console(tmp_path):
+    """`\\set output lua[,block]` writes values as 2.6's Lua formatter does (quoting,
+    escapes, keys, numbers, repeated tables, errors, `;` ending each reply), the
+    `\\set` errors are 2.6's, and `\\set delimiter` gathers lines until one ends
+    with it (2.6's clients set one as they connect)."""
+    lines = same_output_on_both(tmp_path, "console_lua_output.lua", LUA_OUTPUT, 133)
+    assert '{["x y"] = 1}                            => "{[\\"x y\\"] = 1};"' in lines
+    assert 'return x + 1!                            => "2;"' in lines
+
+
+def test_console_output_is_per_session_over_iproto(servers):
+    """tarantoolctl's console.eval over IPROTO: `\\set output lua` holds for that
+    session only, as 2.6 keeps it with the session."""
+    real, ours = servers
+    for inst in (real, ours):
+        one, two = Raw(inst.host, inst.port), Raw(inst.host, inst.port)
+        for c in (one, two):
+            c.auth("admin", ADMIN_PASSWORD)
+
+        def ev(c, line):
+            h, b, _ = c.request(EVAL, {0x27: 'return require("console").eval(...)', 0x21: [line]})
+            assert h[0] == 0, b
+            return b[0x30][0]
+        assert ev(one, "\\set output lua,block") == "true;"
+        assert ev(one, "{1, 'a'}") == '{\n  1,\n  "a"\n};'
+        assert ev(two, "{1, 'a'}") == "---\n- - 1\n  - a\n...\n"
+        assert ev(one, "\\set output yaml") == "---\n- true\n...\n"
+        # (2.6 names the line of its console.lua that raised.)
+        assert "console.delimiter(): need existing console'\n...\n" in ev(one, "\\set delimiter ;")
+        one.close()
+        two.close()
