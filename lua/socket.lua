@@ -178,7 +178,8 @@ function socket.tcp_server(host, port, opts, timeout)
     if type(handler) ~= 'function' then
         error('Usage: socket.tcp_server(host, port, handler | opts)', 2)
     end
-    local l, code, text = internal.socket_listen(tostring(host), tonumber(port) or 0)
+    -- Host 'unix/' listens on the Unix socket at path `port`.
+    local l, code, text = internal.socket_listen(tostring(host), tostring(port or 0))
     if l == nil then
         errno(code)
         return nil, text
@@ -212,11 +213,18 @@ function server_mt:close()
     if self._closed ~= nil then self._closed:broadcast() end
     return self._l:close()
 end
+-- Stops accepting and gives up the listening socket's descriptor, still listening
+-- (for the console server that takes over a console served from Lua).
+function server_mt:detach()
+    listeners[self._l:id()] = nil
+    if self._closed ~= nil then self._closed:broadcast() end
+    return self._l:detach()
+end
 function server_mt:setsockopt() return true end
 function server_mt:nonblock(flag) return flag == nil or flag end
 server_mt.__tostring = function(self)
     local n = self:name()
-    return string.format('server %s:%d', n.host, n.port)
+    return string.format('server %s:%s', n.host, n.port)
 end
 
 -- socket.iowait(fd, events[, timeout]): waits until the descriptor is ready for

@@ -449,20 +449,66 @@ impl UserData for Sock {
 /// A listening socket (`socket.tcp_server`): its thread hands connections to the TX thread.
 pub struct Listener {
     id: u64,
-    addr: SocketAddr,
+    addr: Bound,
     stop: Arc<AtomicBool>,
-    /// The listening socket, shut down on close to wake the accepting thread.
-    socket: TcpListener,
+    /// Wakes the accepting thread, which polls it beside the socket.
+    wake: Arc<std::os::fd::OwnedFd>,
+    /// The listening socket (a duplicate of the accepting thread's); none once detached.
+    socket: Option<std::os::fd::OwnedFd>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+/// Where a listener listens: a TCP address, or a Unix socket's path.
+enum Bound {
+    Tcp(SocketAddr),
+    Unix(String),
 }
 
 impl Listener {
-    fn close(&self) -> bool {
+    /// Stops the accepting thread; returns whether it ran.
+    fn stop_accepting(&mut self) -> bool {
         let was_open = !self.stop.swap(true, Ordering::AcqRel);
         if was_open {
-            // Linux ends a blocked accept() on a listening socket that is shut down.
-            let _ = rustix::net::shutdown(&self.socket, rustix::net::Shutdown::Read);
+            let _ = rustix::io::write(&*self.wake, &1u64.to_ne_bytes());
+            if let Some(thread) = self.thread.take() {
+                let _ = thread.join();
+            }
         }
         was_open
+    }
+
+    fn close(&mut self) -> bool {
+        let was_open = self.stop_accepting();
+        if was_open && self.socket.take().is_some() {
+            if let Bound::Unix(path) = &self.addr {
+                // As 2.6's server, which unlinks its socket file when it stops.
+                let _ = std::fs::remove_file(path);
+            }
+        }
+        was_open
+    }
+
+    /// Stops accepting and gives up the listening socket, still listening: what
+    /// is waiting to be accepted stays for its new owner (the console server
+    /// that takes over a console served from Lua before box.cfg).
+    fn detach(&mut self) -> Option<std::os::fd::OwnedFd> {
+        self.stop_accepting();
+        self.socket.take()
+    }
+
+    fn name(&self, lua: &Lua) -> mlua::Result<mlua::Table> {
+        match &self.addr {
+            Bound::Tcp(addr) => address_table(lua, addr),
+            Bound::Unix(path) => {
+                let t = lua.create_table()?;
+                t.set("host", UNIX_HOST)?;
+                t.set("port", path.as_str())?;
+                t.set("family", "AF_UNIX")?;
+                t.set("type", "SOCK_STREAM")?;
+                t.set("protocol", 0)?;
+                Ok(t)
+            }
+        }
     }
 }
 
@@ -472,42 +518,104 @@ pub struct Accepted {
     /// The listener's id.
     pub listener: u64,
     /// The connection.
-    pub stream: TcpStream,
+    pub stream: Stream,
 }
 
-fn listen(lua: &Lua, host: &str, port: u16) -> Result<Listener, (i32, String)> {
+/// A listening socket the accepting thread can poll and accept on without blocking.
+trait Acceptor: std::os::fd::AsFd + Send + 'static {
+    fn accept_stream(&self) -> std::io::Result<Stream>;
+}
+
+impl Acceptor for TcpListener {
+    fn accept_stream(&self) -> std::io::Result<Stream> {
+        self.accept().map(|(s, _)| Stream::Tcp(s))
+    }
+}
+
+impl Acceptor for std::os::unix::net::UnixListener {
+    fn accept_stream(&self) -> std::io::Result<Stream> {
+        self.accept().map(|(s, _)| Stream::Unix(s))
+    }
+}
+
+/// Accepts on `listener` until `stop` is set (and `wake` written): each connection
+/// goes to the TX thread.
+fn accept_loop(
+    listener: impl Acceptor,
+    wake: &std::os::fd::OwnedFd,
+    stop: &AtomicBool,
+    notify: &UnboundedSender<TxMessage>,
+    id: u64,
+) {
+    use rustix::event::{poll, PollFd, PollFlags};
+    loop {
+        let mut fds = [PollFd::new(&listener, PollFlags::IN), PollFd::new(wake, PollFlags::IN)];
+        if poll(&mut fds, None).is_err() {
+            std::thread::sleep(ACCEPT_RETRY);
+        }
+        if stop.load(Ordering::Acquire) {
+            return;
+        }
+        match listener.accept_stream() {
+            Ok(stream) => {
+                if notify.send(TxMessage::SocketAccepted(Accepted { listener: id, stream })).is_err() {
+                    return;
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+            Err(_) => std::thread::sleep(ACCEPT_RETRY),
+        }
+    }
+}
+
+/// `box.internal.socket_listen(host, port)`: host "unix/" listens on the Unix
+/// socket at path `port` (a stale socket file there is replaced, as 2.6 does).
+fn listen(lua: &Lua, host: &str, port: &str) -> Result<Listener, (i32, String)> {
     let notify = tx_notify(lua).map_err(|e| (EINVAL, e.to_string()))?;
-    let listener = TcpListener::bind(resolve(host, port)?).map_err(|e| os_error(&e))?;
-    let addr = listener.local_addr().map_err(|e| os_error(&e))?;
-    let socket = listener.try_clone().map_err(|e| os_error(&e))?;
     let id = NEXT_LISTENER.fetch_add(1, Ordering::Relaxed);
     let stop = Arc::new(AtomicBool::new(false));
-    let stopped = stop.clone();
+    let wake =
+        Arc::new(rustix::event::eventfd(0, rustix::event::EventfdFlags::CLOEXEC).map_err(|e| os_error(&e.into()))?);
+    let (addr, socket, thread) = if host == UNIX_HOST {
+        if std::os::unix::net::UnixStream::connect(port).is_err() {
+            let _ = std::fs::remove_file(port);
+        }
+        let listener = std::os::unix::net::UnixListener::bind(port).map_err(|e| os_error(&e))?;
+        listener.set_nonblocking(true).map_err(|e| os_error(&e))?;
+        let socket = std::os::fd::OwnedFd::from(listener.try_clone().map_err(|e| os_error(&e))?);
+        (Bound::Unix(port.to_owned()), socket, spawn_accept_loop(listener, &wake, &stop, notify, id)?)
+    } else {
+        let port = port.parse::<u16>().map_err(|_| (EINVAL, "Invalid argument".to_owned()))?;
+        let listener = TcpListener::bind(resolve(host, port)?).map_err(|e| os_error(&e))?;
+        listener.set_nonblocking(true).map_err(|e| os_error(&e))?;
+        let addr = listener.local_addr().map_err(|e| os_error(&e))?;
+        let socket = std::os::fd::OwnedFd::from(listener.try_clone().map_err(|e| os_error(&e))?);
+        (Bound::Tcp(addr), socket, spawn_accept_loop(listener, &wake, &stop, notify, id)?)
+    };
+    Ok(Listener { id, addr, stop, wake, socket: Some(socket), thread: Some(thread) })
+}
+
+fn spawn_accept_loop(
+    listener: impl Acceptor,
+    wake: &Arc<std::os::fd::OwnedFd>,
+    stop: &Arc<AtomicBool>,
+    notify: UnboundedSender<TxMessage>,
+    id: u64,
+) -> Result<std::thread::JoinHandle<()>, (i32, String)> {
+    let (wake, stop) = (wake.clone(), stop.clone());
     std::thread::Builder::new()
         .name("socket.accept".into())
-        .spawn(move || loop {
-            let accepted = listener.accept();
-            if stopped.load(Ordering::Acquire) {
-                return;
-            }
-            match accepted {
-                Ok((stream, _)) => {
-                    if notify.send(TxMessage::SocketAccepted(Accepted { listener: id, stream })).is_err() {
-                        return;
-                    }
-                }
-                Err(_) => std::thread::sleep(ACCEPT_RETRY),
-            }
-        })
-        .map_err(|e| os_error(&e))?;
-    Ok(Listener { id, addr, stop, socket })
+        .spawn(move || accept_loop(listener, &wake, &stop, &notify, id))
+        .map_err(|e| os_error(&e))
 }
 
 impl UserData for Listener {
     fn add_methods<M: UserDataMethods<Self>>(methods: &mut M) {
         methods.add_method("id", |_, this, ()| Ok(this.id));
-        methods.add_method("name", |lua, this, ()| address_table(lua, &this.addr));
-        methods.add_method("close", |_, this, ()| Ok(this.close()));
+        methods.add_method("name", |lua, this, ()| this.name(lua));
+        methods.add_method_mut("close", |_, this, ()| Ok(this.close()));
+        // detach() -> the listening socket's descriptor, now the caller's (nil if closed).
+        methods.add_method_mut("detach", |_, this, ()| Ok(this.detach().map(std::os::fd::IntoRawFd::into_raw_fd)));
     }
 }
 
@@ -519,12 +627,21 @@ impl Drop for Listener {
 
 /// Wraps an accepted connection for Lua, with its peer's address.
 pub fn accepted(lua: &Lua, conn: Accepted) -> mlua::Result<(mlua::AnyUserData, Value)> {
-    let peer = conn.stream.peer_addr().ok();
-    let sock = Sock::start(Stream::Tcp(conn.stream)).map_err(|e| mlua::Error::runtime(e.to_string()))?;
-    let from = match peer {
-        Some(addr) => Value::Table(address_table(lua, &addr)?),
-        None => Value::Nil,
+    let from = match &conn.stream {
+        Stream::Tcp(s) => match s.peer_addr() {
+            Ok(addr) => Value::Table(address_table(lua, &addr)?),
+            Err(_) => Value::Nil,
+        },
+        // A Unix socket's client has no address, as 2.6 shows it.
+        _ => {
+            let t = lua.create_table()?;
+            t.set("host", UNIX_HOST)?;
+            t.set("port", "")?;
+            t.set("family", "AF_UNIX")?;
+            Value::Table(t)
+        }
     };
+    let sock = Sock::start(conn.stream).map_err(|e| mlua::Error::runtime(e.to_string()))?;
     Ok((lua.create_userdata(sock)?, from))
 }
 
@@ -626,8 +743,8 @@ pub fn register(lua: &Lua) -> mlua::Result<()> {
     )?;
     internal.set(
         "socket_listen",
-        lua.create_function(|lua, (host, port): (String, u16)| {
-            let listener = listen(lua, &host, port);
+        lua.create_function(|lua, (host, port): (String, String)| {
+            let listener = listen(lua, &host, &port);
             or_failure(lua, listener)
         })?,
     )?;

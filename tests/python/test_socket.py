@@ -269,3 +269,29 @@ def test_sockets_made_by_hand_as_2_6(tmp_path):
     assert "recvfrom\thello | 127.0.0.1 | AF_INET | number" in tarantool
     assert len(tarantool) == 44
     assert "fiber got\tdone!" in tarantool
+
+
+UNIX_SERVER = r"""
+local socket, fio = require('socket'), require('fio')
+local srv = socket.tcp_server('unix/', './x.sock', function(s, from)
+    s:write('hello ' .. from.host .. ' [' .. tostring(from.port) .. '] ' .. tostring(from.family) .. '\n')
+    s:write('got ' .. tostring(s:read('\n')))
+end)
+print(srv ~= nil, fio.path.exists('./x.sock'))
+local n = srv:name() print(n.host, n.port, n.family, n.type, n.protocol)
+local c = socket.tcp_connect('unix/', './x.sock')
+print(c ~= nil, c:read('\n'))
+c:write('abc\n')
+print(c:read(7))
+print(srv:close(), fio.path.exists('./x.sock'), socket.tcp_connect('unix/', './x.sock'))
+os.exit(0)
+"""
+
+
+def test_tcp_server_on_a_unix_socket(tmp_path):
+    """socket.tcp_server('unix/', path, handler) as 2.6: the socket file, the
+    server's name, the client's address as the handler gets it, close() removing
+    the file."""
+    real, ours = run_script_on_both(tmp_path, "unix_server.lua", UNIX_SERVER)
+    assert ours == real
+    assert ours[0] == "true\ttrue" and ours[-1] == "true\tfalse\tnil", ours
