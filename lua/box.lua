@@ -2372,12 +2372,12 @@ box.cfg = setmetatable({}, {
             check_log_options(opts or {})
             coroutine.yield('box.cfg', opts or {})
             internal.booted = true
+            if internal.console_take_over then internal.console_take_over() end
             internal.sync_session_triggers()
             internal.run_schema_init_triggers()
             cfg_values = nil
             cfg_load()
             internal.log_box_booted(opts or {})
-            if internal.open_pending_consoles then internal.open_pending_consoles() end
             if internal.cfg_done then internal.cfg_done:broadcast() end
             if opts and opts.read_only ~= nil then op('set_read_only', opts.read_only) end
             if opts and opts.memtx_max_tuple_size ~= nil then op('max_tuple_size', opts.memtx_max_tuple_size) end

@@ -649,8 +649,9 @@ end
 local console_server = {}
 console_server.__index = console_server
 
-local function open_server(server)
-    local bound = box.internal.call_op('console_listen', server.uri)
+-- `socket`: the descriptor of a socket already listening on the uri, to serve.
+local function open_server(server, socket)
+    local bound = box.internal.call_op('console_listen', server.uri, socket)
     local host, port = string.match(bound, '^(.*):(%d+)$')
     if host ~= nil and not string.find(bound, '/') then
         server.address = {host = host, port = tonumber(port), family = string.find(host, ':') and 'AF_INET6' or 'AF_INET',
@@ -667,6 +668,7 @@ end
 
 function console_server:name()
     open_or_closed(self)
+    if self.lua_server ~= nil then return self.lua_server:name() end
     if self.address == nil then return nil end
     local copy = {}
     for k, v in pairs(self.address) do copy[k] = v end
@@ -676,6 +678,7 @@ end
 function console_server:close()
     open_or_closed(self)
     self.closed = true
+    if self.lua_server ~= nil then return self.lua_server:close() end
     if self.bound == nil then return true end
     return box.internal.call_op('console_close', self.bound)
 end
@@ -685,25 +688,64 @@ console_server.__tostring = function(self)
     return 'console: ' .. (self.bound or self.uri)
 end
 
--- Before box.cfg there is no server yet: the console opens right after it boots
--- (its name() is nil until then).
-local pending = {}
+-- A console session served from Lua: 2.6's greeting, then each line (gathered
+-- up to the delimiter) answered in the session's output format, until the
+-- client goes.
+local function serve_console(client)
+    local version = string.match(_TARANTOOL or '', '^([^-]+)') or '2.6.0'
+    client:write(string.format('%-63s\n%-63s\n', 'Tarantool ' .. version .. ' (Lua console)',
+                               "type 'help' for interactive help"))
+    while true do
+        local line = client:read('\n')
+        if line == nil or line == '' then break end
+        local reply = box.internal.console_line((string.gsub(line, '\n$', '')))
+        if reply ~= '' and not client:write(reply) then break end
+    end
+end
+
+-- Before box.cfg there is no server to serve a console: it is served from Lua
+-- (over the socket module, as 2.6 serves every console), from now on.
+local function lua_server(server, uri)
+    local parsed = require('uri').parse(uri)
+    if parsed == nil or parsed.service == nil then error('Usage: console.listen("[host:]service")', 3) end
+    local host = parsed.host or 'localhost'
+    if parsed.unix ~= nil then host = 'unix/' end
+    local port = parsed.unix or parsed.service
+    local s, err = require('socket').tcp_server(host, port, {handler = serve_console, name = 'console'})
+    if s == nil then
+        error(string.format('failed to create server %s:%s: %s', host, port, err or require('errno').strerror()), 3)
+    end
+    server.lua_server = s
+end
+
+-- Consoles served from Lua until box.cfg.
+local lua_served = {}
+
+-- At box.cfg the server's console listener takes over the consoles served from
+-- Lua so far, with their listening sockets: a client waiting to be accepted is
+-- served by it, those accepted before stay with Lua.
+function box.internal.console_take_over()
+    for _, server in ipairs(lua_served) do
+        local name = not server.closed and server.lua_server:name()
+        local socket = name and server.lua_server:detach()
+        if socket ~= nil then
+            server.lua_server = nil
+            server.uri = name.host == 'unix/' and name.port or string.format('%s:%s', name.host, name.port)
+            open_server(server, socket)
+        end
+    end
+    lua_served = {}
+end
 
 function console.listen(uri)
     local server = setmetatable({uri = tostring(uri)}, console_server)
     if box.internal.op == nil then
-        table.insert(pending, server)
+        lua_server(server, server.uri)
+        table.insert(lua_served, server)
     else
         open_server(server)
     end
     return server
-end
-
-function box.internal.open_pending_consoles()
-    for _, server in ipairs(pending) do
-        if not server.closed then open_server(server) end
-    end
-    pending = {}
 end
 
 package.loaded.console = console

@@ -307,6 +307,9 @@ pub enum Control {
     ConsoleListen {
         /// `host:port` or a Unix socket's path.
         addr: String,
+        /// A socket already listening on `addr`, to serve rather than binding one
+        /// (a console Lua served before box.cfg).
+        adopt: Option<std::os::fd::OwnedFd>,
         /// The outcome.
         reply: std::sync::mpsc::Sender<Result<String, String>>,
     },

@@ -111,7 +111,10 @@ pub async fn control_loop(mut rx: UnboundedReceiver<Control>, ctx: NetContext, m
         std::collections::HashMap::new();
     while let Some(req) = rx.recv().await {
         match req {
-            Control::ConsoleListen { addr, reply } => match server::console::Listener::bind(&addr).await {
+            Control::ConsoleListen { addr, adopt, reply } => match match adopt {
+                Some(socket) => server::console::Listener::adopt(socket, &addr),
+                None => server::console::Listener::bind(&addr).await,
+            } {
                 Ok(listener) => {
                     let bound = listener.bound().unwrap_or_else(|| addr.clone());
                     tracing::info!(%addr, %bound, "console listening");

@@ -559,12 +559,22 @@ fn run(lua: &Lua, cx: &mut Context, op: &str, args: &[Value]) -> Result<Value, F
         "console_listen" => {
             let uri: String = arg(lua, args, 1)?;
             let addr = crate::config::normalize_listen(&uri);
+            // A socket a console served from Lua listens on (`listener:detach()`), now ours.
+            let adopt = match args.get(2) {
+                #[allow(unsafe_code, reason = "the descriptor was detached for this call; see SAFETY")]
+                // SAFETY: `listener:detach()` gave up this descriptor to be passed here, once.
+                Some(Value::Integer(fd)) => {
+                    let fd = i32::try_from(*fd).map_err(|_| mlua::Error::runtime("bad descriptor"))?;
+                    Some(unsafe { std::os::fd::FromRawFd::from_raw_fd(fd) })
+                }
+                _ => None,
+            };
             let Some(control) = cx.control.as_ref() else {
                 return Err(
                     BoxError::new(crate::error::code::UNSUPPORTED, "console does not support listen here").into()
                 );
             };
-            open_listener(lua, control, |reply| crate::executor::Control::ConsoleListen { addr, reply })?
+            open_listener(lua, control, |reply| crate::executor::Control::ConsoleListen { addr, adopt, reply })?
         }
         "console_close" => {
             let bound: String = arg(lua, args, 1)?;

@@ -56,6 +56,22 @@ impl Listener {
         }
     }
 
+    /// Serves `socket`, already listening on `addr` (a path: a Unix socket).
+    ///
+    /// # Errors
+    /// Making the socket non-blocking, or registering it with the runtime.
+    pub fn adopt(socket: std::os::fd::OwnedFd, addr: &str) -> std::io::Result<Self> {
+        if is_unix_path(addr) {
+            let listener = std::os::unix::net::UnixListener::from(socket);
+            listener.set_nonblocking(true)?;
+            Ok(Self::Unix(UnixListener::from_std(listener)?))
+        } else {
+            let listener = std::net::TcpListener::from(socket);
+            listener.set_nonblocking(true)?;
+            Ok(Self::Tcp(TcpListener::from_std(listener)?))
+        }
+    }
+
     /// The bound `host:port` of a TCP listener.
     #[must_use]
     pub fn bound(&self) -> Option<String> {

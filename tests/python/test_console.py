@@ -248,3 +248,42 @@ def test_console_output_is_per_session_over_iproto(servers):
         assert "console.delimiter(): need existing console'\n...\n" in ev(one, "\\set delimiter ;")
         one.close()
         two.close()
+
+
+BEFORE_CFG = r"""
+local console, socket, fio = require('console'), require('socket'), require('fio')
+local s = console.listen('unix/:./pre.sock')
+local function show(t) local ks = {} for k, v in pairs(t) do ks[#ks+1] = k .. '=' .. tostring(v) end table.sort(ks) return table.concat(ks, ' ') end
+print(show(s:name()), fio.path.exists('./pre.sock'))
+local function client()
+    local c = socket.tcp_connect('unix/', './pre.sock')
+    print(c ~= nil and c:read{chunk = 128}:match('^Tarantool .*console') ~= nil)
+    return c
+end
+local function ev(c, line, eos) c:write(line .. '\n') print(string.format('%-30s => %q', line, c:read(eos))) end
+-- Served before box.cfg.
+local early = client()
+ev(early, '1 + 1', '...\n')
+ev(early, '\\set output lua', ';')
+ev(early, '{1, "a"}', ';')
+ev(early, 'type(box.cfg)', ';')
+box.cfg{}
+-- The connection made before goes on, and a new one is served as any console.
+ev(early, 'box.space._space ~= nil', ';')
+ev(early, 'box.space._space:get{280}[3]', ';')
+local late = client()
+ev(late, 'box.space._space:get{280}[3]', '...\n')
+ev(late, '\\set output lua,block', ';')
+ev(late, '{1, {2}}', ';')
+print(s:close(), fio.path.exists('./pre.sock'), socket.tcp_connect('unix/', './pre.sock'))
+ev(early, '"still here"', ';')
+os.exit(0)
+"""
+
+
+def test_console_listen_before_box_cfg(tmp_path):
+    """A console listened on before box.cfg answers at once; its connections go
+    on after box.cfg, new ones are served too, and close() removes the socket
+    file, as in 2.6."""
+    lines = same_output_on_both(tmp_path, "console_before_cfg.lua", BEFORE_CFG, 25)
+    assert 'box.space._space:get{280}[3]   => "\\"_space\\";"' in lines
