@@ -446,7 +446,10 @@ local function format(status, n, values)
     local output = (sessions[session_id()] or {}).output or default_output
     if output.fmt ~= 'lua' then
         if not status then return yaml.document({{error = error_text(values[1])}}, 1) end
-        return yaml.document(values, n)
+        local ok, text = pcall(yaml.document, values, n)
+        if ok then return text end
+        local e = 'console: an exception occurred when formatting the output: ' .. error_text(text)
+        return yaml.document({{error = e}}, 1)
     end
     local block, parts = output.opts == 'block', {}
     for i = 1, n do
@@ -560,7 +563,8 @@ end
 -- A line from a text console session (`console.listen`): with a delimiter set,
 -- lines are gathered until one ends with it (and the delimiter is dropped), as
 -- 2.6's console reads a statement. Returns the reply, '' while gathering.
-function box.internal.console_line(line)
+-- `write(text)`: where the line's pushes go (none: the server's session).
+function box.internal.console_line(line, write)
     local settings = session_settings()
     settings.delimiter = settings.delimiter or ''
     line = string.gsub(line, '\r$', '')
@@ -575,7 +579,37 @@ function box.internal.console_line(line)
         settings.gathered = nil
         line = string.sub(line, 1, -#delimiter - 1)
     end
-    return console.eval(line)
+    -- What the line pushes (box.session.push) goes out as text, at once: through
+    -- `write` (a console served from Lua), else through the server's session.
+    settings.pushing = write or true
+    local ok, reply = pcall(console.eval, line)
+    settings.pushing = nil
+    if not ok then error(reply, 0) end
+    return reply
+end
+
+-- box.session.push on a text console: the value in the session's output format,
+-- as 2.6 writes a push there (a YAML document tagged !push!, or '-- Push' and
+-- the Lua text).
+do
+    local push = box.session.push
+    local PUSH_TAG = {tag_handle = '!push!', tag_prefix = 'tag:tarantool.io/push,2018'}
+    function box.session.push(value, sync)
+        local settings = sessions[session_id()]
+        local pushing = settings and settings.pushing
+        if not pushing then return push(value, sync) end
+        if sync ~= nil and type(sync) ~= 'number' then error('Usage: box.session.push(data, sync)', 2) end
+        local output, text = settings.output or default_output, nil
+        if output.fmt == 'lua' then
+            text = '-- Push\n' .. box.internal.console_lua_text(value, output.opts == 'block') .. ';'
+        else
+            text = require('yaml').encode(value, PUSH_TAG)
+        end
+        -- A text console session's pushes are text: the server sends them as they are.
+        if pushing == true then return push(text) end
+        pushing(text)
+        return true
+    end
 end
 
 function console.completion_handler() return {} end
@@ -698,7 +732,7 @@ local function serve_console(client)
     while true do
         local line = client:read('\n')
         if line == nil or line == '' then break end
-        local reply = box.internal.console_line((string.gsub(line, '\n$', '')))
+        local reply = box.internal.console_line((string.gsub(line, '\n$', '')), function(text) client:write(text) end)
         if reply ~= '' and not client:write(reply) then break end
     end
 end

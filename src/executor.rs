@@ -163,6 +163,8 @@ struct Session {
     salt: [u8; 32],
     out: crate::server::sink::ReplySink,
     pending: Vec<u8>,
+    /// A text console session: its pushes are text (Lua formats them), sent as is.
+    text: bool,
 }
 
 /// A reply held until its commit is durable.
@@ -564,7 +566,15 @@ impl Executor {
         let sv = self.engine.schema_version();
         let Some(s) = self.sessions.get_mut(&session_id) else { return };
         for item in &pushes {
-            response::chunk(&mut s.pending, sync, sv, item);
+            if s.text {
+                // The console's text of the value (a msgpack string).
+                let mut r = crate::protocol::msgpack::Reader::new(item);
+                if let Ok(text) = r.read_str() {
+                    s.pending.extend_from_slice(text);
+                }
+            } else {
+                response::chunk(&mut s.pending, sync, sv, item);
+            }
         }
         // Out now: the request's reply may leave from the WAL thread once its
         // group is durable, and must not overtake its pushes.
@@ -754,7 +764,10 @@ impl Executor {
         match msg {
             TxMessage::Connect { session_id, salt, out, peer, fd } => {
                 self.lua.session_opened(session_id, peer, fd);
-                self.sessions.insert(session_id, Session { user_id: user_id::GUEST, salt, out, pending: Vec::new() });
+                self.sessions.insert(
+                    session_id,
+                    Session { user_id: user_id::GUEST, salt, out, pending: Vec::new(), text: false },
+                );
                 if let Err(e) = self.session_triggers(session_id, user_id::GUEST, "connect", &[]) {
                     // As 2.6: a failing on_connect trigger refuses the connection.
                     tracing::warn!(session_id, error = %e, "on_connect trigger failed; closing the connection");
@@ -834,7 +847,12 @@ impl Executor {
                     alarm.fired();
                 }
             }
-            TxMessage::Console { session_id, line } => self.console_line(session_id, &line),
+            TxMessage::Console { session_id, line } => {
+                if let Some(s) = self.sessions.get_mut(&session_id) {
+                    s.text = true;
+                }
+                self.console_line(session_id, &line);
+            }
             TxMessage::ChildExited => crate::children::reap(),
             TxMessage::Shutdown => {
                 self.shutdown_triggers();
@@ -899,6 +917,8 @@ impl Executor {
         };
         let step = self.lua.console_eval(&mut host, &caller, line);
         self.commit_changes();
+        // What the line pushed goes out before its reply (or while it waits).
+        self.send_pushes(session_id, 0);
         match step {
             Step::Done(result) => {
                 self.answer_console(session_id, result);

@@ -24,6 +24,8 @@ LINES = [
     "string.rep('word ', 40)", "{k = string.rep('long value ', 12)}", "box.space.t:get{1}\n1, 'two'",
     "require('json').encode({1, 'a', {b = true}, box.NULL, 1.5, 'q\"'})", "require('json').decode('[1, \"x\", null]')",
     "require('json').encode(box.space.t:get{1})",
+    # A value the YAML writer fails on: the console says so.
+    "setmetatable({}, {__serialize = function() error('no way', 0) end})",
 ]
 
 
@@ -287,3 +289,47 @@ def test_console_listen_before_box_cfg(tmp_path):
     file, as in 2.6."""
     lines = same_output_on_both(tmp_path, "console_before_cfg.lua", BEFORE_CFG, 25)
     assert 'box.space._space:get{280}[3]   => "\\"_space\\";"' in lines
+
+
+PUSHES = r"""
+local console, socket, fiber = require('console'), require('socket'), require('fiber')
+local function run(c)
+    -- A line that pushes: the push, then the reply.
+    local function ev(line, eos, pushes)
+        c:write(line .. '\n')
+        for _ = 0, pushes or 0 do print(string.format('%-40s => %q', line, c:read(eos))) end
+    end
+    ev('box.session.push(200)', '...\n', 1)
+    ev('box.session.push({a = 1}) return 5', '...\n', 1)
+    ev('\\set output lua', ';')
+    ev('box.session.push(200)', ';', 1)
+    ev('\\set output lua,block', ';')
+    ev('box.session.push({1}) return 2', ';', 1)
+    ev('\\set output lua', ';')
+    -- A push goes out at once, not with the reply of the line that made it.
+    c:write('box.session.push("push") require("fiber").sleep(0.3) return "res"\n')
+    local t0 = fiber.clock()
+    print(string.format('%q', c:read(';')), fiber.clock() - t0 < 0.25)
+    print(string.format('%q', c:read(';')))
+    ev('\\set output yaml', '...\n')
+end
+-- Served from Lua (before box.cfg), then by the server's console.
+local early = console.listen('127.0.0.1:0')
+local c = socket.tcp_connect('127.0.0.1', early:name().port)
+c:read{chunk = 128}
+run(c)
+box.cfg{}
+local s = console.listen('127.0.0.1:0')
+c = socket.tcp_connect('127.0.0.1', s:name().port)
+c:read{chunk = 128}
+run(c)
+os.exit(0)
+"""
+
+
+def test_session_push_on_the_text_console(tmp_path):
+    """box.session.push on a text console writes the value as 2.6 does: a YAML
+    document tagged !push!, or '-- Push' and the Lua text; at once, before the
+    line's reply."""
+    lines = same_output_on_both(tmp_path, "console_push.lua", PUSHES, 70)
+    assert lines.count('\\"push\\";"\ttrue') == 2, lines
