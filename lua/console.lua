@@ -303,10 +303,52 @@ local function is_extension(v)
     return ty == 'cdata' and (package.loaded.decimal.is_decimal(v) or box.internal.is_uuid(v))
 end
 
-local encode
+local encode, flow
+
+-- Tables a document holds more than once (a shared or a cyclic reference): as
+-- 2.6's emitter, the first one written gets an anchor (&0, &1...), the others
+-- are aliases of it (*0). `refs` maps such a table to true until it is written,
+-- then to its anchor's number; nil outside a document.
+local refs, next_anchor = nil, 0
+
+local function track_references(roots, n)
+    refs, next_anchor = {}, 0
+    local function visit(t)
+        if type(t) ~= 'table' then return end
+        local seen = refs[t]
+        if seen == nil then
+            refs[t] = false
+            for k, x in pairs(t) do
+                visit(x)
+                visit(k)
+            end
+        elseif seen == false then
+            refs[t] = true
+        end
+    end
+    for i = 1, n do visit(roots[i]) end
+    for t, repeated in pairs(refs) do
+        if not repeated then refs[t] = nil end
+    end
+end
+
+-- The anchor (`&N`, and false) or the alias (`*N`, and true) `v` is written
+-- with, or nil. Tables with a __serialize hook are written as what it gives.
+local function anchor_of(v)
+    local r = refs and type(v) == 'table' and refs[v]
+    if not r then return nil end
+    local mt = getmetatable(v)
+    if mt and mt.__serialize ~= nil then return nil end
+    if r == true then
+        refs[v] = next_anchor
+        next_anchor = next_anchor + 1
+        return '&' .. refs[v], false
+    end
+    return '*' .. r, true
+end
 
 -- `ext_as_null`: decimals and uuids as null, as 2.6 writes a tuple's tostring.
-local function flow(v, ext_as_null)
+local function flow_plain(v, ext_as_null)
     if is_null(v) then return 'null' end
     v = scalar_of_cdata(v)
     local ty = type(v)
@@ -332,9 +374,28 @@ local function flow(v, ext_as_null)
     return '{' .. table.concat(parts, ', ') .. '}'
 end
 
+flow = function(v, ext_as_null)
+    local anchor, alias = anchor_of(v)
+    if alias then return anchor end
+    local text = flow_plain(v, ext_as_null)
+    return anchor and anchor .. ' ' .. text or text
+end
+
+local encode_plain
+
 -- Renders `v` at `indent`; returns the text that follows "- " or "key: ", which
--- starts at column `col` (default `indent`).
+-- starts at column `col` (default `indent`). A table written before is its alias;
+-- an anchored block collection starts on the next line.
 encode = function(v, indent, col)
+    local anchor, alias = anchor_of(v)
+    if alias then return anchor end
+    local text = encode_plain(v, indent, col)
+    if anchor == nil then return text end
+    if next(v) == nil then return anchor .. ' ' .. text end
+    return anchor .. '\n' .. string.rep(' ', indent) .. text
+end
+
+encode_plain = function(v, indent, col)
     if is_null(v) then return 'null' end
     v = scalar_of_cdata(v)
     local ty = type(v)
@@ -377,10 +438,17 @@ encode = function(v, indent, col)
             lines[#lines + 1] = (#lines == 0 and '' or pad) .. '? ' .. string_scalar(k, false, indent + 2, indent + 2)
                 .. '\n' .. pad .. ': ' .. encode(x, indent + 2, indent + 2)
         elseif type(x) == 'table' and not box.tuple.is(x) and next(x) ~= nil then
-            if is_sequence(x) then
-                lines[#lines + 1] = prefix .. '\n' .. pad .. encode(x, indent)
+            -- An anchor or an alias stands after the key.
+            local anchor, alias = anchor_of(x)
+            if alias then
+                lines[#lines + 1] = prefix .. ' ' .. anchor
             else
-                lines[#lines + 1] = prefix .. '\n' .. pad .. '  ' .. encode(x, indent + 2)
+                prefix = anchor and prefix .. ' ' .. anchor or prefix
+                if is_sequence(x) then
+                    lines[#lines + 1] = prefix .. '\n' .. pad .. encode_plain(x, indent)
+                else
+                    lines[#lines + 1] = prefix .. '\n' .. pad .. '  ' .. encode_plain(x, indent + 2)
+                end
             end
         else
             local item = encode(x, indent + 2, indent + #key + 2)
@@ -395,10 +463,15 @@ end
 function yaml.document(values, n)
     if n == 0 then return '---\n...\n' end
     local out = {'---'}
-    for i = 1, n do
-        local item = encode(values[i], 2)
-        out[#out + 1] = item == '' and '-' or '- ' .. item
-    end
+    track_references(values, n)
+    local ok, err = pcall(function()
+        for i = 1, n do
+            local item = encode(values[i], 2)
+            out[#out + 1] = item == '' and '-' or '- ' .. item
+        end
+    end)
+    refs = nil
+    if not ok then error(err, 0) end
     out[#out + 1] = '...\n'
     return table.concat(out, '\n')
 end
@@ -795,7 +868,13 @@ end
 
 -- yaml.value(v, indent, col, cfg): one value's YAML text, for the yaml module's
 -- encode, written with the serializer options `cfg`.
-function yaml.value(v, indent, col, cfg) return with_options(cfg, encode, v, indent, col) end
+function yaml.value(v, indent, col, cfg)
+    track_references({v}, 1)
+    local ok, text = pcall(with_options, cfg, encode, v, indent, col)
+    refs = nil
+    if not ok then error(text, 0) end
+    return text
+end
 -- Whether `v` is written in block style (a non-empty table with no flow hint),
 -- with the serializer options `cfg`.
 function yaml.is_block(v, cfg)

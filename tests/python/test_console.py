@@ -24,6 +24,10 @@ LINES = [
     "string.rep('word ', 40)", "{k = string.rep('long value ', 12)}", "box.space.t:get{1}\n1, 'two'",
     "require('json').encode({1, 'a', {b = true}, box.NULL, 1.5, 'q\"'})", "require('json').decode('[1, \"x\", null]')",
     "require('json').encode(box.space.t:get{1})",
+    # Tables met more than once (shared or cyclic): anchors and aliases.
+    "t = {1} return {a = t}, {b = t}", "t = {1} return t, t", "t = {} return {t, t}", "t = {1} return {t, t}",
+    "t = {k = 1} return {t, t}", "local a = {} a[1] = a return a", "t = {k = 'v'} return {x = t}, t",
+    "t = {1} return {setmetatable({t}, {__serialize = 'seq'}), t}", "local t = {1} return require('yaml').encode({t, t})",
     # A value the YAML writer fails on: the console says so.
     "setmetatable({}, {__serialize = function() error('no way', 0) end})",
 ]
