@@ -622,6 +622,19 @@ pub fn decode_with(lua: &Lua, r: &mut Reader<'_>, depth: usize, options: &Option
                 Ok((UUID_EXT, payload)) if let Ok(bytes) = <&[u8; 16]>::try_from(payload) => {
                     super::uuid::push(lua, bytes)?
                 }
+                // Decimal, uuid and error are the types 2.6 knows: a decimal or a uuid
+                // that is not one is malformed, another type unknown (2.6's words, its
+                // spelling and its unsigned type number kept).
+                Ok((ext, _)) if options.decode_unknown_ext_as_error => {
+                    if ext == crate::decimal::MP_DECIMAL || ext == UUID_EXT {
+                        return Err(mlua::Error::runtime(INVALID_MSGPACK));
+                    }
+                    if ext != 3 {
+                        let number = i32::from(ext).cast_unsigned();
+                        return Err(mlua::Error::runtime(format!("Unsuported MsgPack extension type: {number}")));
+                    }
+                    Value::UserData(lua.create_userdata(LuaExt(raw.into()))?)
+                }
                 _ => Value::UserData(lua.create_userdata(LuaExt(raw.into()))?),
             }
         }

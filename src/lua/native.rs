@@ -93,7 +93,8 @@ pub fn create(lua: &Lua) -> mlua::Result<Table> {
         // there are not one whole msgpack value (lua/box.lua checks `pos` first).
         // Another error than malformed bytes (a refused NaN) is the third result.
         lua.create_function(|lua, (data, pos, options): (LuaString, usize, Value)| {
-            let options = serializer::options_of(&options)?;
+            let options =
+                serializer::Options { decode_unknown_ext_as_error: true, ..serializer::options_of(&options)? };
             let data = data.as_bytes();
             let mut r = crate::protocol::msgpack::Reader::new(data.get(pos.saturating_sub(1)..).unwrap_or(&[]));
             Ok(match convert::decode_with(lua, &mut r, 0, &options) {

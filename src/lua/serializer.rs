@@ -34,6 +34,10 @@ pub struct Options {
     pub decode_invalid_numbers: bool,
     /// Decoded arrays and maps get the `seq`/`map` metatables.
     pub decode_save_metatables: bool,
+    /// An extension type 2.6 has no Lua value for is an error ("Unsuported MsgPack
+    /// extension type", as `msgpack.decode` says it), rather than a value that is
+    /// written back as it came. Not a `cfg` option: set where Lua code decodes.
+    pub decode_unknown_ext_as_error: bool,
 }
 
 impl Options {
@@ -50,6 +54,7 @@ impl Options {
         encode_sparse_safe: 10,
         decode_invalid_numbers: true,
         decode_save_metatables: true,
+        decode_unknown_ext_as_error: false,
     };
 
     /// The options a serializer's `cfg` table holds (missing ones at their defaults).
@@ -85,6 +90,7 @@ impl Options {
             encode_sparse_safe: count("encode_sparse_safe", d.encode_sparse_safe)?,
             decode_invalid_numbers: flag("decode_invalid_numbers", d.decode_invalid_numbers)?,
             decode_save_metatables: flag("decode_save_metatables", d.decode_save_metatables)?,
+            decode_unknown_ext_as_error: d.decode_unknown_ext_as_error,
         })
     }
 }

@@ -611,3 +611,20 @@ os.exit(0)
     lines = r.stdout.splitlines()
     assert lines[:8] == ["false\ttoo many nested __serialize hooks"] * 8, lines
     assert lines[8:] == ["true\t4000", "false\tToo high nest level - 4097", "1"], lines
+
+
+UNKNOWN_EXTENSIONS = r"""
+local msgpack = require('msgpack')
+for _, bytes in ipairs({'\xd4\x0f\x00', '\xc7\x01\x10\x00', '\xd4\xff\x00', '\x91\xd4\x0f\x00', '\xd5\x02\x00\x00'}) do
+    print(pcall(msgpack.decode, bytes))
+    print(pcall(msgpack.decode_unchecked, bytes))
+end
+os.exit(0)
+"""
+
+
+def test_msgpack_decode_refuses_extensions_it_does_not_know(tmp_path):
+    """An extension type other than decimal, uuid and error is an error for
+    msgpack.decode, in 2.6's words (its spelling too)."""
+    lines = same_output_on_both(tmp_path, "msgpack_ext.lua", UNKNOWN_EXTENSIONS, 10)
+    assert lines[0] == "false\tUnsuported MsgPack extension type: 15"
