@@ -710,6 +710,18 @@ the data succeeds.
   twice. Measured but not kept: putting the network and WAL threads under
   `SCHED_BATCH` (no wake-up preemption of TX: +12-20% pipelined, but depth-1
   replace -12%), and TX at nice -5 (+3-10% pipelined, needs privileges).
+- 6 December: a CALL made 488-512 bytes of Lua garbage of its own (`collectgarbage
+  ('count')` around 20,000 CALLs of a function that does nothing), all of it the
+  request's fiber: a table of nine fields (a 16-slot hash part) and an empty
+  `storage` table; LuaJIT's collector was 15-24% of the TX thread's samples under
+  `call`. A fiber's storage is now made when first read, and a request's fiber that
+  ended serves the next request, as 2.6 pools its request fibers (same id, same
+  object): 0 bytes per CALL of that function, 136 (the tuple) per CALL of this row's
+  `get`; the collector 9% of TX. `call` 343k -> 373k ops/s (medians of 6 alternating
+  rounds of `bench/cpu_per_op.py call`, per-round ratios 0.92-1.19); side by side
+  0.81x -> 1.00x (`--workloads call,select --rounds 5`, 06:10). The pooled fiber's
+  table was rehashed at every end of a CALL (setting its missing `storage` key to
+  nil adds the key to a full table): 4% of TX, gone.
 - Memory: a tuple in a TREE over one unsigned field costs the tuple itself (its bytes
   and 16 bytes of reference counts) and a 24-byte tree entry; other TREE keys are
   decoded (72 bytes an entry). Entries inserted in key order leave the B-tree's nodes
