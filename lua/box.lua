@@ -42,7 +42,10 @@ function internal.install_cdata_aware_type()
         if t == 'userdata' then
             if raw_metatable(v) == tuple_mt then return 'cdata' end
         elseif t == 'table' then
-            if raw_metatable(v) == error_mt then return 'cdata' end
+            local mt = raw_metatable(v)
+            if mt == error_mt then return 'cdata' end
+            -- A fiber object, userdata in 2.6.
+            if mt ~= nil and rawget(mt, '__fiber') == true then return 'userdata' end
         end
         return t
     end

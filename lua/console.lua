@@ -250,10 +250,19 @@ end
 -- The text of a value YAML has no form for (a function, a userdata): its
 -- tostring() with `encode_use_tostring`, nil (for null) with
 -- `encode_invalid_as_nil`, else an error.
+-- A fiber object: userdata in 2.6, a table here; written as a userdata is.
+local function is_fiber(v)
+    local mt = type(v) == 'table' and getmetatable(v)
+    return type(mt) == 'table' and rawget(mt, '__fiber') == true
+end
+
+-- The type 2.6's serializers name in their errors.
+local function type_name(v) return is_fiber(v) and 'userdata' or type(v) end
+
 local function unsupported_text(v)
     if opts.encode_use_tostring then return tostring(v) end
     if opts.encode_invalid_as_nil then return nil end
-    error(string.format("unsupported Lua type '%s'", type(v)), 0)
+    error(string.format("unsupported Lua type '%s'", type_name(v)), 0)
 end
 
 -- A cdata's or a userdata's `__serialize` (from an ffi metatype, e.g. fio's file
@@ -360,7 +369,7 @@ local function flow_plain(v, ext_as_null)
     if box.tuple.is(v) then v = v:totable() end
     local hooked = follow_hooks(v, opts.encode_load_metatables)
     if not rawequal(hooked, v) then return flow(hooked, ext_as_null) end
-    if type(v) ~= 'table' then
+    if type(v) ~= 'table' or is_fiber(v) then
         local text = unsupported_text(v)
         return text == nil and 'null' or single_quoted(text, 0)
     end
@@ -407,7 +416,7 @@ encode_plain = function(v, indent, col)
     if box.tuple.is(v) then return flow(v) end
     local hooked = follow_hooks(v, opts.encode_load_metatables)
     if not rawequal(hooked, v) then return encode(hooked, indent, col) end
-    if ty ~= 'table' then
+    if ty ~= 'table' or is_fiber(v) then
         local text = unsupported_text(v)
         return text == nil and 'null' or string_scalar(text, false, indent, col or indent)
     end
@@ -893,7 +902,7 @@ box.internal.yaml = yaml
 box.internal.serializer_helpers = {
     is_null = is_null, scalar_of_cdata = scalar_of_cdata, cdata_integer = cdata_integer, is_extension = is_extension,
     follow_hooks = follow_hooks, sequence_length = sequence_length, is_printable_text = is_printable_text,
-    number = number,
+    number = number, is_fiber = is_fiber,
 }
 
 --------------------------------------------------------------------------------
@@ -973,7 +982,7 @@ end
 local function json_other(v, cfg)
     if cfg.encode_use_tostring then return json_string(tostring(v)) end
     if cfg.encode_invalid_as_nil then return 'null' end
-    error("unsupported Lua type '" .. type(v) .. "'", 0)
+    error("unsupported Lua type '" .. type_name(v) .. "'", 0)
 end
 
 local function json_number(v, cfg)
@@ -1001,7 +1010,7 @@ local function json_encode(v, depth, cfg)
     -- a ctype's never does (2.6's gh-1226).
     local hooked = follow_hooks(v, cfg.encode_load_metatables)
     if not rawequal(hooked, v) then return json_encode(hooked, depth, cfg) end
-    if type(v) ~= 'table' then return json_other(v, cfg) end
+    if type(v) ~= 'table' or is_fiber(v) then return json_other(v, cfg) end
     if depth >= cfg.encode_max_depth then
         if cfg.encode_deep_as_nil then return 'null' end
         error('Too high nest level', 0)

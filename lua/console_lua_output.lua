@@ -63,7 +63,7 @@ local function scalar(v)
     if box.tuple.is(v) then v = v:totable() end
     local hooked = helpers.follow_hooks(v, true)
     if not rawequal(hooked, v) then return scalar(hooked) end
-    if type(v) ~= 'table' then return tostring(v), 'str' end
+    if type(v) ~= 'table' or helpers.is_fiber(v) then return tostring(v), 'str' end
     return nil, v, helpers.sequence_length(v, OPTIONS)
 end
 

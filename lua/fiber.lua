@@ -516,6 +516,9 @@ function fiber_mt:join()
 end
 fiber_mt.__tostring = function(self) return 'fiber: ' .. self.fid end
 fiber_mt.__serialize = function(self) return {id = self.fid, name = self.name_, status = self:status()} end
+-- 2.6's fiber objects are userdata: the serializers and the type() user code sees
+-- take a table with this metatable for one.
+fiber_mt.__fiber = true
 
 --------------------------------------------------------------------------------
 -- Channels and conditions

@@ -240,7 +240,8 @@ impl Encoder<'_> {
         } else {
             let type_name = match v {
                 Value::Other(_) => "cdata",
-                Value::LightUserData(_) => "userdata",
+                // Only a fiber object comes here as a table: userdata in 2.6.
+                Value::LightUserData(_) | Value::Table(_) => "userdata",
                 other => other.type_name(),
             };
             return Err(mlua::Error::runtime(format!("unsupported Lua type '{type_name}'")));
@@ -249,6 +250,11 @@ impl Encoder<'_> {
     }
 
     fn table(&mut self, out: &mut Vec<u8>, t: &Table, level: u32) -> mlua::Result<()> {
+        // A fiber object is userdata in 2.6 (a table here): written as what its
+        // __serialize gives, its tostring or nil, as a userdata is.
+        if t.metatable().is_some_and(|mt| mt.raw_get::<bool>("__fiber").unwrap_or(false)) {
+            return self.unencodable(out, &Value::Table(t.clone()), level);
+        }
         // A box.error object travels as its message, as 2.6 sends error values.
         if t.metatable().is_some_and(|mt| mt.raw_get::<bool>("__box_error").unwrap_or(false)) {
             let message: mlua::LuaString = t.get("message")?;

@@ -628,3 +628,31 @@ def test_msgpack_decode_refuses_extensions_it_does_not_know(tmp_path):
     msgpack.decode, in 2.6's words (its spelling too)."""
     lines = same_output_on_both(tmp_path, "msgpack_ext.lua", UNKNOWN_EXTENSIONS, 10)
     assert lines[0] == "false\tUnsuported MsgPack extension type: 15"
+
+
+FIBER_AS_USERDATA = r"""
+local fiber = require('fiber')
+local f = fiber.self()
+print(type(f), type(fiber.new(function() end)))
+for _, name in ipairs({'msgpack', 'json', 'yaml'}) do
+    local ss = require(name).new()
+    ss.cfg{encode_load_metatables = false, encode_use_tostring = false, encode_invalid_as_nil = false}
+    local ok, err = pcall(ss.encode, f)
+    print(name, ok, tostring(err))
+    ss.cfg{encode_invalid_as_nil = true}
+    print(name, ss.decode(ss.encode(f)) == nil)
+    ss.cfg{encode_invalid_as_nil = false, encode_use_tostring = true}
+    print(name, type(ss.decode(ss.encode(f))))
+    ss.cfg{encode_load_metatables = true}
+    local t = ss.decode(ss.encode(f))
+    print(name, type(t), t.name, t.status, t.id == f:id())
+end
+os.exit(0)
+"""
+
+
+def test_fiber_objects_are_written_as_userdata(tmp_path):
+    """2.6's fiber objects are userdata: type() says so, and the serializers write
+    one only through its __serialize, its tostring, or as nil, else refuse it."""
+    lines = same_output_on_both(tmp_path, "fiber_userdata.lua", FIBER_AS_USERDATA, 13)
+    assert "userdata\tuserdata" in lines
