@@ -320,25 +320,32 @@ local encode, flow
 -- then to its anchor's number; nil outside a document.
 local refs, next_anchor = nil, 0
 
-local function track_references(roots, n)
-    refs, next_anchor = {}, 0
+-- The tables reachable from `roots[1..n]` (keys and values) more than once, each
+-- mapped to true (2.6's serializers look for them the same way).
+local function repeated_tables(roots, n)
+    local seen = {}
     local function visit(t)
         if type(t) ~= 'table' then return end
-        local seen = refs[t]
-        if seen == nil then
-            refs[t] = false
+        local before = seen[t]
+        if before == nil then
+            seen[t] = false
             for k, x in pairs(t) do
                 visit(x)
                 visit(k)
             end
-        elseif seen == false then
-            refs[t] = true
+        elseif before == false then
+            seen[t] = true
         end
     end
     for i = 1, n do visit(roots[i]) end
-    for t, repeated in pairs(refs) do
-        if not repeated then refs[t] = nil end
+    for t, repeated in pairs(seen) do
+        if not repeated then seen[t] = nil end
     end
+    return seen
+end
+
+local function track_references(roots, n)
+    refs, next_anchor = repeated_tables(roots, n), 0
 end
 
 -- The anchor (`&N`, and false) or the alias (`*N`, and true) `v` is written
@@ -902,7 +909,7 @@ box.internal.yaml = yaml
 box.internal.serializer_helpers = {
     is_null = is_null, scalar_of_cdata = scalar_of_cdata, cdata_integer = cdata_integer, is_extension = is_extension,
     follow_hooks = follow_hooks, sequence_length = sequence_length, is_printable_text = is_printable_text,
-    number = number, is_fiber = is_fiber,
+    number = number, is_fiber = is_fiber, repeated_tables = repeated_tables,
 }
 
 --------------------------------------------------------------------------------

@@ -70,22 +70,8 @@ end
 -- `value` as Lua text; `block`: one element per line.
 local function lua_text(value, block)
     local out, suffix, noindent, prev_mask = {}, '', false, 0
-    -- Tables seen more than once: true until the first is written, then 'written'.
-    local repeated = {}
-    local function find_repeated(t)
-        if type(t) ~= 'table' then return end
-        local seen = repeated[t]
-        if seen == nil then
-            repeated[t] = false
-            for k, x in pairs(t) do
-                find_repeated(x)
-                find_repeated(k)
-            end
-        elseif seen == false then
-            repeated[t] = true
-        end
-    end
-    find_repeated(value)
+    -- Tables met more than once: true until the first is written, then 'written'.
+    local repeated = helpers.repeated_tables({value}, 1)
 
     local function emit(mask, indent, text, escape)
         if suffix ~= '' then
