@@ -561,11 +561,9 @@ fn run(lua: &Lua, cx: &mut Context, op: &str, args: &[Value]) -> Result<Value, F
             let addr = crate::config::normalize_listen(&uri);
             // A socket a console served from Lua listens on (`listener:detach()`), now ours.
             let adopt = match args.get(2) {
-                #[allow(unsafe_code, reason = "the descriptor was detached for this call; see SAFETY")]
-                // SAFETY: `listener:detach()` gave up this descriptor to be passed here, once.
                 Some(Value::Integer(fd)) => {
-                    let fd = i32::try_from(*fd).map_err(|_| mlua::Error::runtime("bad descriptor"))?;
-                    Some(unsafe { std::os::fd::FromRawFd::from_raw_fd(fd) })
+                    let fd = i32::try_from(*fd).ok().and_then(super::socket::take_detached);
+                    Some(fd.ok_or_else(|| mlua::Error::runtime("not a detached listening socket"))?)
                 }
                 _ => None,
             };

@@ -45,6 +45,19 @@ pub(crate) fn next_ticket() -> u64 {
 }
 static NEXT_LISTENER: AtomicU64 = AtomicU64::new(1);
 
+/// Listening sockets given up by `listener:detach()` and not yet taken over: the
+/// descriptors Lua may hand to [`take_detached`], each once.
+static DETACHED: std::sync::Mutex<Vec<std::os::fd::OwnedFd>> = std::sync::Mutex::new(Vec::new());
+
+/// The detached listening socket numbered `fd`, now the caller's; none when no
+/// detached socket has that number (a descriptor Lua names is never taken on trust).
+pub fn take_detached(fd: i32) -> Option<std::os::fd::OwnedFd> {
+    use std::os::fd::AsRawFd;
+    let mut detached = DETACHED.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let at = detached.iter().position(|s| s.as_raw_fd() == fd)?;
+    Some(detached.swap_remove(at))
+}
+
 /// Where a job's outcome goes.
 enum ReplyTo {
     /// A caller blocked on this channel.
@@ -614,8 +627,15 @@ impl UserData for Listener {
         methods.add_method("id", |_, this, ()| Ok(this.id));
         methods.add_method("name", |lua, this, ()| this.name(lua));
         methods.add_method_mut("close", |_, this, ()| Ok(this.close()));
-        // detach() -> the listening socket's descriptor, now the caller's (nil if closed).
-        methods.add_method_mut("detach", |_, this, ()| Ok(this.detach().map(std::os::fd::IntoRawFd::into_raw_fd)));
+        // detach() -> the listening socket's descriptor number, kept for `take_detached`.
+        methods.add_method_mut("detach", |_, this, ()| {
+            Ok(this.detach().map(|socket| {
+                use std::os::fd::AsRawFd;
+                let fd = socket.as_raw_fd();
+                DETACHED.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(socket);
+                fd
+            }))
+        });
     }
 }
 

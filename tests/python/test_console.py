@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from conftest import ADMIN_PASSWORD, same_output_on_both, start_oncebox, start_tarantool
+from conftest import ADMIN_PASSWORD, ONCEBOX, same_output_on_both, start_oncebox, start_tarantool
 from iproto_raw import EVAL, Raw
 
 SETUP = "s = box.schema.space.create('t') s:create_index('pk') s:insert{1, 'Alice', 55} s:insert{2, [[it's]], {a = 1}}"
@@ -337,3 +337,19 @@ def test_session_push_on_the_text_console(tmp_path):
     line's reply."""
     lines = same_output_on_both(tmp_path, "console_push.lua", PUSHES, 70)
     assert lines.count('\\"push\\";"\ttrue') == 2, lines
+
+
+def test_the_console_server_takes_only_a_socket_a_console_gave_up(tmp_path):
+    """The internal hand-over at box.cfg adopts a listening socket only if Lua's
+    console server detached it: a descriptor named by number is not taken on trust."""
+    script = tmp_path / "adopt.lua"
+    script.write_text(
+        "box.cfg{}\n"
+        "print(pcall(box.internal.call_op, 'console_listen', '127.0.0.1:0', 1))\n"
+        "print(io.stdout ~= nil)\n"
+        "os.exit(0)\n")
+    out = subprocess.run([ONCEBOX, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=30)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0].startswith("false") and "not a detached listening socket" in lines[0], out.stdout
+    assert lines[-1] == "true", out.stdout
