@@ -498,7 +498,11 @@ local console = {}
 -- output format (`\set output`), the language (`\set language`) and, on the
 -- text console, the delimiter that ends a statement.
 local sessions = {}
-local default_output = {fmt = 'yaml'}
+-- A session's output until it sets one.
+local YAML_OUTPUT = {fmt = 'yaml'}
+-- console.set_default_output's: in 2.6 only what a console.connect client asks the
+-- server for; a session's own output is YAML until it sets one.
+local default_output = YAML_OUTPUT
 
 local function session_id()
     local ok, id = pcall(box.session.id)
@@ -509,7 +513,7 @@ local function session_settings()
     local id = session_id()
     local settings = sessions[id]
     if settings == nil then
-        settings = {output = default_output}
+        settings = {}
         sessions[id] = settings
     end
     return settings
@@ -532,7 +536,7 @@ end
 -- The reply to a console line that ended (`status`) with `n` values, in the
 -- session's output format: a YAML document, or Lua text ending with ';'.
 local function format(status, n, values)
-    local output = (sessions[session_id()] or {}).output or default_output
+    local output = (sessions[session_id()] or {}).output or YAML_OUTPUT
     if output.fmt ~= 'lua' then
         if not status then return yaml.document({{error = error_text(values[1])}}, 1) end
         local ok, text = pcall(yaml.document, values, n)
@@ -635,8 +639,8 @@ function console.delimiter(value)
     settings.delimiter = value
 end
 
--- console.set_default_output(format) / get_default_output(): the output of
--- sessions that did not choose one.
+-- console.set_default_output(format) / get_default_output(): kept and checked as
+-- 2.6 does; it changes no session's output (2.6's console.connect reads it).
 function console.set_default_output(value)
     if value == nil then error('Nil output value passed', 2) end
     local settings = {}
@@ -688,7 +692,7 @@ do
         local pushing = settings and settings.pushing
         if not pushing then return push(value, sync) end
         if sync ~= nil and type(sync) ~= 'number' then error('Usage: box.session.push(data, sync)', 2) end
-        local output, text = settings.output or default_output, nil
+        local output, text = settings.output or YAML_OUTPUT, nil
         if output.fmt == 'lua' then
             text = '-- Push\n' .. box.internal.console_lua_text(value, output.opts == 'block') .. ';'
         else

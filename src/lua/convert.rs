@@ -250,16 +250,18 @@ impl Encoder<'_> {
     }
 
     fn table(&mut self, out: &mut Vec<u8>, t: &Table, level: u32) -> mlua::Result<()> {
-        // A fiber object is userdata in 2.6 (a table here): written as what its
-        // __serialize gives, its tostring or nil, as a userdata is.
-        if t.metatable().is_some_and(|mt| mt.raw_get::<bool>("__fiber").unwrap_or(false)) {
-            return self.unencodable(out, &Value::Table(t.clone()), level);
-        }
-        // A box.error object travels as its message, as 2.6 sends error values.
-        if t.metatable().is_some_and(|mt| mt.raw_get::<bool>("__box_error").unwrap_or(false)) {
-            let message: mlua::LuaString = t.get("message")?;
-            write::str(out, &message.as_bytes());
-            return Ok(());
+        if let Some(mt) = t.metatable() {
+            // A fiber object is userdata in 2.6 (a table here): written as what its
+            // __serialize gives, its tostring or nil, as a userdata is.
+            if mt.raw_get::<bool>("__fiber").unwrap_or(false) {
+                return self.unencodable(out, &Value::Table(t.clone()), level);
+            }
+            // A box.error object travels as its message, as 2.6 sends error values.
+            if mt.raw_get::<bool>("__box_error").unwrap_or(false) {
+                let message: mlua::LuaString = t.get("message")?;
+                write::str(out, &message.as_bytes());
+                return Ok(());
+            }
         }
         let hinted = match self.options.encode_load_metatables {
             true => match serialize_hint(t)? {

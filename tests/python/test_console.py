@@ -250,6 +250,13 @@ def test_console_output_is_per_session_over_iproto(servers):
         assert ev(one, "{1, 'a'}") == '{\n  1,\n  "a"\n};'
         assert ev(two, "{1, 'a'}") == "---\n- - 1\n  - a\n...\n"
         assert ev(one, "\\set output yaml") == "---\n- true\n...\n"
+        # The default output is what a console.connect client asks for: no session's.
+        one.request(EVAL, {0x27: "require('console').set_default_output('lua')", 0x21: []})
+        three = Raw(inst.host, inst.port)
+        three.auth("admin", ADMIN_PASSWORD)
+        assert ev(two, "1") == ev(three, "1") == "---\n- 1\n...\n"
+        three.close()
+        one.request(EVAL, {0x27: "require('console').set_default_output('yaml')", 0x21: []})
         # (2.6 names the line of its console.lua that raised.)
         assert "console.delimiter(): need existing console'\n...\n" in ev(one, "\\set delimiter ;")
         one.close()
