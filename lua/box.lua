@@ -301,8 +301,20 @@ local op_codes = internal.op_codes
 local SESSION_SETTINGS_ID = 380
 local session_settings_op
 
+-- What box.session answers before box.cfg{}, as 2.6's does: the script's own
+-- session, admin's.
+local UNCONFIGURED_OPS = {
+    session_id = function() return 0 end,
+    uid = function() return 1 end,
+    user_name = function(uid) return uid == 1 and 'admin' or nil end,
+    session_exists = function(id) return id == nil or id == 0 end,
+    session_peer = function() return nil end,
+}
+
 local function op(name, ...)
     if internal.op == nil then
+        local unconfigured = UNCONFIGURED_OPS[name]
+        if unconfigured ~= nil then return unconfigured(...) end
         error(make_error(0, 'Please call box.cfg{} first'), 3)
     end
     if (...) == SESSION_SETTINGS_ID and session_settings_op ~= nil then
@@ -2217,12 +2229,22 @@ end, __call = function(self)
     return all
 end})
 
--- box.cfg: Tarantool 2.6's options are accepted; the ones the server fixed at start
--- cannot change at run time; oncebox's idempotency options apply at once.
-local cfg_static = {work_dir = true, wal_mode = true, wal_dir = true, memtx_dir = true, vinyl_dir = true,
-                    memtx_memory = false, pid_file = true, background = true, username = true,
-                    instance_uuid = true, replicaset_uuid = true, slab_alloc_factor = true,
-                    coredump = true, hot_standby = true, strip_core = true}
+-- box.cfg: Tarantool 2.6's options are accepted; those 2.6 cannot change at run time
+-- are refused a new value once configured ("Can't set option dynamically");
+-- oncebox's idempotency options apply at once.
+local cfg_dynamic = {
+    listen = true, replication = true, io_collect_interval = true, readahead = true, too_long_threshold = true,
+    snap_io_rate_limit = true, read_only = true, memtx_memory = true, memtx_max_tuple_size = true,
+    vinyl_memory = true, vinyl_max_tuple_size = true, vinyl_cache = true, vinyl_timeout = true,
+    checkpoint_count = true, checkpoint_interval = true, checkpoint_wal_threshold = true,
+    worker_pool_threads = true, feedback_enabled = true, feedback_host = true, feedback_interval = true,
+    wal_dir_rescan_delay = true, custom_proc_title = true, force_recovery = true, replication_timeout = true,
+    replication_connect_timeout = true, replication_connect_quorum = true, replication_sync_lag = true,
+    replication_sync_timeout = true, replication_synchro_quorum = true, replication_synchro_timeout = true,
+    replication_skip_conflict = true, replication_anon = true, net_msg_max = true, sql_cache_size = true, election_mode = true, election_timeout = true,
+    idempotency_mode = true, idempotency_lifetime = true, idempotency_max_count = true,
+    idempotency_max_size = true, idempotency_max_token_size = true,
+}
 -- The logger's options (log, log_level, log_format, log_nonblock) are checked
 -- and taken by the log module: `log` and `log_nonblock` are set once, by
 -- log.cfg{} or the first box.cfg{}.
@@ -2283,7 +2305,7 @@ local function check_cfg_value(k, v)
     if want == nil then
         raise(59, "Incorrect value for option '%s': unexpected option", tostring(k))
     end
-    if is_null(v) then
+    if is_null(v) or v == '' then
         return
     elseif k == 'log_level' then
         if type(v) == 'string' then
@@ -2301,19 +2323,132 @@ local function check_cfg_value(k, v)
     elseif want ~= 'any' and type(v) ~= want then
         raise(59, "Incorrect value for option '%s': should be of type %s", k, want)
     end
-    -- Values 2.6 refuses before it configures anything (a caller can catch the error).
-    local parsed_uuid = (k == 'instance_uuid' or k == 'replicaset_uuid') and require('uuid').fromstr(v)
-    if parsed_uuid == nil then
-        raise(59, "Incorrect value for option '%s': %s", k, v)
-    elseif parsed_uuid and parsed_uuid:isnil() then
-        raise(59, "Incorrect value for option '%s': nil UUID is reserved", k)
-    elseif k == 'wal_mode' and v ~= 'none' and v ~= 'write' and v ~= 'fsync' then
-        raise(59, "Incorrect value for option 'wal_mode': %s", v)
-    elseif k == 'listen' and v ~= '' then -- ('': listen nowhere)
-        local parts = require('uri').parse(tostring(v))
-        if parts == nil or parts.service == nil then
-            raise(59, "Incorrect value for option 'listen': expected host:service or /unix.socket")
+end
+
+-- The largest memory quota 2.6 takes (small's QUOTA_MAX).
+local QUOTA_MAX = 4398046510080
+
+-- An option's value as a URI 2.6 can listen on or connect to.
+local function check_cfg_uri(k, v)
+    local parts = require('uri').parse(tostring(v))
+    if parts == nil or parts.service == nil then
+        raise(59, "Incorrect value for option '%s': expected host:service or /unix.socket", k)
+    end
+end
+
+local SYSLOG_FACILITIES = {}
+for name in string.gmatch('kern user mail daemon auth intern lpr news uucp clock authpriv ftp ntp audit alert ' ..
+                          'cron local0 local1 local2 local3 local4 local5 local6 local7', '%S+') do
+    SYSLOG_FACILITIES[name] = true
+end
+
+-- A `log` target as 2.6 parses it: a file name, or '|', 'pipe:', 'file:' or
+-- 'syslog:' and the syslog options (server=, identity=, facility=).
+local function check_log_target(v)
+    local rest
+    for _, prefix in ipairs({'|', 'file:', 'pipe:', 'syslog:'}) do
+        if string.sub(v, 1, #prefix) == prefix then
+            if prefix ~= 'syslog:' then return true end
+            rest = string.sub(v, #prefix + 1)
+            break
         end
+    end
+    if rest == nil then
+        return not string.find(v, ':', 1, true) or
+            "expecting a file name or a prefix, such as '|', 'pipe:', 'syslog:'"
+    end
+    local seen = {}
+    for option in string.gmatch(rest .. ',', '([^,]*),') do
+        if option == '' then break end
+        local name, value = string.match(option, '^(%l+)=(.*)$')
+        if name ~= 'server' and name ~= 'identity' and name ~= 'facility' then
+            return string.format("bad option '%s'", option)
+        elseif seen[name] then
+            return string.format("duplicate option '%s'", name)
+        elseif name == 'facility' and not SYSLOG_FACILITIES[value] then
+            return string.format("bad syslog facility option '%s'", value)
+        end
+        seen[name] = true
+    end
+    return true
+end
+
+-- Bounds 2.6 checks (box_check_config at the first box.cfg, each option's setter
+-- later): `v` is the value of `k` (neither nil nor box.NULL), `get` reads the
+-- value another option will have.
+local cfg_limits = {
+    listen = function(v) if v ~= '' then check_cfg_uri('listen', v) end end,
+    log = check_log_target,
+    log_nonblock = function(v, get)
+        local log = get('log')
+        local to_file = log == nil or not (string.sub(log, 1, 1) == '|' or string.sub(log, 1, 5) == 'pipe:' or
+                                           string.sub(log, 1, 7) == 'syslog:')
+        return not (v and to_file) or 'the option is incompatible with file/stderr logger'
+    end,
+    replication = function(v)
+        for _, source in ipairs(type(v) == 'table' and v or {v}) do check_cfg_uri('replication', source) end
+    end,
+    replication_timeout = function(v) return v > 0 or 'the value must be greather than 0' end,
+    replication_connect_timeout = function(v) return v > 0 or 'the value must be greather than 0' end,
+    replication_connect_quorum = function(v) return v >= 0 or 'the value must be greater or equal to 0' end,
+    replication_sync_lag = function(v) return v > 0 or 'the value must be greater than 0' end,
+    replication_sync_timeout = function(v) return v > 0 or 'the value must be greater than 0' end,
+    replication_synchro_quorum = function(v)
+        return type(v) ~= 'number' or (v > 0 and v < 32) or
+            'the value must be greater than zero and less than maximal number of replicas'
+    end,
+    replication_synchro_timeout = function(v) return v > 0 or 'the value must be greater than zero' end,
+    readahead = function(v) return (v >= 128 and v <= 2147483647) or 'specified value is out of bounds' end,
+    checkpoint_count = function(v) return v >= 1 or 'the value must not be less than one' end,
+    wal_max_size = function(v) return v > 1 or 'the value must be greater than one' end,
+    wal_mode = function(v) return v == 'none' or v == 'write' or v == 'fsync' or v end,
+    memtx_memory = function(v)
+        return (v >= 0 and v <= QUOTA_MAX) or string.format('must be >= 0 and <= %d, but it is %d', QUOTA_MAX, v)
+    end,
+    memtx_min_tuple_size = function(v) return (v >= 8 and v <= 1048280) or 'specified value is out of bounds' end,
+    vinyl_memory = function(v)
+        return (v >= 0 and v <= QUOTA_MAX) or string.format('must be >= 0 and <= %d, but it is %d', QUOTA_MAX, v)
+    end,
+    vinyl_read_threads = function(v) return v >= 1 or 'must be greater than or equal to 1' end,
+    vinyl_write_threads = function(v) return v >= 2 or 'must be greater than or equal to 2' end,
+    vinyl_page_size = function(v, get)
+        local range = get('vinyl_range_size')
+        return (v > 0 and not (type(range) == 'number' and range > 0 and v > range)) or
+            'must be greater than 0 and less than or equal to vinyl_range_size'
+    end,
+    vinyl_run_count_per_level = function(v) return v > 0 or 'must be greater than 0' end,
+    vinyl_run_size_ratio = function(v) return v > 1 or 'must be greater than 1' end,
+    vinyl_bloom_fpr = function(v) return (v > 0 and v <= 1) or 'must be greater than 0 and less than or equal to 1' end,
+    sql_cache_size = function(v) return v >= 0 or 'must be non-negative' end,
+    instance_uuid = function(v)
+        local parsed = require('uuid').fromstr(v)
+        if parsed == nil then return v end
+        return not parsed:isnil() or 'nil UUID is reserved'
+    end,
+}
+cfg_limits.replicaset_uuid = cfg_limits.instance_uuid
+
+-- Bounds only a running instance checks, as 2.6's setters do.
+local cfg_run_time_limits = {
+    memtx_memory = function(v, get)
+        return v >= get('memtx_memory') or 'cannot decrease memory size at runtime'
+    end,
+    vinyl_memory = function(v, get)
+        return v >= get('vinyl_memory') or 'cannot decrease memory size at runtime'
+    end,
+    net_msg_max = function(v) return v >= 2 or 'minimal value is 2' end,
+    replication_anon = function(v, get)
+        return not v or get('read_only') or 'the value may be set to true only when the instance is read-only'
+    end,
+}
+
+-- Raises 2.6's error when option `k`'s value `v` is out of its bounds.
+local function check_cfg_limits(limits, k, v, get)
+    local check = limits[k]
+    if check == nil or is_null(v) then return end
+    local verdict = check(v, get)
+    if verdict ~= true and verdict ~= nil then
+        raise(59, "Incorrect value for option '%s': %s", k, tostring(verdict))
     end
 end
 
@@ -2347,7 +2482,7 @@ local function check_log_options(opts)
     -- The options set once first, as 2.6 reports them.
     for _, k in ipairs({'log', 'log_nonblock', 'log_level', 'log_format'}) do
         local v = opts[k]
-        if not is_null(v) then
+        if not is_null(v) and v ~= '' then
             local ok, why = internal.log_box_check(k, v, opts)
             if not ok then raise(59, "Incorrect value for option '%s': %s", k, why) end
         end
@@ -2363,43 +2498,122 @@ function internal.cfg_from_log(key, value)
     if rawget(box.cfg, key) ~= nil then rawset(box.cfg, key, value) end
 end
 
+-- Log options are checked and taken by the log module.
+local LOG_OPTIONS = {log = true, log_nonblock = true, log_level = true, log_format = true}
+
+-- Options 2.6 still takes under their old names: the new name, and how the old
+-- value converts (to the old option's value, which is none but for
+-- rows_per_wal, and the new one's).
+local CFG_RENAMED = {
+    snapshot_count = {'checkpoint_count'},
+    snapshot_period = {'checkpoint_interval'},
+    slab_alloc_arena = {'memtx_memory', function(old) return nil, math.floor(old * 1024 * 1024 * 1024) end},
+    slab_alloc_minimal = {'memtx_min_tuple_size'},
+    slab_alloc_maximal = {'memtx_max_tuple_size'},
+    snap_dir = {'memtx_dir'},
+    logger = {'log'},
+    logger_nonblock = {'log_nonblock'},
+    panic_on_snap_error = {'force_recovery', function(old) return nil, not old end},
+    panic_on_wal_error = {'force_recovery', function(old) return nil, not old end},
+    replication_source = {'replication'},
+    rows_per_wal = {'wal_max_size', function(old, new) return old, new end},
+}
+
+-- `opts` with the options under old names renamed, warning of each, as 2.6's
+-- upgrade_cfg (an old and a new name given different values is an error).
+local function cfg_renamed(opts)
+    local result = {}
+    for k, v in pairs(opts) do
+        local rename = CFG_RENAMED[k]
+        if rename == nil then
+            result[k] = v
+        else
+            local new_key, convert = rename[1], rename[2]
+            require('log').warn('Deprecated option %s, please use %s instead', k, new_key)
+            local given_new, old_value, new_value = opts[new_key], nil, v
+            if convert ~= nil then old_value, new_value = convert(v, given_new) end
+            if given_new ~= nil and given_new ~= new_value then
+                raise(59, "Incorrect value for option '%s': can not override a value for a deprecated option", k)
+            end
+            result[k], result[new_key] = old_value, new_value
+        end
+    end
+    return result
+end
+
+-- A script's first box.cfg{} options, checked as 2.6 does before it configures
+-- anything (so that a refused box.cfg leaves the instance unconfigured), with
+-- '' (an option's default, as box.NULL) left out.
+function internal.check_first_cfg(opts)
+    if opts ~= nil and type(opts) ~= 'table' then error('Error: cfg should be a table', 2) end
+    local given = {}
+    for k, v in pairs(cfg_renamed(opts or {})) do
+        check_cfg_value(k, v)
+        if v ~= '' then given[k] = v end
+    end
+    local function get(k)
+        if given[k] ~= nil then return given[k] end
+        return cfg_defaults[k]
+    end
+    for k in pairs(cfg_limits) do check_cfg_limits(cfg_limits, k, get(k), get) end
+    check_log_options(given)
+    return given
+end
+
 box.cfg = setmetatable({}, {
     __index = function(_, k)
         cfg_load()
         return cfg_values[k]
     end,
-    __call = function(_, opts)
+    -- `checked`: the options are the outcome of internal.check_first_cfg.
+    __call = function(_, opts, checked)
         if internal.script_mode and not internal.booted then
             -- The first box.cfg of a script: the server boots the engine, then resumes here.
-            for k, v in pairs(opts or {}) do check_cfg_value(k, v) end
-            check_log_options(opts or {})
-            coroutine.yield('box.cfg', opts or {})
+            if not checked then opts = internal.check_first_cfg(opts) end
+            coroutine.yield('box.cfg', opts)
             internal.booted = true
             if internal.console_take_over then internal.console_take_over() end
             internal.sync_session_triggers()
             internal.run_schema_init_triggers()
             cfg_values = nil
             cfg_load()
-            internal.log_box_booted(opts or {})
+            internal.log_box_booted(opts)
             if internal.cfg_done then internal.cfg_done:broadcast() end
-            if opts and opts.read_only ~= nil then op('set_read_only', opts.read_only) end
-            if opts and opts.memtx_max_tuple_size ~= nil then op('max_tuple_size', opts.memtx_max_tuple_size) end
-            if opts and opts.checkpoint_wal_threshold ~= nil then
+            if opts.read_only ~= nil then op('set_read_only', opts.read_only) end
+            if opts.memtx_max_tuple_size ~= nil then op('max_tuple_size', opts.memtx_max_tuple_size) end
+            if opts.checkpoint_wal_threshold ~= nil then
                 op('checkpoint_wal_threshold', opts.checkpoint_wal_threshold)
             end
             return
         end
         cfg_load()
-        for k, v in pairs(opts or {}) do check_cfg_value(k, v) end
-        for k, v in pairs(opts or {}) do
-            if cfg_static[k] and cfg_values[k] ~= nil and cfg_values[k] ~= v then
+        if opts ~= nil and type(opts) ~= 'table' then error('Error: cfg should be a table', 2) end
+        opts = cfg_renamed(opts or {})
+        for k, v in pairs(opts) do check_cfg_value(k, v) end
+        -- As 2.6: an option fixed at start refuses any other value, '' included.
+        for k, v in pairs(opts) do
+            if not cfg_dynamic[k] and not LOG_OPTIONS[k] and cfg_values[k] ~= nil and cfg_values[k] ~= v then
                 raise(58, "Can't set option '%s' dynamically", k)
             end
         end
-        check_log_options(opts or {})
-        for k, v in pairs(opts or {}) do
-            -- box.NULL restores an option's default; an empty listen stops listening.
-            if is_null(v) or (k == 'listen' and v == '') then v = cfg_defaults[k] end
+        -- box.NULL and '' restore an option's default; an empty listen stops listening.
+        local new = {}
+        for k, v in pairs(opts) do
+            if is_null(v) or v == '' then v = cfg_defaults[k] end
+            new[k] = v
+        end
+        local function get(k)
+            if new[k] ~= nil then return new[k] end
+            return cfg_values[k]
+        end
+        for k, v in pairs(new) do
+            -- (The log module refuses a new log target or nonblock setting first.)
+            if not LOG_OPTIONS[k] then check_cfg_limits(cfg_limits, k, v, get) end
+            check_cfg_limits(cfg_run_time_limits, k, v, function(name) return cfg_values[name] end)
+        end
+        check_log_options(opts)
+        for k in pairs(opts) do
+            local v = new[k]
             if string.sub(k, 1, 12) == 'idempotency_' and v ~= nil then op('idem_cfg', k, v) end
             if k == 'read_only' then op('set_read_only', v) end
             if k == 'memtx_max_tuple_size' then op('max_tuple_size', v) end
@@ -2431,11 +2645,13 @@ function internal.hide_until_cfg()
     setmetatable(box, {__index = function(_, k)
         if hidden[k] ~= nil then error('Please call box.cfg{} first', 2) end
     end})
-    box.cfg = function(...)
+    box.cfg = function(opts)
+        -- Refused options leave the instance unconfigured, as in 2.6.
+        local checked = internal.check_first_cfg(opts)
         setmetatable(box, nil)
         for k, v in pairs(hidden) do rawset(box, k, v) end
         box.cfg = configure
-        return configure(...)
+        return configure(checked, true)
     end
 end
 
