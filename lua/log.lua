@@ -91,7 +91,8 @@ local function write(level, fmt, ...)
     end
     local where = ''
     if level == LEVELS.warn or level == LEVELS.error or level == LEVELS.syserror then
-        where = string.format('%s:%d ', file, line)
+        -- The file's base name, as 2.6's plain lines give it.
+        where = string.format('%s:%d ', string.match(file, '([^/]+)/?$') or file, line)
     end
     emit(string.format('%s [%d] main/%d/%s %s%s> %s', timestamp(' '), native.pid(), fid, fname, where,
         LETTERS[level], msg))
@@ -149,10 +150,11 @@ local function set_format(name, from_box_cfg)
     if not from_box_cfg then show_in_box_cfg('format') end
 end
 
--- Points the logger at `target` (a file, relative to the work directory), once.
+-- Points the logger at `target` (a file relative to the work directory, a pipe
+-- or syslog), once.
 local function set_target(target, nonblock)
     if target ~= nil then
-        local ok, err = native.log_to_file(tostring(target))
+        local ok, err = native.log_open(tostring(target))
         if not ok then error(err, 3) end
     end
     settings.log, settings.nonblock, initialized = target, nonblock or nil, true
@@ -271,10 +273,8 @@ function log.pid() return native.pid() end
 -- log.rotate(): the log file is opened again (after a rename, a new one begins
 -- with 2.6's line saying so).
 function log.rotate()
-    if settings.log ~= nil then
-        local ok, err = native.log_to_file(tostring(settings.log))
-        if not ok then error(err, 2) end
-    end
+    local ok, err = native.log_rotate()
+    if not ok then error(err, 2) end
     write(LEVELS.info, 'log file has been reopened')
 end
 

@@ -40,14 +40,19 @@ struct BootCfg {
     idempotency: Settings,
     identity: crate::storage::recovery::Identity,
     values: Vec<(String, String)>,
-    /// `work_dir`: where a relative `log` file is.
-    work_dir: PathBuf,
-    /// `log`: where log lines go (see [`crate::log_sink::file_of`]).
+    /// `work_dir`: the directory the process moves to first, as 2.6's does
+    /// (relative `memtx_dir`, `wal_dir` and `log` paths are then under it).
+    work_dir: Option<PathBuf>,
+    /// `wal_dir`, which must exist as in 2.6 (the log lives in `memtx_dir`).
+    wal_dir: Option<PathBuf>,
+    /// `read_only`: such an instance may not bootstrap a new data directory.
+    read_only: bool,
+    /// `log`: where log lines go (see [`crate::log_sink::Target`]).
     log: Option<String>,
 }
 
 fn read_cfg(opts: &Table) -> Result<BootCfg, String> {
-    let mut cfg = BootCfg { dir: PathBuf::from("."), work_dir: PathBuf::from("."), ..BootCfg::default() };
+    let mut cfg = BootCfg { dir: PathBuf::from("."), ..BootCfg::default() };
     let text = |v: Value| -> Option<String> {
         match v {
             Value::String(s) => Some(s.to_string_lossy()),
@@ -62,12 +67,9 @@ fn read_cfg(opts: &Table) -> Result<BootCfg, String> {
         let Some(value) = text(v) else { continue };
         match k.as_str() {
             "listen" => cfg.listen = Some(crate::config::normalize_listen(&value)),
-            "work_dir" => {
-                if cfg.dir.as_os_str() == "." {
-                    cfg.dir = PathBuf::from(&value);
-                }
-                cfg.work_dir = PathBuf::from(&value);
-            }
+            "work_dir" => cfg.work_dir = Some(PathBuf::from(&value)),
+            "wal_dir" => cfg.wal_dir = Some(PathBuf::from(&value)),
+            "read_only" => cfg.read_only = value == "true",
             "log" => cfg.log = Some(value.clone()),
             "memtx_dir" => cfg.dir = PathBuf::from(&value),
             "wal_mode" => {
@@ -98,6 +100,20 @@ fn read_cfg(opts: &Table) -> Result<BootCfg, String> {
         cfg.values.push((k, value));
     }
     Ok(cfg)
+}
+
+/// Refuses a `memtx_dir` or `wal_dir` that is not a directory, with 2.6's words
+/// (2.6 creates neither).
+fn check_directories(cfg: &BootCfg) -> Result<(), String> {
+    if !cfg.dir.is_dir() {
+        return Err(format!("can't initialize storage: error reading directory '{}'", cfg.dir.display()));
+    }
+    match &cfg.wal_dir {
+        Some(wal_dir) if !wal_dir.is_dir() => {
+            Err(format!("can't initialize storage: Can't open path: {}", wal_dir.display()))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// Runs the script on this (TX) thread; serves afterwards if it listened.
@@ -187,15 +203,27 @@ fn drive(
         return Ok(0);
     }
     let cfg = read_cfg(&opts)?;
+    // As 2.6: the process moves to work_dir before anything else.
+    if let Some(work_dir) = &cfg.work_dir {
+        std::env::set_current_dir(work_dir)
+            .map_err(|e| format!("can't chdir to `{}': {}", work_dir.display(), crate::lua::native::strerror(&e)))?;
+    }
+    check_directories(&cfg)?;
     // As 2.6: logging moves to its file first, so that the start is logged there.
-    if let Some(path) = cfg.log.as_deref().and_then(|v| crate::log_sink::file_of(v, &cfg.work_dir)) {
-        crate::log_sink::to_file(&path).map_err(|e| format!("can't open log file: {}: {e}", path.display()))?;
+    if let Some(target) = cfg.log.as_deref() {
+        crate::log_sink::open(target)?;
     }
     let mode = cfg.wal_mode.unwrap_or(WalMode::Write);
+    let data_path = cfg.dir.join("oncebox_data");
+    if cfg.read_only && (mode == WalMode::None || !data_path.exists()) {
+        return Err("can't initialize storage: Trying to bootstrap a local read-only instance as master"
+            .to_owned()
+            .into());
+    }
     let (dir, store) = match mode {
         WalMode::None => (None, None),
         mode => {
-            let dir = DataDir::open(&cfg.dir.join("oncebox_data")).map_err(|e| e.to_string())?;
+            let dir = DataDir::open(&data_path).map_err(|e| e.to_string())?;
             let store = FjallStore::open(&dir.fjall_path(), &dir.rows_path(), mode).map_err(|e| e.to_string())?;
             (Some(dir), Some(store))
         }

@@ -1,46 +1,138 @@
-//! Where log lines go: standard error, or the file `box.cfg{log = ...}` names.
+//! Where log lines go: standard error, or the target `box.cfg{log = ...}` names
+//! as 2.6 reads it: a file (`name` or `file:name`), a program's standard input
+//! (`|command` or `pipe:command`) or syslog (`syslog:` and its options).
 //!
 //! The server's own lines (tracing) and the `log` module's go the same way, one
 //! `write` per line, so lines from threads do not interleave.
 
+pub mod syslog;
+
 use std::fs::{File, OpenOptions};
 use std::io::Write;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::{Mutex, PoisonError};
 
-/// The log file, once one is set; standard error until then.
-static FILE: Mutex<Option<File>> = Mutex::new(None);
+/// Where lines go once a target is set; standard error until then.
+static SINK: Mutex<Option<Sink>> = Mutex::new(None);
 
-/// The file a `box.cfg{log = ...}` value names, relative to `work_dir`: a path,
-/// or `file:` and a path, as in 2.6. `None` for the kinds oncebox does not
-/// write to (`pipe:` or `|` and a command, `syslog:`); those stay on standard error.
-#[must_use]
-pub fn file_of(value: &str, work_dir: &Path) -> Option<PathBuf> {
-    if value.starts_with('|') || value.starts_with("pipe:") || value.starts_with("syslog:") || value.is_empty() {
-        return None;
-    }
-    let path = Path::new(value.strip_prefix("file:").unwrap_or(value));
-    Some(if path.is_absolute() { path.to_path_buf() } else { work_dir.join(path) })
+enum Sink {
+    File {
+        path: PathBuf,
+        file: File,
+    },
+    /// The program's input; the child is kept so that it is not reaped early.
+    Pipe {
+        stdin: ChildStdin,
+        _child: Child,
+    },
+    Syslog(syslog::Syslog),
 }
 
-/// Sends every later line to `path` (appended to; created if missing).
+/// A `log` value's kind, as 2.6's say_parse_logger_type tells it.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Target<'a> {
+    /// A file's path (relative to the current directory, which is `work_dir`).
+    File(&'a str),
+    /// A shell command whose standard input takes the lines.
+    Pipe(&'a str),
+    /// Syslog, with its options (`server=`, `identity=`, `facility=`).
+    Syslog(&'a str),
+}
+
+impl<'a> Target<'a> {
+    /// Parses a `log` value; `None` for a value with an unknown prefix.
+    #[must_use]
+    pub fn parse(value: &'a str) -> Option<Self> {
+        if let Some(command) = value.strip_prefix('|').or_else(|| value.strip_prefix("pipe:")) {
+            Some(Self::Pipe(command))
+        } else if let Some(path) = value.strip_prefix("file:") {
+            Some(Self::File(path))
+        } else if let Some(options) = value.strip_prefix("syslog:") {
+            Some(Self::Syslog(options))
+        } else if value.contains(':') {
+            None
+        } else {
+            Some(Self::File(value))
+        }
+    }
+}
+
+/// Sends every later line to the target `value` names (an empty value: standard error).
 ///
 /// # Errors
-/// When the file cannot be opened; lines keep going where they went.
-pub fn to_file(path: &Path) -> std::io::Result<()> {
-    let file = OpenOptions::new().append(true).create(true).open(path)?;
-    *FILE.lock().unwrap_or_else(PoisonError::into_inner) = Some(file);
+/// 2.6's reason when the target cannot be opened; lines keep going where they went.
+pub fn open(value: &str) -> Result<(), String> {
+    if value.is_empty() {
+        return Ok(());
+    }
+    let sink = match Target::parse(value) {
+        None => return Err("expecting a file name or a prefix, such as '|', 'pipe:', 'syslog:'".to_owned()),
+        Some(Target::File(path)) => open_file(Path::new(path))?,
+        Some(Target::Pipe(command)) => {
+            let mut child = Command::new("/bin/sh")
+                .arg("-c")
+                .arg(command)
+                .stdin(Stdio::piped())
+                // Its own process group: a terminal's signals do not stop the logger first.
+                .process_group(0)
+                .spawn()
+                .map_err(|e| format!("can't start logger: {command}: {}", crate::lua::native::strerror(&e)))?;
+            let stdin = child.stdin.take().ok_or("can't start logger: no pipe")?;
+            eprintln!("started logging into a pipe, SIGHUP log rotation disabled");
+            Sink::Pipe { stdin, _child: child }
+        }
+        Some(Target::Syslog(options)) => {
+            let options = syslog::Options::parse(options)?;
+            let sink = Sink::Syslog(syslog::Syslog::connect(options).map_err(|e| format!("syslog logger: {e}"))?);
+            eprintln!("started logging into a syslog, SIGHUP log rotation disabled");
+            sink
+        }
+    };
+    *SINK.lock().unwrap_or_else(PoisonError::into_inner) = Some(sink);
+    Ok(())
+}
+
+fn open_file(path: &Path) -> Result<Sink, String> {
+    let file = OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(path)
+        .map_err(|e| format!("can't open log file: {}: {}", path.display(), crate::lua::native::strerror(&e)))?;
+    Ok(Sink::File { path: path.to_path_buf(), file })
+}
+
+/// `log.rotate()`: a file is opened again (after a rename, a new one begins),
+/// syslog is connected again; a pipe stays as it is.
+///
+/// # Errors
+/// When the file cannot be opened again (lines keep going to the old one).
+pub fn rotate() -> Result<(), String> {
+    let mut sink = SINK.lock().unwrap_or_else(PoisonError::into_inner);
+    match sink.as_mut() {
+        Some(Sink::File { path, file }) => {
+            let Sink::File { file: reopened, .. } = open_file(path)? else { unreachable!("open_file gives a file") };
+            *file = reopened;
+        }
+        Some(Sink::Syslog(syslog)) => syslog.reconnect(),
+        Some(Sink::Pipe { .. }) | None => {}
+    }
     Ok(())
 }
 
 /// Writes `bytes` (whole lines) to the log; a line that cannot be written is
 /// dropped, as Tarantool's logger drops it.
 pub fn write(bytes: &[u8]) {
-    let mut file = FILE.lock().unwrap_or_else(PoisonError::into_inner);
-    match file.as_mut() {
-        Some(f) => {
-            let _ = f.write_all(bytes);
+    let mut sink = SINK.lock().unwrap_or_else(PoisonError::into_inner);
+    match sink.as_mut() {
+        Some(Sink::File { file, .. }) => {
+            let _ = file.write_all(bytes);
         }
+        Some(Sink::Pipe { stdin, .. }) => {
+            let _ = stdin.write_all(bytes);
+        }
+        Some(Sink::Syslog(syslog)) => syslog.send(bytes),
         None => {
             let _ = std::io::stderr().lock().write_all(bytes);
         }
@@ -67,13 +159,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_log_value_names_a_file_under_work_dir_or_none() {
-        let work = Path::new("/w");
-        assert_eq!(file_of("a.log", work), Some(PathBuf::from("/w/a.log")));
-        assert_eq!(file_of("file:b.log", work), Some(PathBuf::from("/w/b.log")));
-        assert_eq!(file_of("/var/log/c.log", work), Some(PathBuf::from("/var/log/c.log")));
-        assert_eq!(file_of("pipe:cat", work), None);
-        assert_eq!(file_of("| cat", work), None);
-        assert_eq!(file_of("syslog:identity=t", work), None);
+    fn a_log_value_is_a_file_a_pipe_or_syslog_as_2_6_reads_it() {
+        assert_eq!(Target::parse("a.log"), Some(Target::File("a.log")));
+        assert_eq!(Target::parse("file:b.log"), Some(Target::File("b.log")));
+        assert_eq!(Target::parse("/var/log/c.log"), Some(Target::File("/var/log/c.log")));
+        assert_eq!(Target::parse("pipe:cat"), Some(Target::Pipe("cat")));
+        assert_eq!(Target::parse("| cat"), Some(Target::Pipe(" cat")));
+        assert_eq!(Target::parse("syslog:identity=t"), Some(Target::Syslog("identity=t")));
+        assert_eq!(Target::parse(":"), None);
+        assert_eq!(Target::parse("a:b"), None);
     }
 }

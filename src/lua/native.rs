@@ -142,17 +142,19 @@ pub fn create(lua: &Lua) -> mlua::Result<Table> {
         })?,
     )?;
     t.set(
-        "log_to_file",
-        // log_to_file(value): log.cfg{log = value}; true, or nil and why.
-        lua.create_function(|lua, value: LuaString| {
-            let value = value.to_string_lossy();
-            let Some(path) = crate::log_sink::file_of(&value, std::path::Path::new(".")) else {
-                return (Value::Nil, "oncebox logs to a file or to standard error only").into_lua_multi(lua);
-            };
-            match crate::log_sink::to_file(&path) {
-                Ok(()) => true.into_lua_multi(lua),
-                Err(e) => (Value::Nil, format!("can't open log file: {}: {e}", path.display())).into_lua_multi(lua),
-            }
+        "log_open",
+        // log_open(value): log.cfg{log = value} (a file, pipe or syslog); true, or nil and why.
+        lua.create_function(|lua, value: LuaString| match crate::log_sink::open(&value.to_string_lossy()) {
+            Ok(()) => true.into_lua_multi(lua),
+            Err(why) => (Value::Nil, why).into_lua_multi(lua),
+        })?,
+    )?;
+    t.set(
+        "log_rotate",
+        // log_rotate(): log.rotate(); true, or nil and why.
+        lua.create_function(|lua, ()| match crate::log_sink::rotate() {
+            Ok(()) => true.into_lua_multi(lua),
+            Err(why) => (Value::Nil, why).into_lua_multi(lua),
         })?,
     )?;
     t.set(

@@ -2,8 +2,14 @@
 each option's setter): values out of bounds refused at the first box.cfg{},
 which then leaves the instance unconfigured; run-time bounds and options fixed
 at start; '' meaning an option's default; the deprecated option names (and a
-clash with the new name); box.session before box.cfg{}.
+clash with the new name); work_dir moved to first, memtx_dir and wal_dir that
+must exist, a read-only instance refusing to bootstrap; box.session before
+box.cfg{}; log targets: a pipe and a syslog socket.
 """
+import os
+import re
+import subprocess
+
 from conftest import LUA_PRINT_ROW, ONCEBOX, same_output_on_both
 
 FIRST_CFG = LUA_PRINT_ROW + r"""
@@ -81,3 +87,102 @@ os.exit(0)
 
 def test_run_time_changes_are_checked_as_2_6_checks_them(tmp_path):
     same_output_on_both(tmp_path, "run_time.lua", RUN_TIME, 35)
+
+
+def outcome(binary, tmp_path, source, prepare=None):
+    """Runs `source` as a script in a fresh directory: the exit status and the
+    last line on standard error without its timestamp and pid."""
+    work = tmp_path / ("w-" + os.path.basename(binary))
+    work.mkdir(parents=True)
+    if prepare:
+        prepare(work)
+    script = work / "script.lua"
+    script.write_text(source)
+    r = subprocess.run([binary, str(script)], capture_output=True, text=True, timeout=60, cwd=work)
+    lines = [line for line in r.stderr.splitlines() if " I> " not in line and " C> " not in line]
+    last = re.sub(r"^.*\] main(/\d+/\S+)? F> ", "", lines[-1]) if lines else ""
+    return r.returncode, last, r.stdout.splitlines()
+
+
+def same_outcome(tmp_path, source, prepare=None):
+    tarantool = outcome("tarantool", tmp_path, source, prepare)
+    oncebox = outcome(ONCEBOX, tmp_path, source, prepare)
+    assert tarantool == oncebox
+    return tarantool
+
+
+def test_work_dir_is_moved_to_and_storage_directories_must_exist(tmp_path):
+    assert same_outcome(tmp_path / "a", "box.cfg{work_dir = 'missing'}") == (
+        1, "can't chdir to `missing': No such file or directory", [])
+    assert same_outcome(tmp_path / "b", "box.cfg{memtx_dir = 'missing'}") == (
+        1, "can't initialize storage: error reading directory 'missing'", [])
+    assert same_outcome(tmp_path / "c", "box.cfg{wal_dir = 'missing'}") == (
+        1, "can't initialize storage: Can't open path: missing", [])
+    # Relative paths are under work_dir, the process's directory from then on.
+    moved = "box.cfg{work_dir = 'sub', memtx_dir = 'data'} print(require('fio').basename(require('fio').cwd())) os.exit(0)"
+    prepare = lambda w: (w / "sub" / "data").mkdir(parents=True)  # noqa: E731
+    assert same_outcome(tmp_path / "d", moved, prepare)[2] == ["sub"]
+    # Missing, memtx_dir under work_dir fails.
+    assert same_outcome(tmp_path / "e", moved, lambda w: (w / "sub").mkdir())[:2] == (
+        1, "can't initialize storage: error reading directory 'data'")
+
+
+def test_a_read_only_instance_does_not_bootstrap(tmp_path):
+    assert same_outcome(tmp_path, "box.cfg{read_only = true}") == (
+        1, "can't initialize storage: Trying to bootstrap a local read-only instance as master", [])
+
+
+PIPE = r"""
+local fio = require('fio')
+box.cfg{log = '|cat > ' .. fio.pathjoin(fio.cwd(), 'piped.txt')}
+require('log').info('through the pipe')
+local text = ''
+for _ = 1, 100 do
+    local f = io.open('piped.txt')
+    text = f and f:read('*a') or ''
+    if f then f:close() end
+    if text:match('through the pipe') then break end
+    require('fiber').sleep(0.02)
+end
+print(text:match('main/%d+/[^ ]+ I> through the pipe') ~= nil)
+require('log').rotate()
+os.exit(0)
+"""
+
+
+def test_log_lines_go_to_a_pipe(tmp_path):
+    assert same_output_on_both(tmp_path, "pipe.lua", PIPE, 1) == ["true"]
+
+
+SYSLOG = r"""
+local socket = require('socket')
+local fio = require('fio')
+local path = fio.pathjoin(fio.cwd(), 'syslog.sock')
+local server = socket('AF_UNIX', 'SOCK_DGRAM', 0)
+server:bind('unix/', path)
+box.cfg{log = 'syslog:server=unix:' .. path .. ',identity=myapp,facility=user'}
+-- 2.6's start lines fill the socket's queue (10 datagrams here): it drops lines
+-- it cannot send without blocking. Read them first, as 2.6's cfg.test.lua does.
+while server:readable(0.05) do server:recv(1000) end
+require('log').warn('careful %d', 5)
+require('log').info('an info line')
+local seen = {}
+while server:readable(0.5) do
+    local datagram = server:recv(1000)
+    -- <PRI>Mmm dd hh:mm:ss IDENTITY[PID]: main/FID/NAME LEVEL> TEXT
+    local pri, ident, pid, text = datagram:match('^<(%d+)>%a%a%a [ %d]%d %d%d:%d%d:%d%d (%a+)%[(%d+)%]: (.*)\n$')
+    if text and text:match('careful') then
+        seen[#seen + 1] = table.concat({pri, ident, tostring(tonumber(pid) == box.info.pid), (text:gsub('^main/%d+/%S+ ', ''))}, ' ')
+    elseif text and text:match('an info line') then
+        seen[#seen + 1] = table.concat({pri, ident, (text:gsub('^main/%d+/%S+ ', ''))}, ' ')
+        break
+    end
+end
+for _, line in ipairs(seen) do print(line) end
+os.exit(0)
+"""
+
+
+def test_log_lines_go_to_syslog_as_2_6_formats_them(tmp_path):
+    lines = same_output_on_both(tmp_path, "syslog.lua", SYSLOG, 2)
+    assert lines[1] == "14 myapp I> an info line"
