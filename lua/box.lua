@@ -653,6 +653,37 @@ function index_methods:pairs(key, opts)
     return package.loaded.fun.iter(self:select(key, opts))
 end
 index_methods.__call = index_methods.pairs
+
+-- box.schema.index_mt (these methods), memtx_index_mt and vinyl_index_mt, as
+-- 2.6 has them: a method set on index_mt is set on both engines' too; one set on
+-- an engine's is that engine's indexes' own.
+local memtx_index_mt, vinyl_index_mt = {}, {}
+local function replicate_index_method(t, k, v)
+    memtx_index_mt[k], vinyl_index_mt[k] = v, v
+    rawset(t, k, v)
+end
+
+-- A space's or index's own metatable, looking `lookup` up (2.6's
+-- wrap_schema_object_mt): once a method is set on the metatable itself, it is
+-- looked up there first, so that it extends that one object.
+local function object_mt(lookup, mt)
+    mt.__index = lookup
+    setmetatable(mt, {__newindex = function(self, k, v)
+        getmetatable(self).__newindex = nil
+        mt.__index = function(object, key)
+            local own = rawget(mt, key)
+            if own ~= nil then return own end
+            if type(lookup) == 'function' then return lookup(object, key) end
+            return lookup[key]
+        end
+        rawset(mt, k, v)
+    end})
+    return mt
+end
+
+for k, v in pairs(index_methods) do memtx_index_mt[k], vinyl_index_mt[k] = v, v end
+memtx_index_mt.__index, vinyl_index_mt.__index = memtx_index_mt, vinyl_index_mt
+setmetatable(index_methods, {__newindex = replicate_index_method})
 function index_methods:update(key, ops)
     local id = self.space_id
     return maybe(written(id, self.id, 'UPDATE', op, key, ops, 'update', id, self.id, key, ops))
@@ -786,9 +817,10 @@ fill_space = function(s, info)
     s.enabled = info.index[0] ~= nil
     for k in pairs(s.index) do s.index[k] = nil end
     for iid, ix in pairs(info.index) do
+        local engine_mt = info.engine == 'vinyl' and vinyl_index_mt or memtx_index_mt
         local index = setmetatable({id = iid, name = ix.name, type = ix.type, unique = ix.unique,
                                     space_id = info.id, parts = ix.parts, dimension = ix.dimension},
-                                   index_methods)
+                                   object_mt(engine_mt, {__call = engine_mt.__call}))
         if iid == 0 and info.sequence_id ~= nil then
             index.sequence_id, index.sequence_fieldno = info.sequence_id, info.sequence_field + 1
         end
@@ -799,7 +831,7 @@ end
 
 make_space = function(info)
     local s = setmetatable({enabled = true, index = {}, ck_constraint = {}},
-                           {__index = space_methods.__index, __serialize = 'map'})
+                           object_mt(space_methods.__index, {__serialize = 'map'}))
     fill_space(s, info)
     s.create_index = function(self, name, opts) return internal.create_index(self, name, opts) end
     return s
@@ -814,6 +846,9 @@ box.schema = box.schema or {}
 box.priv = {R = 1, W = 2, X = 4, S = 8, U = 16, C = 32, D = 64, A = 128, REFERENCE = 256, TRIGGER = 512,
             INSERT = 1024, UPDATE = 2048, DELETE = 4096, GRANT = 8192, REVOKE = 16384, ALL = 4294967295}
 box.schema.space = {}
+-- The methods of spaces and indexes, for modules to extend (as 2.6).
+box.schema.space_mt, box.schema.index_mt = space_methods, index_methods
+box.schema.memtx_index_mt, box.schema.vinyl_index_mt = memtx_index_mt, vinyl_index_mt
 box.schema.user = {}
 box.schema.role = {}
 box.schema.func = {}

@@ -122,7 +122,8 @@ pub fn parse_space(tuple: &[u8]) -> BoxResult<SpaceDef> {
     }
     let engine_name = str_field(&f, 3).ok_or_else(|| BoxError::field_type("4", "string"))?;
     let engine = match engine_name {
-        b"memtx" | b"vinyl" => EngineKind::Memtx,
+        b"memtx" => EngineKind::Memtx,
+        b"vinyl" => EngineKind::Vinyl,
         b"sysview" => EngineKind::Sysview,
         b"blackhole" | b"service" => EngineKind::Blackhole,
         other => {

@@ -749,7 +749,7 @@ impl Engine {
                 space.index(req.index_id)?;
                 return Ok(());
             }
-            EngineKind::Memtx => space,
+            EngineKind::Memtx | EngineKind::Vinyl => space,
         };
         let index = space.index(req.index_id)?;
         let source_index = source.index(req.index_id)?;

@@ -28,10 +28,20 @@ pub struct FieldDef {
 pub enum EngineKind {
     /// In memory (and persisted by oncebox's storage).
     Memtx,
+    /// Created as `vinyl`: kept as memtx is, its name and index methods kept apart.
+    Vinyl,
     /// A view over another system space, filtered by privileges.
     Sysview,
     /// Holds nothing (`_vinyl_deferred_delete`, `_session_settings`).
     Blackhole,
+}
+
+impl EngineKind {
+    /// Whether the space holds rows of its own (memtx or vinyl).
+    #[must_use]
+    pub fn stores_rows(self) -> bool {
+        matches!(self, Self::Memtx | Self::Vinyl)
+    }
 }
 
 /// A space definition, as read from `_space`.

@@ -376,7 +376,7 @@ fn run(lua: &Lua, cx: &mut Context, op: &str, args: &[Value]) -> Result<Value, F
         "get" => {
             let (space_id, key) = (u32_arg(1)?, key_of(args, 3)?);
             let space = engine.space(space_id)?;
-            if space.def.engine != crate::engine::space::EngineKind::Memtx {
+            if !space.def.engine.stores_rows() {
                 // Views answer through select.
                 let req = Select { space_id, index_id: u32_arg(2)?, iterator: 0, offset: 0, limit: 1, key: &key };
                 let format = format_of(space, engine.schema_version());
@@ -753,6 +753,9 @@ fn space_info(lua: &Lua, engine: &Engine, which: Option<&Value>) -> mlua::Result
     t.set("field_count", space.def.field_count)?;
     t.set("temporary", space.def.temporary)?;
     t.set("is_local", space.def.is_local)?;
+    if space.def.engine == crate::engine::space::EngineKind::Vinyl {
+        t.set("engine", "vinyl")?;
+    }
     if let Some(link) = space.sequence {
         t.set("sequence_id", link.sequence_id)?;
         t.set("sequence_field", link.field)?;
