@@ -33,9 +33,34 @@ local FIELD_TYPES = {
     boolean = true, varbinary = true, scalar = true, decimal = true, uuid = true, array = true, map = true,
 }
 local COLLATIONS = {none = true, unicode = true, unicode_ci = true, binary = true}
+-- _collation's ids of those.
+local COLLATION_BY_ID = {[0] = 'none', [1] = 'unicode', [2] = 'unicode_ci', [3] = 'binary'}
 
--- The part as key_def keeps it (and totable returns it).
-local function normalize_part(p)
+-- The collation name of the part at `position`, from `collation` or
+-- `collation_id`; as in 2.6, no
+-- collation exists before box.cfg{}.
+local function collation_of(p, position)
+    if p.collation ~= nil and p.collation_id ~= nil then
+        illegal('Conflicting options: collation_id and collation')
+    end
+    local configured = box.internal.op ~= nil
+    if p.collation_id ~= nil then
+        local name = configured and COLLATION_BY_ID[p.collation_id]
+        if not name then
+            error(make_error(108, string.format('Wrong index options (field %d): collation was not found by ID',
+                position)), 4)
+        end
+        return name
+    end
+    if p.collation ~= nil and not (configured and COLLATIONS[p.collation]) then
+        illegal(string.format('Unknown collation: "%s"', tostring(p.collation)))
+    end
+    return p.collation
+end
+
+-- The part at `position` as key_def keeps it (and totable returns it).
+local function normalize_part(p, position)
+    if p.fieldno ~= nil and p.field ~= nil then illegal('Conflicting options: fieldno and field') end
     local fieldno = p.fieldno or p.field
     if fieldno == nil then illegal('fieldno or field must not be nil') end
     if p.type == nil then illegal('type must not be nil') end
@@ -45,11 +70,9 @@ local function normalize_part(p)
         local wrong = native.path_error(p.path)
         if wrong ~= nil then illegal(wrong) end
     end
-    if p.collation ~= nil and not COLLATIONS[p.collation] then
-        illegal(string.format('Unknown collation: "%s"', tostring(p.collation)))
-    end
+    local collation = collation_of(p, position)
     local part = {type = p.type, is_nullable = p.is_nullable == true, fieldno = fieldno, path = p.path}
-    if p.collation ~= nil and p.collation ~= 'none' and p.collation ~= 'binary' then part.collation = p.collation end
+    if collation ~= nil and collation ~= 'none' then part.collation = collation end
     return part
 end
 
@@ -61,13 +84,14 @@ local function build(parts)
     return setmetatable({parts = parts, native = native.new(native_parts)}, key_def_mt)
 end
 
-function key_def.new(parts)
-    if type(parts) ~= 'table' then error(USAGE, 2) end
+function key_def.new(...)
+    local parts = ...
+    if select('#', ...) ~= 1 or type(parts) ~= 'table' then error(USAGE, 2) end
     if #parts == 0 then illegal('Key definition can only be constructed by using at least 1 key_part') end
     local normalized = {}
     for i, p in ipairs(parts) do
         if type(p) ~= 'table' then error(USAGE, 2) end
-        normalized[i] = normalize_part(p)
+        normalized[i] = normalize_part(p, i)
     end
     return build(normalized)
 end

@@ -1,6 +1,5 @@
 -- The key_def module, compared line for line with Tarantool 2.6 (see
 -- test_key_def.py).
-box.cfg{}
 local key_def = require('key_def')
 local function p(...)
     local t = {}
@@ -20,6 +19,15 @@ local function parts(kd)
     end
     return table.concat(out, ' ')
 end
+-- No collation exists before box.cfg{}.
+try('collation_id before cfg', key_def.new, {{fieldno = 1, type = 'string', collation_id = 2}})
+try('collation before cfg', key_def.new, {{fieldno = 1, type = 'string', collation = 'unicode_ci'}})
+box.cfg{}
+try('both collations', key_def.new, {{fieldno = 1, type = 'string', collation_id = 2, collation = 'unicode_ci'}})
+try('unknown collation_id', key_def.new, {{fieldno = 2, type = 'string', collation_id = 999}})
+p(parts(key_def.new({{fieldno = 1, type = 'string', collation_id = 2}, {fieldno = 2, type = 'string', collation_id = 3}})))
+try('field and fieldno', key_def.new, {{field = 1, fieldno = 1, type = 'unsigned'}})
+try('two arguments', key_def.new, {{fieldno = 1, type = 'unsigned'}}, {})
 p(type(key_def.new), tostring(key_def.new({{fieldno = 1, type = 'unsigned'}})))
 local kd = key_def.new({{fieldno = 2, type = 'unsigned'}, {fieldno = 1, type = 'string', collation = 'unicode_ci'}})
 p(parts(kd))
