@@ -66,7 +66,8 @@ local function as_tuple(key_def, value)
     return box.internal.key_def_tuple(key_def, value)
 end
 
--- Calls the source's chunk iterator: nil at its end, else the chunk; `what`
+-- Calls the source's chunk iterator: nil at its end, else the chunk (a NULL
+-- cdata is a chunk, refused by its kind's check, as in 2.6); `what`
 -- names the chunk for the count error.
 local function fetch(s, what)
     local r = {n = 0}
@@ -80,7 +81,8 @@ local function fetch(s, what)
         r = {n = select('#', ...), ...}
     end
     keep(pcall(s.gen, s.param, s.state))
-    if r[1] == nil then return nil end
+    -- The end is a nil state (box.NULL is a state, as 2.6's lua_isnil tells).
+    if type(r[1]) == 'nil' then return nil end
     if r.n ~= 2 then raise(string.format('Expected <state>, <%s>, got %d return values', what, r.n)) end
     s.state = r[1]
     return r[2]
@@ -99,7 +101,7 @@ local function table_next(s, key_def)
             end
         end
         local chunk = fetch(s, 'table')
-        if chunk == nil then return nil end
+        if type(chunk) == 'nil' then return nil end
         if type(chunk) ~= 'table' then raise('Expected <state>, <table>') end
         s.chunk, s.pos = chunk, 1
     end
@@ -107,7 +109,7 @@ end
 
 local function tuple_next(s, key_def)
     local value = fetch(s, 'tuple')
-    if value == nil then return nil end
+    if type(value) == 'nil' then return nil end
     return as_tuple(key_def, value)
 end
 
@@ -115,7 +117,7 @@ end
 local function buffer_next(s, key_def)
     while s.remaining == 0 do
         local buf = fetch(s, 'buffer')
-        if buf == nil then return nil end
+        if type(buf) == 'nil' then return nil end
         if type(buf) ~= 'cdata' or not ffi.istype(ibuf_t, buf) then raise('Expected <state>, <buffer>') end
         s.buf = buf
         local used = tonumber(buf.wpos - buf.rpos)
@@ -278,7 +280,7 @@ function merger.internal.select(...)
     if n > 2 or (opts ~= nil and type(opts) ~= 'table') then error('Bad params, use: ' .. SELECT_USAGE, 0) end
     local limit, buf = math.huge, nil
     if opts ~= nil then
-        if opts.buffer ~= nil then
+        if type(opts.buffer) ~= 'nil' then
             if type(opts.buffer) ~= 'cdata' or not ffi.istype(ibuf_t, opts.buffer) then
                 error('Bad param "buffer", use: ' .. SELECT_USAGE, 0)
             end

@@ -151,4 +151,34 @@ try('gen wrong count', function() return merger.new(kd, {merger.new_table_source
 try('gen raises', function() return merger.new(kd, {merger.new_table_source(function() error('gen failed') end, nil, 0)}):select() end)
 try('tuple gen wrong', function() return merger.new(kd, {merger.new_tuple_source(function() return 1, 2, 3 end, nil, 0)}):select() end)
 try('buffer gen wrong', function() return merger.new(kd, {merger.new_buffer_source(function(p, s) if s == 0 then return 1, 'x' end end, nil, 0)}):select() end)
+-- A chunk iterator whose state is box.NULL goes on (only nil ends it); one that
+-- ends may be called again by a later use of the source.
+local function reusable(param)
+    local idx = param.idx or 1
+    if idx > table.maxn(param.chunks) then return end
+    param.idx = idx + 1
+    local chunk = param.chunks[idx]
+    if chunk == nil then return end
+    return box.NULL, chunk
+end
+for _, kind in ipairs({'tuple', 'table'}) do
+    local chunks = kind == 'tuple' and {{1}, {2}, nil, {3}, {4}} or {{{1}}, {{2}}, {}, nil, {{3}}, {{4}}}
+    local source = merger['new_' .. kind .. '_source'](reusable, {chunks = chunks})
+    for use = 1, 3 do
+        print(kind .. ' use ' .. use, require('json').encode(source:pairs():map(box.tuple.totable):totable()))
+    end
+end
+-- A NULL pointer is a chunk (of the wrong kind), and a wrong buffer.
+local null = require('ffi').new('char *')
+try('null buffer chunk', function() return merger.new_buffer_source(function(_, s) if s == 0 then return 1, null end end, nil, 0):select() end)
+try('null tuple chunk', function() return merger.new_tuple_source(function(_, s) if s == 0 then return 1, null end end, nil, 0):select() end)
+try('null opts.buffer', function() return merger.new(kd, {}):select({buffer = null}) end)
+-- msgpackffi's internal encoder into a buffer, and decode from a pointer.
+local msgpackffi = require('msgpackffi')
+local ibuf = require('buffer').ibuf()
+msgpackffi.internal.encode_array(ibuf, 2)
+msgpackffi.internal.encode_r(ibuf, {1, 'a'}, 0)
+msgpackffi.internal.encode_r(ibuf, {2, 'b'}, 0)
+print('decode pointer', require('json').encode((msgpackffi.decode(ibuf.rpos))))
+print('encode_r', require('json').encode(merger.new_source_frombuffer(ibuf):pairs():map(box.tuple.totable):totable()))
 os.exit(0)
