@@ -2605,6 +2605,9 @@ box.cfg = setmetatable({}, {
         if internal.script_mode and not internal.booted then
             -- The first box.cfg of a script: the server boots the engine, then resumes here.
             if not checked then opts = internal.check_first_cfg(opts) end
+            if not internal.fiber_in_main() then
+                raise(0, "oncebox runs a script's first box.cfg{} from its main chunk only, not from a fiber")
+            end
             coroutine.yield('box.cfg', opts)
             internal.booted = true
             if internal.console_take_over then internal.console_take_over() end
@@ -2680,12 +2683,32 @@ function internal.hide_until_cfg()
     setmetatable(box, {__index = function(_, k)
         if hidden[k] ~= nil then error('Please call box.cfg{} first', 2) end
     end})
+    -- box.execute configures the instance with the defaults first (2.6's
+    -- box_load_and_execute); fibers calling it meanwhile wait for that.
+    local execute = box.execute
+    local function load_and_execute(...)
+        if internal.script_mode and not internal.booted then
+            if type(box.cfg) == 'function' then
+                box.cfg{}
+            else
+                local fiber = require('fiber')
+                internal.cfg_done = internal.cfg_done or fiber.cond()
+                repeat internal.cfg_done:wait() until internal.booted
+            end
+        end
+        return execute(...)
+    end
+    box.execute = load_and_execute
     box.cfg = function(opts)
         -- Refused options leave the instance unconfigured, as in 2.6.
         local checked = internal.check_first_cfg(opts)
+        if not internal.fiber_in_main() then
+            raise(0, "oncebox runs a script's first box.cfg{} from its main chunk only, not from a fiber")
+        end
         setmetatable(box, nil)
         for k, v in pairs(hidden) do rawset(box, k, v) end
         box.cfg = configure
+        if box.execute == load_and_execute then box.execute = execute end
         return configure(checked, true)
     end
 end

@@ -788,6 +788,9 @@ function internal.fiber_run_unbound()
     return internal.fiber_delay()
 end
 
+-- Whether the running code is the script's main chunk (not a fiber it started).
+function internal.fiber_in_main() return current == nil or current.script == true end
+
 -- Whether the script runs before its box.cfg{} (its fibers run without the executor).
 function internal.fiber_loop_unbound()
     return internal.script_mode and not internal.booted or false

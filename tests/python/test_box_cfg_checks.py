@@ -186,3 +186,26 @@ os.exit(0)
 def test_log_lines_go_to_syslog_as_2_6_formats_them(tmp_path):
     lines = same_output_on_both(tmp_path, "syslog.lua", SYSLOG, 2)
     assert lines[1] == "14 myapp I> an info line"
+
+
+EXECUTE_LOADS = LUA_PRINT_ROW + r"""
+local unconfigured, err = pcall(function() return box.space end)
+p(type(box.cfg), unconfigured, tostring(err):match('Please call box.cfg{} first') ~= nil)
+local ok, res = pcall(box.execute, 'SELECT 1 AS one')
+p(ok, res and res.rows[1][1], type(box.cfg), type(box.space), box.cfg.wal_mode)
+os.exit(0)
+"""
+
+
+def test_box_execute_before_box_cfg_configures_the_instance(tmp_path):
+    lines = same_output_on_both(tmp_path, "execute.lua", EXECUTE_LOADS, 2)
+    assert lines[1] == "true | 1 | table | table | write"
+
+
+def test_a_first_box_cfg_from_a_fiber_is_refused_not_left_half_done(tmp_path):
+    # 2.6 boots from any fiber; oncebox only from the main chunk, and says so
+    # (before, box was shown configured while nothing had booted).
+    source = "require('fiber').create(function() box.cfg{} end) print(type(box.cfg)) os.exit(0)"
+    status, last, out = outcome(ONCEBOX, tmp_path, source)
+    assert (status, out) == (0, ["function"])
+    assert "first box.cfg{} from its main chunk only" in last, last
