@@ -185,6 +185,29 @@ local function make_error(code, message, etype, extra)
 end
 internal.make_error = make_error
 
+-- An MP_ERROR payload ({[0] = {entry, ...}}, each entry {[0] = type, file, line,
+-- message, errno, code, fields}) as a box.error object and its prev chain, as
+-- 2.6's error_unpack makes it.
+function internal.error_from_stack(payload)
+    local stack = type(payload) == 'table' and payload[0]
+    if type(stack) ~= 'table' then return nil end
+    local first, last
+    for _, entry in ipairs(stack) do
+        if type(entry) ~= 'table' then return nil end
+        local fields = type(entry[6]) == 'table' and entry[6] or {}
+        local base = type(entry[0]) == 'string' and entry[0] or 'ClientError'
+        local e = make_error(tonumber(entry[5]) or 0, tostring(entry[3] or ''), base)
+        for k, v in pairs(fields) do
+            if type(k) == 'string' then e[k] = v end
+        end
+        if base == 'CustomError' and type(fields.custom_type) == 'string' then e.type = fields.custom_type end
+        e.trace = {{file = tostring(entry[1] or ''), line = tonumber(entry[2]) or 0}}
+        if last then rawset(last, 'prev', e) else first = e end
+        last = e
+    end
+    return first
+end
+
 -- Message formats of the codes box.error(code, ...) is commonly called with (errcode.h).
 local formats = {
     [0] = 'Unknown error', [1] = 'Illegal parameters, %s', [3] = "Duplicate key exists in unique index '%s' in space '%s'",
@@ -1916,6 +1939,8 @@ local function set_session_setting(name, value)
     local sid = box.session.id()
     session_values[sid] = session_values[sid] or {}
     session_values[sid][name] = value
+    -- Replies to the session are written with errors as MP_ERROR, or as text.
+    if name == 'error_marshaling_enabled' then internal.native.set_error_marshaling(sid, value) end
 end
 
 box.session.settings = setmetatable({}, {
@@ -2049,6 +2074,7 @@ setmetatable(box.session, {
 })
 function internal.forget_session(id)
     session_storage[id] = nil
+    if session_values[id] ~= nil then internal.native.set_error_marshaling(id, false) end
     session_values[id] = nil
 end
 
@@ -2735,6 +2761,8 @@ end
 
 function func_methods:call(args)
     if args ~= nil and type(args) ~= 'table' then error('Use func:call(table)', 2) end
+    -- The caller needs the right to execute it, as a CALL does.
+    op('check_call', self.name)
     local fn, object = internal.persistent_function(self.name), nil
     if fn == nil then fn, object = resolve_function(self.name) end
     if fn == nil then raise(33, "Procedure '%s' is not defined", self.name) end
@@ -2761,9 +2789,10 @@ function box.schema.func.call(name, ...)
     return func:call({...})
 end
 
+-- (2.6 keeps box.func as a cache: reading it checks no rights.)
 box.func = setmetatable({}, {__index = function(_, name)
     if type(name) ~= 'string' then return nil end
-    local row = box.space._func.index.name:get(name)
+    local row = as_admin(function() return box.space._func.index.name:get(name) end)
     if row == nil then return nil end
     return setmetatable({id = row[1], name = row[3], setuid = row[4] == 1 or row[4] == true,
                          language = string.upper(tostring(row[5] or 'LUA'))}, func_methods)

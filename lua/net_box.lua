@@ -54,15 +54,15 @@ local function no_connection(reason)
 end
 
 -- A remote error as the box.error it was on the server.
+-- The error stack (IPROTO_ERROR) gives its type, fields, trace and prev chain.
 local function remote_error(code, body)
-    local message = body and body[K.ERROR_24] or 'Unknown error'
-    local e = box.error.new({code = code - 0x8000, reason = message})
-    local stack = body and body[K.ERROR] and body[K.ERROR][0]
-    if stack and stack[1] and stack[1][0] then
-        rawset(e, 'type', stack[1][0])
-        -- As 2.6 rebuilds it: only a ClientError (and its kin) has a code.
-        if stack[1][0] == 'LuajitError' then rawset(e, 'code', nil) end
+    local e = body and body[K.ERROR] and box.internal.error_from_stack(body[K.ERROR])
+    if e == nil then
+        local message = body and body[K.ERROR_24] or 'Unknown error'
+        e = box.error.new({code = code - 0x8000, reason = message})
     end
+    -- As 2.6 rebuilds it: only a ClientError (and its kin) has a code.
+    if e.base_type == 'LuajitError' then rawset(e, 'code', nil) end
     return e
 end
 

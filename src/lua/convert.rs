@@ -21,6 +21,9 @@ use mlua::{Lua, MetaMethod, Table, UserData, UserDataMethods, Value};
 use super::serializer::{self, Options};
 use super::tuple::LuaTuple;
 use crate::engine::value::UUID_EXT;
+
+/// MsgPack extension type of an error (2.6's MP_ERROR): the error stack map.
+const MP_ERROR_EXT: i8 = 3;
 use crate::protocol::msgpack::{write, Integer, MpType, Reader};
 
 /// The decoder's error for bytes that are no msgpack value (others, such as a
@@ -122,6 +125,21 @@ const MAX_ENCODE_FRAMES: u32 = 4096;
 /// object (or another with a hook, on and on) is refused rather than followed
 /// until a stack runs out.
 const MAX_SERIALIZE_HOPS: u32 = 1000;
+
+/// An MP_ERROR payload as a `box.error` object (with its `prev` chain), built by
+/// `box.internal.error_from_stack`; `None` when it is not an error stack.
+fn error_of_stack(lua: &Lua, payload: &[u8], depth: usize, options: &Options) -> mlua::Result<Option<Value>> {
+    let Ok(stack) = decode_with(lua, &mut Reader::new(payload), depth + 1, options) else { return Ok(None) };
+    let build = lua
+        .globals()
+        .get::<Table>("box")
+        .and_then(|b| b.get::<Table>("internal"))
+        .and_then(|i| i.get::<Option<mlua::Function>>("error_from_stack"));
+    match build {
+        Ok(Some(f)) => Ok(Some(f.call::<Value>(stack)?).filter(|v| !v.is_nil())),
+        _ => Ok(None),
+    }
+}
 
 /// Appends the msgpack encoding of a Lua value, with msgpack's own options
 /// (`msgpack.cfg`), as 2.6's default encoder writes replies and tuples.
@@ -256,8 +274,18 @@ impl Encoder<'_> {
             if mt.raw_get::<bool>("__fiber").unwrap_or(false) {
                 return self.unencodable(out, &Value::Table(t.clone()), level);
             }
-            // A box.error object travels as its message, as 2.6 sends error values.
+            // A box.error object travels as its message, as 2.6 sends error values
+            // (or as MP_ERROR, for a session with error_marshaling_enabled).
             if mt.raw_get::<bool>("__box_error").unwrap_or(false) {
+                if self.options.encode_errors_as_ext {
+                    if let Some(lua) = t.weak_lua().try_upgrade() {
+                        let err = super::error_from_value(&lua, Value::Table(t.clone()));
+                        let mut payload = Vec::new();
+                        crate::protocol::response::error_stack(&mut payload, &err);
+                        write::ext(out, MP_ERROR_EXT, &payload);
+                        return Ok(());
+                    }
+                }
                 let message: mlua::LuaString = t.get("message")?;
                 write::str(out, &message.as_bytes());
                 return Ok(());
@@ -630,6 +658,7 @@ pub fn decode_with(lua: &Lua, r: &mut Reader<'_>, depth: usize, options: &Option
                 Ok((UUID_EXT, payload)) if let Ok(bytes) = <&[u8; 16]>::try_from(payload) => {
                     super::uuid::push(lua, bytes)?
                 }
+                Ok((MP_ERROR_EXT, payload)) if let Some(e) = error_of_stack(lua, payload, depth, options)? => e,
                 // Decimal, uuid and error are the types 2.6 knows: a decimal or a uuid
                 // that is not one is malformed, another type unknown (2.6's words, its
                 // spelling and its unsigned type number kept).
@@ -637,7 +666,7 @@ pub fn decode_with(lua: &Lua, r: &mut Reader<'_>, depth: usize, options: &Option
                     if ext == crate::decimal::MP_DECIMAL || ext == UUID_EXT {
                         return Err(mlua::Error::runtime(INVALID_MSGPACK));
                     }
-                    if ext != 3 {
+                    if ext != MP_ERROR_EXT {
                         let number = i32::from(ext).cast_unsigned();
                         return Err(mlua::Error::runtime(format!("Unsuported MsgPack extension type: {number}")));
                     }

@@ -644,6 +644,12 @@ fn run(lua: &Lua, cx: &mut Context, op: &str, args: &[Value]) -> Result<Value, F
             Value::Nil
         }
         "is_read_only" => Value::Boolean(engine.is_read_only()),
+        // check_call(name): the right to call function `name`, as a CALL checks it.
+        "check_call" => {
+            let name: mlua::LuaString = arg(lua, args, 1)?;
+            engine.check_call_access(&creds, &name.as_bytes())?;
+            Value::Nil
+        }
         "checkpoint_wal_threshold" => {
             let bytes = arg::<f64>(lua, args, 1)?;
             #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "a byte count, clamped")]

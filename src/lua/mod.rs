@@ -674,7 +674,7 @@ impl LuaRuntime {
         let (outcome, wait) = self.with_engine(host, caller, |lua| {
             let resume: Function = internal_fn(lua, "fiber_resume")?;
             let out: Vec<Value> = resume.call::<MultiValue>(fid)?.into_iter().collect();
-            Ok(Ok(encode_fiber_end(lua, out, kind)))
+            Ok(Ok(encode_fiber_end(lua, out, kind, caller.session_id)))
         });
         let resumed = match outcome {
             Ok(Ok(r)) => r,
@@ -1128,7 +1128,7 @@ fn start_request(
         return Ok(Err(transaction_active()));
     }
     if *done {
-        return Ok(Ok(Step::Done(request_end(lua, &out[2..], shape))));
+        return Ok(Ok(Step::Done(request_end(lua, &out[2..], shape, caller.session_id))));
     }
     Ok(Ok(Step::Parked(u64::from_lua(out.get(2).cloned().unwrap_or(Value::Nil), lua)?)))
 }
@@ -1142,20 +1142,21 @@ fn transaction_active() -> BoxError {
 }
 
 /// A request fiber's end, `ok, results...`, as a reply body (or the error it raised).
-fn request_end(lua: &Lua, out: &[Value], shape: Shape) -> BoxResult<Vec<u8>> {
+/// (`session`'s settings say how errors among the results are written.)
+fn request_end(lua: &Lua, out: &[Value], shape: Shape, session: u64) -> BoxResult<Vec<u8>> {
     match out.first() {
-        Some(Value::Boolean(true)) => encode_results(&out[1..], shape),
+        Some(Value::Boolean(true)) => encode_results(&out[1..], shape, &serializer::reply_options(session)),
         _ => Err(error_from_value(lua, out.get(1).cloned().unwrap_or(Value::Nil))),
     }
 }
 
 /// What `box.internal.fiber_resume` returned, for a fiber of `kind`.
-fn encode_fiber_end(lua: &Lua, out: Vec<Value>, kind: FiberKind) -> Resumed {
+fn encode_fiber_end(lua: &Lua, out: Vec<Value>, kind: FiberKind, session: u64) -> Resumed {
     if !matches!(out.first(), Some(Value::Boolean(true))) {
         return Resumed::Waiting;
     }
     Resumed::Ended(match kind {
-        FiberKind::Request(shape) => request_end(lua, &out[1..], shape),
+        FiberKind::Request(shape) => request_end(lua, &out[1..], shape, session),
         FiberKind::Script => match out.get(1) {
             Some(Value::Boolean(true)) => Ok(Vec::new()),
             _ => Err(error_from_value(lua, out.get(2).cloned().unwrap_or(Value::Nil))),
@@ -1241,7 +1242,7 @@ fn is_box_error(t: &Table) -> bool {
 
 /// A raised Lua value as a Tarantool error: `box.error` objects keep their code and
 /// their `prev` chain; anything else is a LuajitError with the value's text.
-fn error_from_value(lua: &Lua, v: Value) -> BoxError {
+pub(crate) fn error_from_value(lua: &Lua, v: Value) -> BoxError {
     error_from_value_depth(lua, v, 0)
 }
 
@@ -1250,7 +1251,9 @@ fn error_from_value_depth(lua: &Lua, v: Value, depth: usize) -> BoxError {
         if let (true, Ok(Some(code))) = (is_box_error(t), t.get::<Option<u32>>("code")) {
             let message: String = t.get::<Option<String>>("message").ok().flatten().unwrap_or_default();
             let mut e = BoxError::new(code, message);
-            let ty: Option<String> = t.get("type").ok().flatten();
+            // A custom error's type is its own name; its base type tells the kind.
+            let ty: Option<String> =
+                t.get::<Option<String>>("base_type").ok().flatten().or_else(|| t.get("type").ok().flatten());
             e.kind = match ty.as_deref() {
                 Some("AccessDeniedError") => ErrorKind::AccessDenied,
                 Some("CustomError") => ErrorKind::Custom,
@@ -1413,9 +1416,9 @@ fn name_type_pairs(body: &mut Vec<u8>, list: &Table) -> mlua::Result<()> {
 }
 
 /// Encodes returned values as a reply body `{0x30: [...]}`.
-fn encode_results(values: &[Value], shape: Shape) -> BoxResult<Vec<u8>> {
+fn encode_results(values: &[Value], shape: Shape, options: &serializer::Options) -> BoxResult<Vec<u8>> {
     let enc = |out: &mut Vec<u8>, v: &Value| {
-        convert::encode(out, v).map_err(|e| BoxError::new(code::PROC_LUA, lua_message(&e)))
+        convert::encode_with(out, v, options).map_err(|e| BoxError::new(code::PROC_LUA, lua_message(&e)))
     };
     if let Shape::Sql = shape {
         return sql_body(values.first()).map_err(|e| BoxError::new(code::PROC_LUA, lua_message(&e)));

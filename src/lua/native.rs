@@ -158,6 +158,14 @@ pub fn create(lua: &Lua) -> mlua::Result<Table> {
         })?,
     )?;
     t.set(
+        "set_error_marshaling",
+        // set_error_marshaling(session, on): the session's error_marshaling_enabled.
+        lua.create_function(|_, (session, on): (u64, bool)| {
+            super::serializer::set_error_marshaling(session, on);
+            Ok(())
+        })?,
+    )?;
+    t.set(
         "log_write",
         lua.create_function(|_, line: LuaString| {
             let mut bytes = line.as_bytes().to_vec();

@@ -38,6 +38,10 @@ pub struct Options {
     /// extension type", as `msgpack.decode` says it), rather than a value that is
     /// written back as it came. Not a `cfg` option: set where Lua code decodes.
     pub decode_unknown_ext_as_error: bool,
+    /// A `box.error` object is written as an MP_ERROR extension (type 3), as 2.6
+    /// writes a reply's errors for a session with `error_marshaling_enabled`; else
+    /// as its message. Not a `cfg` option.
+    pub encode_errors_as_ext: bool,
 }
 
 impl Options {
@@ -55,6 +59,7 @@ impl Options {
         decode_invalid_numbers: true,
         decode_save_metatables: true,
         decode_unknown_ext_as_error: false,
+        encode_errors_as_ext: false,
     };
 
     /// The options a serializer's `cfg` table holds (missing ones at their defaults).
@@ -90,6 +95,7 @@ impl Options {
             encode_sparse_safe: count("encode_sparse_safe", d.encode_sparse_safe)?,
             decode_invalid_numbers: flag("decode_invalid_numbers", d.decode_invalid_numbers)?,
             decode_save_metatables: flag("decode_save_metatables", d.decode_save_metatables)?,
+            encode_errors_as_ext: false,
             decode_unknown_ext_as_error: d.decode_unknown_ext_as_error,
         })
     }
@@ -104,6 +110,35 @@ impl Default for Options {
 thread_local! {
     /// `msgpack.cfg`: the default encoder's options (per Lua thread; there is one).
     static MODULE_OPTIONS: Cell<Options> = const { Cell::new(Options::DEFAULT) };
+}
+
+thread_local! {
+    /// Sessions whose replies carry errors as MP_ERROR (`error_marshaling_enabled`).
+    static MARSHALING_SESSIONS: std::cell::RefCell<std::collections::HashSet<u64>> =
+        std::cell::RefCell::new(std::collections::HashSet::new());
+}
+
+/// Sets session `session`'s `error_marshaling_enabled`.
+pub fn set_error_marshaling(session: u64, on: bool) {
+    MARSHALING_SESSIONS.with(|s| {
+        let mut sessions = s.borrow_mut();
+        if on {
+            sessions.insert(session);
+        } else {
+            sessions.remove(&session);
+        }
+    });
+}
+
+/// The options a reply to session `session` is written with: the module's, and
+/// errors as MP_ERROR when the session asked for them.
+#[must_use]
+pub fn reply_options(session: u64) -> Options {
+    let marshal = MARSHALING_SESSIONS.with(|s| {
+        let sessions = s.borrow();
+        !sessions.is_empty() && sessions.contains(&session)
+    });
+    Options { encode_errors_as_ext: marshal, ..module_options() }
 }
 
 /// The msgpack module's options (`msgpack.cfg`).
