@@ -615,8 +615,13 @@ function net_box.connect(uri, opts, ...)
     end
     opts = opts or {}
     local host, port, user, password = parse_uri(uri)
-    user = opts.user or user
-    password = opts.password or password or ''
+    -- As 2.6: the options' credentials, or else the URI's; a user logs in (an
+    -- empty password by default, guest too), no user stays guest without AUTH.
+    if opts.user ~= nil or opts.password ~= nil then user, password = opts.user, opts.password end
+    if user == nil and password ~= nil then
+        error(box.internal.make_error(ER_PROC_LUA, 'net.box: user is not defined'), 2)
+    end
+    if user ~= nil and password == nil then password = '' end
     local trigger = require('internal.trigger')
     local self = setmetatable({host = host, port = port, opts = opts, state = 'initial', space = {},
                                _on_connect = trigger.new('on_connect'), _on_disconnect = trigger.new('on_disconnect'),
@@ -710,7 +715,7 @@ establish_transport = function(self, host, port, user, password, opts)
     end
     local mine_ok, mine = pcall(function() return box.info.uuid end)
     self.to_self = mine_ok and peer ~= nil and peer == mine
-    if user ~= nil and user ~= 'guest' then
+    if user ~= nil then
         local body = {[K.USER_NAME] = user, [K.TUPLE] = seq({'chap-sha1', h:scramble(password)})}
         local aok, err = pcall(self._request, self, T.AUTH, body)
         if not aok then return give_up(err) end

@@ -151,3 +151,40 @@ def test_reconnect_after_as_2_6(tmp_path):
     assert lines[21] == "plain: noticed | true | error | Peer closed"
     # Dropped while reconnecting, a connection is collected and its fiber ends.
     assert lines[26:] == ["dropped: reconnecting fibers | 1", "dropped: collected fibers | 0"]
+
+
+CREDENTIALS = r"""
+box.cfg{listen = os.getenv('LISTEN')}
+box.schema.user.create('test', {password = 'pas'})
+box.schema.user.create('nopass')
+local fiber = require('fiber')
+local seen = {}
+box.session.on_auth(function(user, ok) seen[#seen + 1] = user .. '=' .. tostring(ok) end)
+local function try(label, ...)
+    seen = {}
+    local ok, c = pcall(require('net.box').connect, ...)
+    fiber.sleep(0.05)
+    if not ok then print(label, 'raised', tostring(c)) return end
+    print(label, c.state, tostring(c.error), table.concat(seen, ','))
+    c:close()
+end
+local uri = box.info.listen
+-- A user given logs in (with an empty password by default), guest too; no user
+-- stays guest with no AUTH at all.
+try('guest empty', 'guest:@' .. uri)
+try('guest wrong', 'guest:pw@' .. uri)
+try('guest bare', 'guest@' .. uri)
+try('no user', uri)
+try('test right', 'test:pas@' .. uri)
+try('test wrong', 'test:x@' .. uri)
+try('nopass', 'nopass@' .. uri)
+try('opts user', uri, {user = 'test', password = 'pas'})
+try('opts over uri', 'test:x@' .. uri, {user = 'guest'})
+try('password alone', uri, {password = 'x'})
+os.exit(0)
+"""
+
+
+def test_credentials_and_on_auth_as_2_6(tmp_path):
+    lines = same_output_on_both(tmp_path, "credentials.lua", CREDENTIALS, 10)
+    assert lines[0] == "guest empty\tactive\tnil\tguest=true"
