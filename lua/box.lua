@@ -2029,16 +2029,29 @@ local function session_id_arg(id)
     if id ~= nil and type(id) ~= 'number' then error('expected int64_t as -1 argument', 3) end
     return id
 end
-function box.session.exists(id) return op('session_exists', session_id_arg(id)) end
-function box.session.peer(id)
-    if id ~= nil and type(id) ~= 'number' then
+-- As 2.6: one argument at most, and an explicit nil is no session id.
+local function session_args(name, ...)
+    local n = select('#', ...)
+    if n > 1 then error(string.format('session.%s(sid): bad arguments', name), 3) end
+    return n, ...
+end
+function box.session.exists(...)
+    local n, id = session_args('exists', ...)
+    if n == 1 and id == nil then error('expected int64_t as -1 argument', 2) end
+    return op('session_exists', session_id_arg(id))
+end
+function box.session.peer(...)
+    local n, id = session_args('peer', ...)
+    if (n == 1 and id == nil) or (id ~= nil and type(id) ~= 'number') then
         error(string.format("bad argument #1 to '?' (number expected, got %s)", type(id)), 2)
     end
     local peer = op('session_peer', id)
     if peer == false then error('session.peer(): session does not exist', 2) end
     return peer
 end
-function box.session.fd(id)
+function box.session.fd(...)
+    local n, id = session_args('fd', ...)
+    if n == 1 and id == nil then error('expected int64_t as -1 argument', 2) end
     local fd = op('session_fd', session_id_arg(id))
     if fd == false then error('session.fd(): session does not exist', 2) end
     return fd
