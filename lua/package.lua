@@ -240,6 +240,53 @@ rawset(package, 'search', search)
 rawset(package, 'searchroot', searchroot)
 rawset(package, 'setsearchroot', setsearchroot)
 
+-- require -------------------------------------------------------------------
+
+-- `require` as LuaJIT's (package.loaded, then each of package.loaders), written
+-- in Lua so that a module may yield while it loads: one that calls box.cfg{}
+-- (a script's first boots the server by yielding to it) or waits on a fiber.
+-- The module runs under pcall, a C frame as LuaJIT's require is, so error(msg, 2)
+-- in a module names no position, as there.
+-- (Not a table: luaL_register in a C module's luaopen fills the table it finds
+-- in package.loaded, and must make a new one here, as under LuaJIT's require.)
+local LOADING = newproxy and newproxy(false) or function() end
+local builtin_require = require
+local function lua_require(name)
+    if type(name) == 'number' then name = tostring(name) end
+    if type(name) ~= 'string' then
+        local got = name == nil and 'no value' or type(name)
+        -- Named as it was called, as LuaJIT names a C function ('?' through pcall).
+        local info = debug.getinfo(1, 'n')
+        error(string.format("bad argument #1 to '%s' (string expected, got %s)", info and info.name or '?', got), 2)
+    end
+    local loaded = package.loaded
+    local module = loaded[name]
+    if module == LOADING then error(string.format("loop or previous error loading module '%s'", name), 2) end
+    if module ~= nil then return module end
+    local loaders = package.loaders
+    if type(loaders) ~= 'table' then error("'package.loaders' must be a table", 2) end
+    local why = {}
+    for _, find in ipairs(loaders) do
+        local found = find(name)
+        if type(found) == 'function' then
+            loaded[name] = LOADING
+            local ok, result = pcall(found, name)
+            if not ok then
+                -- A failed module stays marked, as LuaJIT leaves it: requiring it again
+                -- says "loop or previous error".
+                error(result, 0)
+            end
+            if result ~= nil then loaded[name] = result end
+            if loaded[name] == LOADING then loaded[name] = true end
+            return loaded[name]
+        elseif type(found) == 'string' then
+            why[#why + 1] = found
+        end
+    end
+    error(string.format("module '%s' not found:%s", name, table.concat(why)), 2)
+end
+if builtin_require ~= nil then rawset(_G, 'require', lua_require) end
+
 -- Globals --------------------------------------------------------------------
 
 -- Runs the Lua source `s` with the rest of the arguments; a syntax error is the caller's.

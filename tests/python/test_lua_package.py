@@ -206,3 +206,39 @@ os.exit(0)
 
 def test_strict_mode_tells_a_main_chunk_from_a_function(tmp_path):
     same_output_on_both(tmp_path, "strict.lua", STRICT, 20)
+
+
+REQUIRE = r"""
+local function write(name, text) local f = io.open(name .. '.lua', 'w') f:write(text) f:close() end
+write('m_nil', 'x_loaded = (x_loaded or 0) + 1')
+write('m_self', 'package.loaded.m_self = "self"')
+write('m_err', 'error("boom")')
+write('m_err2', 'error("boom2", 2)')
+write('m_loop', 'return require("m_loop")')
+write('m_wait', 'require("fiber").sleep(0.01) return "waited"')
+write('m_cfg', 'box.cfg{} return "configured " .. type(box.space)')
+print(pcall(require))
+print(pcall(require, {}))
+print(require('m_nil'), require('m_nil'), x_loaded)
+print(require('m_self'))
+local function try(name)
+    local ok, e = pcall(require, name)
+    print(ok, (tostring(e):gsub('^.*/', '')))
+end
+try('m_err')
+try('m_err')
+print(pcall(require, 'm_err2'))
+print(pcall(require, 'm_loop'))
+print((select(2, pcall(require, 'no_such_module')):match('^[^\n]*\n[^\n]*')))
+-- A module may yield while it loads: wait on a fiber, or boot with box.cfg{}.
+print(require('m_wait'))
+print(require('m_cfg'))
+print(type(require('json')), require('fiber') == package.loaded.fiber)
+os.exit(0)
+"""
+
+
+def test_require_as_luajit_and_modules_that_yield_while_loading(tmp_path):
+    # Before, a module calling box.cfg{} failed: "attempt to yield across C-call boundary".
+    lines = same_output_on_both(tmp_path, "require.lua", REQUIRE, 13)
+    assert lines[-2:] == ["configured table", "table\ttrue"]
