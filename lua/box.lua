@@ -2315,7 +2315,8 @@ local cfg_dynamic = {
     wal_dir_rescan_delay = true, custom_proc_title = true, force_recovery = true, replication_timeout = true,
     replication_connect_timeout = true, replication_connect_quorum = true, replication_sync_lag = true,
     replication_sync_timeout = true, replication_synchro_quorum = true, replication_synchro_timeout = true,
-    replication_skip_conflict = true, replication_anon = true, net_msg_max = true, sql_cache_size = true, election_mode = true, election_timeout = true,
+    replication_skip_conflict = true, replication_anon = true, net_msg_max = true, sql_cache_size = true,
+    election_mode = true, election_timeout = true,
     idempotency_mode = true, idempotency_lifetime = true, idempotency_max_count = true,
     idempotency_max_size = true, idempotency_max_token_size = true,
 }
