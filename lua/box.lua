@@ -2635,6 +2635,41 @@ function internal.check_first_cfg(opts)
     return given
 end
 
+-- A script's first box.cfg{}, run by its main chunk: the server boots the
+-- engine and resumes the chunk here (as fiber 103), which then finishes what
+-- box.cfg{} does once booted.
+local function boot(opts)
+    coroutine.yield('box.cfg', opts)
+    internal.booted = true
+    if internal.console_take_over then internal.console_take_over() end
+    internal.sync_session_triggers()
+    internal.run_schema_init_triggers()
+    cfg_values = nil
+    cfg_load()
+    internal.log_box_booted(opts)
+    if internal.cfg_done then internal.cfg_done:broadcast() end
+    if opts.read_only ~= nil then op('set_read_only', opts.read_only) end
+    if opts.memtx_max_tuple_size ~= nil then op('max_tuple_size', opts.memtx_max_tuple_size) end
+    if opts.checkpoint_wal_threshold ~= nil then
+        op('checkpoint_wal_threshold', opts.checkpoint_wal_threshold)
+    end
+end
+
+-- The main chunk, waiting while a fiber called the first box.cfg{}, boots for it.
+function internal.boot_pending()
+    local opts = internal.pending_boot
+    internal.pending_boot = nil
+    boot(opts)
+end
+
+-- Whether a script's first box.cfg{} may run here: in its main chunk, or in a
+-- fiber while the main chunk waits (it then boots on that fiber's behalf).
+local function may_boot_here()
+    return internal.fiber_in_main() or internal.fiber_main_waits()
+end
+local NOT_FROM_A_FIBER = "oncebox runs a script's first box.cfg{} from a fiber only while the main chunk " ..
+    "waits, not after it ended"
+
 box.cfg = setmetatable({}, {
     __index = function(_, k)
         cfg_load()
@@ -2643,25 +2678,19 @@ box.cfg = setmetatable({}, {
     -- `checked`: the options are the outcome of internal.check_first_cfg.
     __call = function(_, opts, checked)
         if internal.script_mode and not internal.booted then
-            -- The first box.cfg of a script: the server boots the engine, then resumes here.
             if not checked then opts = internal.check_first_cfg(opts) end
-            if not internal.fiber_in_main() then
-                raise(0, "oncebox runs a script's first box.cfg{} from its main chunk only, not from a fiber")
+            if not may_boot_here() then raise(0, NOT_FROM_A_FIBER) end
+            if internal.fiber_in_main() then
+                boot(opts)
+                return
             end
-            coroutine.yield('box.cfg', opts)
-            internal.booted = true
-            if internal.console_take_over then internal.console_take_over() end
-            internal.sync_session_triggers()
-            internal.run_schema_init_triggers()
-            cfg_values = nil
-            cfg_load()
-            internal.log_box_booted(opts)
-            if internal.cfg_done then internal.cfg_done:broadcast() end
-            if opts.read_only ~= nil then op('set_read_only', opts.read_only) end
-            if opts.memtx_max_tuple_size ~= nil then op('max_tuple_size', opts.memtx_max_tuple_size) end
-            if opts.checkpoint_wal_threshold ~= nil then
-                op('checkpoint_wal_threshold', opts.checkpoint_wal_threshold)
-            end
+            -- A fiber's: the main chunk boots (once), this fiber waits for it, as
+            -- 2.6's box.cfg{} makes other callers wait; a later call reconfigures.
+            local first = internal.pending_boot == nil
+            if first then internal.pending_boot = opts end
+            internal.cfg_done = internal.cfg_done or require('fiber').cond()
+            repeat internal.cfg_done:wait() until internal.booted
+            if not first then return box.cfg(opts) end
             return
         end
         cfg_load()
@@ -2742,9 +2771,7 @@ function internal.hide_until_cfg()
     box.cfg = function(opts)
         -- Refused options leave the instance unconfigured, as in 2.6.
         local checked = internal.check_first_cfg(opts)
-        if not internal.fiber_in_main() then
-            raise(0, "oncebox runs a script's first box.cfg{} from its main chunk only, not from a fiber")
-        end
+        if not may_boot_here() then raise(0, NOT_FROM_A_FIBER) end
         setmetatable(box, nil)
         for k, v in pairs(hidden) do rawset(box, k, v) end
         box.cfg = configure

@@ -277,10 +277,25 @@ local function me()
     return f
 end
 
+local wait -- (below)
+
+-- Whether the script's main chunk waits by running the other fibers itself.
+local main_waits_inline = false
+function internal.fiber_main_waits() return main_waits_inline end
+
 local function wait_inline(f, deadline)
     f.woken = false
     while true do
+        main_waits_inline = true
         internal.fiber_run_unbound()
+        main_waits_inline = false
+        if internal.pending_boot ~= nil then
+            -- A fiber called the first box.cfg{}: this chunk boots with its options
+            -- (its yield reaches the server), and goes on waiting as fiber 103.
+            internal.boot_pending()
+            if f.woken then return true end
+            return wait(deadline)
+        end
         if f.woken then return true end
         local t = now()
         if deadline ~= nil and t >= deadline then return false end
@@ -300,7 +315,7 @@ end
 local yields = 0
 function internal.fiber_yields() return yields end
 
-local function wait(deadline)
+wait = function(deadline)
     yields = yields + 1
     local f = current
     if f ~= nil then held[f] = true end
@@ -356,7 +371,15 @@ end
 function fiber.create(fn, ...)
     check_fn(fn, 'fiber.create')
     local f = new_lua_fiber(body(fn, ...))
+    -- The script's main chunk before box.cfg{} runs the new fiber itself: should
+    -- it call the first box.cfg{}, the chunk boots as soon as it is back.
+    local by_main = current == nil and inline_main() ~= nil
+    if by_main then main_waits_inline = true end
     resume(f)
+    if by_main then
+        main_waits_inline = false
+        if internal.pending_boot ~= nil then internal.boot_pending() end
+    end
     return f
 end
 
@@ -707,10 +730,12 @@ function internal.fiber_request(session_id, uid, session_uid, atomic, sync, fn, 
 end
 
 -- Adopts the script's coroutine as the main fiber, run by the scheduler from now on.
+-- The same fiber object goes on: whoever holds it (fiber.self(), a list of
+-- waiters the chunk was in while it booted) holds the fiber the scheduler runs.
 function internal.fiber_adopt(co, name)
-    local f = setmetatable({fid = 103, name_ = name, storage = internal.main_fiber.storage, txn = {},
-                            state = 'suspended', request = true, script = true, session_id = 0, co = co},
-                           fiber_mt)
+    local f = internal.main_fiber
+    f.name_, f.txn, f.state, f.request, f.script, f.session_id, f.co = name, {}, 'suspended', true, true, 0, co
+    f.inline = nil
     fibers[103] = f
     alive_count = alive_count + 1
     report_count()
