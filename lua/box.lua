@@ -2411,53 +2411,22 @@ local function check_cfg_uri(k, v)
     end
 end
 
-local SYSLOG_FACILITIES = {}
-for name in string.gmatch('kern user mail daemon auth intern lpr news uucp clock authpriv ftp ntp audit alert ' ..
-                          'cron local0 local1 local2 local3 local4 local5 local6 local7', '%S+') do
-    SYSLOG_FACILITIES[name] = true
-end
-
--- A `log` target as 2.6 parses it: a file name, or '|', 'pipe:', 'file:' or
--- 'syslog:' and the syslog options (server=, identity=, facility=).
-local function check_log_target(v)
-    local rest
-    for _, prefix in ipairs({'|', 'file:', 'pipe:', 'syslog:'}) do
-        if string.sub(v, 1, #prefix) == prefix then
-            if prefix ~= 'syslog:' then return true end
-            rest = string.sub(v, #prefix + 1)
-            break
-        end
-    end
-    if rest == nil then
-        return not string.find(v, ':', 1, true) or
-            "expecting a file name or a prefix, such as '|', 'pipe:', 'syslog:'"
-    end
-    local seen = {}
-    for option in string.gmatch(rest .. ',', '([^,]*),') do
-        if option == '' then break end
-        local name, value = string.match(option, '^(%l+)=(.*)$')
-        if name ~= 'server' and name ~= 'identity' and name ~= 'facility' then
-            return string.format("bad option '%s'", option)
-        elseif seen[name] then
-            return string.format("duplicate option '%s'", name)
-        elseif name == 'facility' and not SYSLOG_FACILITIES[value] then
-            return string.format("bad syslog facility option '%s'", value)
-        end
-        seen[name] = true
-    end
-    return true
-end
+-- A `log` value's kind ('file', 'pipe' or 'syslog'), or 2.6's reason to refuse
+-- it: the parser log targets are opened with (src/log_sink) reads it.
+local function log_target(v) return internal.native.log_target(tostring(v)) end
 
 -- Bounds 2.6 checks (box_check_config at the first box.cfg, each option's setter
 -- later): `v` is the value of `k` (neither nil nor box.NULL), `get` reads the
 -- value another option will have.
 local cfg_limits = {
     listen = function(v) if v ~= '' then check_cfg_uri('listen', v) end end,
-    log = check_log_target,
+    log = function(v)
+        local kind, why = log_target(v)
+        return kind ~= nil or why
+    end,
     log_nonblock = function(v, get)
         local log = get('log')
-        local to_file = log == nil or not (string.sub(log, 1, 1) == '|' or string.sub(log, 1, 5) == 'pipe:' or
-                                           string.sub(log, 1, 7) == 'syslog:')
+        local to_file = log == nil or log_target(log) == 'file'
         return not (v and to_file) or 'the option is incompatible with file/stderr logger'
     end,
     replication = function(v)

@@ -59,6 +59,25 @@ impl<'a> Target<'a> {
     }
 }
 
+impl Target<'_> {
+    /// The kind of the `log` value `value` (`"file"`, `"pipe"` or `"syslog"`), as
+    /// `box.cfg{}` checks it before it boots.
+    ///
+    /// # Errors
+    /// 2.6's reason for a value it refuses (an unknown prefix, a bad syslog option).
+    pub fn check(value: &str) -> Result<&'static str, String> {
+        match Target::parse(value) {
+            None => Err(NO_PREFIX.to_owned()),
+            Some(Target::File(_)) => Ok("file"),
+            Some(Target::Pipe(_)) => Ok("pipe"),
+            Some(Target::Syslog(options)) => syslog::Options::parse(options).map(|_| "syslog"),
+        }
+    }
+}
+
+/// 2.6's words for a `log` value with an unknown prefix.
+const NO_PREFIX: &str = "expecting a file name or a prefix, such as '|', 'pipe:', 'syslog:'";
+
 /// Sends every later line to the target `value` names (an empty value: standard error).
 ///
 /// # Errors
@@ -68,8 +87,8 @@ pub fn open(value: &str) -> Result<(), String> {
         return Ok(());
     }
     let sink = match Target::parse(value) {
-        None => return Err("expecting a file name or a prefix, such as '|', 'pipe:', 'syslog:'".to_owned()),
-        Some(Target::File(path)) => open_file(Path::new(path))?,
+        None => return Err(NO_PREFIX.to_owned()),
+        Some(Target::File(path)) => Sink::File { path: PathBuf::from(path), file: open_file(Path::new(path))? },
         Some(Target::Pipe(command)) => {
             let mut child = Command::new("/bin/sh")
                 .arg("-c")
@@ -94,13 +113,12 @@ pub fn open(value: &str) -> Result<(), String> {
     Ok(())
 }
 
-fn open_file(path: &Path) -> Result<Sink, String> {
-    let file = OpenOptions::new()
+fn open_file(path: &Path) -> Result<File, String> {
+    OpenOptions::new()
         .append(true)
         .create(true)
         .open(path)
-        .map_err(|e| format!("can't open log file: {}: {}", path.display(), crate::lua::native::strerror(&e)))?;
-    Ok(Sink::File { path: path.to_path_buf(), file })
+        .map_err(|e| format!("can't open log file: {}: {}", path.display(), crate::lua::native::strerror(&e)))
 }
 
 /// `log.rotate()`: a file is opened again (after a rename, a new one begins),
@@ -111,10 +129,7 @@ fn open_file(path: &Path) -> Result<Sink, String> {
 pub fn rotate() -> Result<(), String> {
     let mut sink = SINK.lock().unwrap_or_else(PoisonError::into_inner);
     match sink.as_mut() {
-        Some(Sink::File { path, file }) => {
-            let Sink::File { file: reopened, .. } = open_file(path)? else { unreachable!("open_file gives a file") };
-            *file = reopened;
-        }
+        Some(Sink::File { path, file }) => *file = open_file(path)?,
         Some(Sink::Syslog(syslog)) => syslog.reconnect(),
         Some(Sink::Pipe { .. }) | None => {}
     }
@@ -168,5 +183,8 @@ mod tests {
         assert_eq!(Target::parse("syslog:identity=t"), Some(Target::Syslog("identity=t")));
         assert_eq!(Target::parse(":"), None);
         assert_eq!(Target::parse("a:b"), None);
+        assert_eq!(Target::check("|cat"), Ok("pipe"));
+        assert_eq!(Target::check("syslog:xxx="), Err("bad option 'xxx='".to_owned()));
+        assert_eq!(Target::check(":"), Err(NO_PREFIX.to_owned()));
     }
 }

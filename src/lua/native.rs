@@ -150,6 +150,15 @@ pub fn create(lua: &Lua) -> mlua::Result<Table> {
         })?,
     )?;
     t.set(
+        "log_target",
+        // log_target(value): the kind of a `log` value ('file', 'pipe', 'syslog'),
+        // or nil and 2.6's reason to refuse it.
+        lua.create_function(|lua, value: LuaString| match crate::log_sink::Target::check(&value.to_string_lossy()) {
+            Ok(kind) => kind.into_lua_multi(lua),
+            Err(why) => (Value::Nil, why).into_lua_multi(lua),
+        })?,
+    )?;
+    t.set(
         "log_rotate",
         // log_rotate(): log.rotate(); true, or nil and why.
         lua.create_function(|lua, ()| match crate::log_sink::rotate() {
