@@ -294,6 +294,10 @@ pub struct Executor {
     /// The session whose read this batch handled, and the read's request count:
     /// its reader is told once the replies are sent.
     read_handled: Option<(u64, usize)>,
+    /// The service time records created while handling one message are dated
+    /// with: read once per message, not per request (a batch takes well under a
+    /// millisecond, the clock's unit).
+    message_clock_ms: Option<u64>,
     /// Whether the last read brought one request only: a client waiting for each
     /// reply, whose next request the thread polls for before sleeping
     /// ([`receive_spinning`]). Pipelining clients send several per read, and then a
@@ -369,6 +373,7 @@ impl Executor {
             script_mode: false,
             reader_pings: 0,
             read_handled: None,
+            message_clock_ms: None,
             latency_bound: false,
             engine: Box::new(engine),
             sessions: IdMap::default(),
@@ -761,6 +766,7 @@ impl Executor {
 
     /// Handles one message.
     pub fn handle(&mut self, msg: TxMessage) {
+        self.message_clock_ms = None;
         match msg {
             TxMessage::Connect { session_id, salt, out, peer, fd } => {
                 self.lua.session_opened(session_id, peer, fd);
@@ -1281,7 +1287,7 @@ impl Executor {
             user_id: user,
             token: &token.encoded,
             fingerprint: fp,
-            created_ms: self.window.clock.now_ms(),
+            created_ms: *self.message_clock_ms.get_or_insert_with(|| self.window.clock.now_ms()),
             reply: reply.get(response::HEADER_SIZE..).unwrap_or(&[]),
         };
         let ticket = self.wal.is_some().then_some(self.next_ticket);
