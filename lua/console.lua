@@ -601,12 +601,19 @@ end
 local SETTERS = {output = set_output, o = set_output, language = set_language, lang = set_language,
                  l = set_language, delimiter = set_delimiter, delim = set_delimiter, d = set_delimiter}
 
--- A `\` command: `\set <parameter> <value>` (2.6's other commands, help and quit,
--- are not offered).
+-- A `\` command: `\set <parameter> <value>`, `\help` (or `\h`, or `\` alone),
+-- `\quit` (or `\q`: the session's console stops after this line; nothing is
+-- shown).
 local function command(settings, text)
     local words = {}
     for word in string.gmatch(text, '[^%s]+') do words[#words + 1] = word end
-    if words[1] ~= 'set' and words[1] ~= 's' then
+    local verb = words[1]
+    if verb == nil or verb == 'help' or verb == 'h' then return format(true, 1, {help()}) end
+    if verb == 'quit' or verb == 'q' then
+        settings.quit = true
+        return
+    end
+    if verb ~= 'set' and verb ~= 's' then
         return format(false, 1, {string.format('Invalid command \\%s. Type \\help for help.', text)})
     end
     local name = words[2]
@@ -675,10 +682,16 @@ function box.internal.console_line(line, write)
     -- What the line pushes (box.session.push) goes out as text, at once: through
     -- `write` (a console served from Lua), else through the server's session.
     settings.pushing = write or true
+    settings.quit = nil
     local ok, reply = pcall(console.eval, line)
     settings.pushing = nil
     if not ok then error(reply, 0) end
-    return reply
+    -- `\quit`: a console served from Lua stops reading (told by the second
+    -- result); the server's closes the session once its replies are out.
+    local quit = settings.quit
+    settings.quit = nil
+    if quit and write == nil then box.internal.call_op('console_quit') end
+    return reply or '', quit
 end
 
 -- box.session.push on a text console: the value in the session's output format,
@@ -763,7 +776,15 @@ function console.start()
             delimiter = set
             io.write('---\n...\n\n')
         else
-            io.write(console.eval(text), '\n')
+            local settings = session_settings()
+            settings.quit = nil
+            local reply = console.eval(text)
+            if reply ~= nil then io.write(reply, '\n') end
+            -- `\quit`: the console ends as at the end of its input.
+            if settings.quit then
+                settings.quit = nil
+                break
+            end
         end
     end
     io.stdout:flush()
@@ -825,8 +846,10 @@ local function serve_console(client)
     while true do
         local line = client:read('\n')
         if line == nil or line == '' then break end
-        local reply = box.internal.console_line((string.gsub(line, '\n$', '')), function(text) client:write(text) end)
+        local reply, quit = box.internal.console_line((string.gsub(line, '\n$', '')),
+                                                      function(text) client:write(text) end)
         if reply ~= '' and not client:write(reply) then break end
+        if quit then break end
     end
 end
 

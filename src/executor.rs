@@ -165,6 +165,9 @@ struct Session {
     pending: Vec<u8>,
     /// A text console session: its pushes are text (Lua formats them), sent as is.
     text: bool,
+    /// A text console session that typed `\quit`: its further lines are not run,
+    /// and it is closed once its replies are out.
+    quitting: bool,
 }
 
 /// A reply held until its commit is durable.
@@ -272,6 +275,8 @@ pub struct Executor {
     /// Console sessions whose line runs in a fiber that yielded, with the lines typed
     /// since (run in order, each after the one before it ends).
     console_waiting: std::collections::HashMap<u64, VecDeque<String>>,
+    /// Console sessions that quit, closed after the open commit group's replies.
+    closing: Vec<u64>,
     /// Set by `execute` when a CALL/EVAL's fiber yielded instead of ending.
     parked: Option<u64>,
     /// Whether the request `execute` runs is a tokened one (one transaction: no yields).
@@ -362,6 +367,7 @@ impl Executor {
             scratch: Vec::with_capacity(4096),
             pending: std::collections::HashMap::new(),
             console_waiting: std::collections::HashMap::new(),
+            closing: Vec::new(),
             parked: None,
             atomic: false,
             fibers_ready: false,
@@ -699,7 +705,7 @@ impl Executor {
     fn send_group(&mut self) {
         // (Without a WAL, `wal_mode = 'none'`, there is nothing to sync.)
         let snapshot = self.lua.take_snapshot_request() && self.wal.is_some();
-        if self.group_log.is_empty() && self.group_replies.is_empty() && !snapshot {
+        if self.group_log.is_empty() && self.group_replies.is_empty() && self.closing.is_empty() && !snapshot {
             return;
         }
         // The next group starts with room for twice this one: one allocation, not a
@@ -711,7 +717,8 @@ impl Executor {
         let undo = std::mem::replace(&mut self.group_undo, Vec::with_capacity(sizes.1));
         let replies = std::mem::replace(&mut self.group_replies, Vec::with_capacity(sizes.2));
         let sent_with_group = replies.iter().map(|r| (r.session_id, r.sync)).collect();
-        let on_durable = self.replies_by_connection(replies);
+        let closing = std::mem::take(&mut self.closing);
+        let on_durable = self.replies_by_connection(replies, &closing);
         let ticket = self.next_ticket;
         self.next_ticket += 1;
         let record_bytes = std::mem::take(&mut self.group_record_bytes);
@@ -726,8 +733,9 @@ impl Executor {
     /// A group's replies gathered into one buffer per connection, and sent by
     /// the WAL thread once the group is durable (a connection gone meanwhile is
     /// skipped): sending them from here would wait for the TX thread to hear
-    /// the group is durable and to come round to them.
-    fn replies_by_connection(&self, replies: Vec<HeldReply>) -> Option<OnDurable> {
+    /// the group is durable and to come round to them. The `closing` sessions'
+    /// connections are closed after their replies.
+    fn replies_by_connection(&self, replies: Vec<HeldReply>, closing: &[u64]) -> Option<OnDurable> {
         let mut outgoing: Vec<(u64, crate::server::sink::ReplySink, Vec<u8>)> = Vec::new();
         for reply in replies {
             // Usually one connection per group, and its replies in a row.
@@ -740,12 +748,16 @@ impl Executor {
                 }
             }
         }
-        if outgoing.is_empty() {
+        let closed: Vec<_> = closing.iter().filter_map(|id| self.sessions.get(id)).map(|s| s.out.clone()).collect();
+        if outgoing.is_empty() && closed.is_empty() {
             return None;
         }
         Some(Box::new(move || {
             for (_, sink, bytes) in outgoing {
                 sink.send(bytes);
+            }
+            for sink in closed {
+                sink.close();
             }
         }))
     }
@@ -772,7 +784,7 @@ impl Executor {
                 self.lua.session_opened(session_id, peer, fd);
                 self.sessions.insert(
                     session_id,
-                    Session { user_id: user_id::GUEST, salt, out, pending: Vec::new(), text: false },
+                    Session { user_id: user_id::GUEST, salt, out, pending: Vec::new(), text: false, quitting: false },
                 );
                 if let Err(e) = self.session_triggers(session_id, user_id::GUEST, "connect", &[]) {
                     // As 2.6: a failing on_connect trigger refuses the connection.
@@ -854,9 +866,11 @@ impl Executor {
                 }
             }
             TxMessage::Console { session_id, line } => {
-                if let Some(s) = self.sessions.get_mut(&session_id) {
-                    s.text = true;
+                let Some(s) = self.sessions.get_mut(&session_id) else { return };
+                if s.quitting {
+                    return;
                 }
+                s.text = true;
                 self.console_line(session_id, &line);
             }
             TxMessage::ChildExited => crate::children::reap(),
@@ -960,6 +974,27 @@ impl Executor {
             self.group_replies.push(reply);
         } else {
             self.deliver(reply);
+        }
+        self.quit_consoles();
+    }
+
+    /// Closes the console sessions that typed `\quit` (or ran `console.eval('\\q')`)
+    /// once the replies they were given are out: their later lines are dropped.
+    /// With a WAL, the replies leave from the WAL thread once durable, so the
+    /// close goes with the open commit group, after them.
+    fn quit_consoles(&mut self) {
+        for session_id in self.lua.take_console_quits() {
+            self.console_waiting.remove(&session_id);
+            let Some(s) = self.sessions.get_mut(&session_id) else { continue };
+            s.quitting = true;
+            if !s.pending.is_empty() {
+                let _ = s.out.send(std::mem::take(&mut s.pending));
+            }
+            if self.wal.is_some() {
+                self.closing.push(session_id);
+            } else {
+                s.out.close();
+            }
         }
     }
 

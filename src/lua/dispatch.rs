@@ -110,6 +110,11 @@ pub struct BeforeReplaceTriggers(pub std::collections::HashSet<u32>);
 #[derive(Debug, Default)]
 pub struct Pushes(pub Vec<Vec<u8>>);
 
+/// Text console sessions that quit (`\quit`) during the current step: the
+/// executor closes them once their replies are out.
+#[derive(Debug, Default)]
+pub struct ConsoleQuits(pub Vec<u64>);
+
 /// `os.exit(status)` was called: the server drains its commits, then exits with `status`.
 #[derive(Debug, Clone, Copy)]
 pub struct ExitRequest(pub i32);
@@ -581,6 +586,12 @@ fn run(lua: &Lua, cx: &mut Context, op: &str, args: &[Value]) -> Result<Value, F
             let gone = || mlua::Error::runtime("the network side is gone");
             control.send(crate::executor::Control::ConsoleClose { bound, reply }).map_err(|_| gone())?;
             Value::Boolean(closed.recv().map_err(|_| gone())?)
+        }
+        "console_quit" => {
+            let mut quits = lua.remove_app_data::<ConsoleQuits>().unwrap_or_default();
+            quits.0.push(cx.session_id);
+            lua.set_app_data(quits);
+            Value::Boolean(true)
         }
         "exit" => {
             let status: i32 = arg(lua, args, 1)?;

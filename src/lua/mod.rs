@@ -62,7 +62,7 @@ const CONSOLE: &str = include_str!("../../lua/console.lua");
 const CONSOLE_LUA_OUTPUT: &str = include_str!("../../lua/console_lua_output.lua");
 const NET_BOX: &str = include_str!("../../lua/net_box.lua");
 /// Tarantool's Lua modules, each registered in `package.loaded` by its own file (in load order).
-const MODULES: [(&str, &str); 31] = [
+const MODULES: [(&str, &str); 32] = [
     ("=string.lua", include_str!("../../lua/string.lua")),
     ("=table.lua", include_str!("../../lua/table.lua")),
     ("=fiber.lua", include_str!("../../lua/fiber.lua")),
@@ -94,6 +94,7 @@ const MODULES: [(&str, &str); 31] = [
     ("=key_def.lua", include_str!("../../lua/key_def.lua")),
     ("=builtin/box/merger.lua", include_str!("../../lua/merger.lua")),
     ("=builtin/sql.lua", include_str!("../../lua/sql.lua")),
+    ("=builtin/help.lua", include_str!("../../lua/help.lua")),
 ];
 
 /// How CALL results are shaped.
@@ -849,6 +850,11 @@ impl LuaRuntime {
             return Vec::new();
         }
         self.lua.remove_app_data::<dispatch::Pushes>().map(|p| p.0).unwrap_or_default()
+    }
+
+    /// The text console sessions that quit (`\quit`) since the last time this was asked.
+    pub fn take_console_quits(&self) -> Vec<u64> {
+        self.lua.remove_app_data::<dispatch::ConsoleQuits>().map(|q| q.0).unwrap_or_default()
     }
 
     /// Whether `box.snapshot()` was called since the last time this was asked.

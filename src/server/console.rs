@@ -148,18 +148,28 @@ async fn run(
         let _ = tx.send(TxMessage::Disconnect { session_id });
         return;
     }
-    let writer = tokio::spawn(async move {
-        while let Some(item) = out_rx.recv().await {
-            match item {
-                Outgoing::Data(d) => {
-                    if wr.write_all(&d).await.is_err() {
-                        return;
+    // Closed by the TX thread (`\\quit`) or a failed write: the reader stops too,
+    // and with both halves gone the connection closes.
+    let closed = CancellationToken::new();
+    let writer = {
+        let closed = closed.clone();
+        tokio::spawn(async move {
+            while let Some(item) = out_rx.recv().await {
+                match item {
+                    Outgoing::Data(d) => {
+                        if wr.write_all(&d).await.is_err() {
+                            break;
+                        }
+                    }
+                    Outgoing::Close => {
+                        let _ = wr.shutdown().await;
+                        break;
                     }
                 }
-                Outgoing::Close => return,
             }
-        }
-    });
+            closed.cancel();
+        })
+    };
     let mut lines = BufReader::new(rd);
     let mut line = Vec::new();
     loop {
@@ -167,6 +177,7 @@ async fn run(
         let read = tokio::select! {
             r = lines.read_until(b'\n', &mut line) => r,
             () = stop.cancelled() => break,
+            () = closed.cancelled() => break,
         };
         match read {
             Ok(0) | Err(_) => break,

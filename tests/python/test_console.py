@@ -105,7 +105,10 @@ def test_tarantoolctl_connect_piped_script(servers, script, code):
 
 INTERACTIVE_LINES = ["box.space._space:count() > 0", "1 + 1", "error('x')", "box.error(box.error.NO_SUCH_USER, 'who')",
                      "local t = {1, 'a', {b = true}}", "{1, 'a', {b = true}}", "box.space.t:get{1}",
-                     "box.space.t:insert{1, 'dup'}"]
+                     "box.space.t:insert{1, 'dup'}",
+                     # Over IPROTO the server's console.eval runs the line: `\\q` there
+                     # quits no console of the server's, and the client goes on.
+                     "\\help", "\\q", "2 + 2"]
 
 
 def interactive_transcript(inst, lines):
@@ -360,3 +363,64 @@ def test_the_console_server_takes_only_a_socket_a_console_gave_up(tmp_path):
     lines = out.stdout.splitlines()
     assert lines[0].startswith("false") and "not a detached listening socket" in lines[0], out.stdout
     assert lines[-1] == "true", out.stdout
+
+
+HELP_AND_QUIT = r"""
+local console, socket = require('console'), require('socket')
+local function connect(server)
+    local c = socket.tcp_connect('127.0.0.1', server:name().port)
+    c:read{chunk = 128}
+    return c
+end
+-- Everything the console sends until it closes the connection.
+local function rest(c)
+    local got = {}
+    while true do
+        local chunk = c:read{chunk = 4096, timeout = 5}
+        if chunk == nil or chunk == '' then break end
+        got[#got + 1] = chunk
+    end
+    return table.concat(got)
+end
+local function ev(c, line) c:write(line .. '\n') return c:read('...\n') end
+local function run(server, stage)
+    local c = connect(server)
+    for _, line in ipairs({'\\', '\\h', '\\help me', 'help()', 'help("x")[1] == help()[1]', 'type(help), #help',
+                           'type(tutorial), tutorial[1] == help[1]', 'tutorial("start") == tutorial(1)',
+                           'tutorial(1) ~= tutorial("next")', '(pcall(tutorial, {}))', 'tutorial(-5) == tutorial(1)',
+                           '\\help x y', '\\foo bar', 'package.loaded.help.help == help'}) do
+        print(stage, string.format('%-30s => %q', line, ev(c, line)))
+    end
+    -- \quit: nothing more is answered, and the connection is closed.
+    c:write('\\quit\nreturn "after quit"\n')
+    print(stage, 'quit', string.format('%q', rest(c)))
+    -- A reply the console owes is sent before it closes.
+    c = connect(server)
+    local owed = type(box.cfg) == 'table' and 'box.space.t:replace{1, "%s"}' or 'return "%s"'
+    c:write(string.format(owed, stage) .. '\n\\q\n')
+    print(stage, 'owed', string.format('%q', rest(c)))
+    -- console.eval('\\q') inside a line: the line's reply, then the close.
+    c = connect(server)
+    c:write('require("console").eval("\\\\q")\nreturn 1\n')
+    print(stage, 'eval', string.format('%q', rest(c)))
+    c = connect(server)
+    print(stage, 'still serving', string.format('%q', ev(c, '1 + 1')))
+end
+-- Served from Lua (before box.cfg), then by the server's console.
+run(console.listen('127.0.0.1:0'), 'before cfg')
+box.cfg{}
+box.schema.space.create('t'):create_index('pk')
+run(console.listen('127.0.0.1:0'), 'after cfg')
+os.exit(0)
+"""
+
+
+def test_console_help_tutorial_and_quit(tmp_path):
+    """`\\`, `\\h` and `\\help` show 2.6's help screen (help() as a global list
+    holding it, tutorial() stepping through screens); `\\quit`/`\\q`, and
+    console.eval('\\q') inside a line, end the console session as in 2.6: what
+    it owes is sent, later lines are not answered, and the connection closes;
+    before box.cfg and after."""
+    lines = same_output_on_both(tmp_path, "console_help_quit.lua", HELP_AND_QUIT, 240)
+    assert "- [1, 'after cfg']\\" in lines, "the reply owed before \\q"
+    assert 'after cfg\tquit\t""' in lines, "nothing after \\quit"

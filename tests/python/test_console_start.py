@@ -67,3 +67,14 @@ def test_the_server_answers_while_the_console_waits_for_a_line(tmp_path):
             proc.wait()
     assert out.splitlines() == ["before", "tarantool> box.space._space:count() > 0", "---", "- true", "...", "",
                                 "tarantool> after"], out
+
+
+def test_quit_ends_the_console_as_the_end_of_input_does(tmp_path):
+    """`\\help` shows 2.6's help screen; `\\q` ends console.start() there: the lines
+    after it are not run and the script goes on, as in 2.6."""
+    tarantool, oncebox = run_script_on_both(
+        tmp_path, "console_quit.lua", SCRIPT, stdin_text="1 + 1\n\\help\nx = 5\n\\q\nprint('not run')\n"
+    )
+    assert oncebox == tarantool
+    assert "not run" not in "\n".join(oncebox), oncebox
+    assert oncebox[-2:] == ["tarantool> \\q", "after"], oncebox
