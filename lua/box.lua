@@ -219,7 +219,8 @@ local formats = {
     [42] = "%s access to %s '%s' is denied for user '%s'", [45] = "User '%s' is not found",
     [46] = "User '%s' already exists", [47] = "Incorrect password supplied for user '%s'",
     [48] = 'Unknown request type %u', [51] = "Function '%s' does not exist", [52] = "Function '%s' already exists",
-    [78] = 'Timeout exceeded', [82] = "Role '%s' is not found", [83] = "Role '%s' already exists",
+    [77] = 'Connection is not established', [78] = 'Timeout exceeded',
+    [82] = "Role '%s' is not found", [83] = "Role '%s' already exists",
     [85] = "Index '%s' already exists in space '%s'", [114] = 'No active transaction',
     [148] = "No index '%s' is defined in space '%s'", [201] = "Field '%s' was not found in the tuple",
 }

@@ -538,7 +538,10 @@ end
 local function format(status, n, values)
     local output = (sessions[session_id()] or {}).output or YAML_OUTPUT
     if output.fmt ~= 'lua' then
-        if not status then return yaml.document({{error = error_text(values[1])}}, 1) end
+        if not status then
+            local e = values[1]
+            return yaml.document({{error = e == nil and box.NULL or error_text(e)}}, 1)
+        end
         local ok, text = pcall(yaml.document, values, n)
         if ok then return text end
         local e = 'console: an exception occurred when formatting the output: ' .. error_text(text)
@@ -636,6 +639,178 @@ function console.eval(line)
     return format_call(pcall(fn))
 end
 
+-- Console state, as 2.6 keeps it in the REPL fiber's storage
+-- (`fiber.self().storage.console`): `running`, `prompt`, `remote` (after
+-- console.connect), `print(self, text)`, and the hooks console.on_start and
+-- console.on_client_disconnect set for every console.
+local hooks = {}
+local STATE_DEFAULTS = {running = false, delimiter = '', prompt = 'tarantool', ac = true}
+local state_mt = {__index = function(_, key)
+    if hooks[key] ~= nil then return hooks[key] end
+    return STATE_DEFAULTS[key]
+end}
+
+local function set_hook(name)
+    return function(fn)
+        if fn == nil or type(fn) == 'function' then
+            hooks[name] = fn
+            return
+        end
+        error(string.format('Wrong type of %s hook: %s', name, type(fn)))
+    end
+end
+console.on_start = set_hook('on_start')
+console.on_client_disconnect = set_hook('on_client_disconnect')
+
+-- The console the running fiber serves, if any.
+local function current_state()
+    local ok, storage = pcall(function() return require('fiber').self().storage end)
+    return ok and storage.console or nil
+end
+
+-- A fiber serving a console line (or console.start) knows its console, as in 2.6.
+local function with_state(state, f, ...)
+    local storage = require('fiber').self().storage
+    local saved = storage.console
+    storage.console = state
+    local result = {pcall(f, ...)}
+    storage.console = saved
+    if not result[1] then error(result[2], 0) end
+    return unpack(result, 2, table.maxn(result))
+end
+
+-- console.ac(yes_no): autocompletion on this console (oncebox's console.start has none).
+function console.ac(yes_no)
+    local state = current_state()
+    if state == nil then error('console.ac(): need existing console') end
+    state.ac = not not yes_no
+end
+
+local OUTPUT_EOS = {yaml = '\n...\n', lua = ';'}
+
+-- console.eos([eos]): what ends a reply in this session's output format; the
+-- Lua format's may be changed, YAML's not.
+function console.eos(value)
+    local fmt = (session_settings().output or YAML_OUTPUT).fmt
+    if value == nil then return tostring(OUTPUT_EOS[fmt]) end
+    if fmt == 'yaml' then error('console.eos(): is immutable for output ' .. fmt) end
+    OUTPUT_EOS[fmt] = value
+end
+
+-- A text console reached over a socket, with the net.box-like eval a remote
+-- console needs: each line is sent ending with the '$EOF$' delimiter and the
+-- reply read up to the end of the output format; pushes before it are printed.
+local text_remote = {}
+text_remote.__index = text_remote
+
+function text_remote:set_error()
+    self.state = 'error'
+    self.error = self.socket:error() or 'Peer closed'
+    return self.error
+end
+
+function text_remote:read()
+    local got = self.socket:read(self.eos)
+    if got ~= nil and got ~= '' then return got end
+end
+
+function text_remote:eval(text)
+    -- `\set output` changes how the replies end.
+    local fmt = string.match(text, '^%s*\\s[et]*%s+o[utp]*%s+([%a]+)')
+    if fmt ~= nil and OUTPUT_EOS[fmt] ~= nil then
+        self.fmt, self.eos = fmt, OUTPUT_EOS[fmt]
+    end
+    if not self.socket:write(text .. '$EOF$\n') then error(self:set_error(), 0) end
+    while true do
+        local got = self:read()
+        if got == nil then break end
+        local push
+        if self.fmt == 'yaml' then
+            push = got:match('^%%TAG !push! ') ~= nil
+        else
+            push = string.sub(got, 1, 7) == '-- Push'
+        end
+        if not push then return got end
+        if self.print_f then self.print_f(got) end
+    end
+    error(self:set_error(), 0)
+end
+
+function text_remote:close() self.socket:close() end
+
+local function connect_text(socket, u, print_f)
+    local output = session_settings().output or YAML_OUTPUT
+    local remote = setmetatable({socket = socket, state = 'active', host = u.host or 'localhost', port = u.service,
+                                 print_f = print_f, fmt = output.fmt, eos = OUTPUT_EOS[output.fmt]}, text_remote)
+    local set_output = output.opts and string.format('\\set output %s,%s', output.fmt, output.opts)
+                       or '\\set output ' .. output.fmt
+    for _, line in ipairs({set_output, 'require("console").delimiter("$EOF$")'}) do
+        if not socket:write(line .. '\n') or not remote:read() then remote:set_error() end
+    end
+    return remote
+end
+
+local function connect_binary(u, opts)
+    local remote = require('net.box').connect(u.host or 'localhost', u.service,
+        {user = u.login, password = u.password, connect_timeout = opts.timeout})
+    remote.host = remote.host or 'localhost'
+    local eval = remote.eval
+    remote.eval = function(conn, line) return eval(conn, 'return require("console").eval(...)', {line}) end
+    return remote
+end
+
+-- A line on a connected console: run by the remote one. When that fails for
+-- good (or `line` is nil: the local side ended it), the console is local again.
+local function remote_eval(state, line)
+    local remote = state.remote
+    if line ~= nil and remote.state == 'active' then
+        local ok, reply = pcall(remote.eval, remote, line)
+        if remote.state == 'active' then return ok and reply or format(false, 1, {reply}) end
+    end
+    local err = remote.error
+    pcall(remote.close, remote)
+    state.remote, state.prompt = nil, nil
+    pcall(state.on_client_disconnect, state)
+    return err ~= nil and format(false, 1, {err}) or ''
+end
+
+-- console.connect(uri[, {timeout}]): from a console (console.start, or a line
+-- on a text console), connects it to another instance, by its IPROTO port or
+-- its text console: the lines that follow run there, until that connection
+-- fails, or `~.` on a text console (or the end of the input) disconnects.
+function console.connect(uri, opts)
+    opts = opts or {}
+    local state = current_state()
+    if state == nil then error('console.connect() need existing console') end
+    local u = uri ~= nil and require('uri').parse(tostring(uri)) or nil
+    if u == nil or u.service == nil then error('Usage: console.connect("[login:password@][host:]port")') end
+    local host = u.unix ~= nil and 'unix/' or u.host or 'localhost'
+    local port = u.unix or u.service
+    local socket = require('socket').tcp_connect(host, port, opts.timeout)
+    local greeting = socket and socket:read{chunk = 128, timeout = opts.timeout}
+    if greeting == nil or #greeting < 128 then
+        if socket then socket:close() end
+        box.error(box.error.NO_CONNECTION)
+    end
+    local remote
+    if string.find(string.sub(greeting, 1, 64), '(Lua console)', 1, true) then
+        remote = connect_text(socket, u, function(text) state:print(text) end)
+    else
+        socket:close()
+        remote = connect_binary({host = host, service = port, login = u.login, password = u.password}, opts)
+    end
+    local ok, err = pcall(remote.eval, remote, 'return true')
+    if not ok or remote.state ~= 'active' then
+        pcall(remote.close, remote)
+        pcall(state.on_client_disconnect, state)
+        error(ok and (remote.error or 'Peer closed') or err, 0)
+    end
+    state.remote = remote
+    state.prompt = string.format('%s:%s', remote.host or host, remote.port or port)
+    require('log').info('connected to %s:%s', remote.host or host, remote.port or port)
+    return true
+end
+
 -- console.delimiter([delimiter]): the text console session's statement
 -- delimiter, or sets it (2.6's clients set '$EOF$' as they connect).
 function console.delimiter(value)
@@ -660,6 +835,9 @@ function console.get_default_output(...)
     return {fmt = default_output.fmt, opts = default_output.opts}
 end
 
+-- The server's own box.session.push: text on a text console session, sent as is.
+local raw_push
+
 -- A line from a text console session (`console.listen`): with a delimiter set,
 -- lines are gathered until one ends with it (and the delimiter is dropped), as
 -- 2.6's console reads a statement. Returns the reply, '' while gathering.
@@ -668,6 +846,21 @@ function box.internal.console_line(line, write)
     local settings = session_settings()
     settings.delimiter = settings.delimiter or ''
     line = string.gsub(line, '\r$', '')
+    local state = settings.console_state
+    if state == nil then
+        state = setmetatable({running = true}, state_mt)
+        settings.console_state = state
+    end
+    -- What the console prints itself (a remote console's pushes).
+    function state.print(_, text)
+        if write ~= nil then write(text) else raw_push(text) end
+    end
+    -- `~.` (as ssh's): leaves a connected console, else ends the session.
+    if line == '~.' then
+        if state.remote ~= nil then return remote_eval(state, nil), nil end
+        if write == nil then box.internal.call_op('console_quit') end
+        return '', true
+    end
     local delimiter = settings.delimiter
     if delimiter ~= '' then
         local gathered = settings.gathered
@@ -683,7 +876,12 @@ function box.internal.console_line(line, write)
     -- `write` (a console served from Lua), else through the server's session.
     settings.pushing = write or true
     settings.quit = nil
-    local ok, reply = pcall(console.eval, line)
+    local ok, reply
+    if state.remote ~= nil then
+        ok, reply = pcall(remote_eval, state, line)
+    else
+        ok, reply = pcall(with_state, state, console.eval, line)
+    end
     settings.pushing = nil
     if not ok then error(reply, 0) end
     -- `\quit`: a console served from Lua stops reading (told by the second
@@ -699,6 +897,7 @@ end
 -- the Lua text).
 do
     local push = box.session.push
+    raw_push = push
     local PUSH_TAG = {tag_handle = '!push!', tag_prefix = 'tag:tarantool.io/push,2018'}
     function box.session.push(value, sync)
         local settings = sessions[session_id()]
@@ -736,7 +935,10 @@ pcall(ffi.cdef, 'int isatty(int fd);')
 -- result as YAML, until the input ends. Input that is not a terminal is echoed
 -- after the prompt, as readline echoes it. The server goes on serving while the
 -- console waits for a line.
+local started = false
 function console.start()
+    if started then error('console is already started') end
+    started = true
     local tty = ffi.C.isatty(0) == 1
     local stdin = box.internal.op ~= nil and box.internal.stdin_socket() or nil
     local function read_line()
@@ -753,39 +955,58 @@ function console.start()
         return line
     end
     local delimiter = ''
-    while true do
-        io.write('tarantool> ')
-        local text = read_line()
-        if text == nil then break end
-        while true do
-            if delimiter ~= '' then
-                if text:sub(-#delimiter) == delimiter then
-                    text = text:sub(1, -#delimiter - 1)
-                    break
+    local state = setmetatable({running = true, print = function(_, text) io.write(tostring(text), '\n') end}, state_mt)
+    local function run()
+        if type(state.on_start) == 'function' then state:on_start() end
+        while state.running do
+            local prompt = state.prompt
+            io.write(prompt, '> ')
+            local text = read_line()
+            if text == nil then
+                -- The end of the input leaves a connected console, then the console.
+                if state.remote == nil then break end
+                io.write(remote_eval(state, nil), '\n')
+            else
+                while true do
+                    if delimiter ~= '' then
+                        if text:sub(-#delimiter) == delimiter then
+                            text = text:sub(1, -#delimiter - 1)
+                            break
+                        end
+                    elseif not incomplete(text) then
+                        break
+                    end
+                    io.write(string.rep(' ', #prompt), '> ')
+                    local more = read_line()
+                    if more == nil then break end
+                    text = text .. '\n' .. more
                 end
-            elseif not incomplete(text) then
-                break
-            end
-            io.write('         > ')
-            local more = read_line()
-            if more == nil then break end
-            text = text .. '\n' .. more
-        end
-        local set = text:match('^%s*\\set%s+delimiter%s*(.-)%s*$')
-        if set ~= nil then
-            delimiter = set
-            io.write('---\n...\n\n')
-        else
-            local settings = session_settings()
-            settings.quit = nil
-            local reply = console.eval(text)
-            if reply ~= nil then io.write(reply, '\n') end
-            -- `\quit`: the console ends as at the end of its input.
-            if settings.quit then
-                settings.quit = nil
-                break
+                local set = text:match('^%s*\\set%s+delimiter%s*(.-)%s*$')
+                if set ~= nil and state.remote == nil then
+                    delimiter = set
+                    io.write('---\n...\n\n')
+                elseif state.remote ~= nil then
+                    io.write(remote_eval(state, text), '\n')
+                else
+                    local settings = session_settings()
+                    settings.quit = nil
+                    local reply = console.eval(text)
+                    if reply ~= nil then io.write(reply, '\n') end
+                    -- `\quit`: the console ends as at the end of its input.
+                    if settings.quit then
+                        settings.quit = nil
+                        break
+                    end
+                end
             end
         end
+    end
+    local ok, err = pcall(with_state, state, run)
+    started = false
+    if not ok then
+        io.stdout:flush()
+        if stdin ~= nil then stdin:close() end
+        error(err, 0)
     end
     io.stdout:flush()
     if stdin ~= nil then stdin:close() end

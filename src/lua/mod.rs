@@ -337,7 +337,7 @@ impl LuaRuntime {
         uuid::register(&lua).map_err(|e| lua_err(&e))?;
         decimal::register(&lua).map_err(|e| lua_err(&e))?;
         lua.load(PRELUDE).set_name("=box.lua").exec().map_err(|e| lua_err(&e))?;
-        lua.load(CONSOLE).set_name("=console.lua").exec().map_err(|e| lua_err(&e))?;
+        lua.load(CONSOLE).set_name("=builtin/box/console.lua").exec().map_err(|e| lua_err(&e))?;
         lua.load(CONSOLE_LUA_OUTPUT).set_name("=console_lua_output.lua").exec().map_err(|e| lua_err(&e))?;
         netbox::register(&lua).map_err(|e| lua_err(&e))?;
         socket::register(&lua).map_err(|e| lua_err(&e))?;
