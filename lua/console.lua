@@ -314,6 +314,13 @@ end
 
 local encode, flow
 
+-- As in Tarantool, `__serialize = 'seq'` or 'map' asks for flow style
+-- ('sequence' and 'mapping' for block style), as msgpack.decode's tables have.
+local function flow_hinted(v)
+    local mt = opts.encode_load_metatables and getmetatable(v)
+    return mt and (mt.__serialize == 'seq' or mt.__serialize == 'map') or false
+end
+
 -- Tables a document holds more than once (a shared or a cyclic reference): as
 -- 2.6's emitter, the first one written gets an anchor (&0, &1...), the others
 -- are aliases of it (*0). `refs` maps such a table to true until it is written,
@@ -427,10 +434,7 @@ encode_plain = function(v, indent, col)
         local text = unsupported_text(v)
         return text == nil and 'null' or string_scalar(text, false, indent, col or indent)
     end
-    -- As in Tarantool, `__serialize = 'seq'` or 'map' asks for flow style
-    -- ('sequence' and 'mapping' for block style).
-    local mt = opts.encode_load_metatables and getmetatable(v)
-    if mt and (mt.__serialize == 'seq' or mt.__serialize == 'map') then return flow(v) end
+    if flow_hinted(v) then return flow(v) end
     local pad = string.rep(' ', indent)
     local n = sequence_length(v, opts)
     if n then
@@ -453,7 +457,7 @@ encode_plain = function(v, indent, col)
             -- A multi-line key is a complex key: "? key" then ": value" (a block value compacted).
             lines[#lines + 1] = (#lines == 0 and '' or pad) .. '? ' .. string_scalar(k, false, indent + 2, indent + 2)
                 .. '\n' .. pad .. ': ' .. encode(x, indent + 2, indent + 2)
-        elseif type(x) == 'table' and not box.tuple.is(x) and next(x) ~= nil then
+        elseif type(x) == 'table' and not box.tuple.is(x) and next(x) ~= nil and not flow_hinted(x) then
             -- An anchor or an alias stands after the key.
             local anchor, alias = anchor_of(x)
             if alias then
@@ -1146,8 +1150,7 @@ function yaml.is_block(v, cfg)
         -- What __serialize gives is laid out instead.
         v = follow_hooks(v, opts.encode_load_metatables)
         if type(v) ~= 'table' or next(v) == nil then return false end
-        local mt = opts.encode_load_metatables and getmetatable(v)
-        return not (mt and (mt.__serialize == 'seq' or mt.__serialize == 'map'))
+        return not flow_hinted(v)
     end)
 end
 -- yaml.flow(v): v in flow style (`[1, 'a', {'b': 2}]`), as Tarantool prints a tuple.

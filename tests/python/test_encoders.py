@@ -656,3 +656,23 @@ def test_fiber_objects_are_written_as_userdata(tmp_path):
     one only through its __serialize, its tostring, or as nil, else refuse it."""
     lines = same_output_on_both(tmp_path, "fiber_userdata.lua", FIBER_AS_USERDATA, 13)
     assert "userdata\tuserdata" in lines
+
+
+FLOW_VALUES_IN_MAPS = r"""
+local yaml, msgpack = require('yaml'), require('msgpack')
+-- msgpack.decode's tables carry the flow hint: as a map's value they stay on
+-- the key's line, as 2.6 writes them (and the console shows them).
+local function decoded(v) return msgpack.decode(msgpack.encode(v)) end
+for _, v in ipairs({{BODY = {operations = decoded({{'+', 1, 1}})}}, {a = decoded({1, 2})}, {a = decoded({x = 1})},
+                    {a = {b = decoded({{x = 1}})}}, {decoded({1})}, {a = setmetatable({1}, {__serialize = 'seq'})},
+                    {a = setmetatable({1}, {__serialize = 'sequence'})}}) do
+    io.write(yaml.encode(v))
+end
+print(require('console').eval('{a = require("msgpack").decode(require("msgpack").encode({1, {2}}))}'))
+os.exit(0)
+"""
+
+
+def test_flow_hinted_tables_as_map_values_stay_on_the_keys_line(tmp_path):
+    lines = same_output_on_both(tmp_path, "flow_in_maps.lua", FLOW_VALUES_IN_MAPS, 29)
+    assert "  operations: [['+', 1, 1]]" in lines and "- a: [1, [2]]" in lines
