@@ -62,7 +62,7 @@ const CONSOLE: &str = include_str!("../../lua/console.lua");
 const CONSOLE_LUA_OUTPUT: &str = include_str!("../../lua/console_lua_output.lua");
 const NET_BOX: &str = include_str!("../../lua/net_box.lua");
 /// Tarantool's Lua modules, each registered in `package.loaded` by its own file (in load order).
-const MODULES: [(&str, &str); 32] = [
+const MODULES: [(&str, &str); 33] = [
     ("=string.lua", include_str!("../../lua/string.lua")),
     ("=table.lua", include_str!("../../lua/table.lua")),
     ("=fiber.lua", include_str!("../../lua/fiber.lua")),
@@ -95,6 +95,7 @@ const MODULES: [(&str, &str); 32] = [
     ("=builtin/box/merger.lua", include_str!("../../lua/merger.lua")),
     ("=builtin/sql.lua", include_str!("../../lua/sql.lua")),
     ("=builtin/help.lua", include_str!("../../lua/help.lua")),
+    ("=builtin/internal.argparse.lua", include_str!("../../lua/argparse.lua")),
 ];
 
 /// How CALL results are shaped.
