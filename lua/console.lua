@@ -648,7 +648,9 @@ end
 -- console.connect), `print(self, text)`, and the hooks console.on_start and
 -- console.on_client_disconnect set for every console.
 local hooks = {}
-local STATE_DEFAULTS = {running = false, delimiter = '', prompt = 'tarantool', ac = true}
+-- `eval(self, line)` runs a line here, or (connected) there.
+local STATE_DEFAULTS = {running = false, delimiter = '', prompt = 'tarantool', ac = true,
+                        eval = function(_, line) return console.eval(line) end}
 local state_mt = {__index = function(_, key)
     if hooks[key] ~= nil then return hooks[key] end
     return STATE_DEFAULTS[key]
@@ -773,7 +775,7 @@ local function remote_eval(state, line)
     end
     local err = remote.error
     pcall(remote.close, remote)
-    state.remote, state.prompt = nil, nil
+    state.remote, state.prompt, state.eval = nil, nil, nil
     pcall(state.on_client_disconnect, state)
     return err ~= nil and format(false, 1, {err}) or ''
 end
@@ -809,7 +811,7 @@ function console.connect(uri, opts)
         pcall(state.on_client_disconnect, state)
         error(ok and (remote.error or 'Peer closed') or err, 0)
     end
-    state.remote = remote
+    state.remote, state.eval = remote, remote_eval
     state.prompt = string.format('%s:%s', remote.host or host, remote.port or port)
     require('log').info('connected to %s:%s', remote.host or host, remote.port or port)
     return true
@@ -880,12 +882,7 @@ function box.internal.console_line(line, write)
     -- `write` (a console served from Lua), else through the server's session.
     settings.pushing = write or true
     settings.quit = nil
-    local ok, reply
-    if state.remote ~= nil then
-        ok, reply = pcall(remote_eval, state, line)
-    else
-        ok, reply = pcall(with_state, state, console.eval, line)
-    end
+    local ok, reply = pcall(with_state, state, state.eval, state, line)
     settings.pushing = nil
     if not ok then error(reply, 0) end
     -- `\quit`: a console served from Lua stops reading (told by the second
@@ -989,12 +986,10 @@ function console.start()
                 if set ~= nil and state.remote == nil then
                     delimiter = set
                     io.write('---\n...\n\n')
-                elseif state.remote ~= nil then
-                    io.write(remote_eval(state, text), '\n')
                 else
                     local settings = session_settings()
                     settings.quit = nil
-                    local reply = console.eval(text)
+                    local reply = state:eval(text)
                     if reply ~= nil then io.write(reply, '\n') end
                     -- `\quit`: the console ends as at the end of its input.
                     if settings.quit then

@@ -57,6 +57,13 @@ pub fn frame_and_request(data: &[u8]) {
     }
 }
 
+/// Reads `data` as a Tarantool log file, every row of every transaction.
+pub fn tarantool_xlog(data: &[u8]) {
+    let Ok(meta) = crate::tarantool_xlog::parse_meta(data) else { return };
+    let mut transactions = crate::tarantool_xlog::Transactions::new(data.to_vec(), &meta);
+    while transactions.next_rows().is_some() {}
+}
+
 fn run(engine: &mut Engine, req: &Request<'_>) {
     let admin = engine.credentials(user_id::ADMIN);
     // Only the fuzzer's own space: DDL on the catalogue is exercised by the tests.

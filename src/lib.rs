@@ -29,6 +29,7 @@ pub mod protocol;
 pub mod script;
 pub mod server;
 pub mod storage;
+pub mod tarantool_xlog;
 
 #[doc(hidden)]
 pub mod fuzzing;

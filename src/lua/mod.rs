@@ -29,6 +29,7 @@ pub mod tuple;
 pub mod utf8;
 #[allow(unsafe_code, reason = "moves an uuid's 16 bytes in and out of struct tt_uuid cdata; see the module")]
 pub mod uuid;
+pub mod xlog;
 
 /// The TX event loop's iteration count, which Lua reads through ffi
 /// (`box.internal.loop_tick`): fiber.time() and fiber.clock() keep their value
@@ -62,7 +63,7 @@ const CONSOLE: &str = include_str!("../../lua/console.lua");
 const CONSOLE_LUA_OUTPUT: &str = include_str!("../../lua/console_lua_output.lua");
 const NET_BOX: &str = include_str!("../../lua/net_box.lua");
 /// Tarantool's Lua modules, each registered in `package.loaded` by its own file (in load order).
-const MODULES: [(&str, &str); 33] = [
+const MODULES: [(&str, &str); 34] = [
     ("=string.lua", include_str!("../../lua/string.lua")),
     ("=table.lua", include_str!("../../lua/table.lua")),
     ("=fiber.lua", include_str!("../../lua/fiber.lua")),
@@ -96,6 +97,7 @@ const MODULES: [(&str, &str); 33] = [
     ("=builtin/sql.lua", include_str!("../../lua/sql.lua")),
     ("=builtin/help.lua", include_str!("../../lua/help.lua")),
     ("=builtin/internal.argparse.lua", include_str!("../../lua/argparse.lua")),
+    ("=builtin/box/xlog.lua", include_str!("../../lua/xlog.lua")),
 ];
 
 /// How CALL results are shaped.
@@ -349,6 +351,7 @@ impl LuaRuntime {
             internal.set("native", native::create(&lua)?)?;
             internal.set("loop_tick", mlua::LightUserData(LOOP_TICK.as_ptr().cast()))?;
             internal.set("fio", fio::create(&lua)?)?;
+            internal.set("xlog", xlog::create(&lua)?)?;
             internal.set("popen", popen::create(&lua)?)?;
             internal.set("crypto", crypto::create(&lua)?)?;
             internal.set("utf8", utf8::create(&lua)?)?;

@@ -1,0 +1,131 @@
+"""The `xlog` module reading files real Tarantool 2.6 wrote (logs, snapshots,
+compressed transactions, multi-statement transactions, NOPs, damaged and
+foreign files), and tarantoolctl (2.6's own script) run by oncebox as the
+`tarantool` executable: `cat` and `connect`, beside real Tarantool's."""
+import os
+import subprocess
+
+import yaml
+
+from conftest import LUA_SHOW_SORTED, ONCEBOX, free_port, run_script_on_both, wait_port
+
+MAKE_FILES = r"""
+box.cfg{log_level = 1}
+local s = box.schema.space.create('t')
+s:create_index('pk')
+s:insert{1, 'one'}
+s:replace{2, 'two', {a = 1}}
+s:update({1}, {{'=', 2, 'uno'}})
+s:upsert({3, 'three'}, {{'+', 1, 1}})
+s:delete{2}
+s:before_replace(function(old, new) if new[1] == 7 then return old end end)
+s:insert{7}
+box.begin() s:insert{10} s:insert{11} box.commit()
+-- A transaction big enough to be written compressed.
+box.begin() for i = 100, 400 do s:insert{i, string.rep('x', 50)} end box.commit()
+box.snapshot()
+s:insert{5000, 1.5, true, box.NULL, -7, 18446744073709551615ULL, -9223372036854775807LL}
+os.exit(0)
+"""
+
+READ_FILES = LUA_SHOW_SORTED + r"""
+local xlog, fio = require('xlog'), require('fio')
+local dir = os.getenv('FILES')
+local names = fio.listdir(dir)
+table.sort(names)
+for _, name in ipairs(names) do
+    local ok, err = pcall(function()
+        local n = 0
+        for lsn, record in xlog.pairs(fio.pathjoin(dir, name)) do
+            n = n + 1
+            local body = record.BODY or {}
+            print(name, lsn, show(record), box.tuple.is(body.tuple), box.tuple.is(body.key))
+        end
+        print(name, 'rows', n)
+    end)
+    if not ok then print(name, 'error', tostring(err):gsub(dir, 'DIR')) end
+end
+for _, args in ipairs({{}, {'a', 'b'}, {5}}) do
+    local ok, err = pcall(xlog.pairs, unpack(args))
+    print(ok, (tostring(err):gsub(':%d+:', ':N:')))
+end
+os.exit(0)
+"""
+
+
+def make_files(tmp_path):
+    """A directory of files real Tarantool wrote, and a few damaged or foreign ones."""
+    files = tmp_path / "files"
+    files.mkdir()
+    (files / "make.lua").write_text(MAKE_FILES)
+    subprocess.run(["tarantool", "make.lua"], cwd=files, check=True, timeout=60, capture_output=True)
+    (files / "make.lua").unlink()
+    first = sorted(files.glob("*.xlog"))[0].read_bytes()
+    (files / "cut.xlog").write_bytes(first[: len(first) // 2])
+    damaged = bytearray(first)
+    damaged[len(damaged) // 3] ^= 0xFF
+    (files / "damaged.xlog").write_bytes(bytes(damaged))
+    (files / "foreign.xlog").write_bytes(b"FOO\n0.13\n\n")
+    (files / "text.xlog").write_bytes(b"hello\n")
+    return files
+
+
+def test_xlog_pairs_reads_tarantools_files_as_2_6(tmp_path, monkeypatch):
+    files = make_files(tmp_path)
+    monkeypatch.setenv("FILES", str(files))
+    tarantool, oncebox = run_script_on_both(tmp_path, "read_files.lua", READ_FILES)
+    assert oncebox == tarantool
+    text = "\n".join(tarantool)
+    # Compressed and multi-statement transactions, NOPs and damage were all met.
+    assert 'type="NOP"' in text and "commit=true" in text and 'tuple={1=400, 2="xxx' in text
+    assert "\ttrue\tfalse" in text and "\tfalse\ttrue" in text, "the tuple and the key come as tuples"
+    assert "text.xlog\terror\tUnexpected end of file" in text and "foreign.xlog\terror\txlog reader" in text
+    assert "damaged.xlog\trows" in text and "cut.xlog\trows" in text
+
+
+def tarantool_named(tmp_path):
+    """A directory whose `tarantool` is oncebox, for scripts run through `env tarantool`."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "tarantool").symlink_to(ONCEBOX)
+    return dict(os.environ, PATH=f"{bin_dir}:{os.environ['PATH']}")
+
+
+def documents(text):
+    return list(yaml.safe_load_all(text))
+
+
+def test_tarantoolctl_cat_run_by_oncebox(tmp_path):
+    files = make_files(tmp_path)
+    xlogs = [str(p) for p in sorted(files.glob("0*.xlog")) + sorted(files.glob("0*.snap"))]
+    real = subprocess.run(["tarantoolctl", "cat", *xlogs], capture_output=True, text=True, timeout=60)
+    ours = subprocess.run(["tarantoolctl", "cat", *xlogs], capture_output=True, text=True, timeout=60,
+                          env=tarantool_named(tmp_path))
+    assert ours.returncode == real.returncode == 0, ours.stderr
+    # The same records (YAML keys come in table order, which differs).
+    assert documents(ours.stdout) == documents(real.stdout)
+    assert len(documents(real.stdout)) > 300
+
+
+def test_tarantoolctl_connect_run_by_oncebox(tmp_path):
+    port = free_port()
+    server = tmp_path / "server"
+    server.mkdir()
+    (server / "s.lua").write_text(
+        f"box.cfg{{listen = '127.0.0.1:{port}', log_level = 1}}\n"
+        "box.schema.user.grant('guest', 'super', nil, nil, {if_not_exists = true})\n")
+    proc = subprocess.Popen(["tarantool", "s.lua"], cwd=server, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_port(port, proc)
+        outputs = []
+        for env in (None, tarantool_named(tmp_path)):
+            for code in ("box.session.type(), 1 + 1\n", "error('x')\n"):
+                r = subprocess.run(["tarantoolctl", "connect", f"127.0.0.1:{port}"], input=code, capture_output=True,
+                                   text=True, timeout=60, env=env)
+                outputs.append((r.returncode, r.stdout, r.stderr.replace(str(port), "PORT")))
+        assert outputs[2:] == outputs[:2]
+        assert outputs[0][0] == 0 and "- binary\n- 2\n" in outputs[0][1], outputs
+        assert outputs[1][0] == 3 and "Error while executing remote command" in outputs[1][2], outputs
+    finally:
+        proc.kill()
+        proc.wait()
