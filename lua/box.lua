@@ -2611,6 +2611,7 @@ end
 local function boot(opts)
     coroutine.yield('box.cfg', opts)
     internal.booted = true
+    package.loaded.title.update{status = 'running', custom_title = opts.custom_proc_title}
     if internal.console_take_over then internal.console_take_over() end
     internal.sync_session_triggers()
     internal.run_schema_init_triggers()
@@ -2693,6 +2694,7 @@ box.cfg = setmetatable({}, {
             local v = new[k]
             if string.sub(k, 1, 12) == 'idempotency_' and v ~= nil then op('idem_cfg', k, v) end
             if k == 'read_only' then op('set_read_only', v) end
+            if k == 'custom_proc_title' then package.loaded.title.update{custom_title = v} end
             if k == 'memtx_max_tuple_size' then op('max_tuple_size', v) end
             if k == 'checkpoint_wal_threshold' then op('checkpoint_wal_threshold', v) end
             if (k == 'log_level' or k == 'log_format') and v ~= nil then internal.log_box_set(k, v) end

@@ -250,15 +250,19 @@ rawset(package, 'setsearchroot', setsearchroot)
 -- (Not a table: luaL_register in a C module's luaopen fills the table it finds
 -- in package.loaded, and must make a new one here, as under LuaJIT's require.)
 local LOADING = newproxy and newproxy(false) or function() end
+
+-- Refuses the first argument of the function calling this, as LuaJIT refuses a
+-- C function's: named as it was called ('?' through pcall), at its caller.
+local function bad_string_argument(value)
+    local info = debug.getinfo(2, 'n')
+    local got = value == nil and 'no value' or type(value)
+    error(string.format("bad argument #1 to '%s' (string expected, got %s)", info and info.name or '?', got), 3)
+end
+
 local builtin_require = require
 local function lua_require(name)
     if type(name) == 'number' then name = tostring(name) end
-    if type(name) ~= 'string' then
-        local got = name == nil and 'no value' or type(name)
-        -- Named as it was called, as LuaJIT names a C function ('?' through pcall).
-        local info = debug.getinfo(1, 'n')
-        error(string.format("bad argument #1 to '%s' (string expected, got %s)", info and info.name or '?', got), 2)
-    end
+    if type(name) ~= 'string' then bad_string_argument(name) end
     local loaded = package.loaded
     local module = loaded[name]
     if module == LOADING then error(string.format("loop or previous error loading module '%s'", name), 2) end
@@ -286,6 +290,17 @@ local function lua_require(name)
     error(string.format("module '%s' not found:%s", name, table.concat(why)), 2)
 end
 if builtin_require ~= nil then rawset(_G, 'require', lua_require) end
+
+-- `dofile([path])` as LuaJIT's (a file that does not load raises loadfile's
+-- message), written in Lua for the same reason: tarantoolctl start runs an
+-- instance's script with dofile, and its first box.cfg{} yields to boot.
+local function lua_dofile(path)
+    if path ~= nil and type(path) ~= 'string' and type(path) ~= 'number' then bad_string_argument(path) end
+    local chunk, err = loadfile(path)
+    if chunk == nil then error(err, 0) end
+    return chunk()
+end
+rawset(_G, 'dofile', lua_dofile)
 
 -- Globals --------------------------------------------------------------------
 

@@ -23,12 +23,14 @@ pub mod idempotency;
 pub mod listeners;
 pub mod log_sink;
 pub mod lua;
+pub mod pid_file;
 #[allow(unsafe_code, reason = "a prefetch is an intrinsic, unsafe to call though it reads nothing; see the module")]
 pub mod prefetch;
 pub mod protocol;
 pub mod script;
 pub mod server;
 pub mod storage;
+pub mod systemd;
 pub mod tarantool_xlog;
 
 #[doc(hidden)]

@@ -34,7 +34,10 @@ fn main() {
                 .with_ansi(false)
                 .with_writer(|| oncebox::log_sink::Writer)
                 .init();
-            match oncebox::run_script(path, args) {
+            let outcome = oncebox::run_script(path, args);
+            // As 2.6: the pid file goes when the process does.
+            oncebox::pid_file::release();
+            match outcome {
                 Ok(code) => std::process::exit(code),
                 Err(e) => {
                     eprintln!("oncebox: {e}");

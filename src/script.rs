@@ -49,6 +49,10 @@ struct BootCfg {
     read_only: bool,
     /// `log`: where log lines go (see [`crate::log_sink::Target`]).
     log: Option<String>,
+    /// `pid_file`: written (and locked) before the data directory is opened.
+    pid_file: Option<PathBuf>,
+    /// `background`: 2.6 daemonizes; oncebox stays in the foreground, and says so.
+    background: bool,
 }
 
 fn read_cfg(opts: &Table) -> Result<BootCfg, String> {
@@ -71,6 +75,8 @@ fn read_cfg(opts: &Table) -> Result<BootCfg, String> {
             "wal_dir" => cfg.wal_dir = Some(PathBuf::from(&value)),
             "read_only" => cfg.read_only = value == "true",
             "log" => cfg.log = Some(value.clone()),
+            "pid_file" => cfg.pid_file = Some(PathBuf::from(&value)),
+            "background" => cfg.background = value == "true",
             "memtx_dir" => cfg.dir = PathBuf::from(&value),
             "wal_mode" => {
                 cfg.wal_mode = Some(WalMode::parse(&value).ok_or_else(|| {
@@ -209,10 +215,18 @@ fn drive(
             .map_err(|e| format!("can't chdir to `{}': {}", work_dir.display(), crate::lua::native::strerror(&e)))?;
     }
     check_directories(&cfg)?;
+    // As 2.6: a pid file another live instance holds stops the start.
+    if let Some(pid_file) = &cfg.pid_file {
+        crate::pid_file::acquire(pid_file)?;
+    }
     // As 2.6: logging moves to its file first, so that the start is logged there.
     if let Some(target) = cfg.log.as_deref() {
         crate::log_sink::open(target)?;
     }
+    if cfg.background {
+        tracing::warn!("background = true: oncebox does not daemonize, it runs in the foreground");
+    }
+    crate::systemd::notify("STATUS=loading");
     let mode = cfg.wal_mode.unwrap_or(WalMode::Write);
     let data_path = cfg.dir.join("oncebox_data");
     if cfg.read_only && (mode == WalMode::None || !data_path.exists()) {
@@ -231,6 +245,7 @@ fn drive(
     let (engine, uuid, wal, wal_thread, clock_ms) =
         crate::boot(dir.as_ref(), store, None, notify.clone(), &cfg.identity)
             .map_err(|e| format!("can't initialize storage: {e}"))?;
+    crate::systemd::notify("STATUS=running");
     let window = Window::new(cfg.idempotency.clone(), clock_ms, &engine);
     let mut values = cfg.values.clone();
     values.push(("wal_mode".into(), mode.name().into()));

@@ -63,7 +63,7 @@ const CONSOLE: &str = include_str!("../../lua/console.lua");
 const CONSOLE_LUA_OUTPUT: &str = include_str!("../../lua/console_lua_output.lua");
 const NET_BOX: &str = include_str!("../../lua/net_box.lua");
 /// Tarantool's Lua modules, each registered in `package.loaded` by its own file (in load order).
-const MODULES: [(&str, &str); 34] = [
+const MODULES: [(&str, &str); 35] = [
     ("=string.lua", include_str!("../../lua/string.lua")),
     ("=table.lua", include_str!("../../lua/table.lua")),
     ("=fiber.lua", include_str!("../../lua/fiber.lua")),
@@ -98,6 +98,7 @@ const MODULES: [(&str, &str); 34] = [
     ("=builtin/help.lua", include_str!("../../lua/help.lua")),
     ("=builtin/internal.argparse.lua", include_str!("../../lua/argparse.lua")),
     ("=builtin/box/xlog.lua", include_str!("../../lua/xlog.lua")),
+    ("=builtin/title.lua", include_str!("../../lua/title.lua")),
 ];
 
 /// How CALL results are shaped.
@@ -719,8 +720,10 @@ impl LuaRuntime {
         inbox::Inbox::close(&self.lua)
     }
 
-    /// The script ended and the process stays up: logs it as 2.6 does.
+    /// The script ended and the process stays up: logs it as 2.6 does, and tells
+    /// systemd the service is ready.
     pub fn log_entering_event_loop(&self) {
+        crate::systemd::notify("READY=1");
         if let Err(e) = internal_fn(&self.lua, "log_entering_event_loop").and_then(|f| f.call::<()>(())) {
             tracing::warn!(error = %e, "log");
         }

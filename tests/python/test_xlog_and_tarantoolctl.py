@@ -1,8 +1,10 @@
 """The `xlog` module reading files real Tarantool 2.6 wrote (logs, snapshots,
 compressed transactions, multi-statement transactions, NOPs, damaged and
 foreign files), and tarantoolctl (2.6's own script) run by oncebox as the
-`tarantool` executable: `cat` and `connect`, beside real Tarantool's."""
+`tarantool` executable: `cat`, `connect`, and an instance's start, status,
+enter, eval and stop, beside real Tarantool's."""
 import os
+import re
 import subprocess
 
 import yaml
@@ -129,3 +131,50 @@ def test_tarantoolctl_connect_run_by_oncebox(tmp_path):
     finally:
         proc.kill()
         proc.wait()
+
+
+def tarantoolctl_lifecycle(tmp_path, env):
+    """start (in the foreground: background = false), status, enter, eval, stop and
+    status again, with a user-level .tarantoolctl in `tmp_path`: each command's
+    exit status and output, numbers blanked, and the files left in the run directory."""
+    port = free_port()
+    for d in ("run", "data", "log", "inst"):
+        (tmp_path / d).mkdir(parents=True, exist_ok=True)
+    (tmp_path / ".tarantoolctl").write_text(
+        "default_cfg = {\n"
+        + "".join(f"    {k} = '{tmp_path / d}',\n" for k, d in
+                  (("pid_file", "run"), ("wal_dir", "data"), ("memtx_dir", "data"), ("vinyl_dir", "data"),
+                   ("log", "log")))
+        + "    background = false,\n}\n"
+        f"instance_dir = '{tmp_path / 'inst'}'\n")
+    (tmp_path / "inst" / "app.lua").write_text(f"box.cfg{{listen = '127.0.0.1:{port}'}}\n")
+    env = dict(env, PWD=str(tmp_path))
+    env.pop("NOTIFY_SOCKET", None)
+
+    def ctl(*args, stdin=None):
+        r = subprocess.run(["tarantoolctl", *args], cwd=tmp_path, env=env, input=stdin, capture_output=True,
+                           text=True, timeout=60)
+        return r.returncode, r.stdout, r.stderr
+
+    start = subprocess.Popen(["tarantoolctl", "start", "app"], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True)
+    try:
+        wait_port(port, start)
+        steps = [ctl("status", "app"), ctl("enter", "app", stdin="box.info.status\n"),
+                 ctl("eval", "app", "/dev/stdin", stdin="return box.space._space:count() > 0\n"),
+                 sorted(os.listdir(tmp_path / "run")), ctl("stop", "app")]
+        out, _ = start.communicate(timeout=60)
+        steps += [(start.returncode, out), ctl("status", "app"), sorted(os.listdir(tmp_path / "run"))]
+    finally:
+        if start.poll() is None:
+            start.kill()
+            start.wait()
+    return [re.sub(r"\d{3,}", "N", repr(step).replace(str(tmp_path), "DIR")) for step in steps]
+
+
+def test_tarantoolctl_start_status_enter_eval_stop_run_by_oncebox(tmp_path):
+    real = tarantoolctl_lifecycle(tmp_path / "real", os.environ)
+    ours = tarantoolctl_lifecycle(tmp_path / "ours", tarantool_named(tmp_path))
+    assert ours == real
+    assert real[0].startswith("(0, '', 'app is running") and "- running" in real[1], real
+    assert real[3] == "['app.control', 'app.pid']" and real[-1] == "[]", real
