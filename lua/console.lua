@@ -1043,11 +1043,21 @@ function console_server:name()
     return copy
 end
 
+-- shutdown(): stops accepting (the sessions go on); name() still tells the
+-- address, and close() is still due, as with 2.6's listening socket.
+function console_server:shutdown()
+    open_or_closed(self)
+    if self.lua_server ~= nil then return self.lua_server:shutdown() end
+    if self.bound == nil or self.shut then return true end
+    self.shut = true
+    return box.internal.call_op('console_close', self.bound)
+end
+
 function console_server:close()
     open_or_closed(self)
     self.closed = true
     if self.lua_server ~= nil then return self.lua_server:close() end
-    if self.bound == nil then return true end
+    if self.bound == nil or self.shut then return true end
     return box.internal.call_op('console_close', self.bound)
 end
 
@@ -1097,8 +1107,9 @@ local lua_served = {}
 function box.internal.console_take_over()
     for _, server in ipairs(lua_served) do
         local name = not server.closed and server.lua_server:name()
+        -- (Nothing to take over from a server closed or shut down meanwhile.)
         local socket = name and server.lua_server:detach()
-        if socket ~= nil then
+        if socket then
             server.lua_server = nil
             server.uri = name.host == 'unix/' and name.port or string.format('%s:%s', name.host, name.port)
             open_server(server, socket)
@@ -1108,7 +1119,8 @@ function box.internal.console_take_over()
 end
 
 function console.listen(uri)
-    local server = setmetatable({uri = tostring(uri)}, console_server)
+    -- A scheme ('console://unix/:/path', as 2.6's uri.parse reads it) names no address.
+    local server = setmetatable({uri = (string.gsub(tostring(uri), '^%a[%w+.-]*://', ''))}, console_server)
     if box.internal.op == nil then
         lua_server(server, server.uri)
         table.insert(lua_served, server)

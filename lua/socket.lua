@@ -206,9 +206,27 @@ function socket.tcp_server(host, port, opts, timeout)
     return server, l:name()
 end
 
-function server_mt:name() return self._l:name() end
+function server_mt:name()
+    if self._shut_name ~= nil then return self._shut_name end
+    return self._l:name()
+end
 server_mt.getsockname = server_mt.name
+-- Stops accepting, as a listening socket's shutdown does; the address is still
+-- told and the server is closed later.
+function server_mt:shutdown()
+    if self._shut_name == nil then
+        self._shut_name = self._l:name()
+        listeners[self._l:id()] = nil
+        if self._closed ~= nil then self._closed:broadcast() end
+        self._l:close()
+    end
+    return true
+end
 function server_mt:close()
+    if self._shut_name ~= nil then
+        self._shut_name = nil
+        return true
+    end
     listeners[self._l:id()] = nil
     if self._closed ~= nil then self._closed:broadcast() end
     return self._l:close()
@@ -216,6 +234,7 @@ end
 -- Stops accepting and gives up the listening socket's descriptor, still listening
 -- (for the console server that takes over a console served from Lua).
 function server_mt:detach()
+    if self._shut_name ~= nil then return nil end
     listeners[self._l:id()] = nil
     if self._closed ~= nil then self._closed:broadcast() end
     return self._l:detach()

@@ -58,10 +58,12 @@ pub enum TxMessage {
         salt: [u8; 32],
         /// Where replies go.
         out: crate::server::sink::ReplySink,
-        /// The client's address as `box.session.peer()` gives it (`None` for a console).
+        /// The client's address as `box.session.peer()` gives it.
         peer: Option<String>,
         /// The connection's socket descriptor (`box.session.fd()`; -1 when unknown).
         fd: i32,
+        /// A text console's session: admin from the start, as 2.6's.
+        console: bool,
     },
     /// Packets read from one connection in one go, in arrival order.
     Requests {
@@ -780,13 +782,24 @@ impl Executor {
     pub fn handle(&mut self, msg: TxMessage) {
         self.message_clock_ms = None;
         match msg {
-            TxMessage::Connect { session_id, salt, out, peer, fd } => {
+            TxMessage::Connect { session_id, salt, out, peer, fd, console } => {
                 self.lua.session_opened(session_id, peer, fd);
+                // As 2.6: a console's session is admin's, and its on_auth triggers
+                // run right after on_connect (with 'admin', true).
+                let user = if console { user_id::ADMIN } else { user_id::GUEST };
                 self.sessions.insert(
                     session_id,
-                    Session { user_id: user_id::GUEST, salt, out, pending: Vec::new(), text: false, quitting: false },
+                    Session { user_id: user, salt, out, pending: Vec::new(), text: console, quitting: false },
                 );
-                if let Err(e) = self.session_triggers(session_id, user_id::GUEST, "connect", &[]) {
+                let admin = [TriggerArg::Str("admin"), TriggerArg::Bool(true)];
+                let triggered = self.session_triggers(session_id, user, "connect", &[]).and_then(|()| {
+                    if console {
+                        self.session_triggers(session_id, user, "auth", &admin)
+                    } else {
+                        Ok(())
+                    }
+                });
+                if let Err(e) = triggered {
                     // As 2.6: a failing on_connect trigger refuses the connection.
                     tracing::warn!(session_id, error = %e, "on_connect trigger failed; closing the connection");
                     if let Some(s) = self.sessions.remove(&session_id) {

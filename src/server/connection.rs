@@ -57,7 +57,7 @@ pub(super) fn announce<S: AsFd>(
     };
     let reply_path = out.clone();
     let fd = std::os::fd::AsRawFd::as_raw_fd(&socket.as_fd());
-    tx.send(TxMessage::Connect { session_id, salt, out, peer: Some(peer), fd }).ok()?;
+    tx.send(TxMessage::Connect { session_id, salt, out, peer: Some(peer), fd, console: false }).ok()?;
     Some(Announced { session_id, salt, out_rx, backlog, reply_path })
 }
 

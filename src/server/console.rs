@@ -7,6 +7,8 @@
 //! client: <lua>\n        server: ---\n- <value>\n...\n
 //! ```
 
+use std::os::fd::AsRawFd;
+
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, UnixListener};
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
@@ -81,10 +83,20 @@ impl Listener {
         }
     }
 
-    async fn accept(&self) -> std::io::Result<Box<dyn Stream>> {
+    /// The next connection, with the peer's address as `box.session.peer()` gives
+    /// it and its descriptor (`box.session.fd()`).
+    async fn accept(&self) -> std::io::Result<(Box<dyn Stream>, String, i32)> {
         Ok(match self {
-            Self::Tcp(l) => Box::new(l.accept().await?.0),
-            Self::Unix(l) => Box::new(l.accept().await?.0),
+            Self::Tcp(l) => {
+                let (socket, peer) = l.accept().await?;
+                let fd = socket.as_raw_fd();
+                (Box::new(socket), peer.to_string(), fd)
+            }
+            Self::Unix(l) => {
+                let (socket, _) = l.accept().await?;
+                let fd = socket.as_raw_fd();
+                (Box::new(socket), "unix/:(socket)".to_owned(), fd)
+            }
         })
     }
 }
@@ -123,12 +135,13 @@ pub async fn serve(
             a = listener.accept() => a,
             () = stops.accept.cancelled() => return,
         };
-        let Ok(socket) = accepted else { continue };
+        let Ok((socket, peer, fd)) = accepted else { continue };
         next += 1;
         // Announced from the accept loop, so TX hears of sessions in accept order.
         let (out_tx, out_rx) = unbounded_channel();
         let out = super::sink::ReplySink::queued_only(out_tx);
-        if tx.send(TxMessage::Connect { session_id: next, salt: [0; 32], out, peer: None, fd: -1 }).is_err() {
+        let connect = TxMessage::Connect { session_id: next, salt: [0; 32], out, peer: Some(peer), fd, console: true };
+        if tx.send(connect).is_err() {
             return;
         }
         let (tx, stop) = (tx.clone(), stops.sessions.clone());

@@ -424,3 +424,58 @@ def test_console_help_tutorial_and_quit(tmp_path):
     lines = same_output_on_both(tmp_path, "console_help_quit.lua", HELP_AND_QUIT, 240)
     assert "- [1, 'after cfg']\\" in lines, "the reply owed before \\q"
     assert 'after cfg\tquit\t""' in lines, "nothing after \\quit"
+
+
+CONSOLE_SESSIONS = r"""
+local console, socket, fiber = require('console'), require('socket'), require('fiber')
+local log = {}
+local function note(...) log[#log + 1] = table.concat({...}, ' ') end
+local function peer_kind() local p = box.session.peer() return p and (p:match('^unix') and 'unix' or 'tcp') or 'nil' end
+local on_connect = box.session.on_connect(function()
+    note('connect', box.session.user(), box.session.type(), peer_kind(), tostring(box.session.fd() > 0))
+end)
+local on_auth = box.session.on_auth(function(user, ok) note('auth', box.session.user(), user, tostring(ok)) end)
+local on_disconnect = box.session.on_disconnect(function() note('disconnect', box.session.user()) end)
+local function settle() for _ = 1, 20 do fiber.sleep(0.01) end end
+local function session(server)
+    local c = socket.tcp_connect(server.host, server.port)
+    c:read{chunk = 128}
+    c:write('box.session.type(), box.session.user()\n')
+    print(string.format('%q', c:read('...\n')))
+    c:close()
+    settle()
+end
+box.cfg{log_level = 1}
+-- A console session is admin's from the start: on_connect sees admin, then
+-- on_auth runs with ('admin', true); both over TCP and a Unix socket (named
+-- with 2.6's console:// scheme).
+local tcp = console.listen('127.0.0.1:0')
+session(tcp:name())
+local unix = console.listen('console://unix/:./c.sock')
+session({host = 'unix/', port = './c.sock'})
+-- An on_auth trigger that fails closes the session before its first line.
+local failing = box.session.on_auth(function() error('Authorization error') end)
+local c = socket.tcp_connect('127.0.0.1', tcp:name().port)
+c:read{chunk = 128}
+print(string.format('%q', c:read{chunk = 1024, timeout = 5} or 'nil'))
+c:close()
+settle()
+box.session.on_auth(nil, failing)
+-- shutdown() stops accepting; the address is still told, and close() is due.
+print(tcp:shutdown(), tcp:name().port > 0, socket.tcp_connect('127.0.0.1', tcp:name().port))
+print(tcp:close(), unix:close())
+box.session.on_connect(nil, on_connect)
+box.session.on_auth(nil, on_auth)
+box.session.on_disconnect(nil, on_disconnect)
+for _, line in ipairs(log) do print(line) end
+os.exit(0)
+"""
+
+
+def test_console_sessions_are_admins_with_connect_and_auth_triggers(tmp_path):
+    """As 2.6's: a console session is admin's from the start (on_connect sees
+    admin and its peer), on_auth runs with ('admin', true) and, failing, closes
+    the session; console:// URIs listen; shutdown() stops accepting."""
+    lines = same_output_on_both(tmp_path, "console_sessions.lua", CONSOLE_SESSIONS, 20)
+    assert "connect admin console tcp true" in lines and "connect admin console unix true" in lines, lines
+    assert lines.count("auth admin admin true") == 2 and lines[-1] == "connect admin console tcp true", lines
