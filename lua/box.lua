@@ -2317,7 +2317,6 @@ local cfg_dynamic = {
     replication_connect_timeout = true, replication_connect_quorum = true, replication_sync_lag = true,
     replication_sync_timeout = true, replication_synchro_quorum = true, replication_synchro_timeout = true,
     replication_skip_conflict = true, replication_anon = true, net_msg_max = true, sql_cache_size = true,
-    election_mode = true, election_timeout = true,
     idempotency_mode = true, idempotency_lifetime = true, idempotency_max_count = true,
     idempotency_max_size = true, idempotency_max_token_size = true,
 }
@@ -2342,10 +2341,11 @@ local cfg_known = {
     replication_skip_conflict = 'boolean', replication_anon = 'boolean', replication_synchro_quorum = 'any',
     replication_synchro_timeout = 'number', instance_uuid = 'string', replicaset_uuid = 'string',
     net_msg_max = 'number', sql_cache_size = 'number', feedback_enabled = 'boolean', feedback_host = 'string',
-    feedback_interval = 'number', election_mode = 'string', election_timeout = 'number', hot_standby = 'boolean',
+    feedback_interval = 'number', hot_standby = 'boolean',
     slab_alloc_arena = 'number', slab_alloc_factor = 'number', slab_alloc_minimal = 'number',
-    slab_alloc_maximal = 'number', worker_pool_threads = 'number', memtx_use_mvcc_engine = 'boolean',
-    strip_core = 'boolean', wal_queue_max_size = 'number', auth_type = 'string',
+    slab_alloc_maximal = 'number', worker_pool_threads = 'number', strip_core = 'boolean',
+    -- (election_mode, election_timeout, memtx_use_mvcc_engine, wal_queue_max_size and
+    -- auth_type came after 2.6.0, which refuses them as unexpected options.)
     idempotency_mode = 'string', idempotency_lifetime = 'number', idempotency_max_count = 'number',
     idempotency_max_size = 'number', idempotency_max_token_size = 'number',
 }
