@@ -28,7 +28,12 @@ local ITERATORS = {EQ = 0, REQ = 1, ALL = 2, LT = 3, LE = 4, GE = 5, GT = 6, BIT
                    BITS_ANY_SET = 8, BITS_ALL_NOT_SET = 9, OVERLAPS = 10, NEIGHBOR = 11}
 local ER_NO_CONNECTION = 77
 
-local function seq(t) return setmetatable(t or {}, {__serialize = 'seq'}) end
+-- A list sent as an array (a tuple, as the update operations of a log record
+-- are, goes as it is).
+local function seq(t)
+    if t ~= nil and type(t) ~= 'table' then return t end
+    return setmetatable(t or {}, {__serialize = 'seq'})
+end
 
 -- A port (a number, or a string of digits: on localhost) or a URI as `uri.parse`
 -- reads it: host, port, login, password.
@@ -439,7 +444,8 @@ end
 
 local function key_of(key)
     if key == nil then return seq() end
-    if type(key) ~= 'table' then return seq({key}) end
+    -- A tuple is a key of its fields (a log record's key is one).
+    if type(key) ~= 'table' and not box.tuple.is(key) then return seq({key}) end
     return key
 end
 

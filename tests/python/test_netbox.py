@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ADMIN_PASSWORD, same_output_on_both
+from conftest import ADMIN_PASSWORD, LUA_PRINT_ROW, same_output_on_both
 
 
 def cases_on_both(tmp_path, cases, lines):
@@ -188,3 +188,29 @@ os.exit(0)
 def test_credentials_and_on_auth_as_2_6(tmp_path):
     lines = same_output_on_both(tmp_path, "credentials.lua", CREDENTIALS, 10)
     assert lines[0] == "guest empty\tactive\tnil\tguest=true"
+
+
+TUPLES_AS_KEYS_AND_OPERATIONS = LUA_PRINT_ROW + r"""
+box.cfg{listen = os.getenv('LISTEN'), log_level = 1}
+box.schema.user.grant('guest', 'super')
+local s = box.schema.space.create('t')
+s:create_index('pk')
+s:replace{1, 'a'}
+s:replace{2, 'b'}
+local c = require('net.box').connect(os.getenv('LISTEN'))
+local t = c.space.t
+-- Tuples where a key or the update operations go (as xlog.pairs gives them and
+-- tarantoolctl play passes them on).
+p(t:get(box.tuple.new{1}))
+p(t:update(box.tuple.new{1}, box.tuple.new{{'=', 2, 'x'}}))
+p(t.index.pk:update(box.tuple.new{2}, box.tuple.new{{'=', 2, 'y'}}))
+p(t:delete(box.tuple.new{2}))
+p(#t:select(box.tuple.new{1}), #t:select())
+c:close()
+os.exit(0)
+"""
+
+
+def test_tuples_as_keys_and_update_operations_as_2_6(tmp_path):
+    lines = same_output_on_both(tmp_path, "tuples_as_keys.lua", TUPLES_AS_KEYS_AND_OPERATIONS, 5)
+    assert lines[1:3] == ["[1, 'x']", "[2, 'y']"], lines

@@ -178,3 +178,47 @@ def test_tarantoolctl_start_status_enter_eval_stop_run_by_oncebox(tmp_path):
     assert ours == real
     assert real[0].startswith("(0, '', 'app is running") and "- running" in real[1], real
     assert real[3] == "['app.control', 'app.pid']" and real[-1] == "[]", real
+
+
+PLAY_TARGET = r"""
+box.cfg{listen = os.getenv('LISTEN'), log_level = 1}
+box.schema.user.grant('guest', 'super', nil, nil, {if_not_exists = true})
+box.schema.space.create('t', {id = 512, if_not_exists = true}):create_index('pk', {if_not_exists = true})
+"""
+
+PLAYED = ("return box.space.t:count(), box.space.t:get{1}, box.space.t:get{3}, box.space.t:get{400}, "
+          "box.space.t:get{5000}\n")
+
+
+def play(tmp_path, server_binary, env):
+    """`tarantoolctl play` of files real 2.6 wrote into a fresh `server_binary`,
+    tarantoolctl run with `env`; what the target then holds."""
+    tmp_path.mkdir(parents=True)
+    files = make_files(tmp_path)
+    logs = [str(p) for p in sorted(files.glob("0*.xlog"))]
+    port = free_port()
+    work = tmp_path / "server"
+    work.mkdir()
+    (work / "s.lua").write_text(PLAY_TARGET)
+    server = subprocess.Popen([server_binary, "s.lua"], cwd=work, env=dict(os.environ, LISTEN=f"127.0.0.1:{port}"),
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_port(port, server)
+        played = subprocess.run(["tarantoolctl", "play", f"127.0.0.1:{port}", *logs], env=env, capture_output=True,
+                                text=True, timeout=60)
+        held = subprocess.run(["tarantoolctl", "connect", f"127.0.0.1:{port}"], input=PLAYED, capture_output=True,
+                              text=True, timeout=60)
+        return played.returncode, held.stdout
+    finally:
+        server.kill()
+        server.wait()
+
+
+def test_tarantoolctl_play_into_oncebox_and_by_oncebox(tmp_path):
+    """A Tarantool 2.6 log replayed into oncebox (real tarantoolctl), and by
+    tarantoolctl run on oncebox into real Tarantool: the same rows as 2.6 into 2.6."""
+    reference = play(tmp_path / "real", "tarantool", os.environ)
+    into_oncebox = play(tmp_path / "into", ONCEBOX, os.environ)
+    by_oncebox = play(tmp_path / "by", "tarantool", tarantool_named(tmp_path))
+    assert into_oncebox == by_oncebox == reference
+    assert reference[0] == 0 and "- [5000, 1.5, true, null, -7, 18446744073709551615" in reference[1], reference
