@@ -200,7 +200,8 @@ function socket.tcp_server(host, port, opts, timeout)
         fiber.name(loop_name, {truncate = true})
         local log = require('log')
         log.info('started')
-        while listeners[l:id()] ~= nil do server._closed:wait() end
+        local id = l:id()
+        while listeners[id] ~= nil and not listeners[id].detached do server._closed:wait() end
         log.info('stopped')
     end)
     return server, l:name()
@@ -235,7 +236,10 @@ end
 -- (for the console server that takes over a console served from Lua).
 function server_mt:detach()
     if self._shut_name ~= nil then return nil end
-    listeners[self._l:id()] = nil
+    -- Connections accepted before the descriptor went, and not yet handed over,
+    -- are still served here (their handler is kept; it would close them else).
+    local l = listeners[self._l:id()]
+    if l ~= nil then l.detached = true end
     if self._closed ~= nil then self._closed:broadcast() end
     return self._l:detach()
 end
