@@ -162,20 +162,21 @@ impl Transactions {
         if u64::from(crc32c_update(0, data)) != crc {
             return None;
         }
-        let rows = if marker == ZTX_MARKER { rows_of(&decompress(data)?)? } else { rows_of(data)? };
+        let rows = if marker == ZTX_MARKER { rows_of(&decompress(data, MAX_TX_BYTES)?)? } else { rows_of(data)? };
         self.at = start + len;
         Some(rows)
     }
 }
 
-/// A zstd frame's content.
-fn decompress(data: &[u8]) -> Option<Vec<u8>> {
+/// A zstd frame's content, if it is no larger than `limit` bytes (a frame that
+/// says more is damage: it is not inflated past the limit).
+fn decompress(data: &[u8], limit: usize) -> Option<Vec<u8>> {
     use std::io::Read;
     let mut source = data;
-    let mut decoder = ruzstd::decoding::StreamingDecoder::new(&mut source).ok()?;
+    let decoder = ruzstd::decoding::StreamingDecoder::new(&mut source).ok()?;
     let mut out = Vec::new();
-    decoder.read_to_end(&mut out).ok()?;
-    (out.len() <= MAX_TX_BYTES).then_some(out)
+    decoder.take(limit as u64 + 1).read_to_end(&mut out).ok()?;
+    (out.len() <= limit).then_some(out)
 }
 
 /// IPROTO_NOP, the one row type with no body.
@@ -283,6 +284,15 @@ mod tests {
         let mut r = Reader::new(&rows[310].header);
         assert_eq!(r.read_map_len().map(|n| n >= 4), Ok(true));
         assert_eq!(all_rows(include_bytes!("../fuzz/seeds-xlog/one_row.xlog")).len(), 1);
+    }
+
+    #[test]
+    fn a_compressed_transaction_is_not_inflated_past_the_limit() {
+        let zeros = vec![0u8; 100_000];
+        let frame = ruzstd::encoding::compress_to_vec(&zeros[..], ruzstd::encoding::CompressionLevel::Fastest);
+        assert!(frame.len() < 1000, "a small frame for much data");
+        assert_eq!(decompress(&frame, 100_000).map(|d| d.len()), Some(100_000));
+        assert_eq!(decompress(&frame, 99_999), None);
     }
 
     #[test]

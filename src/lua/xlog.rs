@@ -7,7 +7,6 @@ use std::collections::VecDeque;
 use mlua::{IntoLuaMulti, Lua, MultiValue, Table, UserData, UserDataMethods, Value};
 
 use crate::protocol::msgpack::Reader;
-
 use crate::tarantool_xlog::{parse_meta, Row, Transactions};
 
 /// An open file being read, a transaction at a time.
