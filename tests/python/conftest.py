@@ -221,3 +221,12 @@ def same_output_on_both(tmp_path, name, source, lines):
     assert not mismatches, mismatches[:5]
     assert len(tarantool) == len(oncebox) == lines, (len(tarantool), len(oncebox), tarantool[-3:])
     return tarantool
+
+
+def tarantool_on_path(tmp_path):
+    """An environment whose `tarantool` is oncebox (a symlink in `tmp_path`/bin,
+    first on PATH), for what runs it by that name (`env tarantool` scripts)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "tarantool").symlink_to(ONCEBOX)
+    return dict(os.environ, PATH=f"{bin_dir}:{os.environ['PATH']}")

@@ -11,7 +11,7 @@ import textwrap
 import pytest
 import tarantool
 
-from conftest import ONCEBOX, free_port, same_output_on_both, wait_port
+from conftest import ONCEBOX, free_port, same_output_on_both, tarantool_on_path, wait_port
 
 APP = textwrap.dedent("""\
     #!/usr/bin/env tarantool
@@ -26,13 +26,6 @@ APP = textwrap.dedent("""\
     box.schema.user.grant('guest', 'execute', 'function', 'hello', {if_not_exists = true})
     rawset(_G, 'ready', true)
 """)
-
-
-def symlinked_tarantool(tmp_path):
-    bindir = tmp_path / "bin"
-    bindir.mkdir()
-    (bindir / "tarantool").symlink_to(ONCEBOX)
-    return dict(os.environ, PATH=f"{bindir}:{os.environ['PATH']}")
 
 
 def test_one_shot_script_runs_and_persists(tmp_path):
@@ -120,7 +113,7 @@ def test_fatal_script_errors_print_as_tarantool_prints_them(tmp_path):
 
 
 def test_shebang_script_through_a_tarantool_symlink(tmp_path):
-    env = symlinked_tarantool(tmp_path)
+    env = tarantool_on_path(tmp_path)
     app = tmp_path / "app.lua"
     app.write_text(APP)
     app.chmod(app.stat().st_mode | stat.S_IEXEC)
@@ -151,7 +144,7 @@ def test_arg_minus_one_is_the_executables_real_path(tmp_path):
     if shutil.which("tarantool"):
         real = subprocess.run(["tarantool", str(script)], capture_output=True, text=True, timeout=30)
         assert real.stdout.strip() == os.path.realpath(shutil.which("tarantool"))
-    env = symlinked_tarantool(tmp_path)
+    env = tarantool_on_path(tmp_path)
     ours = subprocess.run(["tarantool", str(script)], env=env, capture_output=True, text=True, timeout=30)
     assert ours.stdout.strip() == os.path.realpath(ONCEBOX), ours
 

@@ -9,7 +9,7 @@ import subprocess
 
 import yaml
 
-from conftest import LUA_SHOW_SORTED, ONCEBOX, free_port, run_script_on_both, wait_port
+from conftest import LUA_SHOW_SORTED, ONCEBOX, free_port, run_script_on_both, tarantool_on_path, wait_port
 
 MAKE_FILES = r"""
 box.cfg{log_level = 1}
@@ -85,14 +85,6 @@ def test_xlog_pairs_reads_tarantools_files_as_2_6(tmp_path, monkeypatch):
     assert "damaged.xlog\trows" in text and "cut.xlog\trows" in text
 
 
-def tarantool_named(tmp_path):
-    """A directory whose `tarantool` is oncebox, for scripts run through `env tarantool`."""
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    (bin_dir / "tarantool").symlink_to(ONCEBOX)
-    return dict(os.environ, PATH=f"{bin_dir}:{os.environ['PATH']}")
-
-
 def documents(text):
     return list(yaml.safe_load_all(text))
 
@@ -102,7 +94,7 @@ def test_tarantoolctl_cat_run_by_oncebox(tmp_path):
     xlogs = [str(p) for p in sorted(files.glob("0*.xlog")) + sorted(files.glob("0*.snap"))]
     real = subprocess.run(["tarantoolctl", "cat", *xlogs], capture_output=True, text=True, timeout=60)
     ours = subprocess.run(["tarantoolctl", "cat", *xlogs], capture_output=True, text=True, timeout=60,
-                          env=tarantool_named(tmp_path))
+                          env=tarantool_on_path(tmp_path))
     assert ours.returncode == real.returncode == 0, ours.stderr
     # The same records (YAML keys come in table order, which differs).
     assert documents(ours.stdout) == documents(real.stdout)
@@ -120,7 +112,7 @@ def test_tarantoolctl_connect_run_by_oncebox(tmp_path):
     try:
         wait_port(port, proc)
         outputs = []
-        for env in (None, tarantool_named(tmp_path)):
+        for env in (None, tarantool_on_path(tmp_path)):
             for code in ("box.session.type(), 1 + 1\n", "error('x')\n"):
                 r = subprocess.run(["tarantoolctl", "connect", f"127.0.0.1:{port}"], input=code, capture_output=True,
                                    text=True, timeout=60, env=env)
@@ -174,7 +166,7 @@ def tarantoolctl_lifecycle(tmp_path, env):
 
 def test_tarantoolctl_start_status_enter_eval_stop_run_by_oncebox(tmp_path):
     real = tarantoolctl_lifecycle(tmp_path / "real", os.environ)
-    ours = tarantoolctl_lifecycle(tmp_path / "ours", tarantool_named(tmp_path))
+    ours = tarantoolctl_lifecycle(tmp_path / "ours", tarantool_on_path(tmp_path))
     assert ours == real
     assert real[0].startswith("(0, '', 'app is running") and "- running" in real[1], real
     assert real[3] == "['app.control', 'app.pid']" and real[-1] == "[]", real
@@ -219,6 +211,6 @@ def test_tarantoolctl_play_into_oncebox_and_by_oncebox(tmp_path):
     tarantoolctl run on oncebox into real Tarantool: the same rows as 2.6 into 2.6."""
     reference = play(tmp_path / "real", "tarantool", os.environ)
     into_oncebox = play(tmp_path / "into", ONCEBOX, os.environ)
-    by_oncebox = play(tmp_path / "by", "tarantool", tarantool_named(tmp_path))
+    by_oncebox = play(tmp_path / "by", "tarantool", tarantool_on_path(tmp_path))
     assert into_oncebox == by_oncebox == reference
     assert reference[0] == 0 and "- [5000, 1.5, true, null, -7, 18446744073709551615" in reference[1], reference
