@@ -4,6 +4,7 @@ Inputs (all written by scripts/test-all.sh under target/reports/):
   conformance.json   per-scenario results of `harness.py check` against oncebox
   pytest.xml         JUnit XML of the Python tests (connectors as clients)
   tarantool_python_suite.json   the tarantool-python suite's counts
+  asynctnt_suite.json   the asynctnt suite's counts, on oncebox and on Tarantool 2.6
 
     python conformance/report.py --reports target/reports --out protocol-docs/compatibility.md
 """
@@ -62,6 +63,8 @@ def main():
         allow = {e["scenario"]: e["reason"] for e in yaml.safe_load(f)}
     suite_path = os.path.join(args.reports, "tarantool_python_suite.json")
     suite = json.load(open(suite_path)) if os.path.exists(suite_path) else None
+    asynctnt_path = os.path.join(args.reports, "asynctnt_suite.json")
+    asynctnt = json.load(open(asynctnt_path)) if os.path.exists(asynctnt_path) else None
     connectors = connector_rows(os.path.join(args.reports, "pytest.xml"))
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
                             cwd=HERE).stdout.strip()
@@ -106,6 +109,11 @@ def main():
     if suite:
         w(f"| tarantool-python {suite['version']}'s own test suite (oncebox as `tarantool`) | {suite['passed']} "
           f"of {suite['ran']} ({suite['skipped']} skipped) | {len(suite['failing'])} | - |")
+    if asynctnt:
+        oracle = asynctnt.get("tarantool")
+        on_tarantool = f"; Tarantool 2.6: {oracle['passed']} passed" if oracle else ""
+        w(f"| asynctnt {asynctnt['version']}'s own test suite (oncebox as `tarantool`{on_tarantool}) | "
+          f"{asynctnt['passed']} ({asynctnt['skipped']} skipped) | {asynctnt['failed'] + asynctnt['error']} | - |")
     for module, label in CONNECTORS:
         c = connectors.get(module, collections.Counter())
         w(f"| {label} | {c['passed']} | {c['failed']} | {c['xfailed']} |")

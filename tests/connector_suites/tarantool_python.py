@@ -14,8 +14,9 @@ import os
 import re
 import subprocess
 import sys
-import tarfile
 import tempfile
+
+from sdist import extract_sdist, oncebox_as_tarantool
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 VERSION = "1.3.0"
@@ -30,14 +31,8 @@ def main():
     args = p.parse_args()
 
     work = tempfile.mkdtemp(prefix="tarantool-python-suite-")
-    subprocess.run([args.python, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", ":all:",
-                    f"tarantool=={VERSION}", "-d", work], check=True)
-    with tarfile.open(os.path.join(work, f"tarantool-{VERSION}.tar.gz")) as tar:
-        tar.extractall(work, filter="data")
-    src = os.path.join(work, f"tarantool-{VERSION}")
-    bindir = os.path.join(work, "bin")
-    os.makedirs(bindir)
-    os.symlink(os.path.abspath(args.oncebox), os.path.join(bindir, "tarantool"))
+    src = extract_sdist(args.python, "tarantool", VERSION, work)
+    bindir = oncebox_as_tarantool(args.oncebox, work)
     env = dict(os.environ, TARANTOOL_BOX_PATH=bindir)
     out = subprocess.run([args.python, "-m", "unittest", "test.suites"], cwd=src, env=env,
                          capture_output=True, text=True, timeout=1200)
