@@ -106,6 +106,7 @@ pub fn run(config: config::Config) -> Result<(), BoxedError> {
         .thread_name("net")
         .enable_all()
         .build()?;
+    let mut signals = StopSignals::listen(&runtime)?;
     let stop = CancellationToken::new();
     let tracker = TaskTracker::new();
     let served: Result<(), BoxedError> = runtime.block_on(async {
@@ -127,7 +128,7 @@ pub fn run(config: config::Config) -> Result<(), BoxedError> {
         tokio::pin!(serve);
         tokio::select! {
             r = &mut serve => r?,
-            () = shutdown_signal() => tracing::info!("signal received, shutting down"),
+            () = signals.recv() => tracing::info!("signal received, shutting down"),
         }
         stop.cancel();
         let _ = tx.send(TxMessage::Shutdown);
@@ -138,7 +139,7 @@ pub fn run(config: config::Config) -> Result<(), BoxedError> {
     // The TX thread finishes in-flight commits, then drops the WAL sender; the WAL
     // thread makes a last checkpoint.
     let threads = std::iter::once(tx_thread).chain(wal_thread).collect();
-    if let Err(e) = await_threads(&runtime, threads) {
+    if let Err(e) = await_threads(&runtime, threads, &mut signals) {
         runtime.shutdown_background();
         return Err(e);
     }
@@ -202,6 +203,7 @@ fn shutdown_deadline() -> std::time::Duration {
 fn await_threads(
     runtime: &tokio::runtime::Runtime,
     threads: Vec<std::thread::JoinHandle<()>>,
+    signals: &mut StopSignals,
 ) -> Result<(), BoxedError> {
     let deadline = shutdown_deadline();
     let waited = runtime.block_on(async {
@@ -216,7 +218,7 @@ fn await_threads(
                 "the stop did not finish within {} ms (a commit or the last checkpoint is stuck)",
                 deadline.as_millis()
             )),
-            () = shutdown_signal() => Err("second stop signal: not waiting for in-flight commits".to_string()),
+            () = signals.recv() => Err("second stop signal: not waiting for in-flight commits".to_string()),
         }
     });
     match waited {
@@ -234,26 +236,28 @@ fn await_threads(
     }
 }
 
-/// Resolves on SIGINT or SIGTERM.
-async fn shutdown_signal() {
-    let ctrl_c = tokio::signal::ctrl_c();
-    #[cfg(unix)]
-    {
-        let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(s) => s,
-            Err(_) => {
-                let _ = ctrl_c.await;
-                return;
-            }
-        };
-        tokio::select! {
-            _ = ctrl_c => {}
-            _ = term.recv() => {}
-        }
+/// SIGINT and SIGTERM, listened for from the moment this is made: one that comes
+/// while nothing awaits it (the loop busy with another event) is kept for the
+/// next [`Self::recv`], not lost.
+struct StopSignals {
+    interrupt: tokio::signal::unix::Signal,
+    terminate: tokio::signal::unix::Signal,
+}
+
+impl StopSignals {
+    /// Starts listening (in `runtime`'s signal driver).
+    fn listen(runtime: &tokio::runtime::Runtime) -> std::io::Result<Self> {
+        use tokio::signal::unix::{signal, SignalKind};
+        let _in_runtime = runtime.enter();
+        Ok(Self { interrupt: signal(SignalKind::interrupt())?, terminate: signal(SignalKind::terminate())? })
     }
-    #[cfg(not(unix))]
-    {
-        let _ = ctrl_c.await;
+
+    /// Resolves on the next SIGINT or SIGTERM (or one that came since the last).
+    async fn recv(&mut self) {
+        tokio::select! {
+            _ = self.interrupt.recv() => {}
+            _ = self.terminate.recv() => {}
+        }
     }
 }
 
@@ -264,12 +268,14 @@ pub fn run_script(path: std::path::PathBuf, args: Vec<String>) -> Result<i32, Bo
     let (ev_tx, mut ev_rx) = tokio::sync::mpsc::unbounded_channel::<script::ScriptEvent>();
     let notify = tx.clone();
     let (ctl_tx, ctl_rx) = tokio::sync::mpsc::unbounded_channel::<executor::Control>();
+    let runtime =
+        tokio::runtime::Builder::new_multi_thread().worker_threads(1).thread_name("net").enable_all().build()?;
+    // Before the script runs: a stop signal at any point of it is seen.
+    let mut signals = StopSignals::listen(&runtime)?;
     let tx_thread = std::thread::Builder::new()
         .name("tx".into())
         .stack_size(TX_STACK_BYTES)
         .spawn(move || script::run(&path, &args, rx, &notify, &ev_tx, ctl_tx))?;
-    let runtime =
-        tokio::runtime::Builder::new_multi_thread().worker_threads(1).thread_name("net").enable_all().build()?;
     let stop = CancellationToken::new();
     let tracker = TaskTracker::new();
     let code = runtime.block_on(async {
@@ -283,7 +289,7 @@ pub fn run_script(path: std::path::PathBuf, args: Vec<String>) -> Result<i32, Bo
                     Some(script::ScriptEvent::Done { .. }) => {}
                     None => return 0,
                 },
-                () = shutdown_signal() => {
+                () = signals.recv() => {
                     tracing::info!("signal received, shutting down");
                     return 0;
                 }
@@ -293,7 +299,7 @@ pub fn run_script(path: std::path::PathBuf, args: Vec<String>) -> Result<i32, Bo
     stop.cancel();
     let _ = tx.send(TxMessage::Shutdown);
     drop(tx);
-    if let Err(e) = await_threads(&runtime, vec![tx_thread]) {
+    if let Err(e) = await_threads(&runtime, vec![tx_thread], &mut signals) {
         runtime.shutdown_background();
         return Err(e);
     }
