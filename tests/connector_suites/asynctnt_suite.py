@@ -21,7 +21,7 @@ import subprocess
 import sys
 import tempfile
 
-from sdist import extract_sdist, oncebox_as_tarantool
+from sdist import enough_passed, extract_sdist, oncebox_as_tarantool
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 VERSION = "2.4.0"
@@ -85,11 +85,7 @@ def main():
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1)
-    if counts["passed"] < args.min_pass:
-        print(f"FAILED: {counts['passed']} passed, below the minimum {args.min_pass}")
-        return 1
-    print(f"asynctnt suite: {counts['passed']} tests pass, at least {args.min_pass} required: ok")
-    return 0
+    return enough_passed("asynctnt", counts["passed"], args.min_pass)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
 """What the connector suite runners share: a package's source distribution from
-PyPI (where its tests are) and a directory whose `tarantool` is oncebox."""
+PyPI (where its tests are), a directory whose `tarantool` is oncebox, the verdict."""
 import os
 import subprocess
 import tarfile
@@ -24,3 +24,12 @@ def oncebox_as_tarantool(oncebox, work):
     os.makedirs(bindir)
     os.symlink(os.path.abspath(oncebox), os.path.join(bindir, "tarantool"))
     return bindir
+
+
+def enough_passed(suite, passed, min_pass):
+    """Prints the verdict on a suite's pass count; the exit status (1 below `min_pass`)."""
+    if passed < min_pass:
+        print(f"FAILED: {passed} passed, below the minimum {min_pass}")
+        return 1
+    print(f"{suite} suite: {passed} tests pass, at least {min_pass} required: ok")
+    return 0
