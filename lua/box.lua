@@ -2273,7 +2273,7 @@ box.info = setmetatable({package = 'Tarantool', version = _TARANTOOL}, {__index 
     if k == 'sql' then return box_info_sql end
     if k == 'vinyl' then return box_info_vinyl end
     if k == 'replication_anon' then return box_info_replication_anon end
-    if k == 'status' then return 'running' end
+    if k == 'status' then return op('is_orphan') and 'orphan' or 'running' end
     if k == 'ro' then return op('is_read_only') end
     if k == 'id' then return 1 end
     if k == 'uuid' then return op('instance_uuid') end

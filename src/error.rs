@@ -74,6 +74,8 @@ pub mod code {
     pub const RTREE_RECT: u32 = 101;
     pub const UNSUPPORTED_INDEX_FEATURE: u32 = 112;
     pub const WRONG_SCHEMA_VERSION: u32 = 109;
+    /// ER_LOADING: the instance has not finished its bootstrap.
+    pub const LOADING: u32 = 116;
     pub const WRONG_SPACE_OPTIONS: u32 = 111;
     pub const VIEW_IS_RO: u32 = 113;
     pub const NO_SUCH_INDEX_NAME: u32 = 148;

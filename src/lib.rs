@@ -32,6 +32,7 @@ pub mod server;
 pub mod storage;
 pub mod systemd;
 pub mod tarantool_xlog;
+pub mod upstreams;
 
 #[doc(hidden)]
 pub mod fuzzing;
@@ -291,6 +292,8 @@ pub fn run_script(path: std::path::PathBuf, args: Vec<String>) -> Result<i32, Bo
                 },
                 () = signals.recv() => {
                     tracing::info!("signal received, shutting down");
+                    // The first box.cfg{} may be waiting for its replication sources.
+                    upstreams::abandon();
                     return 0;
                 }
             }

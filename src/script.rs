@@ -18,6 +18,7 @@ use crate::lua::LuaRuntime;
 use crate::storage::datadir::DataDir;
 use crate::storage::fjall_store::FjallStore;
 use crate::storage::WalMode;
+use crate::upstreams::Sources;
 
 /// What the script thread tells the main thread.
 #[derive(Debug)]
@@ -53,6 +54,8 @@ struct BootCfg {
     pid_file: Option<PathBuf>,
     /// `background`: 2.6 daemonizes; oncebox stays in the foreground, and says so.
     background: bool,
+    /// `replication` and its timeouts: the sources the first `box.cfg` waits for.
+    sources: Sources,
 }
 
 fn read_cfg(opts: &Table) -> Result<BootCfg, String> {
@@ -68,6 +71,14 @@ fn read_cfg(opts: &Table) -> Result<BootCfg, String> {
     };
     for pair in opts.pairs::<String, Value>() {
         let (k, v) = pair.map_err(|e| e.to_string())?;
+        if k == "replication" {
+            // A URI or a list of them (box.cfg checked them already).
+            cfg.sources.uris = match v {
+                Value::Table(list) => list.sequence_values::<Value>().filter_map(|u| text(u.ok()?)).collect(),
+                other => text(other).into_iter().collect(),
+            };
+            continue;
+        }
         let Some(value) = text(v) else { continue };
         match k.as_str() {
             "listen" => cfg.listen = Some(crate::config::normalize_listen(&value)),
@@ -92,6 +103,16 @@ fn read_cfg(opts: &Table) -> Result<BootCfg, String> {
                     cfg.identity.replicaset = Some(parsed);
                 }
             }
+            "replication_connect_timeout" | "replication_timeout" => {
+                let seconds = value.parse::<f64>().ok().filter(|s| s.is_finite() && *s >= 0.0);
+                let d = std::time::Duration::from_secs_f64(seconds.unwrap_or(0.0));
+                if k == "replication_timeout" {
+                    cfg.sources.retry = d;
+                } else {
+                    cfg.sources.connect_timeout = d;
+                }
+            }
+            "replication_connect_quorum" => cfg.sources.quorum = value.parse().ok(),
             "idempotency_mode" => {
                 cfg.idempotency.mode = Mode::parse(&value).ok_or("Incorrect value for option 'idempotency_mode'")?;
             }
@@ -106,6 +127,58 @@ fn read_cfg(opts: &Table) -> Result<BootCfg, String> {
         cfg.values.push((k, value));
     }
     Ok(cfg)
+}
+
+/// Listens on `box.cfg.listen`, if given, greeting under `uuid`. The bound
+/// address goes into `values` (box.cfg.listen keeps the value given, as in 2.6;
+/// box.info.listen has the bound address).
+fn listen(
+    cfg: &BootCfg,
+    uuid: uuid::Uuid,
+    control: &UnboundedSender<Control>,
+    values: &mut Vec<(String, String)>,
+) -> Result<(), String> {
+    let Some(addr) = &cfg.listen else { return Ok(()) };
+    let (reply_tx, reply_rx) = std::sync::mpsc::channel();
+    let listen = Control::Listen { addr: Some(addr.clone()), instance_uuid: uuid, reply: reply_tx };
+    control.send(listen).map_err(|_| "the main thread is gone".to_owned())?;
+    let bound = reply_rx.recv().map_err(|_| "the main thread is gone".to_owned())??;
+    values.push(("listen_bound".into(), bound));
+    Ok(())
+}
+
+/// How the wait for the replication sources ended.
+enum Waited {
+    /// The quorum answered.
+    Quorum,
+    /// `replication_connect_timeout` passed first.
+    Short,
+    /// A stop signal came.
+    Stopped,
+}
+
+/// Waits for the replication sources (see [`crate::upstreams`]) on a thread of
+/// its own, answering clients as a loading instance meanwhile; the script's
+/// fibers and event loop run on (a console it opened answers), as in 2.6.
+fn wait_for_sources(lua: &LuaRuntime, sources: &Sources, uuid: uuid::Uuid) -> Result<Waited, String> {
+    crate::server::set_loading(true);
+    let waiting = {
+        let sources = sources.clone();
+        std::thread::Builder::new()
+            .name("applier".into())
+            .spawn(move || crate::upstreams::wait(&sources, uuid))
+            .map_err(|e| format!("can't start the replication wait: {e}"))?
+    };
+    let ran = lua.run_unbound_while(|| !waiting.is_finished(), std::time::Duration::from_millis(50));
+    if !matches!(ran, Ok(false)) {
+        crate::upstreams::abandon();
+    }
+    let connected = waiting.join().map_err(|_| "the replication wait failed".to_owned())?;
+    crate::server::set_loading(false);
+    if ran.map_err(|e| e.message)? || crate::upstreams::abandoned() {
+        return Ok(Waited::Stopped);
+    }
+    Ok(if connected >= sources.needed() { Waited::Quorum } else { Waited::Short })
 }
 
 /// Refuses a `memtx_dir` or `wal_dir` that is not a directory, with 2.6's words
@@ -202,8 +275,7 @@ fn drive(
         }
         Some(opts) => opts,
     };
-    let Some((rx, stopped)) = lua.close_inbox() else { return Err("the TX channel is gone".to_owned().into()) };
-    if stopped {
+    if lua.unbound_stopped() {
         // A stop signal came while the script ran up to box.cfg{}.
         lua.stop_unbound();
         return Ok(0);
@@ -242,26 +314,67 @@ fn drive(
             (Some(dir), Some(store))
         }
     };
-    let (engine, uuid, wal, wal_thread, clock_ms) =
-        crate::boot(dir.as_ref(), store, None, notify.clone(), &cfg.identity)
-            .map_err(|e| format!("can't initialize storage: {e}"))?;
-    crate::systemd::notify("STATUS=running");
-    let window = Window::new(cfg.idempotency.clone(), clock_ms, &engine);
     let mut values = cfg.values.clone();
     values.push(("wal_mode".into(), mode.name().into()));
-    if let Some(addr) = &cfg.listen {
-        let (reply_tx, reply_rx) = std::sync::mpsc::channel();
-        let listen = Control::Listen { addr: Some(addr.clone()), instance_uuid: uuid, reply: reply_tx };
-        control.send(listen).map_err(|_| "the main thread is gone".to_owned())?;
-        let bound = reply_rx.recv().map_err(|_| "the main thread is gone".to_owned())??;
-        // box.cfg.listen keeps the value given, as in 2.6; box.info.listen has the bound address.
-        values.push(("listen_bound".into(), bound));
+    let mut identity = cfg.identity;
+    let waits = !cfg.sources.uris.is_empty();
+    // As 2.6: a new instance waits for its replication sources before it bootstraps,
+    // listening (as a loading instance) under the uuid it will bootstrap with.
+    let waits_first = waits && dir.as_ref().is_none_or(|d| d.is_new);
+    if waits_first {
+        let uuid = *identity.instance.get_or_insert_with(uuid::Uuid::new_v4);
+        listen(&cfg, uuid, &control, &mut values)?;
+        match wait_for_sources(&lua, &cfg.sources, uuid)? {
+            Waited::Quorum => {}
+            Waited::Stopped => {
+                lua.stop_unbound();
+                return Ok(0);
+            }
+            Waited::Short => {
+                const WHY: &str = "Incorrect value for option 'replication': failed to connect to one or more replicas";
+                tracing::error!("ER_CFG: {WHY}");
+                return Err(format!("can't initialize storage: {WHY}").into());
+            }
+        }
     }
+    let (engine, uuid, wal, wal_thread, clock_ms) = crate::boot(dir.as_ref(), store, None, notify.clone(), &identity)
+        .map_err(|e| format!("can't initialize storage: {e}"))?;
+    if !waits_first {
+        listen(&cfg, uuid, &control, &mut values)?;
+        // An instance with data recovers first, then waits; short of the quorum it
+        // goes on as an orphan.
+        let waited = if waits { wait_for_sources(&lua, &cfg.sources, uuid)? } else { Waited::Quorum };
+        match waited {
+            Waited::Quorum => {}
+            Waited::Short => crate::upstreams::enter_orphan_mode(cfg.sources.clone(), uuid),
+            Waited::Stopped => {
+                lua.stop_unbound();
+                // The WAL thread ends once its sender is gone.
+                drop(wal);
+                if let Some(handle) = wal_thread {
+                    let _ = handle.join();
+                }
+                return Ok(0);
+            }
+        }
+    }
+    let Some(closed) = lua.close_inbox() else { return Err("the TX channel is gone".to_owned().into()) };
+    if closed.stopped {
+        // A stop signal came while the engine booted: the executor stops once the
+        // script's main chunk yields, as it would have seen the signal itself.
+        let _ = notify.send(TxMessage::Shutdown);
+    }
+    crate::systemd::notify("STATUS=running");
+    let window = Window::new(cfg.idempotency.clone(), clock_ms, &engine);
     let mut executor =
         Executor::new(engine, wal, window, lua, &uuid, values).with_control(control).with_wakeups(notify.clone());
     let name = script.file_name().map_or_else(|| "main".to_owned(), |n| n.to_string_lossy().into_owned());
     executor.start_script(&co, &name, events.clone(), notify.clone(), cfg.listen.is_some());
-    let executor_code = executor.run(rx);
+    // The connections accepted while box.cfg{} waited for the replication sources.
+    for message in closed.deferred {
+        executor.handle(message);
+    }
+    let executor_code = executor.run(closed.rx);
     if let Some(handle) = wal_thread {
         let _ = handle.join();
     }

@@ -858,15 +858,16 @@ impl Engine {
         self.read_only = on;
     }
 
-    /// Whether the instance is read-only (`box.info.ro`).
+    /// Whether the instance is read-only (`box.info.ro`): by `box.cfg{read_only}`,
+    /// or as an orphan waiting for its replication sources.
     #[must_use]
     pub fn is_read_only(&self) -> bool {
-        self.read_only
+        self.read_only || crate::upstreams::is_orphan()
     }
 
     fn writable_space(&self, creds: &Credentials, space_id: u32) -> BoxResult<&Space> {
         let space = self.space(space_id)?;
-        if self.read_only && !space.def.temporary {
+        if self.is_read_only() && !space.def.temporary {
             return Err(BoxError::new(code::READONLY, "Can't modify data because this instance is in read-only mode."));
         }
         self.check_space_access(creds, space, privilege::WRITE)?;

@@ -26,6 +26,19 @@ pub struct Inbox {
     alarm: RefCell<Option<Alarm>>,
     /// A stop signal (SIGINT, SIGTERM) arrived.
     stopped: Cell<bool>,
+    /// Messages for the executor, kept until it runs: the connections a listener
+    /// accepted while the first `box.cfg{}` waited for its replication sources.
+    deferred: RefCell<Vec<TxMessage>>,
+}
+
+/// What [`Inbox::close`] hands the executor.
+pub struct Closed {
+    /// The TX channel.
+    pub rx: UnboundedReceiver<TxMessage>,
+    /// Whether a stop signal was received meanwhile.
+    pub stopped: bool,
+    /// Messages for the executor that came before it ran, in order.
+    pub deferred: Vec<TxMessage>,
 }
 
 /// How long one wait may block when no alarm thread can be started.
@@ -39,15 +52,16 @@ impl Inbox {
             notify,
             alarm: RefCell::new(None),
             stopped: Cell::new(false),
+            deferred: RefCell::new(Vec::new()),
         });
     }
 
     /// Takes the channel back (for the executor): `None` if no inbox is open.
-    /// The second value says whether a stop signal was received meanwhile.
-    pub fn close(lua: &Lua) -> Option<(UnboundedReceiver<TxMessage>, bool)> {
+    pub fn close(lua: &Lua) -> Option<Closed> {
         let inbox = lua.remove_app_data::<Self>()?;
         let stopped = inbox.stopped.get();
-        inbox.rx.into_inner().map(|rx| (rx, stopped))
+        let deferred = inbox.deferred.into_inner();
+        inbox.rx.into_inner().map(|rx| Closed { rx, stopped, deferred })
     }
 
     /// Whether a stop signal was received (false when no inbox is open).
@@ -146,7 +160,17 @@ fn deliver(lua: &Lua, message: TxMessage) {
                 inbox.stopped.set(true);
             }
         }
-        // Nothing listens and nothing is logged before box.cfg{}: these cannot come yet.
+        // A listener opened while box.cfg{} waits for the replication sources: its
+        // connections are the executor's (their requests are answered where read).
+        message @ (TxMessage::Connect { .. }
+        | TxMessage::Disconnect { .. }
+        | TxMessage::Requests { .. }
+        | TxMessage::BadFrame { .. }) => {
+            if let Some(inbox) = lua.app_data_ref::<Inbox>() {
+                inbox.deferred.borrow_mut().push(message);
+            }
+        }
+        // Nothing else is served or logged before box.cfg{}: these cannot come yet.
         _ => tracing::warn!("a message for the executor arrived before box.cfg{{}} and was dropped"),
     }
 }

@@ -714,10 +714,32 @@ impl LuaRuntime {
         inbox::Inbox::open(&self.lua, rx, notify);
     }
 
-    /// Takes the TX channel back at `box.cfg{}`, and whether a stop signal came meanwhile.
+    /// Takes the TX channel back at `box.cfg{}` (see [`inbox::Closed`]).
     #[must_use]
-    pub fn close_inbox(&self) -> Option<(tokio::sync::mpsc::UnboundedReceiver<crate::executor::TxMessage>, bool)> {
+    pub fn close_inbox(&self) -> Option<inbox::Closed> {
         inbox::Inbox::close(&self.lua)
+    }
+
+    /// Whether a stop signal came while the script ran unbound.
+    #[must_use]
+    pub fn unbound_stopped(&self) -> bool {
+        inbox::Inbox::stopped(&self.lua)
+    }
+
+    /// Runs the script's fibers and event loop (unbound, the main chunk paused in
+    /// its first `box.cfg{}`) while `busy()` holds, looking again at least every
+    /// `poll`; returns whether a stop signal came.
+    pub fn run_unbound_while(&self, busy: impl Fn() -> bool, poll: std::time::Duration) -> BoxResult<bool> {
+        let run = || -> mlua::Result<()> {
+            let f: Function = internal_fn(&self.lua, "fiber_run_unbound")?;
+            while busy() && !inbox::Inbox::stopped(&self.lua) {
+                let delay: Option<f64> = if self.fiber_count() > 0 { f.call(())? } else { None };
+                inbox::wait(&self.lua, Some(delay.map_or(poll.as_secs_f64(), |d| d.min(poll.as_secs_f64()))));
+            }
+            Ok(())
+        };
+        run().map_err(|e| lua_err(&e))?;
+        Ok(self.unbound_stopped())
     }
 
     /// The script ended and the process stays up: logs it as 2.6 does, and tells

@@ -13,6 +13,7 @@
 //! - [`request`]: typed request bodies.
 //! - [`response`]: reply encoding, errors included.
 //! - [`greeting`], [`auth`]: connection start and chap-sha1.
+//! - [`loading`]: the replies of an instance still waiting to bootstrap.
 //! - [`msgpack`]: the bounds-checked MessagePack reader everything uses.
 
 pub mod auth;
@@ -20,6 +21,7 @@ pub mod codec;
 pub mod frame;
 pub mod greeting;
 pub mod header;
+pub mod loading;
 pub mod msgpack;
 pub mod request;
 pub mod response;

@@ -12,10 +12,11 @@ use tokio_util::sync::CancellationToken;
 
 use super::sink::{Backlog, ReplySink};
 use super::{NetCounters, ServerConfig, NET};
+use crate::error::BoxError;
 use crate::executor::{Inbound, Outgoing, TxMessage};
 use crate::idempotency::fingerprint;
 use crate::protocol::codec::{CodecError, PacketCodec};
-use crate::protocol::{greeting, header, request, request_type, response, REPORTED_VERSION};
+use crate::protocol::{greeting, header, loading, request, request_type, response, REPORTED_VERSION};
 
 /// A connection the TX thread has been told of: its greeting salt and the queue
 /// TX's replies come through.
@@ -163,6 +164,26 @@ fn answer_pings(packets: &[Inbound], sink: &ReplySink, replies: &mut Vec<u8>) ->
     true
 }
 
+/// Answers a read's packets as an instance still loading does (see
+/// [`crate::protocol::loading`]); nothing reaches the TX thread, which is busy
+/// waiting for the replication sources.
+fn answer_while_loading(packets: &[Inbound], sink: &ReplySink, replies: &mut Vec<u8>) {
+    for packet in packets {
+        match packet {
+            Inbound::Request { header, packet, decoded, .. } => {
+                let body = packet.get(header.body_offset..).unwrap_or(&[]);
+                loading::reply(replies, header.request_type, header.sync, header.schema_version, decoded, body);
+            }
+            Inbound::BadHeader { sync } => {
+                response::error(replies, *sync, 0, &BoxError::invalid_msgpack("packet header"));
+            }
+        }
+    }
+    if let Some(emptied) = sink.send(std::mem::take(replies)) {
+        *replies = emptied;
+    }
+}
+
 /// Reads packets until the peer closes, the stream cannot be framed or `stop`.
 ///
 /// Every packet one read completes goes to the TX thread in one message, so a
@@ -198,7 +219,9 @@ async fn read_requests<R: AsyncRead + Unpin>(
             }
         };
         NetCounters::add(&NET.requests, packets.len());
-        if !packets.is_empty() && !answer_pings(&packets, reply_path, &mut ping_replies) {
+        if !packets.is_empty() && super::is_loading() {
+            answer_while_loading(&packets, reply_path, &mut ping_replies);
+        } else if !packets.is_empty() && !answer_pings(&packets, reply_path, &mut ping_replies) {
             batch_hint = packets.len().clamp(8, 1024);
             reply_path.read_to_tx(packets.len());
             if tx.send(TxMessage::Requests { session_id, packets }).is_err() {

@@ -8,7 +8,7 @@ mod connection;
 pub mod console;
 pub mod sink;
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use tokio::net::{TcpListener, TcpSocket, UnixListener};
@@ -52,6 +52,21 @@ pub async fn listen_tcp(addr: &str) -> std::io::Result<TcpListener> {
 
 /// Binary-protocol session ids, unique across every listener the process opens.
 static NEXT_SESSION_ID: AtomicU64 = AtomicU64::new(1);
+
+/// Whether the instance is still loading (its first `box.cfg{}` waits for the
+/// `replication` sources): requests are answered where they are read, as 2.6
+/// answers them before its bootstrap ([`crate::protocol::loading`]).
+static LOADING: AtomicBool = AtomicBool::new(false);
+
+/// Starts or ends the loading state.
+pub fn set_loading(on: bool) {
+    LOADING.store(on, Ordering::SeqCst);
+}
+
+/// Whether requests are answered as an instance still loading answers them.
+pub(crate) fn is_loading() -> bool {
+    LOADING.load(Ordering::Relaxed)
+}
 
 fn next_session_id() -> u64 {
     NEXT_SESSION_ID.fetch_add(1, Ordering::Relaxed)
