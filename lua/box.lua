@@ -2645,6 +2645,72 @@ end
 local NOT_FROM_A_FIBER = "oncebox runs a script's first box.cfg{} from a fiber only while the main chunk " ..
     "waits, not after it ended"
 
+-- box.cfg{replication = ...} at run time, as 2.6 takes it: the new sources are
+-- connected to (a source's greeting counts: oncebox does not replicate), waited
+-- for up to replication_connect_timeout, retrying every replication_timeout;
+-- short of the quorum the instance goes on as an orphan (read-only) until they
+-- answer, retried by a fiber. The first box.cfg{} does the same in src/upstreams.rs.
+local replication_generation = 0
+
+-- Whether the source at `uri` sends a Tarantool greeting within `timeout` seconds.
+local function source_answers(uri, timeout)
+    local u = require('uri').parse(tostring(uri))
+    if u == nil or u.service == nil then return false end
+    local s = require('socket').tcp_connect(u.host or 'localhost', u.service, timeout)
+    if s == nil then return false end
+    local greeting = s:read(128, timeout)
+    s:close()
+    return greeting ~= nil and greeting:sub(1, 10) == 'Tarantool '
+end
+
+local function follow_sources(uris, connect_timeout, retry, quorum)
+    local fiber = require('fiber')
+    local log = require('log')
+    replication_generation = replication_generation + 1
+    local generation = replication_generation
+    if type(uris) ~= 'table' then uris = {uris} end
+    retry = math.max(retry, 0.01)
+    local answered, count = {}, 0
+    local function round(timeout)
+        for i, uri in ipairs(uris) do
+            if not answered[i] and source_answers(uri, timeout) then
+                answered[i] = true
+                count = count + 1
+            end
+        end
+    end
+    local needed = math.min(quorum or #uris, #uris)
+    if #uris > 0 then
+        log.info('connecting to %d replicas', #uris)
+        local deadline = fiber.clock() + connect_timeout
+        while true do
+            round(math.min(retry, connect_timeout))
+            if count == #uris or fiber.clock() >= deadline then break end
+            fiber.sleep(math.min(retry, deadline - fiber.clock()))
+        end
+        if count < #uris then log.error('failed to connect to %d out of %d replicas', #uris - count, #uris) end
+    end
+    if count >= needed then
+        op('set_orphan', false)
+        return
+    end
+    log.error('entering orphan mode')
+    op('set_orphan', true)
+    fiber.create(function()
+        fiber.name('applier')
+        while generation == replication_generation do
+            fiber.sleep(retry)
+            if generation ~= replication_generation then return end
+            round(retry)
+            if count >= needed and generation == replication_generation then
+                op('set_orphan', false)
+                log.error('leaving orphan mode')
+                return
+            end
+        end
+    end)
+end
+
 box.cfg = setmetatable({}, {
     __index = function(_, k)
         cfg_load()
@@ -2698,6 +2764,11 @@ box.cfg = setmetatable({}, {
             local v = new[k]
             if string.sub(k, 1, 12) == 'idempotency_' and v ~= nil then op('idem_cfg', k, v) end
             if k == 'read_only' then op('set_read_only', v) end
+            if k == 'replication' then
+                follow_sources(v or {}, get('replication_connect_timeout') or cfg_defaults.replication_connect_timeout,
+                               get('replication_timeout') or cfg_defaults.replication_timeout,
+                               get('replication_connect_quorum'))
+            end
             if k == 'custom_proc_title' then package.loaded.title.update{custom_title = v} end
             if k == 'memtx_max_tuple_size' then op('max_tuple_size', v) end
             if k == 'checkpoint_wal_threshold' then op('checkpoint_wal_threshold', v) end

@@ -14,7 +14,7 @@
 use std::io::Read;
 use std::net::{TcpStream, ToSocketAddrs};
 use std::os::unix::net::UnixStream;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::protocol::greeting::GREETING_SIZE;
@@ -54,6 +54,9 @@ impl Sources {
 /// Whether the instance is an orphan: read-only until its sources answer.
 static ORPHAN: AtomicBool = AtomicBool::new(false);
 
+/// Counts the changes of the sources: a background retry of older ones stops.
+static GENERATION: AtomicU64 = AtomicU64::new(0);
+
 /// Set when a stop signal comes while the first `box.cfg{}` waits.
 static ABANDONED: AtomicBool = AtomicBool::new(false);
 
@@ -61,6 +64,14 @@ static ABANDONED: AtomicBool = AtomicBool::new(false);
 #[must_use]
 pub fn is_orphan() -> bool {
     ORPHAN.load(Ordering::Relaxed)
+}
+
+/// Makes the instance an orphan or not, for sources set at run time (the Lua
+/// side of `box.cfg{replication}` waits for those); any background retry of
+/// earlier sources stops.
+pub fn set_orphan(on: bool) {
+    GENERATION.fetch_add(1, Ordering::SeqCst);
+    ORPHAN.store(on, Ordering::SeqCst);
 }
 
 /// Ends any wait for the sources (the process is stopping).
@@ -211,13 +222,17 @@ pub fn wait(sources: &Sources, own: uuid::Uuid) -> usize {
 pub fn enter_orphan_mode(sources: Sources, own: uuid::Uuid) {
     tracing::error!("entering orphan mode");
     ORPHAN.store(true, Ordering::SeqCst);
+    let generation = GENERATION.load(Ordering::SeqCst);
+    let current = move || GENERATION.load(Ordering::SeqCst) == generation && !abandoned();
     let spawned = std::thread::Builder::new().name("applier".into()).spawn(move || {
         let mut attempts = Attempts::new(&sources, own);
-        while !abandoned() {
+        while current() {
             attempts.round(sources.retry());
             if attempts.connected() >= sources.needed() {
-                ORPHAN.store(false, Ordering::SeqCst);
-                tracing::error!("leaving orphan mode");
+                if GENERATION.compare_exchange(generation, generation + 1, Ordering::SeqCst, Ordering::SeqCst).is_ok() {
+                    ORPHAN.store(false, Ordering::SeqCst);
+                    tracing::error!("leaving orphan mode");
+                }
                 return;
             }
             nap(sources.retry());

@@ -656,6 +656,10 @@ fn run(lua: &Lua, cx: &mut Context, op: &str, args: &[Value]) -> Result<Value, F
         }
         "is_read_only" => Value::Boolean(engine.is_read_only()),
         "is_orphan" => Value::Boolean(crate::upstreams::is_orphan()),
+        "set_orphan" => {
+            crate::upstreams::set_orphan(arg::<bool>(lua, args, 1)?);
+            Value::Nil
+        }
         // check_call(name): the right to call function `name`, as a CALL checks it.
         "check_call" => {
             let name: mlua::LuaString = arg(lua, args, 1)?;

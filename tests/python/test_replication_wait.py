@@ -161,3 +161,28 @@ def test_another_instance_as_a_source_is_not_followed_and_says_so(tmp_path):
         assert r.returncode == 0 and "does not replicate" not in r.stderr, r.stderr
     finally:
         other.stop()
+
+
+def test_sources_set_at_run_time_are_waited_for_then_followed_as_an_orphan(tmp_path):
+    source = LUA_PRINT_ROW + (
+        "local json = require('json')\n"
+        "local listen = os.getenv('LISTEN')\n"
+        "box.cfg{listen = listen}\n"
+        "local started = require('clock').monotonic()\n"
+        "p(pcall(box.cfg, {replication = {'127.0.0.1:%d'}, replication_connect_timeout = 0.5}))\n"
+        "p(require('clock').monotonic() - started >= 0.45, box.info.status, box.info.ro)\n"
+        "p(pcall(box.schema.space.create, 's'))\n"
+        "box.cfg{replication = {listen}}\n"
+        "p(box.info.status, box.info.ro)\n"
+        "box.cfg{replication = {}}\n"
+        "p(box.info.status, box.info.ro, json.encode(box.cfg.replication))\n"
+        "os.exit(0)\n" % free_port()
+    )
+    tarantool, oncebox = run_script_on_both(tmp_path, "run_time.lua", source)
+    assert tarantool == oncebox == [
+        "true",
+        "true | orphan | true",
+        "false | Can't modify data because this instance is in read-only mode.",
+        "running | false",
+        "running | false | []",
+    ]
