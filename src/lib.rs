@@ -14,6 +14,7 @@ pub mod alarm;
 pub mod allocator;
 pub mod children;
 pub mod config;
+pub mod daemon;
 pub mod decimal;
 pub mod engine;
 pub mod error;

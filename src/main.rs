@@ -13,6 +13,8 @@ fn main() {
     // again; with THP each first touch zeroes 2 MiB: clear_page was a quarter of the TX
     // thread's samples under replace-token, and partly used huge pages inflate RSS.
     let _ = rustix::thread::disable_transparent_huge_pages(true);
+    // Before any thread starts: the instance a `background = true` start runs.
+    oncebox::daemon::adopt_mark();
     let cmd = match parse_args(std::env::args().skip(1)) {
         Ok(c) => c,
         Err(e) => {

@@ -52,7 +52,7 @@ struct BootCfg {
     log: Option<String>,
     /// `pid_file`: written (and locked) before the data directory is opened.
     pid_file: Option<PathBuf>,
-    /// `background`: 2.6 daemonizes; oncebox stays in the foreground, and says so.
+    /// `background`: the instance runs in the background (see [`crate::daemon`]).
     background: bool,
     /// `replication` and its timeouts: the sources the first `box.cfg` waits for.
     sources: Sources,
@@ -281,6 +281,13 @@ fn drive(
         return Ok(0);
     }
     let cfg = read_cfg(&opts)?;
+    // As 2.6: the instance leaves the terminal first; the process that started it exits.
+    if cfg.background && !crate::daemon::in_background() {
+        if cfg.log.as_deref().is_none_or(str::is_empty) {
+            return Err("'background' requires 'log' configuration option to be set".to_owned().into());
+        }
+        return Err(crate::daemon::detach().into());
+    }
     // As 2.6: the process moves to work_dir before anything else.
     if let Some(work_dir) = &cfg.work_dir {
         std::env::set_current_dir(work_dir)
@@ -294,9 +301,7 @@ fn drive(
     // As 2.6: logging moves to its file first, so that the start is logged there.
     if let Some(target) = cfg.log.as_deref() {
         crate::log_sink::open(target)?;
-    }
-    if cfg.background {
-        tracing::warn!("background = true: oncebox does not daemonize, it runs in the foreground");
+        crate::daemon::streams_to_log();
     }
     crate::systemd::notify("STATUS=loading");
     let mode = cfg.wal_mode.unwrap_or(WalMode::Write);

@@ -121,6 +121,16 @@ fn open_file(path: &Path) -> Result<File, String> {
         .map_err(|e| format!("can't open log file: {}: {}", path.display(), crate::lua::native::strerror(&e)))
 }
 
+/// Points standard output and error at the log file, if the log is one (the
+/// instance in the background: see [`crate::daemon`]).
+pub fn redirect_std_streams() {
+    let sink = SINK.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(Sink::File { file, .. }) = sink.as_ref() {
+        let _ = rustix::stdio::dup2_stdout(file);
+        let _ = rustix::stdio::dup2_stderr(file);
+    }
+}
+
 /// `log.rotate()`: a file is opened again (after a rename, a new one begins),
 /// syslog is connected again; a pipe stays as it is.
 ///

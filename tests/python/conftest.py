@@ -24,9 +24,11 @@ def free_port():
 
 
 def wait_port(port, proc, timeout=15.0):
+    """Waits until `port` accepts; fails early if `proc` (None: a process not
+    ours to watch, such as one gone to the background) has exited."""
     deadline = time.time() + timeout
     while time.time() < deadline:
-        if proc.poll() is not None:
+        if proc is not None and proc.poll() is not None:
             raise RuntimeError(f"server exited with {proc.returncode}")
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=0.2):
@@ -34,6 +36,15 @@ def wait_port(port, proc, timeout=15.0):
         except OSError:
             time.sleep(0.05)
     raise RuntimeError(f"port {port} never opened")
+
+
+def process_alive(pid):
+    """Whether process `pid` runs (a zombie left to an init that does not reap does not)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
 
 
 class Instance:

@@ -6,10 +6,13 @@ enter, eval and stop, beside real Tarantool's."""
 import os
 import re
 import subprocess
+import time
 
+import pytest
 import yaml
 
-from conftest import LUA_SHOW_SORTED, ONCEBOX, free_port, run_script_on_both, tarantool_on_path, wait_port
+from conftest import (LUA_SHOW_SORTED, ONCEBOX, free_port, process_alive, run_script_on_both,
+                      tarantool_on_path, wait_port)
 
 MAKE_FILES = r"""
 box.cfg{log_level = 1}
@@ -125,10 +128,11 @@ def test_tarantoolctl_connect_run_by_oncebox(tmp_path):
         proc.wait()
 
 
-def tarantoolctl_lifecycle(tmp_path, env):
-    """start (in the foreground: background = false), status, enter, eval, stop and
-    status again, with a user-level .tarantoolctl in `tmp_path`: each command's
-    exit status and output, numbers blanked, and the files left in the run directory."""
+def tarantoolctl_lifecycle(tmp_path, env, background=False):
+    """start (in the foreground, background = false, or as tarantoolctl's default,
+    in the background), status, enter, eval, stop and status again, with a
+    user-level .tarantoolctl in `tmp_path`: each command's exit status and output,
+    numbers blanked, and the files left in the run directory."""
     port = free_port()
     for d in ("run", "data", "log", "inst"):
         (tmp_path / d).mkdir(parents=True, exist_ok=True)
@@ -137,7 +141,7 @@ def tarantoolctl_lifecycle(tmp_path, env):
         + "".join(f"    {k} = '{tmp_path / d}',\n" for k, d in
                   (("pid_file", "run"), ("wal_dir", "data"), ("memtx_dir", "data"), ("vinyl_dir", "data"),
                    ("log", "log")))
-        + "    background = false,\n}\n"
+        + ("" if background else "    background = false,\n") + "}\n"
         f"instance_dir = '{tmp_path / 'inst'}'\n")
     (tmp_path / "inst" / "app.lua").write_text(f"box.cfg{{listen = '127.0.0.1:{port}'}}\n")
     env = dict(env, PWD=str(tmp_path))
@@ -148,25 +152,55 @@ def tarantoolctl_lifecycle(tmp_path, env):
                            text=True, timeout=60)
         return r.returncode, r.stdout, r.stderr
 
-    start = subprocess.Popen(["tarantoolctl", "start", "app"], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
-                             stderr=subprocess.STDOUT, text=True)
-    try:
+    if background:
+        # The start returns once the instance has gone to the background.
+        start = None
+        started = ctl("start", "app")
+        wait_port(port, None)
+        # The console socket comes after box.cfg{} returns (tarantoolctl opens it then).
+        deadline = time.time() + 15
+        while not (tmp_path / "run" / "app.control").exists() and time.time() < deadline:
+            time.sleep(0.05)
+    else:
+        start = subprocess.Popen(["tarantoolctl", "start", "app"], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                                 stderr=subprocess.STDOUT, text=True)
         wait_port(port, start)
+    try:
         steps = [ctl("status", "app"), ctl("enter", "app", stdin="box.info.status\n"),
                  ctl("eval", "app", "/dev/stdin", stdin="return box.space._space:count() > 0\n"),
-                 sorted(os.listdir(tmp_path / "run")), ctl("stop", "app")]
-        out, _ = start.communicate(timeout=60)
-        steps += [(start.returncode, out), ctl("status", "app"), sorted(os.listdir(tmp_path / "run"))]
+                 sorted(os.listdir(tmp_path / "run"))]
+        pid = int((tmp_path / "run" / "app.pid").read_text().strip())
+        steps += [ctl("stop", "app")]
+        if start is None:
+            # stop signals the instance and returns: wait for it to be gone.
+            deadline = time.time() + 30
+            while process_alive(pid) and time.time() < deadline:
+                time.sleep(0.05)
+            steps += [started[:2]]
+        else:
+            out, _ = start.communicate(timeout=60)
+            steps += [(start.returncode, out)]
+        steps += [ctl("status", "app"), sorted(os.listdir(tmp_path / "run"))]
     finally:
-        if start.poll() is None:
+        if start is not None and start.poll() is None:
             start.kill()
             start.wait()
+        stop_leftover(tmp_path / "run" / "app.pid")
     return [re.sub(r"\d{3,}", "N", repr(step).replace(str(tmp_path), "DIR")) for step in steps]
 
 
-def test_tarantoolctl_start_status_enter_eval_stop_run_by_oncebox(tmp_path):
-    real = tarantoolctl_lifecycle(tmp_path / "real", os.environ)
-    ours = tarantoolctl_lifecycle(tmp_path / "ours", tarantool_on_path(tmp_path))
+def stop_leftover(pid_file):
+    """Kills the instance a failed test started in the background, if it still runs."""
+    try:
+        os.kill(int(pid_file.read_text().strip()), 9)
+    except (OSError, ValueError):
+        pass
+
+
+@pytest.mark.parametrize("background", [False, True], ids=["foreground", "background"])
+def test_tarantoolctl_start_status_enter_eval_stop_run_by_oncebox(tmp_path, background):
+    real = tarantoolctl_lifecycle(tmp_path / "real", os.environ, background)
+    ours = tarantoolctl_lifecycle(tmp_path / "ours", tarantool_on_path(tmp_path), background)
     assert ours == real
     assert real[0].startswith("(0, '', 'app is running") and "- running" in real[1], real
     assert real[3] == "['app.control', 'app.pid']" and real[-1] == "[]", real
