@@ -2068,7 +2068,7 @@ local CONSOLE_SESSIONS = 2 ^ 48
 -- console's, 'background' for the server's own.
 function box.session.type()
     local id = box.session.id()
-    if id == 0 then return 'background' end
+    if id == 0 or internal.is_background_session(id) then return 'background' end
     return id >= CONSOLE_SESSIONS and 'console' or 'binary'
 end
 -- box.session.storage: a table of each session's own, dropped when it disconnects.

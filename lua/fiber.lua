@@ -159,9 +159,23 @@ local function spare_unheld(f, done)
     spare_request_fiber = f
 end
 
--- A fiber made by Lua (fiber.create/new) runs for the creator's session and user.
+-- The sessions of fibers made by Lua: id -> true while the fiber lives.
+local background_sessions = {}
+function internal.is_background_session(id) return background_sessions[id] ~= nil end
+
+-- A fiber made by Lua (fiber.create/new) runs, as in 2.6, in a background session
+-- of its own and as admin (user 1), whoever made it. Before box.cfg{} there are
+-- no sessions: it runs in the server's own (0).
 local function new_lua_fiber(fn)
-    local f = new_fiber(fn, 'lua', current and current.session_id or bound('session_id') or 0, bound('uid'))
+    local f
+    if internal.op ~= nil then
+        local _, session_id = internal.op('new_session_id')
+        f = new_fiber(fn, 'lua', session_id, 1)
+        f.own_session = true
+        background_sessions[session_id] = true
+    else
+        f = new_fiber(fn, 'lua', current and current.session_id or 0, false)
+    end
     report_count()
     return f
 end
@@ -203,6 +217,11 @@ local function ended(f)
     alive_count = alive_count - 1
     local joiner = rawget(f, 'joiner')
     if joiner then wake(joiner) end
+    -- A Lua fiber's session goes with it (its box.session.storage too).
+    if rawget(f, 'own_session') then
+        background_sessions[f.session_id] = nil
+        if internal.forget_session then internal.forget_session(f.session_id) end
+    end
 end
 
 -- After a request's worker ran: true and pcall's results when the request ended,
@@ -368,6 +387,16 @@ local function body(fn, ...)
     return function() return fn(unpack(args, 1, args.n)) end
 end
 
+-- Runs `f` at once (fiber.create) in its own session and as its user; the code
+-- that made it gets its own back when `f` yields or ends.
+local function resume_in_own_session(f)
+    if not rawget(f, 'own_session') or internal.op == nil then return resume(f) end
+    local session_id, uid = bound('session_id'), bound('uid')
+    internal.op('enter_session', f.session_id, f.uid or 1)
+    resume(f)
+    if internal.op ~= nil then internal.op('enter_session', session_id, uid) end
+end
+
 function fiber.create(fn, ...)
     check_fn(fn, 'fiber.create')
     local f = new_lua_fiber(body(fn, ...))
@@ -375,7 +404,7 @@ function fiber.create(fn, ...)
     -- it call the first box.cfg{}, the chunk boots as soon as it is back.
     local by_main = current == nil and inline_main() ~= nil
     if by_main then main_waits_inline = true end
-    resume(f)
+    resume_in_own_session(f)
     if by_main then
         main_waits_inline = false
         if internal.pending_boot ~= nil then internal.boot_pending() end

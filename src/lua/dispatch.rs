@@ -301,6 +301,14 @@ fn run(lua: &Lua, cx: &mut Context, op: &str, args: &[Value]) -> Result<Value, F
         cx.creds = cx.engine.credentials(uid);
         return Ok(Value::Integer(i64::from(prev)));
     }
+    if op == "enter_session" {
+        // enter_session(id, uid): the session and user the running code acts for,
+        // switched (a fiber that fiber.create runs at once has its own).
+        cx.session_id = arg(lua, args, 1)?;
+        let uid: u32 = arg(lua, args, 2)?;
+        cx.creds = cx.engine.credentials(uid);
+        return Ok(Value::Nil);
+    }
     let creds = cx.creds.clone();
     let engine = &mut cx.engine;
     let u32_arg = |i: usize| -> Result<u32, Failure> { Ok(arg::<Option<u32>>(lua, args, i)?.unwrap_or(0)) };
@@ -656,6 +664,9 @@ fn run(lua: &Lua, cx: &mut Context, op: &str, args: &[Value]) -> Result<Value, F
         }
         "is_read_only" => Value::Boolean(engine.is_read_only()),
         "is_orphan" => Value::Boolean(crate::upstreams::is_orphan()),
+        // A background session's id, for a fiber fiber.create or fiber.new makes.
+        #[allow(clippy::cast_precision_loss, reason = "session ids stay far below 2^53")]
+        "new_session_id" => Value::Number(crate::server::next_session_id() as f64),
         "set_orphan" => {
             crate::upstreams::set_orphan(arg::<bool>(lua, args, 1)?);
             Value::Nil

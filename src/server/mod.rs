@@ -68,7 +68,9 @@ pub(crate) fn is_loading() -> bool {
     LOADING.load(Ordering::Relaxed)
 }
 
-fn next_session_id() -> u64 {
+/// A new session id, from the counter connections take theirs from (as 2.6's
+/// background sessions share it with its IPROTO ones).
+pub(crate) fn next_session_id() -> u64 {
     NEXT_SESSION_ID.fetch_add(1, Ordering::Relaxed)
 }
 
