@@ -708,7 +708,16 @@ end
 for k, v in pairs(index_methods) do memtx_index_mt[k], vinyl_index_mt[k] = v, v end
 memtx_index_mt.__index, vinyl_index_mt.__index = memtx_index_mt, vinyl_index_mt
 setmetatable(index_methods, {__newindex = replicate_index_method})
+-- 2.6's C functions take a table or a tuple for a tuple, a key or operations,
+-- and raise their usage (a plain string) for anything else.
+local function is_table_or_tuple(v)
+    return type(v) == 'table' or internal.native.is_tuple(v)
+end
+local function check_update_ops(ops)
+    if not is_table_or_tuple(ops) then error('Usage index:update(key, ops)', 0) end
+end
 function index_methods:update(key, ops)
+    check_update_ops(ops)
     local id = self.space_id
     return maybe(written(id, self.id, 'UPDATE', op, key, ops, 'update', id, self.id, key, ops))
 end
@@ -761,9 +770,13 @@ function space_methods:replace(t)
 end
 space_methods.put = space_methods.replace
 function space_methods:update(key, ops)
+    check_update_ops(ops)
     return maybe(written(self.id, 0, 'UPDATE', op, key, ops, 'update', self.id, 0, key, ops))
 end
 function space_methods:upsert(t, ops)
+    if not (is_table_or_tuple(t) and is_table_or_tuple(ops)) then
+        error('Usage space:upsert(tuple_key, ops)', 0)
+    end
     -- Returns no tuple, unless a before_replace trigger made the request a REPLACE or DELETE.
     return maybe(written(self.id, 0, 'UPSERT', function(...) op(...) end, t, ops, 'upsert', self.id, t, ops))
 end

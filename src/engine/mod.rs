@@ -929,10 +929,12 @@ impl Engine {
         let space = self.writable_space(creds, req.space_id)?;
         let index = space.index(req.index_id)?;
         let key = index.parse_exact_key(req.key)?;
-        let ops = update::parse_ops(req.ops, req.index_base)?;
+        // As 2.6: the operations are read only when the key names a tuple, so
+        // an UPDATE of a missing key succeeds whatever they hold.
         let Some(old) = index.get(&key).cloned() else {
             return Ok(None);
         };
+        let ops = update::parse_ops(req.ops, req.index_base)?;
         let assembled = update::apply_to_tuple(&ops, &old, space)?;
         let new = assembled.tuple.clone();
         let fields = assembled.fields();

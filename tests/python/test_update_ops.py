@@ -7,7 +7,8 @@ same tuple, and prints each result or error: the outputs must be equal line for
 line. The pairs are where 2.6's rules are subtle ('=' may set a field again, the
 other operations may not; UPSERT skips a failing operation and goes on).
 """
-from conftest import same_output_on_both
+from conftest import ADMIN_PASSWORD, same_output_on_both
+from iproto_raw import EVAL, UPDATE, Raw
 
 SCRIPT = r"""
 box.cfg{work_dir = os.getenv('WORK'), log_level = 1}
@@ -131,3 +132,50 @@ def test_a_tuple_from_a_space_updates_under_its_format(tmp_path):
     format and indexes accept, or 2.6's error; a `box.tuple.new` tuple has no rules."""
     tarantool = same_output_on_both(tmp_path, "tuple_update.lua", TUPLE_UPDATE_SCRIPT, 24)
     assert sum("does not match" in line for line in tarantool) >= 6
+
+
+MISSING_KEY_SCRIPT = r"""
+box.cfg{work_dir = os.getenv('WORK'), log_level = 1}
+local s = box.schema.space.create('m')
+s:create_index('pk')
+s:insert{1, 5}
+local function show(...) local r = {pcall(...)} print(r[1], type(r[2]), tostring(r[2])) end
+-- Operations that are not a list of operations: read only when the key names a tuple.
+for _, ops in ipairs({{'+', 1, 10}, {{'+', 2, 1}, 5}, {{'?', 2, 1}}, {{'+'}}, {{}}}) do
+  show(s.update, s, {999}, ops); show(s.update, s, {1}, ops); show(s.index.pk.update, s.index.pk, {999}, ops)
+end
+-- Not a table at all: 2.6's usage errors, plain strings, whatever the key.
+for _, ops in ipairs({5, 'x', true}) do
+  show(s.update, s, {999}, ops); show(s.index.pk.update, s.index.pk, {1}, ops)
+  show(s.upsert, s, {1}, ops); show(s.upsert, s, ops, {})
+end
+show(s.update, s, {1}, nil); show(s.upsert, s, {1}, nil)
+show(s.update, s, {1}, box.tuple.new{{'=', 2, 3}})
+show(s.upsert, s, box.tuple.new{2, 2}, box.tuple.new{{'=', 2, 3}})
+show(s.upsert, s, {7, 1}, {'+', 1, 10})
+os.exit(0)
+"""
+
+
+def test_an_update_of_a_missing_key_does_not_read_its_operations(tmp_path):
+    tarantool = same_output_on_both(tmp_path, "missing_key.lua", MISSING_KEY_SCRIPT, 32)
+    assert tarantool[0] == "true\tnil\tnil"
+    assert "update operation must be an array" in tarantool[1]
+    assert tarantool[15] == "false\tstring\tUsage index:update(key, ops)"
+
+
+def test_an_iproto_update_of_a_missing_key_does_not_read_its_operations(server):
+    """The npm tarantool-driver's own suite sends `['+', 1, 10]` as the operations."""
+    conn = Raw(server.host, server.port)
+    try:
+        _, body, _ = conn.auth("admin", ADMIN_PASSWORD)
+        conn.request(EVAL, {0x27: "box.schema.space.create('u'):create_index('pk') box.space.u:insert{1, 5}",
+                            0x21: []})
+        space_id = conn.request(EVAL, {0x27: "return box.space.u.id", 0x21: []})[1][0x30][0]
+        header, body, _ = conn.request(UPDATE, {0x10: space_id, 0x11: 0, 0x20: [999], 0x21: ["+", 1, 10]})
+        assert header[0] == 0 and body == {0x30: []}
+        header, body, _ = conn.request(UPDATE, {0x10: space_id, 0x11: 0, 0x20: [1], 0x21: ["+", 1, 10]})
+        assert header[0] == 0x8000 | 1, body
+        assert body[0x31] == "Illegal parameters, update operation must be an array {op,..}"
+    finally:
+        conn.close()

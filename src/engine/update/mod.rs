@@ -110,7 +110,7 @@ pub fn parse_ops(ops: &[u8], index_base: u32) -> BoxResult<Vec<Op<'_>>> {
             return Err(BoxError::illegal_params("update operation must be an array {op,..}"));
         };
         if argc < 1 {
-            return Err(BoxError::illegal_params("update operation must be an array {op,..}"));
+            return Err(BoxError::illegal_params("update operation must be an array {op,..}, got empty array"));
         }
         let Ok(name) = r.read_str() else {
             return Err(BoxError::illegal_params("update operation name must be a string"));
