@@ -5,6 +5,7 @@ Inputs (all written by scripts/test-all.sh under target/reports/):
   pytest.xml         JUnit XML of the Python tests (connectors as clients)
   tarantool_python_suite.json   the tarantool-python suite's counts
   asynctnt_suite.json   the asynctnt suite's counts, on oncebox and on Tarantool 2.6
+  node_driver_suite.json   the npm tarantool-driver suite's counts, on both
 
     python conformance/report.py --reports target/reports --out protocol-docs/compatibility.md
 """
@@ -65,6 +66,8 @@ def main():
     suite = json.load(open(suite_path)) if os.path.exists(suite_path) else None
     asynctnt_path = os.path.join(args.reports, "asynctnt_suite.json")
     asynctnt = json.load(open(asynctnt_path)) if os.path.exists(asynctnt_path) else None
+    node_path = os.path.join(args.reports, "node_driver_suite.json")
+    node = json.load(open(node_path)) if os.path.exists(node_path) else None
     connectors = connector_rows(os.path.join(args.reports, "pytest.xml"))
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
                             cwd=HERE).stdout.strip()
@@ -114,6 +117,11 @@ def main():
         on_tarantool = f"; Tarantool 2.6: {oracle['passed']} passed" if oracle else ""
         w(f"| asynctnt {asynctnt['version']}'s own test suite (oncebox as `tarantool`{on_tarantool}) | "
           f"{asynctnt['passed']} ({asynctnt['skipped']} skipped) | {asynctnt['failed'] + asynctnt['error']} | - |")
+    if node:
+        oracle = node.get("tarantool")
+        on_tarantool = f"; Tarantool 2.6: {oracle['passed']} passed" if oracle else ""
+        w(f"| the npm tarantool-driver {node['version']}'s own test suite (its instances run by oncebox"
+          f"{on_tarantool}) | {node['passed']} | {node['failed']} | - |")
     for module, label in CONNECTORS:
         c = connectors.get(module, collections.Counter())
         w(f"| {label} | {c['passed']} | {c['failed']} | {c['xfailed']} |")

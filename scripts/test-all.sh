@@ -51,6 +51,9 @@ step "the tarantool-python connector's own test suite, oncebox standing in as ta
 step "the asynctnt connector's own test suite, against Tarantool 2.6 and with oncebox standing in as tarantool"
 .venv/bin/python tests/connector_suites/asynctnt_suite.py --min-pass 236 --json "$reports/asynctnt_suite.json"
 
+step "the npm tarantool-driver's own test suite, its instances run by Tarantool 2.6 and by oncebox"
+.venv/bin/python tests/connector_suites/node_driver_suite.py --min-pass 45 --json "$reports/node_driver_suite.json"
+
 step "python tests (connectors, net.box, differential against Tarantool 2.6)"
 ONCEBOX_BIN="$PWD/target/release/oncebox" .venv/bin/python -m pytest tests/python -q -p no:cacheprovider \
     --junitxml "$reports/pytest.xml"
