@@ -221,7 +221,8 @@ local formats = {
     [48] = 'Unknown request type %u', [51] = "Function '%s' does not exist", [52] = "Function '%s' already exists",
     [77] = 'Connection is not established', [78] = 'Timeout exceeded',
     [82] = "Role '%s' is not found", [83] = "Role '%s' already exists",
-    [85] = "Index '%s' already exists in space '%s'", [114] = 'No active transaction',
+    [85] = "Index '%s' already exists", [114] = 'No active transaction',
+    [177] = "Index '%s' already exists in space '%s'",
     [148] = "No index '%s' is defined in space '%s'", [201] = "Field '%s' was not found in the tuple",
 }
 
@@ -366,15 +367,14 @@ for k, v in pairs(iterators) do box.index[k] = v end
 local function iterator_code(opts, key)
     local it = opts
     if type(opts) == 'table' then it = opts.iterator end
-    if it == nil then
+    if not it then
         return (key == nil or (type(key) == 'table' and #key == 0)) and 2 or 0
     end
-    if type(it) == 'string' then
-        local c = iterators[string.upper(it)]
-        if c == nil then raise(1, 'Illegal parameters, Invalid iterator type') end
-        return c
-    end
-    return it
+    if type(it) == 'number' then return it end
+    -- As 2.6's check_iterator_type: a name, or ER_ITERATOR_TYPE.
+    local c = type(it) == 'string' and iterators[string.upper(it)] or nil
+    if c == nil then raise(72, "Unknown iterator type '%s'", tostring(it)) end
+    return c
 end
 
 local space_cache = {version = -1, by_id = {}, by_name = {}}
@@ -627,10 +627,24 @@ local function written(space_id, index_id, request, fn, a, b, ...)
     return after_write(space_id, triggered(space_id, request, fn, ...))
 end
 
+-- A number as 2.6's FFI calls take it for a `uint32_t` argument (truncated,
+-- modulo 2^32); anything else is refused as LuaJIT refuses it.
+local function ffi_uint32(v, argno, fname)
+    if type(v) == 'cdata' then v = tonumber(v) end
+    if type(v) ~= 'number' then
+        error(string.format("bad argument #%d to '%s' (cannot convert '%s' to 'unsigned int')", argno, fname,
+                            type(v)), 2)
+    end
+    v = v >= 0 and math.floor(v) or math.ceil(v)
+    return v % 4294967296
+end
+
 function index_methods:select(key, opts)
     opts = opts or {}
-    return op('select', self.space_id, self.id, key, iterator_code(opts, key), opts.offset or 0,
-              opts.limit or 4294967295)
+    local it = iterator_code(opts, key)
+    local offset = opts.offset ~= nil and ffi_uint32(opts.offset, 4, 'box_select') or 0
+    local limit = opts.limit ~= nil and ffi_uint32(opts.limit, 5, 'box_select') or 4294967295
+    return op('select', self.space_id, self.id, key, it, offset, limit)
 end
 -- As 2.6: what an index type cannot do is an error naming the index and the call.
 local function check_feature(index, feature, types)
@@ -643,9 +657,11 @@ end
 local ORDERED = {TREE = true}
 function index_methods:random(seed)
     check_feature(self, 'random()', {TREE = true, HASH = true})
+    -- As 2.6: without a seed, math.random()'s fraction, which the FFI call truncates to 0.
+    seed = seed == nil and 0 or ffi_uint32(seed, 3, 'box_index_random')
     local n = op('len', self.space_id, self.id)
     if n == 0 then return nil end
-    return self:select({}, {limit = 1, offset = (tonumber(seed) or 0) % n})[1]
+    return self:select({}, {limit = 1, offset = seed % n})[1]
 end
 function index_methods:get(key) return maybe(op('get', self.space_id, self.id, key)) end
 function index_methods:min(key)
@@ -838,6 +854,7 @@ function space_methods:rename(name) box.space._space:update({self.id}, {{'=', 3,
 function space_methods:format(fmt)
     -- Read through _vspace, as 2.6: whoever may use the space may see its format.
     if fmt == nil then return box.space._vspace:get(self.id)[7] end
+    if type(fmt) ~= 'table' then raise(1, 'Illegal parameters, format should be a table') end
     box.space._space:update({self.id}, {{'=', 7, internal.normalize_format(fmt)}})
 end
 function space_methods:frommap(m)
@@ -1038,8 +1055,6 @@ function box.schema.index.rename(space_id, index_id, name)
 end
 function box.schema.index.alter(space_id, index_id, opts) existing_index(space_id, index_id):alter(opts) end
 
-local collations = {none = 0, unicode = 1, unicode_ci = 2, binary = 3}
-
 local function space_fieldno(space, name)
     for i, f in ipairs(space._format or {}) do
         if f.name == name then return i end
@@ -1047,87 +1062,129 @@ local function space_fieldno(space, name)
     return nil
 end
 
--- A part's field given by a string, as 2.6 resolves it: a format name, or a JSON
--- path whose first step is a field number ('[3]') or name; returns the field
--- number and the rest of the path (nil when there is none).
-local function part_field(space, name)
-    local n = space_fieldno(space, name)
-    if n ~= nil then return n end
-    local first, rest = name:match('^%[(%d+)%](.*)$')
-    if first ~= nil then
-        n = tonumber(first)
-    else
-        first, rest = name:match('^([%a_][%w_]*)(.*)$')
-        n = first and space_fieldno(space, first)
+-- A part's field as 2.6's format_field_resolve finds it: a number, a format name,
+-- or a JSON path whose first step is a field number ('[3]'), a quoted name or a
+-- name; returns the zero-based field and the rest of the path (nil when none).
+local function resolve_part_field(space, field, what)
+    local n, rest = field, nil
+    if type(field) == 'string' then
+        n = space_fieldno(space, field)
+        if n == nil then
+            local digits = field:match('^%[(%d+)%]')
+            if digits ~= nil then
+                n, rest = tonumber(digits), field:sub(#digits + 3)
+            else
+                local name = field:match('^%["([^%]]+)"%]') or field:match("^%['([^%]]+)'%]")
+                if name ~= nil and space_fieldno(space, name) ~= nil then
+                    n, rest = space_fieldno(space, name), field:sub(#name + 5)
+                else
+                    name = field:match('^([^.[]+)')
+                    n = name and space_fieldno(space, name)
+                    if n == nil then
+                        raise(1, "Illegal parameters, %s: field was not found by name '%s'", what, field)
+                    end
+                    rest = field:sub(#name + 1)
+                end
+            end
+        end
     end
-    if n == nil or n < 1 then return nil end
-    return n, rest ~= '' and rest or nil
+    if n <= 0 then raise(1, 'Illegal parameters, %s: field (number) must be one-based', what) end
+    return n - 1, rest
 end
 
+-- create_index's spelling of a part's type (2.6 warns about 'num').
+local TYPE_ALIASES = {num = 'unsigned', uint = 'unsigned', str = 'string', int = 'integer', ['*'] = 'any'}
+
+-- An index's parts as create_index and alter take them, into _index's form, as
+-- 2.6's update_index_parts: 1.6.6's {{field, type}, ...} when nothing but fields
+-- and types is given, maps otherwise (unknown keys kept, for the engine to refuse).
 local function normalize_parts(space, parts)
-    if parts == nil then return {{0, 'unsigned'}} end
-    if type(parts) ~= 'table' then parts = {parts} end
-    local list = {}
-    if type(parts[1]) ~= 'table' then
-        -- The flat form: {field, type, field, type, ...}; a type may be left out.
-        local i = 1
-        while parts[i] ~= nil do
-            local field, ftype = parts[i], parts[i + 1]
-            if ftype ~= nil and type(ftype) == 'string' and space_fieldno(space, ftype) == nil then
-                list[#list + 1] = {field = field, type = ftype}
-                i = i + 2
-            else
-                list[#list + 1] = {field = field}
-                i = i + 1
-            end
+    if type(parts) ~= 'table' then raise(1, 'Illegal parameters, options.parts parameter should be a table') end
+    if #parts == 0 then raise(1, 'Illegal parameters, options.parts must have at least one part') end
+    local format = space._format or {}
+    local list, simple = {}, true
+    if type(parts[1]) == 'number' and type(parts[2]) == 'string' then
+        -- 1.6.0's flat list: field number, type, field number, type, ...
+        local pairs_expected = 'Illegal parameters, options.parts: expected field_no (number), type (string) pairs'
+        if #parts % 2 ~= 0 then raise(1, pairs_expected) end
+        for i = 1, #parts, 2 do
+            if type(parts[i]) ~= 'number' or type(parts[i + 1]) ~= 'string' then raise(1, pairs_expected) end
+            if parts[i] == 0 then raise(1, 'Illegal parameters, invalid index parts: field_no must be one-based') end
+            list[#list + 1] = {field = parts[i] - 1, type = parts[i + 1]}
         end
     else
-        for _, p in ipairs(parts) do
-            list[#list + 1] = {field = p.field or p[1], type = p.type or p[2], is_nullable = p.is_nullable,
-                               collation = p.collation, path = p.path}
+        for i = 1, #parts do
+            local what = 'options.parts[' .. i .. ']'
+            local part = {}
+            if type(parts[i]) ~= 'table' then
+                part.field = parts[i]
+            else
+                for k, v in pairs(parts[i]) do
+                    if k == 1 or k == 'field' then
+                        part.field = v
+                    elseif k == 2 or k == 'type' then
+                        part.type = v
+                    elseif k == 'collation' then
+                        local coll = box.space._collation.index.name:get{v}
+                        if coll == nil and type(v) == 'string' then
+                            coll = box.space._collation.index.name:get{v:lower()}
+                        end
+                        if coll == nil then
+                            raise(1, "Illegal parameters, %s: collation was not found by name '%s'", what, tostring(v))
+                        end
+                        part.collation, simple = coll[1], false
+                    else
+                        part[k], simple = v, false
+                    end
+                end
+            end
+            if type(part.field) ~= 'number' and type(part.field) ~= 'string' then
+                raise(1, 'Illegal parameters, %s: field (name or number) is expected', what)
+            end
+            local path
+            part.field, path = resolve_part_field(space, part.field, what)
+            part.path = path or part.path
+            simple = simple and part.path == nil
+            local fmt = format[part.field + 1]
+            if part.type == nil then
+                part.type = fmt and fmt.type or 'scalar'
+            elseif type(part.type) ~= 'string' then
+                raise(1, 'Illegal parameters, %s: type (string) is expected', what)
+            end
+            if part.is_nullable == nil then
+                if fmt and fmt.is_nullable then part.is_nullable, simple = true, false end
+            elseif type(part.is_nullable) ~= 'boolean' then
+                raise(1, 'Illegal parameters, %s: type (boolean) is expected', what)
+            end
+            list[#list + 1] = part
         end
     end
-    local out = {}
-    for i, p in ipairs(list) do
-        local fieldno, path = p.field, p.path
-        if type(fieldno) == 'string' then
-            local n, rest = part_field(space, fieldno)
-            if n == nil then
-                raise(1, "Illegal parameters, options.parts[%d]: field was not found by name '%s'", i, fieldno)
-            end
-            -- As 2.6.0: a path in the name wins over a `path` option.
-            if rest ~= nil then path = rest end
-            fieldno = n
+    for i, part in ipairs(list) do
+        local given = string.lower(part.type)
+        part.type = TYPE_ALIASES[given] or given
+        if given == 'num' then
+            require('log').warn("field type '%s' is deprecated since Tarantool 1.7, please use '%s' instead", given, part.type)
         end
-        local fmt = space._format[fieldno]
-        local ftype = p.type or (fmt and fmt.type) or 'unsigned'
-        if type(ftype) == 'string' then ftype = string.lower(ftype) end
-        if ftype == 'num' then ftype = 'unsigned' elseif ftype == 'str' then ftype = 'string' end
-        local collation = p.collation
-        if type(collation) == 'string' then collation = collations[string.lower(collation)] end
-        local nullable = p.is_nullable
-        if nullable == nil and fmt and fmt.is_nullable then nullable = true end
-        if collation ~= nil or nullable ~= nil or path ~= nil then
-            local e = map{field = fieldno - 1, type = ftype}
-            if collation ~= nil then e.collation = collation end
-            if nullable ~= nil then e.is_nullable = nullable end
-            if path ~= nil then e.path = path end
-            out[i] = e
+        if simple then
+            list[i] = {part.field, part.type}
         else
-            out[i] = {fieldno - 1, ftype}
+            local m = map{field = part.field, type = part.type}
+            for k, v in pairs(part) do m[k] = v end
+            list[i] = m
         end
     end
-    -- As 2.6: once one part needs the map form, every part takes it.
-    for i, e in ipairs(out) do
-        if getmetatable(e) ~= nil then
-            for j, o in ipairs(out) do
-                if getmetatable(o) == nil then out[j] = map{field = o[1], type = o[2]} end
-            end
-            break
-        end
-    end
-    return out
+    return list
 end
+
+-- 2.6.0's create_index options (an index's alter takes them but if_not_exists).
+local ALTER_INDEX_OPTIONS = {
+    id = 'number', name = 'string', type = 'string', parts = 'table', sequence = 'boolean, number, string, table',
+    unique = 'boolean', dimension = 'number', distance = 'string', run_count_per_level = 'number',
+    run_size_ratio = 'number', range_size = 'number', page_size = 'number', bloom_fpr = 'number',
+    func = 'number, string',
+}
+local CREATE_INDEX_OPTIONS = {if_not_exists = 'boolean'}
+for k, v in pairs(ALTER_INDEX_OPTIONS) do CREATE_INDEX_OPTIONS[k] = v end
 
 function internal.create_index(space, name, opts)
     opts = opts or {}
@@ -1136,10 +1193,11 @@ function internal.create_index(space, name, opts)
     if box.space._vspace:get{space.id} == nil then raise(36, "Space '%s' does not exist", '#' .. space.id) end
     space = box.space[space.id]
     if type(name) ~= 'string' then raise(1, 'Illegal parameters, name should be a string') end
+    check_param_table(opts, CREATE_INDEX_OPTIONS)
     local existing = space.index[name]
     if existing ~= nil then
         if opts.if_not_exists then return existing, 'not created' end
-        raise(85, "Index '%s' already exists in space '%s'", name, space.name)
+        raise(85, "Index '%s' already exists", name)
     end
     local iid = opts.id
     if iid == nil then
@@ -1176,17 +1234,6 @@ end
 local privs = {read = 1, write = 2, execute = 4, session = 8, usage = 16, create = 32, drop = 64,
                alter = 128, reference = 256, trigger = 512, insert = 1024, update = 2048, delete = 4096}
 
-local function priv_bits(s)
-    if type(s) == 'number' then return s end
-    local bits = 0
-    for p in string.gmatch(s, '[^,%s]+') do
-        local b = privs[p]
-        if b == nil then return nil end
-        bits = bit.bor(bits, b)
-    end
-    return bits
-end
-
 local function find_user(name, kind)
     local u = op('user', name)
     if u == nil or (kind ~= nil and u.type ~= kind) then return nil end
@@ -1215,6 +1262,8 @@ function box.schema.role.exists(name) return find_user(name, 'role') ~= nil end
 
 local function create_principal(kind, name, opts)
     opts = opts or {}
+    check_param_table(opts, kind == 'user' and {password = 'string', if_not_exists = 'boolean'}
+                            or {if_not_exists = 'boolean'})
     if find_user(name) ~= nil then
         if opts.if_not_exists then return end
         if kind == 'user' then raise(46, "User '%s' already exists", name) end
@@ -1238,6 +1287,7 @@ function box.schema.user.create(name, opts) create_principal('user', name, opts)
 function box.schema.role.create(name, opts) create_principal('role', name, opts) end
 
 local function drop_principal(kind, name, opts)
+    check_param_table(opts, {if_exists = 'boolean'})
     local u = find_user(name, kind)
     if u == nil then
         if opts and opts.if_exists then return end
@@ -1298,7 +1348,55 @@ local function object_id(obj_type, obj_name)
         if s == nil then raise(1, "Illegal parameters, sequence '%s' does not exist", obj_name) end
         return s[1]
     end
-    raise(1, "Illegal parameters, unknown object type '%s'", tostring(obj_type))
+    raise(49, "Unknown object type '%s'", tostring(obj_type))
+end
+
+local priv_order = {{1, 'read'}, {2, 'write'}, {4, 'execute'}, {8, 'session'}, {16, 'usage'},
+                    {32, 'create'}, {64, 'drop'}, {128, 'alter'}, {256, 'reference'}, {512, 'trigger'},
+                    {1024, 'insert'}, {2048, 'update'}, {4096, 'delete'}}
+
+-- The privileges each object type takes, as 2.6 allows them (sic: 'execute' on a space).
+local PRIV_ALL, PRIV_GRANT, PRIV_REVOKE = 0xffffffff, 8192, 16384
+local privs_of_object = {
+    universe = PRIV_ALL,
+    space = bit.bxor(PRIV_ALL, privs.session, PRIV_REVOKE, PRIV_GRANT),
+    sequence = bit.bor(privs.read, privs.write, privs.usage, privs.create, privs.alter, privs.drop),
+    ['function'] = bit.bor(privs.execute, privs.usage, privs.create, privs.drop),
+    role = bit.bor(privs.execute, privs.usage, privs.create, privs.drop),
+    user = bit.bor(privs.create, privs.alter, privs.drop),
+}
+
+-- A privilege's bits as 2.6 reads them (a name found anywhere in the string
+-- counts; a number is taken as it is), checked against the object type.
+local function checked_priv_bits(privilege, obj_type)
+    local bits = privilege
+    if type(privilege) == 'string' then
+        bits = 0
+        local lower = string.lower(privilege)
+        for _, p in ipairs(priv_order) do
+            if string.find(lower, p[2], 1, true) then bits = bits + p[1] end
+        end
+    end
+    local allowed = privs_of_object[obj_type]
+    if allowed == nil then raise(49, "Unknown object type '%s'", tostring(obj_type)) end
+    if type(bits) ~= 'number' or bits == 0 or bit.band(bits, allowed) ~= bits then
+        raise(98, "Unsupported %s privilege '%s'", obj_type, tostring(privilege))
+    end
+    return bits
+end
+
+-- grant/revoke's arguments as 2.6 reads them: (privilege, object type, name) or
+-- (role); returns the object type, its name and the privilege bits.
+local function grant_target(privilege, obj_type, obj_name)
+    if obj_name == nil then
+        -- grant('u', 'role_name'): the role's execute right.
+        if obj_type == nil then return 'role', privilege, privs.execute end
+        obj_name = ''
+    end
+    if type(obj_name) ~= 'string' and type(obj_name) ~= 'number' then
+        raise(1, 'Illegal parameters, wrong object name type')
+    end
+    return obj_type, obj_name, checked_priv_bits(privilege, obj_type)
 end
 
 local function grant(kind, name, privilege, obj_type, obj_name, opts)
@@ -1310,11 +1408,8 @@ local function grant(kind, name, privilege, obj_type, obj_name, opts)
     if type(obj_type) == 'table' then opts, obj_type = obj_type, nil end
     if type(obj_name) == 'table' then opts, obj_name = obj_name, nil end
     opts = opts or {}
-    local bits = priv_bits(privilege)
-    if bits == nil or obj_type == nil then
-        -- grant('u', 'role_name'): a role.
-        obj_type, obj_name, bits = 'role', privilege, 4
-    end
+    local bits
+    obj_type, obj_name, bits = grant_target(privilege, obj_type, obj_name)
     local oid = object_id(obj_type, obj_name)
     -- Read through the view, as 2.6 does: a user may look at the grants it can see.
     local row = box.space._vpriv:get{grantee.id, obj_type, oid}
@@ -1336,8 +1431,8 @@ local function revoke(kind, name, privilege, obj_type, obj_name, opts)
     if grantee == nil then raise(45, "User '%s' is not found", name) end
     if type(obj_name) == 'table' then opts, obj_name = obj_name, nil end
     opts = opts or {}
-    local bits = priv_bits(privilege)
-    if bits == nil or obj_type == nil then obj_type, obj_name, bits = 'role', privilege, 4 end
+    local bits
+    obj_type, obj_name, bits = grant_target(privilege, obj_type, obj_name)
     local oid = object_id(obj_type, obj_name)
     local row = box.space._vpriv:get{grantee.id, obj_type, oid}
     if row == nil or bit.band(row[5], bits) == 0 then
@@ -1358,9 +1453,6 @@ function box.schema.user.revoke(...) revoke('user', ...) end
 function box.schema.role.grant(...) grant('role', ...) end
 function box.schema.role.revoke(...) revoke('role', ...) end
 
-local priv_order = {{1, 'read'}, {2, 'write'}, {4, 'execute'}, {8, 'session'}, {16, 'usage'},
-                    {32, 'create'}, {64, 'drop'}, {128, 'alter'}, {256, 'reference'}, {512, 'trigger'},
-                    {1024, 'insert'}, {2048, 'update'}, {4096, 'delete'}}
 
 local function priv_names(bits)
     local names = {}
@@ -1444,8 +1536,14 @@ function internal.persistent_function(name)
     return fn
 end
 
+local FUNC_OPTIONS = {
+    setuid = 'boolean', if_not_exists = 'boolean', language = 'string', body = 'string',
+    is_deterministic = 'boolean', is_sandboxed = 'boolean', comment = 'string', param_list = 'table',
+    returns = 'string', exports = 'table', opts = 'table',
+}
 function box.schema.func.create(name, opts)
     opts = opts or {}
+    check_param_table(opts, FUNC_OPTIONS)
     if box.schema.func.exists(name) then
         if opts.if_not_exists then return end
         raise(52, "Function '%s' already exists", name)
@@ -1464,13 +1562,15 @@ function box.schema.func.create(name, opts)
     local id = (last and last[1] or 0) + 1
     local now = os.date('!%Y-%m-%d %H:%M:%S')
     box.space._func:insert{id, session_uid(), name, opts.setuid and 1 or 0, string.upper(opts.language or 'LUA'),
-                           opts.body or '', 'function', setmetatable({}, {__serialize = 'seq'}),
+                           opts.body or '', 'function', opts.param_list or setmetatable({}, {__serialize = 'seq'}),
                            opts.returns or 'any', 'none', 'none', opts.is_deterministic or false,
-                           opts.is_sandboxed or false, true, setmetatable({'LUA'}, {__serialize = 'seq'}),
-                           map{}, opts.comment or '', now, now}
+                           opts.is_sandboxed or false, true,
+                           opts.exports or setmetatable({'LUA'}, {__serialize = 'seq'}),
+                           opts.opts or map{}, opts.comment or '', now, now}
 end
 
 function box.schema.func.drop(name, opts)
+    check_param_table(opts, {if_exists = 'boolean'})
     local f = box.space._vfunc.index.name:get{name}
     if f == nil then
         if opts and opts.if_exists then return end
@@ -1653,16 +1753,9 @@ end
 -- index:alter(opts): rewrites the index's _index row (its name, type, uniqueness or
 -- parts; the engine rebuilds it, or refuses, as for a direct _index replace), and
 -- its sequence, as 2.6's alter does.
-local ALTER_OPTIONS = {id = true, name = true, type = true, parts = true, unique = true, sequence = true,
-                       dimension = true, distance = true, bloom_fpr = true, page_size = true,
-                       run_count_per_level = true, run_size_ratio = true, range_size = true, hint = true,
-                       func = true}
 function index_methods:alter(opts)
     if opts == nil then return end
-    if type(opts) ~= 'table' then raise(1, 'Illegal parameters, options should be a table') end
-    for k in pairs(opts) do
-        if not ALTER_OPTIONS[k] then raise(1, "Illegal parameters, unexpected option '%s'", tostring(k)) end
-    end
+    check_param_table(opts, ALTER_INDEX_OPTIONS)
     local space = box.space[self.space_id]
     if space == nil then raise(36, "Space '%s' does not exist", '#' .. self.space_id) end
     local row = box.space._index:get{self.space_id, self.id}

@@ -180,32 +180,37 @@ pub fn parse_space(tuple: &[u8]) -> BoxResult<SpaceDef> {
 fn parse_format_entry(entry: &[u8], i: u32, space: &[u8]) -> BoxResult<FieldDef> {
     let wrong =
         |msg: String| BoxError::new(code::WRONG_SPACE_FORMAT, format!("Wrong space format (field {}): {msg}", i + 1));
+    // 2.6's own checks of a field, named after the space ([`as_alter_error`] turns
+    // them into an alter's).
+    let failed = |msg: &str| {
+        BoxError::new(code::CREATE_SPACE, format!("Failed to create space '{}': field {} {msg}", text(space), i + 1))
+    };
     if Reader::new(entry).peek_type() != Ok(MpType::Map) {
-        return Err(wrong("expected a map".into()));
+        return Err(failed("is not map"));
     }
     // Any string key may annotate a field (kept, as 2.6 keeps it); others may not.
     let mut r = Reader::new(entry);
     let pairs = r.read_map_len().map_err(|_| BoxError::invalid_msgpack("tuple"))?;
     for _ in 0..pairs {
         if r.peek_type() != Ok(MpType::Str) {
-            return Err(BoxError::new(
-                code::CREATE_SPACE,
-                format!("Failed to create space '{}': field {} format is not map with string keys", text(space), i + 1),
-            ));
+            return Err(failed("format is not map with string keys"));
         }
         r.skip().and_then(|_| r.skip()).map_err(|_| BoxError::invalid_msgpack("tuple"))?;
     }
     let name = map_get(entry, b"name")
         .and_then(|v| Reader::new(v).read_str().ok())
-        .ok_or_else(|| wrong("field name is missing".into()))?;
+        .ok_or_else(|| failed("name is not specified"))?;
     let ty = match map_get(entry, b"type") {
         None => FieldType::Any,
         Some(v) => {
-            let t = Reader::new(v).read_str().map_err(|_| wrong("type must be a string".into()))?;
-            FieldType::parse(t).ok_or_else(|| wrong(format!("unknown field type '{}'", text(t))))?
+            let t = Reader::new(v).read_str().map_err(|_| wrong("'type' must be enum".into()))?;
+            FieldType::parse(t).ok_or_else(|| failed("has unknown field type"))?
         }
     };
-    let nullable = map_get(entry, b"is_nullable").and_then(bool_value).unwrap_or(false);
+    let nullable = match map_get(entry, b"is_nullable") {
+        None => false,
+        Some(v) => bool_value(v).ok_or_else(|| wrong("'is_nullable' must be boolean".into()))?,
+    };
     let collation = match map_get(entry, b"collation") {
         None => Collation::Binary,
         Some(v) => Reader::new(v)
@@ -215,6 +220,17 @@ fn parse_format_entry(entry: &[u8], i: u32, space: &[u8]) -> BoxResult<FieldDef>
             .ok_or_else(|| wrong("collation was not found by id".into()))?,
     };
     Ok(FieldDef { name: text(name), ty, nullable, collation })
+}
+
+/// A space's create error as its alter's (2.6 words a `_space` update's checks so).
+#[must_use]
+pub fn as_alter_error(e: BoxError) -> BoxError {
+    match e.message.split_once("Failed to create space ") {
+        Some(("", rest)) if e.code == code::CREATE_SPACE => {
+            BoxError::new(code::ALTER_SPACE, format!("Can't modify space {rest}"))
+        }
+        _ => e,
+    }
 }
 
 /// Decodes an `_index` row; `space` is the definition of the space it belongs to.
@@ -359,6 +375,8 @@ fn parse_parts(
 ) -> BoxResult<Vec<Part>> {
     let mut r = Reader::new(raw);
     let n = r.read_array_len().map_err(|_| BoxError::field_type("6", "array"))?;
+    // As 2.6: the first part's form (1.6.6's arrays, or maps) is every part's.
+    let array_form = r.peek_type() == Ok(MpType::Array);
     let mut parts = Vec::with_capacity(n.min(64) as usize);
     for part_no in 1..=n {
         let wrong_options = |msg: &str| {
@@ -381,27 +399,11 @@ fn parse_parts(
                 }
             }
         };
-        let (field_no, ty_name, coll, nullable) = match Reader::new(entry).peek_type() {
-            Ok(MpType::Array) => {
-                let items = split(entry)?;
-                let field = uint_field(&items, 0).ok_or_else(|| modify("field id must be an unsigned integer"))?;
-                let ty = str_field(&items, 1).ok_or_else(|| modify("field type must be a string"))?;
-                (field, ty, None, None)
-            }
-            Ok(MpType::Map) => {
-                let field = map_get(entry, b"field")
-                    .and_then(|v| Reader::new(v).read_uint().ok())
-                    .ok_or_else(|| modify("field id must be an unsigned integer"))?;
-                let ty = map_get(entry, b"type")
-                    .and_then(|v| Reader::new(v).read_str().ok())
-                    .ok_or_else(|| modify("field type must be a string"))?;
-                let coll = map_get(entry, b"collation").and_then(|v| Reader::new(v).read_uint().ok());
-                let nullable = map_get(entry, b"is_nullable").and_then(bool_value);
-                (field, ty, coll, nullable)
-            }
-            _ => return Err(modify("wrong index parts")),
+        let (field_no, ty, coll, nullable) = if array_form {
+            decode_array_part(entry)?
+        } else {
+            decode_map_part(entry).map_err(|msg| wrong_options(&msg))?
         };
-        let ty = FieldType::parse(ty_name).ok_or_else(|| modify(&format!("unknown field type '{}'", text(ty_name))))?;
         let indexable = ty.is_indexable() || (allow_array && ty == FieldType::Array);
         if !indexable {
             return Err(modify(&format!("field type '{}' is not supported", ty.name())));
@@ -427,6 +429,62 @@ fn parse_parts(
         return Err(BoxError::new(code::WRONG_INDEX_OPTIONS, format!("Wrong index options (field {part_no}): {why}")));
     }
     Ok(parts)
+}
+
+/// A part in 1.6.6's form, `[field, type, ...]`: (field, type, collation, nullability);
+/// never nullable.
+fn decode_array_part(entry: &[u8]) -> BoxResult<(u64, FieldType, Option<u64>, Option<bool>)> {
+    let wrong = |msg: &str| {
+        BoxError::new(
+            code::WRONG_INDEX_PARTS,
+            format!("Wrong index parts: {msg}; expected field1 id (number), field1 type (string), ..."),
+        )
+    };
+    if Reader::new(entry).peek_type() != Ok(MpType::Array) {
+        return Err(wrong("expected an array"));
+    }
+    let items = split(entry)?;
+    match items.len() {
+        0 => return Err(wrong("expected a non-empty array")),
+        1 => return Err(wrong("a field type is missing")),
+        _ => {}
+    }
+    let field = uint_field(&items, 0).ok_or_else(|| wrong("field id must be an integer"))?;
+    let name = str_field(&items, 1).ok_or_else(|| wrong("field type must be a string"))?;
+    let ty = FieldType::parse(name).ok_or_else(|| wrong("unknown field type"))?;
+    // As 2.6: a part of this form is not nullable, whatever the format says.
+    Ok((field, ty, None, Some(false)))
+}
+
+/// A part as a map (`{field = , type = , collation = , is_nullable = , path = }`):
+/// (field, type, collation, nullability), or what is wrong with it.
+fn decode_map_part(entry: &[u8]) -> Result<(u64, FieldType, Option<u64>, Option<bool>), String> {
+    const KEYS: [&[u8]; 7] =
+        [b"type", b"field", b"collation", b"is_nullable", b"nullable_action", b"sort_order", b"path"];
+    if Reader::new(entry).peek_type() != Ok(MpType::Map) {
+        return Err("index part is expected to be a map".into());
+    }
+    let mut r = Reader::new(entry);
+    let pairs = r.read_map_len().map_err(|_| "key must be a string")?;
+    for _ in 0..pairs {
+        let key = r.read_str().map_err(|_| "key must be a string")?;
+        if !KEYS.contains(&key) {
+            return Err(format!("unexpected option '{}'", text(key)));
+        }
+        r.skip().map_err(|_| "key must be a string")?;
+    }
+    let field = match map_get(entry, b"field") {
+        // 2.6's default part is field 0.
+        None => 0,
+        Some(v) => Reader::new(v).read_uint().map_err(|_| "'field' must be unsigned")?,
+    };
+    let ty = map_get(entry, b"type")
+        .and_then(|v| Reader::new(v).read_str().ok())
+        .and_then(FieldType::parse)
+        .ok_or("index part: unknown field type")?;
+    let coll = map_get(entry, b"collation").and_then(|v| Reader::new(v).read_uint().ok());
+    let nullable = map_get(entry, b"is_nullable").and_then(bool_value);
+    Ok((field, ty, coll, nullable))
 }
 
 /// The space id a `_index`, `_truncate` or `_space` row refers to (its first field).

@@ -1220,7 +1220,7 @@ impl Engine {
                 self.spaces.insert(def.id, Space::new(def));
             }
             (Some(_), Some(new)) => {
-                let def = catalog::parse_space(new)?;
+                let def = catalog::parse_space(new).map_err(catalog::as_alter_error)?;
                 let current = self.space(def.id)?;
                 // Tarantool names the space by its new name here.
                 self.check_ddl(privilege::ALTER, def.id, &def.name, current.def.owner)?;
