@@ -742,9 +742,7 @@ function index_methods:delete(key)
     return maybe(written(id, self.id, 'DELETE', op, key, nil, 'delete', id, self.id, key))
 end
 function index_methods:drop() box.space._index:delete{self.space_id, self.id} end
-function index_methods:rename(name)
-    box.space._index:update({self.space_id, self.id}, {{'=', 3, name}})
-end
+function index_methods:rename(name) box.schema.index.rename(self.space_id, self.id, name) end
 
 local space_methods = {}
 space_methods.__index = function(s, k)
@@ -801,7 +799,11 @@ function space_methods:delete(key)
 end
 function space_methods:get(key) return maybe(op('get', self.id, 0, key)) end
 function space_methods:select(key, opts)
-    if self.index[0] == nil then raise(35, "No index #0 is defined in space '%s'", self.name) end
+    if self.index[0] == nil then
+        -- As 2.6: a dropped space's object names the space as missing.
+        if box.space[self.id] == nil then raise(36, "Space '%s' does not exist", self.name) end
+        raise(35, "No index #0 is defined in space '%s'", self.name)
+    end
     return self.index[0]:select(key, opts)
 end
 function space_methods:pairs(key, opts)
@@ -818,7 +820,10 @@ function space_methods:count(key, opts)
 end
 function space_methods:len() return op('len', self.id) end
 -- The bytes of the space's tuple data, as 2.6's uint64_t.
-function space_methods:bsize() return require('ffi').new('uint64_t', op('space_bsize', self.id)) end
+function space_methods:bsize()
+    if box.space[self.id] == nil then raise(36, "Space '%s' does not exist", self.name) end
+    return require('ffi').new('uint64_t', op('space_bsize', self.id))
+end
 function space_methods:auto_increment(t)
     local max = self.index[0]:max()
     local id = max and max[1] + 1 or 1
@@ -850,7 +855,7 @@ function space_methods:drop()
     end
     box.space._space:delete{self.id}
 end
-function space_methods:rename(name) box.space._space:update({self.id}, {{'=', 3, name}}) end
+function space_methods:rename(name) box.schema.space.rename(self.id, name) end
 function space_methods:format(fmt)
     -- Read through _vspace, as 2.6: whoever may use the space may see its format.
     if fmt == nil then return box.space._vspace:get(self.id)[7] end
@@ -1051,6 +1056,9 @@ end
 -- As 2.6: a drop or rename of an index that is not there changes nothing, silently.
 function box.schema.index.drop(space_id, index_id) box.space._index:delete{space_id, index_id} end
 function box.schema.index.rename(space_id, index_id, name)
+    if type(space_id) ~= 'number' then raise(1, 'Illegal parameters, space_id should be a number') end
+    if type(index_id) ~= 'number' then raise(1, 'Illegal parameters, index_id should be a number') end
+    if type(name) ~= 'string' then raise(1, 'Illegal parameters, name should be a string') end
     box.space._index:update({space_id, index_id}, {{'=', 3, name}})
 end
 function box.schema.index.alter(space_id, index_id, opts) existing_index(space_id, index_id):alter(opts) end
@@ -2281,11 +2289,13 @@ function internal.end_call()
     return open
 end
 -- box.session.push(value): an IPROTO_CHUNK to the requesting client before the final reply.
-function box.session.push(value, sync)
-    if sync ~= nil and type(sync) ~= 'number' then
-        error('Usage: box.session.push(data, sync)', 2)
+function box.session.push(...)
+    if select('#', ...) ~= 1 then error('Usage: box.session.push(data)', 2) end
+    -- As 2.6: a script's or a fiber's own session has no client to push to.
+    if box.session.type() == 'background' then
+        return nil, set_last_error(make_error(5, "Session 'background' does not support push()"))
     end
-    return op('session_push', value)
+    return op('session_push', (...))
 end
 
 -- box.snapshot(): everything committed so far is synced to the device (whatever
@@ -2700,7 +2710,9 @@ end
 -- anything (so that a refused box.cfg leaves the instance unconfigured), with
 -- '' (an option's default, as box.NULL) left out.
 function internal.check_first_cfg(opts)
-    if opts ~= nil and type(opts) ~= 'table' then error('Error: cfg should be a table', 2) end
+    if opts ~= nil and type(opts) ~= 'table' then
+        error("bad argument #1 to 'pairs' (table expected, got " .. type(opts) .. ')', 2)
+    end
     local given = {}
     for k, v in pairs(cfg_renamed(opts or {})) do
         check_cfg_value(k, v)
@@ -2841,12 +2853,16 @@ box.cfg = setmetatable({}, {
             return
         end
         cfg_load()
-        if opts ~= nil and type(opts) ~= 'table' then error('Error: cfg should be a table', 2) end
+        if opts ~= nil and type(opts) ~= 'table' then
+            error("bad argument #1 to 'pairs' (table expected, got " .. type(opts) .. ')', 2)
+        end
         opts = cfg_renamed(opts or {})
         for k, v in pairs(opts) do check_cfg_value(k, v) end
         -- As 2.6: an option fixed at start refuses any other value, '' included.
         for k, v in pairs(opts) do
-            if not cfg_dynamic[k] and not LOG_OPTIONS[k] and cfg_values[k] ~= nil and cfg_values[k] ~= v then
+            local current = cfg_values[k]
+            if current == nil then current = cfg_defaults[k] end
+            if not cfg_dynamic[k] and not LOG_OPTIONS[k] and current ~= v then
                 raise(58, "Can't set option '%s' dynamically", k)
             end
         end

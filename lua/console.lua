@@ -900,11 +900,12 @@ do
     local push = box.session.push
     raw_push = push
     local PUSH_TAG = {tag_handle = '!push!', tag_prefix = 'tag:tarantool.io/push,2018'}
-    function box.session.push(value, sync)
+    function box.session.push(...)
         local settings = sessions[session_id()]
         local pushing = settings and settings.pushing
-        if not pushing then return push(value, sync) end
-        if sync ~= nil and type(sync) ~= 'number' then error('Usage: box.session.push(data, sync)', 2) end
+        if not pushing then return push(...) end
+        if select('#', ...) ~= 1 then error('Usage: box.session.push(data)', 2) end
+        local value = ...
         local output, text = settings.output or YAML_OUTPUT, nil
         if output.fmt == 'lua' then
             text = '-- Push\n' .. box.internal.console_lua_text(value, output.opts == 'block') .. ';'

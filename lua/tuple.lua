@@ -111,8 +111,40 @@ local function apply(t, ops, upsert)
     return r
 end
 
-function methods.update(t, ops) return apply(t, ops, false) end
-function methods.upsert(t, ops) return apply(t, ops, true) end
+function methods.update(t, ops)
+    if type(ops) ~= 'table' then error('Usage: tuple:update({ { op, field, arg}+ })') end
+    return apply(t, ops, false)
+end
+function methods.upsert(t, ops)
+    if type(ops) ~= 'table' then error('Usage: tuple:upsert({ { op, field, arg}+ })') end
+    return apply(t, ops, true)
+end
+
+-- totable/unpack's range, checked as 2.6 checks it (where anything but a number
+-- fails the comparison, as there).
+local function check_range(from, to)
+    if from ~= nil and from < 1 then error('tuple.totable: invalid second argument') end
+    if to ~= nil and to <= 0 then error('tuple.totable: invalid third argument') end
+end
+local tuple_totable, tuple_unpack, tuple_tomap = native.tuple_totable, native.tuple_unpack, native.tuple_tomap
+function methods.totable(t, from, to)
+    check_range(from, to)
+    return tuple_totable(t, from, to)
+end
+function methods.unpack(t, from, to)
+    check_range(from, to)
+    return tuple_unpack(t, from, to)
+end
+function methods.tomap(t, ...)
+    local n, opts = select('#', ...), ...
+    local names_only = false
+    if n > 0 then
+        if n > 1 or type(opts) ~= 'table' then error('Usage: tuple:tomap(opts)', 0) end
+        names_only = opts.names_only
+        if names_only ~= nil and type(names_only) ~= 'boolean' then error('Usage: tuple:tomap(opts)', 0) end
+    end
+    return tuple_tomap(t, names_only == true)
+end
 
 -- tostring(tuple): YAML flow style, as Tarantool prints tuples.
 local flow = box.internal.yaml.flow
@@ -137,7 +169,7 @@ for name, usage in pairs(FUNCTIONS) do
             if usage then error(usage, 2) end
             error(string.format('Invalid argument #1 (box.tuple expected, got %s)', type(t)), 2)
         end
-        return t[name](t, ...)
+        return (methods[name] or t[name])(t, ...)
     end
 end
 

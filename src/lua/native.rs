@@ -253,6 +253,7 @@ pub fn create(lua: &Lua) -> mlua::Result<Table> {
             Ok(())
         })?,
     )?;
+    super::tuple::add_natives(lua, &t)?;
     Ok(t)
 }
 

@@ -135,30 +135,52 @@ fn path_steps(path: &str) -> Option<Vec<PathStep>> {
     (!steps.is_empty()).then_some(steps)
 }
 
-impl UserData for LuaTuple {
-    fn add_methods<M: UserDataMethods<Self>>(methods: &mut M) {
-        methods.add_method("totable", |lua, this, (from, to): (Option<usize>, Option<usize>)| {
+/// `totable`, `unpack` and `tomap` of a tuple, for lua/tuple.lua's methods (which
+/// check the arguments as 2.6 does): `tuple_totable(t, from, to)`,
+/// `tuple_unpack(t, from, to)`, `tuple_tomap(t, names_only)`.
+pub fn add_natives(lua: &Lua, native: &mlua::Table) -> mlua::Result<()> {
+    type Range = (mlua::AnyUserData, Option<usize>, Option<usize>);
+    native.set(
+        "tuple_totable",
+        lua.create_function(|lua, (t, from, to): Range| {
+            let this = t.borrow::<LuaTuple>()?;
             // As 2.6: with the msgpack array metatable, so YAML writes it in flow style.
-            let t = lua.create_sequence_from(this.range(lua, from, to)?)?;
-            t.set_metatable(Some(super::convert::hint_mt(lua, true)?))?;
-            Ok(t)
-        });
-        methods.add_method("unpack", |lua, this, (from, to): (Option<usize>, Option<usize>)| {
-            Ok(MultiValue::from_iter(this.range(lua, from, to)?))
-        });
-        methods.add_method("tomap", |lua, this, opts: Option<mlua::Table>| {
-            let names_only = opts.and_then(|o| o.get::<bool>("names_only").ok()).unwrap_or(false);
-            let t = lua.create_table()?;
+            let table = lua.create_sequence_from(this.range(lua, from, to)?)?;
+            table.set_metatable(Some(super::convert::hint_mt(lua, true)?))?;
+            Ok(table)
+        })?,
+    )?;
+    native.set(
+        "tuple_unpack",
+        lua.create_function(|lua, (t, from, to): Range| {
+            Ok(MultiValue::from_iter(t.borrow::<LuaTuple>()?.range(lua, from, to)?))
+        })?,
+    )?;
+    native.set(
+        "tuple_tomap",
+        lua.create_function(|lua, (t, names_only): (mlua::AnyUserData, bool)| {
+            let this = t.borrow::<LuaTuple>()?;
+            let map = lua.create_table()?;
             for (i, v) in this.all(lua)?.into_iter().enumerate() {
-                if !names_only || this.1.names.get(i).is_none() {
-                    t.raw_set(i + 1, v.clone())?;
-                }
-                if let Some(name) = this.1.names.get(i) {
-                    t.raw_set(name.as_str(), v)?;
+                match this.1.names.get(i) {
+                    Some(name) => {
+                        if !names_only {
+                            map.raw_set(i + 1, v.clone())?;
+                        }
+                        map.raw_set(name.as_str(), v)?;
+                    }
+                    // As 2.6: with names_only, an unnamed field is left out.
+                    None if !names_only => map.raw_set(i + 1, v)?,
+                    None => {}
                 }
             }
-            Ok(t)
-        });
+            Ok(map)
+        })?,
+    )
+}
+
+impl UserData for LuaTuple {
+    fn add_methods<M: UserDataMethods<Self>>(methods: &mut M) {
         methods.add_method("len", |_, this, ()| Ok(split(&this.0).map(|f| f.len()).unwrap_or(0)));
         methods.add_method("bsize", |_, this, ()| Ok(this.0.len()));
         methods.add_meta_method(MetaMethod::Len, |_, this, ()| Ok(split(&this.0).map(|f| f.len()).unwrap_or(0)));

@@ -18,7 +18,9 @@ s:insert{1, 5}
 s:insert{2, 6}
 local function show(label, ...) local r = {pcall(...)} local v = r[2]
   if type(v) == 'table' then v = require('json').encode(v) end
-  print(label, r[1], type(r[2]), (tostring(v):gsub('^[%w/_.]+%.lua:%d+: ', ''))) end
+  local m, n = tostring(v), 1
+  while n > 0 do m, n = m:gsub('^[%w/_.]+%.lua:%d+: ', '') end
+  print(label, r[1], type(r[2]), m) end
 local pk, sk = s.index.pk, s.index.sk
 show('sel1', pk.select, pk, 'x')
 show('sel2', pk.select, pk, {1}, {iterator = 'BOGUS'})
@@ -132,3 +134,92 @@ def test_schema_and_data_api_misuse_matches_tarantool(tmp_path):
     assert "grant2\tfalse\tcdata\tUnsupported space privilege 'bogus'" in tarantool
     assert "f1\tfalse\tCan't modify space 't2': field 1 has unknown field type" in tarantool
     assert "ups1\tfalse\tcdata\tTuple field 2 required by space format is missing" in tarantool
+
+
+SCRIPT2 = r"""
+box.cfg{work_dir = os.getenv('WORK'), log_level = 1}
+local function show(label, ...) local r = {pcall(...)} local v = r[2]
+  if type(v) == 'table' then local ok, j = pcall(require('json').encode, v) v = ok and j or tostring(v) end
+  local m, n = tostring(v), 1
+  while n > 0 do m, n = m:gsub('^[%w/_.]+%.lua:%d+: ', '') end
+  print(label, r[1], type(r[2]), m) end
+show('cfg1', box.cfg, {bogus_opt = 1})
+show('cfg2', box.cfg, {listen = {}})
+show('cfg3', box.cfg, {memtx_memory = 'x'})
+show('cfg4', box.cfg, {read_only = 'yes'})
+show('cfg5', box.cfg, {log_level = 'x'})
+show('cfg6', box.cfg, {readahead = -1})
+show('cfg7', box.cfg, {checkpoint_count = 0})
+show('cfg8', box.cfg, {net_msg_max = 1})
+show('cfg9', box.cfg, {too_long_threshold = 'x'})
+show('cfg10', box.cfg, {wal_mode = 'bogus'})
+show('cfg11', box.cfg, {memtx_dir = '/tmp'})
+show('cfg12', box.cfg, {replication_timeout = -1})
+show('cfg13', box.cfg, {custom_proc_title = 5})
+show('cfg14', box.cfg, 5)
+local s = box.schema.space.create('t')
+s:create_index('pk')
+s:insert{1, 'a', {1, 2}}
+local t = s:get(1)
+show('tup1', t.update, t, 5)
+show('tup2', t.find, t)
+show('tup3', t.totable, t, 'x')
+show('tup4', t.unpack, t, 5, 1)
+show('tup5', t.transform, t, 0, 1)
+show('tup6', t.transform, t, 10, 1)
+show('tup7', t.tomap, t, 5)
+show('tup8', function() return t['nofield'] end)
+show('tup9', box.tuple.new, {function() end})
+show('tup10', box.tuple.new, {1, 2}, {3})
+show('tup11', t.slice, t)
+show('tup12', t.upsert, t, {{'+', 1, 'x'}})
+show('seq1', function() return box.schema.sequence.create('q'):next() end)
+show('seq2', function() return box.sequence.q:set('x') end)
+show('seq3', function() return box.sequence.q:alter({bogus = 1}) end)
+show('seq4', function() return box.sequence.q:alter({min = 100}) end)
+show('ses1', box.session.su, 'nouser')
+show('ses2', box.session.push)
+show('ses3', box.session.exists, 'x')
+show('ses4', box.session.peer, 'x')
+show('ses5', box.session.on_connect, 5)
+show('trg1', s.on_replace, s, 5)
+show('trg2', s.before_replace, s, function() end, 5)
+show('at1', box.atomic, function() error('boom') end)
+show('at2', box.atomic, function() box.commit() end)
+show('at3', function() box.begin() local r = {pcall(box.begin)} box.rollback() return unpack(r) end)
+show('rbs1', function() box.begin() local sp = box.savepoint() box.commit() return box.rollback_to_savepoint(sp) end)
+show('idx1', s.index.pk.rename, s.index.pk, 5)
+show('idx2', s.rename, s, 5)
+show('idx3', s.index.pk.drop, s.index.pk)
+show('sp5', box.space._space.delete, box.space._space, {s.id})
+show('len1', function() return box.space._space:len() > 0 end)
+show('bsize1', s.bsize, s)
+show('drop1', function() s:drop() return s:select{} end)
+local f = box.schema.space.create('fm', {format = {{'a', 'unsigned'}, {'b', 'string'}}})
+f:create_index('pk')
+local ft = f:insert{1, 'x', 'extra', 7}
+local function keys(m) local out = {} for k, v in pairs(m) do out[#out + 1] = tostring(k) .. '=' .. tostring(v) end table.sort(out) return table.concat(out, ' ') end
+print('tomap1', keys(ft:tomap()))
+print('tomap2', keys(ft:tomap({names_only = true})))
+show('tomap3', ft.tomap, ft, {names_only = 'x'})
+show('tomap4', ft.tomap, ft, {}, 5)
+show('tot1', ft.totable, ft, 0)
+show('tot2', ft.totable, ft, 1, 0)
+show('unp1', function() return select('#', ft:unpack(2, 3)) end)
+show('btt1', box.tuple.totable, ft, 2)
+show('push1', box.session.push, 1, 5)
+show('push2', box.session.push)
+show('push3', box.session.push, 1)
+os.exit(0)
+"""
+
+
+def test_cfg_tuple_and_session_misuse_matches_tarantool(tmp_path):
+    """box.cfg after the start (a static option refused even when it was left at its
+    default), tuple methods' arguments (tomap's names_only leaves unnamed fields
+    out), box.session.push's usage and a script's session, renames, a dropped space."""
+    tarantool = same_output_on_both(tmp_path, "api_misuse2.lua", SCRIPT2, 59)
+    assert "cfg11\tfalse\tcdata\tCan't set option 'memtx_dir' dynamically" in tarantool
+    assert "tup3\tfalse\tstring\tattempt to compare string with number" in tarantool
+    assert "tomap2\ta=1 b=x" in tarantool
+    assert "push3\ttrue\tnil\tnil" in tarantool
