@@ -120,59 +120,12 @@ function error_mt.set_prev(e, prev)
     rawset(e, 'prev', prev)
 end
 
--- box.error.<NAME>: 2.6's error codes by name (errcode.h), in code order from 0;
--- false where 2.6 has no code.
-local ERROR_NAMES = {
-    'UNKNOWN', 'ILLEGAL_PARAMS', 'MEMORY_ISSUE', 'TUPLE_FOUND', 'TUPLE_NOT_FOUND', 'UNSUPPORTED', 'NONMASTER',
-    'READONLY', 'INJECTION', 'CREATE_SPACE', 'SPACE_EXISTS', 'DROP_SPACE', 'ALTER_SPACE', 'INDEX_TYPE',
-    'MODIFY_INDEX', 'LAST_DROP', 'TUPLE_FORMAT_LIMIT', 'DROP_PRIMARY_KEY', 'KEY_PART_TYPE', 'EXACT_MATCH',
-    'INVALID_MSGPACK', 'PROC_RET', 'TUPLE_NOT_ARRAY', 'FIELD_TYPE', 'INDEX_PART_TYPE_MISMATCH',
-    'UPDATE_SPLICE', 'UPDATE_ARG_TYPE', 'FORMAT_MISMATCH_INDEX_PART', 'UNKNOWN_UPDATE_OP', 'UPDATE_FIELD',
-    'FUNCTION_TX_ACTIVE', 'KEY_PART_COUNT', 'PROC_LUA', 'NO_SUCH_PROC', 'NO_SUCH_TRIGGER', 'NO_SUCH_INDEX_ID',
-    'NO_SUCH_SPACE', 'NO_SUCH_FIELD_NO', 'EXACT_FIELD_COUNT', 'FIELD_MISSING', 'WAL_IO',
-    'MORE_THAN_ONE_TUPLE', 'ACCESS_DENIED', 'CREATE_USER', 'DROP_USER', 'NO_SUCH_USER', 'USER_EXISTS',
-    'PASSWORD_MISMATCH', 'UNKNOWN_REQUEST_TYPE', 'UNKNOWN_SCHEMA_OBJECT', 'CREATE_FUNCTION',
-    'NO_SUCH_FUNCTION', 'FUNCTION_EXISTS', 'BEFORE_REPLACE_RET', 'MULTISTATEMENT_TRANSACTION',
-    'TRIGGER_EXISTS', 'USER_MAX', 'NO_SUCH_ENGINE', 'RELOAD_CFG', 'CFG', 'SAVEPOINT_EMPTY_TX',
-    'NO_SUCH_SAVEPOINT', 'UNKNOWN_REPLICA', 'REPLICASET_UUID_MISMATCH', 'INVALID_UUID',
-    'REPLICASET_UUID_IS_RO', 'INSTANCE_UUID_MISMATCH', false, 'INVALID_ORDER', 'MISSING_REQUEST_FIELD',
-    'IDENTIFIER', 'DROP_FUNCTION', 'ITERATOR_TYPE', 'REPLICA_MAX', 'INVALID_XLOG', 'INVALID_XLOG_NAME',
-    'INVALID_XLOG_ORDER', 'NO_CONNECTION', 'TIMEOUT', 'ACTIVE_TRANSACTION', 'CURSOR_NO_TRANSACTION',
-    'CROSS_ENGINE_TRANSACTION', 'NO_SUCH_ROLE', 'ROLE_EXISTS', 'CREATE_ROLE', 'INDEX_EXISTS',
-    'SESSION_CLOSED', 'ROLE_LOOP', 'GRANT', 'PRIV_GRANTED', 'ROLE_GRANTED', 'PRIV_NOT_GRANTED',
-    'ROLE_NOT_GRANTED', 'MISSING_SNAPSHOT', 'CANT_UPDATE_PRIMARY_KEY', 'UPDATE_INTEGER_OVERFLOW',
-    'GUEST_USER_PASSWORD', 'TRANSACTION_CONFLICT', 'UNSUPPORTED_PRIV', 'LOAD_FUNCTION', 'FUNCTION_LANGUAGE',
-    'RTREE_RECT', 'PROC_C', 'UNKNOWN_RTREE_INDEX_DISTANCE_TYPE', 'PROTOCOL', 'UPSERT_UNIQUE_SECONDARY_KEY',
-    'WRONG_INDEX_RECORD', 'WRONG_INDEX_PARTS', 'WRONG_INDEX_OPTIONS', 'WRONG_SCHEMA_VERSION',
-    'MEMTX_MAX_TUPLE_SIZE', 'WRONG_SPACE_OPTIONS', 'UNSUPPORTED_INDEX_FEATURE', 'VIEW_IS_RO',
-    'NO_TRANSACTION', 'SYSTEM', 'LOADING', 'CONNECTION_TO_SELF', 'KEY_PART_IS_TOO_LONG', 'COMPRESSION',
-    'CHECKPOINT_IN_PROGRESS', 'SUB_STMT_MAX', 'COMMIT_IN_SUB_STMT', 'ROLLBACK_IN_SUB_STMT', 'DECOMPRESSION',
-    'INVALID_XLOG_TYPE', 'ALREADY_RUNNING', 'INDEX_FIELD_COUNT_LIMIT', 'LOCAL_INSTANCE_ID_IS_READ_ONLY',
-    'BACKUP_IN_PROGRESS', 'READ_VIEW_ABORTED', 'INVALID_INDEX_FILE', 'INVALID_RUN_FILE', 'INVALID_VYLOG_FILE',
-    'CHECKPOINT_ROLLBACK', 'VY_QUOTA_TIMEOUT', 'PARTIAL_KEY', 'TRUNCATE_SYSTEM_SPACE', 'LOAD_MODULE',
-    'VINYL_MAX_TUPLE_SIZE', 'WRONG_DD_VERSION', 'WRONG_SPACE_FORMAT', 'CREATE_SEQUENCE', 'ALTER_SEQUENCE',
-    'DROP_SEQUENCE', 'NO_SUCH_SEQUENCE', 'SEQUENCE_EXISTS', 'SEQUENCE_OVERFLOW', 'NO_SUCH_INDEX_NAME',
-    'SPACE_FIELD_IS_DUPLICATE', 'CANT_CREATE_COLLATION', 'WRONG_COLLATION_OPTIONS', 'NULLABLE_PRIMARY',
-    'NO_SUCH_FIELD_NAME_IN_SPACE', 'TRANSACTION_YIELD', 'NO_SUCH_GROUP', 'SQL_BIND_VALUE', 'SQL_BIND_TYPE',
-    'SQL_BIND_PARAMETER_MAX', 'SQL_EXECUTE', 'UPDATE_DECIMAL_OVERFLOW', 'SQL_BIND_NOT_FOUND',
-    'ACTION_MISMATCH', 'VIEW_MISSING_SQL', 'FOREIGN_KEY_CONSTRAINT', 'NO_SUCH_MODULE', 'NO_SUCH_COLLATION',
-    'CREATE_FK_CONSTRAINT', 'DROP_FK_CONSTRAINT', 'NO_SUCH_CONSTRAINT', 'CONSTRAINT_EXISTS',
-    'SQL_TYPE_MISMATCH', 'ROWID_OVERFLOW', 'DROP_COLLATION', 'ILLEGAL_COLLATION_MIX', 'SQL_NO_SUCH_PRAGMA',
-    'SQL_CANT_RESOLVE_FIELD', 'INDEX_EXISTS_IN_SPACE', 'INCONSISTENT_TYPES', 'SQL_SYNTAX_WITH_POS',
-    'SQL_STACK_OVERFLOW', 'SQL_SELECT_WILDCARD', 'SQL_STATEMENT_EMPTY', false, 'SQL_SYNTAX_NEAR_TOKEN',
-    'SQL_UNKNOWN_TOKEN', 'SQL_PARSER_GENERIC', 'SQL_ANALYZE_ARGUMENT', 'SQL_COLUMN_COUNT_MAX',
-    'HEX_LITERAL_MAX', 'INT_LITERAL_MAX', 'SQL_PARSER_LIMIT', 'INDEX_DEF_UNSUPPORTED', 'CK_DEF_UNSUPPORTED',
-    'MULTIKEY_INDEX_MISMATCH', 'CREATE_CK_CONSTRAINT', 'CK_CONSTRAINT_FAILED', 'SQL_COLUMN_COUNT',
-    'FUNC_INDEX_FUNC', 'FUNC_INDEX_FORMAT', 'FUNC_INDEX_PARTS', 'NO_SUCH_FIELD_NAME', 'FUNC_WRONG_ARG_COUNT',
-    'BOOTSTRAP_READONLY', 'SQL_FUNC_WRONG_RET_COUNT', 'FUNC_INVALID_RETURN_TYPE',
-    'SQL_PARSER_GENERIC_WITH_POS', 'REPLICA_NOT_ANON', 'CANNOT_REGISTER', 'SESSION_SETTING_INVALID_VALUE',
-    'SQL_PREPARE', 'WRONG_QUERY_ID', 'SEQUENCE_NOT_STARTED', 'NO_SUCH_SESSION_SETTING',
-    'UNCOMMITTED_FOREIGN_SYNC_TXNS', 'SYNC_MASTER_MISMATCH', 'SYNC_QUORUM_TIMEOUT', 'SYNC_ROLLBACK',
-    'TUPLE_METADATA_IS_TOO_BIG',
-}
+-- box.error.<NAME>: 2.6's error codes by name, and their descriptions (lua/errcodes.lua,
+-- loaded before this file).
+local ERRCODES = internal.errcodes
 local codes = {}
-for i, name in ipairs(ERROR_NAMES) do
-    if name then codes[name] = i - 1 end
+for i, entry in ipairs(ERRCODES) do
+    if entry[1] then codes[entry[1]] = i - 1 end
 end
 
 internal.error_codes = codes
@@ -208,30 +161,10 @@ function internal.error_from_stack(payload)
     return first
 end
 
--- Message formats of the codes box.error(code, ...) is commonly called with (errcode.h).
-local formats = {
-    [0] = 'Unknown error', [1] = 'Illegal parameters, %s', [3] = "Duplicate key exists in unique index '%s' in space '%s'",
-    [4] = "Tuple doesn't exist in index '%s' in space '%s'", [5] = '%s does not support %s',
-    [7] = "Can't modify data because this instance is in read-only mode.", [10] = "Space '%s' already exists",
-    [20] = 'Invalid MsgPack - %s', [32] = '%s', [33] = "Procedure '%s' is not defined",
-    [35] = "No index #%u is defined in space '%s'", [36] = "Space '%s' does not exist",
-    [41] = "Get() doesn't support partial keys and non-unique indexes",
-    [42] = "%s access to %s '%s' is denied for user '%s'", [45] = "User '%s' is not found",
-    [46] = "User '%s' already exists", [47] = "Incorrect password supplied for user '%s'",
-    [48] = 'Unknown request type %u', [51] = "Function '%s' does not exist", [52] = "Function '%s' already exists",
-    [77] = 'Connection is not established', [78] = 'Timeout exceeded',
-    [82] = "Role '%s' is not found", [83] = "Role '%s' already exists",
-    [85] = "Index '%s' already exists", [114] = 'No active transaction',
-    [177] = "Index '%s' already exists in space '%s'",
-    [148] = "No index '%s' is defined in space '%s'", [201] = "Field '%s' was not found in the tuple",
-}
-
-local function format_message(code, ...)
-    local fmt = formats[code]
-    if fmt == nil then
-        return select('#', ...) > 0 and string.format(...) or 'Unknown error'
-    end
-    return string.format((string.gsub(fmt, '%%u', '%%d')), ...)
+-- A code's description, as 2.6's tnt_errcode_desc.
+local function error_description(code)
+    local entry = ERRCODES[code + 1]
+    return entry and entry[2] or 'Unknown error'
 end
 
 -- Internal errors: the message is given in full.
@@ -276,25 +209,56 @@ local function set_trigger(list, new, old)
     return new
 end
 
-local function from_table(t)
-    if t.code == nil and t.reason == nil then
-        return make_error(0, 'Unknown error')
+-- A new error object from box.error's or box.error.new's arguments, as 2.6's
+-- luaT_error_create reads them: (code[, format arguments]), (custom type, reason[,
+-- format arguments]) or a table {code =, reason =, type =}; nil for anything else
+-- (and for a description wanting arguments none were given for).
+local function create_error(...)
+    local n, first = select('#', ...), ...
+    local code, custom_type, reason = 0, nil, nil
+    if n >= 1 and (type(first) == 'number' or type(first) == 'string') then
+        local args_from = 2
+        if type(first) == 'number' then
+            code = first
+            reason = error_description(first)
+        else
+            custom_type, reason, args_from = first, select(2, ...), 3
+            if type(reason) ~= 'string' then return nil end
+        end
+        if n >= args_from then
+            reason = string.format((string.gsub(reason, '%%u', '%%d')), select(args_from, ...))
+        elseif reason:find('%', 1, true) then
+            return nil
+        end
+    elseif n == 1 and type(first) == 'table' then
+        code = tonumber(first.code) or 0
+        reason = first.reason
+        reason = (type(reason) == 'string' or type(reason) == 'number') and tostring(reason) or ''
+        local t = first.type
+        if type(t) == 'string' or type(t) == 'number' then custom_type = tostring(t) end
+    else
+        return nil
     end
-    if t.type ~= nil then
-        return make_error(t.code or 0, t.reason or '', 'CustomError', {custom_type = t.type})
+    -- A custom error's type is its own name; its base type says it is custom.
+    if custom_type ~= nil then
+        return make_error(code, reason, 'CustomError', {custom_type = custom_type, type = custom_type})
     end
-    return make_error(t.code or 0, t.reason or '')
+    return make_error(code, reason)
 end
 
 box.error = setmetatable({}, {
-    __call = function(_, code, ...)
-        local e
-        if type(code) == 'table' and getmetatable(code) == error_mt then
-            e = code
-        elseif type(code) == 'table' then
-            e = from_table(code)
-        else
-            e = make_error(code, format_message(code, ...))
+    __call = function(_, ...)
+        local n, first = select('#', ...), ...
+        -- No arguments: the last error again, if there is one.
+        if n == 0 then
+            local last = box.error.last()
+            if last == nil then return end
+            error(last, 2)
+        end
+        local e = first
+        if not (n == 1 and type(first) == 'table' and getmetatable(first) == error_mt) then
+            e = create_error(...)
+            if e == nil then error('box.error(): bad arguments', 0) end
         end
         if rawget(e, 'trace') == nil then rawset(e, 'trace', trace_at(2)) end
         error(set_last_error(e), 2)
@@ -306,9 +270,9 @@ function box.error.set(e)
     if getmetatable(e) ~= error_mt then error('Usage: box.error.set(error)', 2) end
     set_last_error(e)
 end
-function box.error.new(code, ...)
-    local e
-    if type(code) == 'table' then e = from_table(code) else e = make_error(code, format_message(code, ...)) end
+function box.error.new(...)
+    local e = select('#', ...) > 0 and create_error(...) or nil
+    if e == nil then error('Usage: box.error.new(code, args) or box.error.new(type, args)', 0) end
     rawset(e, 'trace', trace_at(2))
     return e
 end

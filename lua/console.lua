@@ -1288,6 +1288,8 @@ local function json_encode(v, depth, cfg)
         return '[' .. table.concat(parts, ',') .. ']'
     end
     for k, x in pairs(v) do
+        local kt = type(k)
+        if kt ~= 'string' and kt ~= 'number' then error('table key must be a number or string', 0) end
         parts[#parts + 1] = json_string(tostring(k)) .. ':' .. json_encode(x, depth + 1, cfg)
     end
     return '{' .. table.concat(parts, ',') .. '}'

@@ -529,8 +529,16 @@ function fiber.clock64()
 end
 
 -- The fiber object
+
+-- As 2.6: a fiber that ended (and is not waiting to be joined) is gone, and its
+-- object's methods say so.
+local function check_alive(f)
+    if f.state == 'dead' and not f.joinable then error('the fiber is dead', 3) end
+end
+
 function fiber_mt:id() return self.fid end
 function fiber_mt:name(name, opts)
+    check_alive(self)
     if name ~= nil then
         if type(name) ~= 'string' then error('fiber.name(): bad arguments', 2) end
         if #name > 32 and not (type(opts) == 'table' and opts.truncate) then
@@ -545,11 +553,18 @@ function fiber_mt:status()
     return self.state == 'dead' and 'dead' or 'suspended'
 end
 function fiber_mt:cancel()
+    check_alive(self)
     if self.state == 'dead' then return end
     self.cancelled = true
-    if self ~= running() then wake(self) end
+    if self ~= running() then
+        wake(self)
+    elseif self == current then
+        -- As 2.6: cancelling oneself is noticed at once.
+        error(cancelled_error(), 0)
+    end
 end
 function fiber_mt:wakeup()
+    check_alive(self)
     if self.state ~= 'dead' and self ~= running() then wake(self) end
 end
 function fiber_mt:set_joinable(yes) self.joinable = yes and true or false end
@@ -580,8 +595,10 @@ local channel_mt = {}
 channel_mt.__index = channel_mt
 
 function fiber.channel(size)
-    size = size or 0
-    if type(size) ~= 'number' or size < 0 then error('fiber.channel(size): bad arguments', 2) end
+    size = size == nil and 0 or tonumber(size)
+    if size == nil then error('fiber.channel(size): bad arguments', 2) end
+    if size < 0 then error('fiber.channel(size): negative size', 2) end
+    size = size >= 0 and math.floor(size) or math.ceil(size)
     return setmetatable({cap = size, buf = {}, head = 1, tail = 0, readers = {}, writers = {}, closed = false},
                         channel_mt)
 end
@@ -589,6 +606,15 @@ end
 local function deadline_of(timeout)
     if timeout == nil or timeout == math.huge then return nil end
     return now() + math.max(timeout, 0)
+end
+
+-- A channel's or a condition's time-out as 2.6 takes it (a number, or a string
+-- of one, not negative), or `usage` raised at the caller's caller.
+local function checked_timeout(timeout, usage)
+    if timeout == nil then return nil end
+    local t = tonumber(timeout)
+    if t == nil or t < 0 then error('usage: ' .. usage, 3) end
+    return t
 end
 
 local function wake_first(list)
@@ -618,9 +644,11 @@ function channel_mt:has_readers() return #self.readers > 0 end
 function channel_mt:has_writers() return #self.writers > 0 end
 function channel_mt:is_closed() return self.closed end
 
-function channel_mt:put(value, timeout)
-    if getmetatable(self) ~= channel_mt then error('usage: channel:put(var [, timeout])', 2) end
-    local deadline = deadline_of(timeout)
+function channel_mt:put(...)
+    local usage = 'channel:put(var [, timeout])'
+    if getmetatable(self) ~= channel_mt or select('#', ...) < 1 then error('usage: ' .. usage, 2) end
+    local value, timeout = ...
+    local deadline = deadline_of(checked_timeout(timeout, usage))
     while true do
         if self.closed then return false end
         -- Room in the buffer, or (an unbuffered channel) a reader waiting for this value.
@@ -641,7 +669,7 @@ end
 
 function channel_mt:get(timeout)
     if getmetatable(self) ~= channel_mt then error('usage: channel:get([timeout])', 2) end
-    local deadline = deadline_of(timeout)
+    local deadline = deadline_of(checked_timeout(timeout, 'channel:get([timeout])'))
     while true do
         if self:count() > 0 then
             local v = self.buf[self.head]
@@ -677,6 +705,7 @@ cond_mt.__index = cond_mt
 
 function fiber.cond() return setmetatable({waiters = {}}, cond_mt) end
 function cond_mt:wait(timeout)
+    timeout = checked_timeout(timeout, 'cond:wait([timeout])')
     local self_fiber = me()
     if self_fiber == nil then return false end
     table.insert(self.waiters, self_fiber)

@@ -43,7 +43,7 @@ local function parse_uri(address)
     if type(address) == 'number' then return nil, tostring(address) end
     local parts = require('uri').parse(tostring(address))
     if parts == nil or parts.service == nil then
-        error('usage: connect(uri[, opts] | host, port[, opts])', 3)
+        error(box.internal.make_error(ER_PROC_LUA, 'usage: connect(uri[, opts] | host, port[, opts])'), 3)
     end
     local host = parts.host
     if host == '*' then host = 'localhost' end

@@ -59,6 +59,8 @@ use tuple::LuaTuple;
 /// Tarantool release oncebox is compatible with.
 const VERSION: &str = "2.6.0-0-oncebox";
 const PRELUDE: &str = include_str!("../../lua/box.lua");
+/// 2.6's error codes and descriptions, which the prelude reads as `box.internal.errcodes`.
+const ERRCODES: &str = include_str!("../../lua/errcodes.lua");
 const CONSOLE: &str = include_str!("../../lua/console.lua");
 const CONSOLE_LUA_OUTPUT: &str = include_str!("../../lua/console_lua_output.lua");
 const NET_BOX: &str = include_str!("../../lua/net_box.lua");
@@ -331,6 +333,9 @@ impl LuaRuntime {
         let init = || -> mlua::Result<()> {
             let b = lua.create_table()?;
             b.set("NULL", convert::null(&lua)?)?;
+            let internal = lua.create_table()?;
+            internal.set("errcodes", lua.load(ERRCODES).set_name("=errcodes.lua").eval::<mlua::Table>()?)?;
+            b.set("internal", internal)?;
             lua.globals().set("box", b)?;
             lua.globals().set("_TARANTOOL", VERSION)?;
             Ok(())
@@ -1222,9 +1227,8 @@ fn register_frame(lua: &Lua) -> mlua::Result<()> {
             })
             .unwrap_or((None, None)))
     })?;
-    let internal = lua.create_table()?;
-    internal.set("frame", frame)?;
-    lua.globals().get::<Table>("box")?.set("internal", internal)
+    let internal = lua.globals().get::<Table>("box")?.get::<Table>("internal")?;
+    internal.set("frame", frame)
 }
 
 /// Finds the function a CALL names.

@@ -223,3 +223,80 @@ def test_cfg_tuple_and_session_misuse_matches_tarantool(tmp_path):
     assert "tup3\tfalse\tstring\tattempt to compare string with number" in tarantool
     assert "tomap2\ta=1 b=x" in tarantool
     assert "push3\ttrue\tnil\tnil" in tarantool
+
+
+SCRIPT3 = r"""
+box.cfg{work_dir = os.getenv('WORK'), log_level = 1}
+local function show(label, ...) local r = {pcall(...)} local v = r[2]
+  if type(v) == 'table' then local ok, j = pcall(require('json').encode, v) v = ok and j or tostring(v) end
+  local m, n = tostring(v), 1
+  while n > 0 do m, n = m:gsub('^[%w/_.]+%.lua:%d+: ', '') end
+  print(label, r[1], type(r[2]), m) end
+local fiber, json, msgpack, yaml = require('fiber'), require('json'), require('msgpack'), require('yaml')
+show('fb1', fiber.create, 5)
+show('fb2', fiber.new)
+show('fb3', fiber.sleep, 'x')
+show('fb4', fiber.find, 'x')
+show('fb5', function() local f = fiber.create(function() end) return f:name(5) end)
+show('fb6', function() local f = fiber.new(function() end) f:set_joinable(true) return f:join(), f:join() end)
+show('fb7', function() return fiber.channel(-1) end)
+show('fb8', function() local c = fiber.channel(1) return c:put(1, 'x') end)
+show('fb9', function() return fiber.cond():wait('x') end)
+show('fb10', function() return fiber.self():cancel() end)
+show('js1', json.decode, '{bad')
+show('js2', json.decode, 5)
+show('js3', json.encode, {[true] = 1})
+show('js4', json.decode, '[1,2')
+show('js5', json.encode, function() end)
+show('js6', json.decode, '"\\uZZZZ"')
+show('js7', json.decode, '1e999')
+show('js8', json.encode, 0/0)
+show('mp1', msgpack.decode, 'x')
+show('mp2', msgpack.decode, '\x91')
+show('mp3', msgpack.decode, 5)
+show('mp4', msgpack.decode, '\x01', 5)
+show('mp5', msgpack.encode, function() end)
+show('ym2', yaml.decode, 5)
+show('ym3', yaml.encode, function() end)
+show('str1', string.split, 'a,b', '')
+show('str2', string.rjust, 'a', 'x')
+show('str3', string.hex, 5)
+show('str4', string.fromhex, 'zz')
+show('tbl1', table.copy, 5)
+show('tbl2', table.deepcopy, nil)
+show('clk1', require('clock').sleep)
+show('dig1', require('digest').sha256, 5)
+show('dig2', require('digest').base64_decode, nil)
+show('uuid1', require('uuid').fromstr, 'x')
+show('uuid2', require('uuid').frombin, 'x')
+show('dec1', function() return require('decimal').new('x') end)
+show('dec2', function() return require('decimal').new(1) / 0 end)
+show('log1', require('log').info, '%d', 'x')
+show('err1', box.error, 'x')
+show('err2', box.error, {code = 'x'})
+show('err3', box.error.new, 99999)
+show('err4', box.error.new, {reason = 5})
+show('err5', box.error, 1, 2, 3)
+show('fio2', require('fio').open, '/tmp', {'O_BOGUS'})
+show('nb1', require('net.box').connect, 'bogus:uri:x')
+show('csv1', require('csv').load, 5)
+show('err6', box.error.new, {})
+show('err7', box.error, box.error.ILLEGAL_PARAMS)
+show('err8', box.error.new, 'MyType', 'oops %d', 5)
+show('err9', function() local e = box.error.new('MyType', 'x') return e.type, e.code end)
+show('err10', box.error.new, 'MyType')
+show('err11', box.error.new, box.error.NO_SUCH_SPACE, 'zz')
+show('fb11', function() local c = fiber.channel('2') return c:put(1, '0') end)
+show('fb12', function() return fiber.cond():wait(-1) end)
+os.exit(0)
+"""
+
+
+def test_module_misuse_matches_tarantool(tmp_path):
+    """fiber, channels and conditions, json, msgpack, yaml, string and table
+    helpers, digest, uuid, decimal, box.error's argument forms (2.6's
+    luaT_error_create, with every 2.6 error code's description), net.box."""
+    tarantool = same_output_on_both(tmp_path, "api_misuse3.lua", SCRIPT3, 55)
+    assert "err1\tfalse\tstring\tbox.error(): bad arguments" in tarantool
+    assert "fb7\tfalse\tstring\tfiber.channel(size): negative size" in tarantool
+    assert "js3\tfalse\tstring\ttable key must be a number or string" in tarantool
