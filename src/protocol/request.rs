@@ -320,7 +320,11 @@ fn read_fields(body: &[u8], wanted: u128) -> BoxResult<Fields> {
             key::USER_NAME => f.set_part(Part::UserName, str_span(&mut r)?),
             key::EXPR => f.set_part(Part::Expr, str_span(&mut r)?),
             key::SQL_TEXT => f.set_part(Part::SqlText, str_span(&mut r)?),
-            key::SQL_BIND => f.set_part(Part::SqlBind, of(&mut r, MpType::Array)?),
+            // As 2.6's sql_bind_list_decode words it.
+            key::SQL_BIND => f.set_part(
+                Part::SqlBind,
+                of(&mut r, MpType::Array).map_err(|_| BoxError::invalid_msgpack("SQL parameter list"))?,
+            ),
             key::STMT_ID => f.set_int(Int::StmtId, uint(&mut r)?),
             _ => {
                 r.skip().map_err(|_| bad_body())?;
@@ -494,6 +498,9 @@ mod tests {
         assert_eq!(x.binds, &[0x90][..]);
         let Some(Request::Execute(x)) = parse(rt::EXECUTE, &[0x81, 0x43, 0x07]).unwrap() else { panic!() };
         assert_eq!(x.statement, Statement::Id(7));
+        // Binds that are not a list: 2.6's words.
+        let e = parse(rt::EXECUTE, &[0x82, 0x40, 0xa1, b'x', 0x41, 0x05]).unwrap_err();
+        assert_eq!(e.message, "Invalid MsgPack - SQL parameter list");
         assert_eq!(parse(rt::PREPARE, &[0x81, 0x43, 0x07]).unwrap(), Some(Request::Prepare(Statement::Id(7))));
         // Text and id together are refused, as 2.6 refuses them.
         assert_eq!(parse(rt::EXECUTE, &[0x82, 0x43, 0x07, 0x40, 0xa1, b'x']).unwrap_err().code, code::INVALID_MSGPACK);
