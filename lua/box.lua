@@ -2310,9 +2310,10 @@ end
 -- A box.info item that is called for its figures (2.6's are callable tables).
 local function callable(fn) return setmetatable({}, {__call = function(_, ...) return fn(...) end}) end
 
+-- A vclock: a map from replica id to lsn (2.6 encodes it as a map, `{1: 5}`).
 local function vclock(lsn)
     lsn = lsn or op('lsn')
-    return lsn > 0 and {[1] = lsn} or {}
+    return map(lsn > 0 and {[1] = lsn} or {})
 end
 
 -- box.info.gc(): the last checkpoint (oncebox applies the log to its rows every
@@ -2357,7 +2358,7 @@ box.info = setmetatable({package = 'Tarantool', version = _TARANTOOL}, {__index 
     if k == 'ro' then return op('is_read_only') end
     if k == 'id' then return 1 end
     if k == 'uuid' then return op('instance_uuid') end
-    -- The address the binary port is bound to (port 0 resolved), as box.info.listen in 2.8+.
+    -- The address the binary port is bound to (port 0 resolved), as 2.6's box.info.listen.
     if k == 'listen' then return internal.listen_bound or box.cfg.listen end
     if k == 'schema_version' then return op('schema_version') end
     if k == 'memory' then return box_info_memory_item end
@@ -2366,7 +2367,8 @@ box.info = setmetatable({package = 'Tarantool', version = _TARANTOOL}, {__index 
     if k == 'lsn' or k == 'signature' then return op('lsn') end
     if k == 'vclock' then return vclock() end
     if k == 'replication' then
-        return {[1] = {id = 1, uuid = op('instance_uuid'), lsn = op('lsn')}}
+        -- By replica id, a map as in 2.6 (in block style).
+        return setmetatable({[1] = {id = 1, uuid = op('instance_uuid'), lsn = op('lsn')}}, {__serialize = 'mapping'})
     end
     if k == 'cluster' then
         local row = op('cluster_row')
@@ -2377,8 +2379,8 @@ box.info = setmetatable({package = 'Tarantool', version = _TARANTOOL}, {__index 
     return nil
 end, __call = function(self)
     local all = {replication_anon = {count = 0}}
-    for _, k in ipairs({'cluster', 'gc', 'id', 'lsn', 'memory', 'package', 'pid', 'replication', 'ro', 'signature',
-                        'sql', 'status', 'uptime', 'uuid', 'vclock', 'version', 'vinyl'}) do
+    for _, k in ipairs({'cluster', 'gc', 'id', 'listen', 'lsn', 'memory', 'package', 'pid', 'replication', 'ro',
+                        'signature', 'sql', 'status', 'uptime', 'uuid', 'vclock', 'version', 'vinyl'}) do
         all[k] = self[k]
     end
     return all

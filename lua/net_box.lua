@@ -21,7 +21,8 @@ local T = {SELECT = 1, INSERT = 2, REPLACE = 3, UPDATE = 4, DELETE = 5, CALL_16 
            UPSERT = 9, CALL = 10, PING = 64}
 local K = {SPACE_ID = 0x10, INDEX_ID = 0x11, LIMIT = 0x12, OFFSET = 0x13, ITERATOR = 0x14, KEY = 0x20,
            INDEX_BASE = 0x15, TUPLE = 0x21, FUNCTION_NAME = 0x22, USER_NAME = 0x23, EXPR = 0x27, OPS = 0x28, DATA = 0x30,
-           ERROR_24 = 0x31, METADATA = 0x32, SQL_TEXT = 0x40, SQL_BIND = 0x41, SQL_INFO = 0x42, ERROR = 0x52}
+           ERROR_24 = 0x31, METADATA = 0x32, SQL_TEXT = 0x40, SQL_BIND = 0x41, SQL_INFO = 0x42, STMT_ID = 0x43,
+           ERROR = 0x52}
 T.EXECUTE = 11
 local ER_PROC_LUA = 32
 local ITERATORS = {EQ = 0, REQ = 1, ALL = 2, LT = 3, LE = 4, GE = 5, GT = 6, BITS_ALL_SET = 7,
@@ -262,6 +263,11 @@ function conn_mt:_request(ty, body, opts, convert, method)
 
     local token = opts and opts.idempotent_token
     local timeout = (opts and opts.timeout) or self.opts.timeout
+    -- As 2.6, where the time-out is added to the clock.
+    if timeout ~= nil and tonumber(timeout) == nil then
+        error(string.format("attempt to perform arithmetic on field 'timeout' (a %s value)", type(timeout)), 0)
+    end
+    timeout = tonumber(timeout)
     -- {buffer = ibuf}: the reply body's bytes go into it (`skip_header`: the data alone).
     local buf = opts and opts.buffer
     local skip_header = opts and opts.skip_header
@@ -327,11 +333,21 @@ local function values(data, opts)
     return unpack(data or {}, 1, data and table.maxn(data) or 0)
 end
 
+-- As 2.6: call's and eval's arguments are one table, not a list of values.
+local function check_args(args, usage)
+    if args ~= nil and type(args) ~= 'table' then error(usage, 3) end
+end
+
 function conn_mt:call(name, args, opts)
-    return values(self:_request(T.CALL, {[K.FUNCTION_NAME] = name, [K.TUPLE] = seq(args)}, opts, nil, 'call_17'), opts)
+    check_args(args, 'Use remote:call(func_name, {arg1, arg2, ...}, opts) instead of remote:call(func_name, arg1, arg2, ...)')
+    local body = {[K.FUNCTION_NAME] = tostring(name), [K.TUPLE] = seq(args)}
+    return values(self:_request(T.CALL, body, opts, nil, 'call_17'), opts)
 end
 
 function conn_mt:eval(expr, args, opts)
+    check_args(args, 'Use remote:eval(expression, {arg1, arg2, ...}, opts) instead of remote:eval(expression, arg1, arg2, ...)')
+    -- A number is sent as its text, as 2.6's encoder takes it.
+    if type(expr) == 'number' then expr = tostring(expr) end
     return values(self:_request(T.EVAL, {[K.EXPR] = expr, [K.TUPLE] = seq(args)}, opts, nil, 'eval'), opts)
 end
 
@@ -356,7 +372,9 @@ local function sql_result(data, reply)
 end
 
 function conn_mt:execute(sql, params, _, opts)
-    local body = {[K.SQL_TEXT] = sql, [K.SQL_BIND] = seq(params)}
+    -- As 2.6: a number names a prepared statement.
+    local body = type(sql) == 'number' and {[K.STMT_ID] = sql, [K.SQL_BIND] = seq(params)}
+        or {[K.SQL_TEXT] = sql, [K.SQL_BIND] = seq(params)}
     return self:_request(T.EXECUTE, body, opts, sql_result, 'execute')
 end
 
@@ -470,11 +488,34 @@ end
 
 local function first_tuple(data) return tuples(data)[1] end
 
+-- A limit or an offset as 2.6's encoder reads it (lua_tonumber, into a uint32_t).
+local function uint32_of(v)
+    local n = tonumber(v) or 0
+    n = n >= 0 and math.floor(n) or math.ceil(n)
+    return n % 4294967296
+end
+
+-- The iterator as 2.6's check_iterator_type reads it: ALL for no key, else EQ,
+-- by default; a name, or a number.
+local function iterator_of(opts, key)
+    local it = opts.iterator
+    if not it then return (key == nil or (type(key) == 'table' and #key == 0)) and ITERATORS.ALL or ITERATORS.EQ end
+    if type(it) == 'number' then return it end
+    local code = type(it) == 'string' and ITERATORS[string.upper(it)] or nil
+    if code == nil then box.error(box.error.ITERATOR_TYPE, tostring(it)) end
+    return code
+end
+
 local function select_body(index, key, opts)
-    local iterator = opts.iterator or 'EQ'
-    if type(iterator) == 'string' then iterator = ITERATORS[string.upper(iterator)] end
-    return {[K.SPACE_ID] = index.space_id, [K.INDEX_ID] = index.id, [K.ITERATOR] = iterator or 0,
-            [K.KEY] = key_of(key), [K.LIMIT] = opts.limit or 0xFFFFFFFF, [K.OFFSET] = opts.offset or 0}
+    return {[K.SPACE_ID] = index.space_id, [K.INDEX_ID] = index.id, [K.ITERATOR] = iterator_of(opts, key),
+            [K.KEY] = key_of(key), [K.LIMIT] = opts.limit ~= nil and uint32_of(opts.limit) or 0xFFFFFFFF,
+            [K.OFFSET] = opts.offset ~= nil and uint32_of(opts.offset) or 0}
+end
+
+-- A tuple or an operation list as 2.6's encoder takes it: a table or a tuple.
+local function tuple_of(v)
+    if type(v) ~= 'table' and not box.tuple.is(v) then box.error(box.error.TUPLE_NOT_ARRAY) end
+    return v
 end
 
 function index_mt:select(key, opts)
@@ -519,8 +560,8 @@ end
 
 function index_mt:update(key, ops, opts)
     -- Field numbers in Lua are 1-based, as net.box sends them (IPROTO_INDEX_BASE = 1).
-    local body = {[K.SPACE_ID] = self.space_id, [K.INDEX_ID] = self.id, [K.KEY] = key_of(key), [K.TUPLE] = seq(ops),
-                  [K.INDEX_BASE] = 1}
+    local body = {[K.SPACE_ID] = self.space_id, [K.INDEX_ID] = self.id, [K.KEY] = key_of(key),
+                  [K.TUPLE] = tuple_of(ops), [K.INDEX_BASE] = 1}
     return self._conn:_request(T.UPDATE, body, opts, first_tuple, 'update')
 end
 
@@ -533,14 +574,14 @@ local space_mt = {}
 space_mt.__index = space_mt
 
 local function write(space, ty, tuple, opts, method)
-    local body = {[K.SPACE_ID] = space.id, [K.TUPLE] = tuple}
+    local body = {[K.SPACE_ID] = space.id, [K.TUPLE] = tuple_of(tuple)}
     return space._conn:_request(ty, body, opts, first_tuple, method)
 end
 
 function space_mt:insert(tuple, opts) return write(self, T.INSERT, tuple, opts, 'insert') end
 function space_mt:replace(tuple, opts) return write(self, T.REPLACE, tuple, opts, 'replace') end
 function space_mt:upsert(tuple, ops, opts)
-    local body = {[K.SPACE_ID] = self.id, [K.TUPLE] = tuple, [K.OPS] = seq(ops), [K.INDEX_BASE] = 1}
+    local body = {[K.SPACE_ID] = self.id, [K.TUPLE] = tuple_of(tuple), [K.OPS] = tuple_of(ops), [K.INDEX_BASE] = 1}
     return self._conn:_request(T.UPSERT, body, opts, function() return nil end, 'upsert')
 end
 function space_mt:select(key, opts) return self.index[0]:select(key, opts) end

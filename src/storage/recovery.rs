@@ -22,11 +22,11 @@ pub struct Identity {
 }
 
 impl Identity {
-    /// An engine holding the bootstrap catalogue under these uuids (new ones
-    /// where none was asked for; the replica set's is then the instance's).
+    /// An engine holding the bootstrap catalogue under these uuids (new ones,
+    /// each its own, where none was asked for, as 2.6 makes them).
     pub fn bootstrap(&self) -> Result<(Engine, uuid::Uuid), StoreError> {
         let instance = self.instance.unwrap_or_else(uuid::Uuid::new_v4);
-        let replicaset = self.replicaset.unwrap_or(instance);
+        let replicaset = self.replicaset.unwrap_or_else(uuid::Uuid::new_v4);
         let engine =
             Engine::bootstrap_with(&instance, &replicaset).map_err(|e| StoreError(format!("bootstrap: {e}")))?;
         Ok((engine, instance))

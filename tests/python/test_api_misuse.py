@@ -300,3 +300,66 @@ def test_module_misuse_matches_tarantool(tmp_path):
     assert "err1\tfalse\tstring\tbox.error(): bad arguments" in tarantool
     assert "fb7\tfalse\tstring\tfiber.channel(size): negative size" in tarantool
     assert "js3\tfalse\tstring\ttable key must be a number or string" in tarantool
+
+
+SCRIPT4 = r"""
+box.cfg{listen = '127.0.0.1:0', log_level = 1}
+box.schema.user.grant('guest', 'read,write,execute', 'universe')
+local s = box.schema.space.create('t')
+s:create_index('pk')
+local nb = require('net.box')
+local uri = box.info.listen
+local function show(label, ...) local r = {pcall(...)} local v = r[2]
+  if type(v) == 'table' then local ok, j = pcall(require('json').encode, v) v = ok and j or tostring(v) end
+  local m, n = tostring(v), 1
+  while n > 0 do m, n = m:gsub('^[%w/_.]+%.lua:%d+: ', '') end
+  print(label, r[1], type(r[2]), m) end
+local c = nb.connect(uri)
+show('c1', c.call, c, 5)
+show('c2', c.call, c, 'nofn')
+show('c3', c.call, c, 'box.info', 5)
+show('c4', c.eval, c, 5)
+show('c5', c.eval, c, 'return (')
+show('c6', function() return c.space.nonexist end)
+show('c7', function() return c.space.t:insert(5) end)
+show('c8', function() return c.space.t:select(nil, {iterator = 'BOGUS'}) end)
+show('c9', function() return c.space.t:select({}, {limit = 'x'}) end)
+show('c10', function() return c.space.t:get({1, 2}) end)
+show('c11', function() return c.space.t:update({1}, 5) end)
+show('c12', c.call, c, 'box.info', {}, {timeout = 'x'})
+show('c14', function() return c:ping({timeout = -1}) end)
+show('c15', function() return c.space.t.index.pk:count('x') end)
+show('c16', function() return c.space.t.index.nope end)
+show('c17', c.execute, c, 5)
+show('c18', c.execute, c, 'SELEKT')
+show('c19', function() return nb.connect(uri, {user = 'nouser'}):ping() end)
+show('c20', function() local x = nb.connect(uri, {user = 'nouser'}) return x.state, tostring(x.error) end)
+show('c13', function()
+  local info = c:call('box.info')
+  local keys = {} for k in pairs(info) do keys[#keys + 1] = k end table.sort(keys)
+  return table.concat(keys, ','), info.cluster.uuid ~= info.uuid, info.listen == box.info.listen
+end)
+local yaml = require('yaml')
+print('vclock', (yaml.encode(box.info.vclock):gsub('%d+}', 'N}')))
+local r = box.info.replication
+local rk = {} for k in pairs(r[1]) do rk[#rk + 1] = k end table.sort(rk)
+print('replication', getmetatable(r).__serialize, next(r), table.concat(rk, ','), (yaml.encode(r):match('^%-%-%-\n1:\n')))
+show('c21', function() c:close() return c:ping() end)
+show('c22', function() return c:call('box.info') end)
+show('c23', function() c:close() return c.state end)
+show('c25', function() return nb.connect('127.0.0.1:1'):ping() end)
+show('c26', function() local x = nb.connect('127.0.0.1:1') return x.state, tostring(x.error) end)
+os.exit(0)
+"""
+
+
+def test_netbox_misuse_and_box_info_shapes_match_tarantool(tmp_path):
+    """The instance's own net.box against itself: what it sends for numbers and
+    wrong types (2.6's encoders: a number as a function name or expression is its
+    text, as execute's argument a statement id; tuples and operations must be
+    tables; iterators checked, limit and offset read as uint32), call and eval
+    argument usage, time-outs; box.info()'s keys, and vclock and replication as
+    maps keyed by replica id."""
+    tarantool = same_output_on_both(tmp_path, "api_misuse4.lua", SCRIPT4, 31)
+    assert "c1\tfalse\tcdata\tProcedure '5' is not defined" in tarantool
+    assert "c17\tfalse\tcdata\tPrepared statement with id 5 does not exist" in tarantool
