@@ -108,12 +108,7 @@ impl FieldType {
             Self::String => ty == MpType::Str,
             Self::Boolean => ty == MpType::Bool,
             Self::Varbinary => ty == MpType::Bin,
-            // 2.6.0's scalar takes one extension, the decimal (not the uuid).
-            Self::Scalar => match ty {
-                MpType::Array | MpType::Map | MpType::Nil => false,
-                MpType::Ext => value.ext == Some(MP_DECIMAL),
-                _ => true,
-            },
+            Self::Scalar => !matches!(ty, MpType::Array | MpType::Map | MpType::Nil),
             Self::Array => ty == MpType::Array,
             Self::Map => ty == MpType::Map,
             Self::Uuid => value.ext == Some(UUID_EXT),
@@ -538,14 +533,6 @@ mod tests {
         assert!(KeyPart::Double(1.5) < KeyPart::Uint(2));
         assert!(KeyPart::Double(-1.5) < KeyPart::Neg(-1));
         assert!(KeyPart::Uint(u64::MAX) > KeyPart::Double(1e18));
-    }
-
-    #[test]
-    fn scalar_takes_the_decimal_extension_only() {
-        let ext = |e| ValueType { mp: MpType::Ext, ext: Some(e) };
-        assert!(FieldType::Scalar.accepts(ext(MP_DECIMAL)));
-        assert!(!FieldType::Scalar.accepts(ext(UUID_EXT)));
-        assert!(FieldType::Uuid.accepts(ext(UUID_EXT)) && FieldType::Any.accepts(ext(UUID_EXT)));
     }
 
     #[test]
