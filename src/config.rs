@@ -105,8 +105,104 @@ pub enum Command {
     Version,
     /// Print usage.
     Help,
-    /// Run a Lua script (`oncebox app.lua args...`).
-    Script(std::path::PathBuf, Vec<String>),
+    /// Run Lua as the `tarantool` executable does (`oncebox app.lua args...`).
+    Script(ScriptRun),
+}
+
+/// What a `tarantool [options] [script [args]]` command line runs, in order: the
+/// `-l` and `-e` steps, the script, then the interactive console if asked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScriptRun {
+    /// Where the script comes from.
+    pub source: ScriptSource,
+    /// The script's arguments (`arg[1]`...).
+    pub args: Vec<String>,
+    /// `-l NAME` and `-e EXPR`, in command-line order.
+    pub before: Vec<Before>,
+    /// `-i`, or no script on a terminal: the console after the rest.
+    pub interactive: bool,
+}
+
+/// A script's source.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ScriptSource {
+    /// A file.
+    File(PathBuf),
+    /// Standard input: named `-`, or no script when standard input is not a terminal.
+    Stdin {
+        /// Named `-` on the command line (`arg[0]` is then `-`).
+        named: bool,
+    },
+    /// None: only the `-l`/`-e` steps and the console.
+    Nothing,
+}
+
+/// A step before the script.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Before {
+    /// `-l NAME`: `NAME = require('NAME')`.
+    Require(String),
+    /// `-e EXPR`: the Lua chunk, run.
+    Eval(String),
+}
+
+impl ScriptRun {
+    /// A script file with its arguments, nothing before or after.
+    #[must_use]
+    pub fn file(path: PathBuf, args: Vec<String>) -> Self {
+        Self { source: ScriptSource::File(path), args, before: Vec::new(), interactive: false }
+    }
+}
+
+/// Parses a command line as the `tarantool` executable reads it (without the
+/// program name); `stdin_is_terminal` decides what no script means. Errors are
+/// worded as 2.6's getopt words them.
+pub fn parse_tarantool_args(
+    args: impl IntoIterator<Item = String>,
+    stdin_is_terminal: bool,
+) -> Result<Command, String> {
+    let mut it = args.into_iter();
+    let mut before = Vec::new();
+    let mut interactive = false;
+    let mut source = ScriptSource::Nothing;
+    while let Some(arg) = it.next() {
+        let mut value = |opt: char| it.next().ok_or_else(|| format!("option requires an argument -- '{opt}'"));
+        match arg.as_str() {
+            "-h" | "--help" => return Ok(Command::Help),
+            "-v" | "-V" | "--version" => return Ok(Command::Version),
+            "-e" => before.push(Before::Eval(value('e')?)),
+            "-l" => before.push(Before::Require(value('l')?)),
+            "-i" => interactive = true,
+            "-" => {
+                source = ScriptSource::Stdin { named: true };
+                break;
+            }
+            "--" => {
+                if let Some(script) = it.next() {
+                    source = ScriptSource::File(PathBuf::from(script));
+                }
+                break;
+            }
+            long if long.starts_with("--") => return Err(format!("unrecognized option '{long}'")),
+            short if short.starts_with('-') => {
+                return Err(format!("invalid option -- '{}'", short.chars().nth(1).unwrap_or('-')));
+            }
+            script => {
+                source = ScriptSource::File(PathBuf::from(script));
+                break;
+            }
+        }
+    }
+    // No script: standard input is one unless it is a terminal, where the console
+    // starts (after it, with `-i`, as in 2.6).
+    if source == ScriptSource::Nothing {
+        if stdin_is_terminal {
+            interactive = true;
+        } else {
+            source = ScriptSource::Stdin { named: false };
+        }
+    }
+    Ok(Command::Script(ScriptRun { source, args: it.collect(), before, interactive }))
 }
 
 /// Parses command-line arguments (without the program name).
@@ -151,7 +247,7 @@ pub fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Command, Str
             }
             other if !other.starts_with('-') => {
                 // The first positional argument is a script; the rest are its arguments.
-                return Ok(Command::Script(PathBuf::from(other), it.collect()));
+                return Ok(Command::Script(ScriptRun::file(PathBuf::from(other), it.collect())));
             }
             other => return Err(format!("unknown option '{other}'")),
         }
@@ -194,5 +290,32 @@ mod tests {
         assert_eq!(normalize_listen("unix/:./app.sock"), "./app.sock");
         assert_eq!(normalize_listen("storage:secret@127.0.0.1:3301"), "127.0.0.1:3301");
         assert_eq!(normalize_listen("admin:pw@unix/:/run/app.sock"), "/run/app.sock");
+    }
+
+    fn tarantool(args: &[&str], tty: bool) -> Result<Command, String> {
+        parse_tarantool_args(args.iter().map(|s| (*s).to_owned()), tty)
+    }
+
+    #[test]
+    fn reads_tarantools_command_line() {
+        let Ok(Command::Script(run)) = tarantool(&["-l", "json", "-e", "x = 1", "app.lua", "a", "-e"], false) else {
+            panic!()
+        };
+        assert_eq!(run.source, ScriptSource::File("app.lua".into()));
+        assert_eq!(run.args, ["a", "-e"]);
+        assert_eq!(run.before, [Before::Require("json".into()), Before::Eval("x = 1".into())]);
+        assert!(!run.interactive);
+        // No script: the console on a terminal, standard input otherwise.
+        let Ok(Command::Script(run)) = tarantool(&[], true) else { panic!() };
+        assert!(run.interactive && run.source == ScriptSource::Nothing);
+        let Ok(Command::Script(run)) = tarantool(&["-e", "print(1)"], false) else { panic!() };
+        assert!(!run.interactive && run.source == ScriptSource::Stdin { named: false });
+        let Ok(Command::Script(run)) = tarantool(&["-i"], false) else { panic!() };
+        assert!(run.interactive && run.source == ScriptSource::Stdin { named: false });
+        let Ok(Command::Script(run)) = tarantool(&["-", "x"], true) else { panic!() };
+        assert!(run.source == ScriptSource::Stdin { named: true } && run.args == ["x"]);
+        assert_eq!(tarantool(&["--bogus"], true).unwrap_err(), "unrecognized option '--bogus'");
+        assert_eq!(tarantool(&["-x"], true).unwrap_err(), "invalid option -- 'x'");
+        assert_eq!(tarantool(&["-e"], true).unwrap_err(), "option requires an argument -- 'e'");
     }
 }

@@ -265,7 +265,7 @@ impl StopSignals {
 
 /// Script mode: runs `script` (see [`script`]); serves while the script's `box.cfg`
 /// listens, until SIGINT or SIGTERM. Returns the process exit status.
-pub fn run_script(path: std::path::PathBuf, args: Vec<String>) -> Result<i32, BoxedError> {
+pub fn run_script(run: config::ScriptRun) -> Result<i32, BoxedError> {
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<TxMessage>();
     let (ev_tx, mut ev_rx) = tokio::sync::mpsc::unbounded_channel::<script::ScriptEvent>();
     let notify = tx.clone();
@@ -277,7 +277,7 @@ pub fn run_script(path: std::path::PathBuf, args: Vec<String>) -> Result<i32, Bo
     let tx_thread = std::thread::Builder::new()
         .name("tx".into())
         .stack_size(TX_STACK_BYTES)
-        .spawn(move || script::run(&path, &args, rx, &notify, &ev_tx, ctl_tx))?;
+        .spawn(move || script::run(&run, rx, &notify, &ev_tx, ctl_tx))?;
     let stop = CancellationToken::new();
     let tracker = TaskTracker::new();
     let code = runtime.block_on(async {

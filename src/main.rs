@@ -1,6 +1,6 @@
 //! The `oncebox` executable.
 
-use oncebox::config::{parse_args, Command, USAGE};
+use oncebox::config::{parse_args, parse_tarantool_args, Command, USAGE};
 
 /// mimalloc for every allocation the server makes (see Cargo.toml and
 /// [`oncebox::allocator`] for why).
@@ -15,8 +15,22 @@ fn main() {
     let _ = rustix::thread::disable_transparent_huge_pages(true);
     // Before any thread starts: the instance a `background = true` start runs.
     oncebox::daemon::adopt_mark();
-    let cmd = match parse_args(std::env::args().skip(1)) {
+    // Invoked as `tarantool` (a symlink), the command line is tarantool's.
+    let program = std::env::args().next().unwrap_or_default();
+    let as_tarantool = std::path::Path::new(&program).file_name().is_some_and(|n| n == "tarantool");
+    let parsed = if as_tarantool {
+        use std::io::IsTerminal;
+        parse_tarantool_args(std::env::args().skip(1), std::io::stdin().is_terminal())
+    } else {
+        parse_args(std::env::args().skip(1))
+    };
+    let cmd = match parsed {
         Ok(c) => c,
+        // As 2.6's getopt reports it, with EX_USAGE.
+        Err(e) if as_tarantool => {
+            eprintln!("{program}: {e}");
+            std::process::exit(64);
+        }
         Err(e) => {
             eprintln!("oncebox: {e}\n\n{USAGE}");
             std::process::exit(2);
@@ -28,7 +42,7 @@ fn main() {
             println!("Tarantool {}-0-oncebox", oncebox::protocol::REPORTED_VERSION);
             println!("oncebox {}", env!("CARGO_PKG_VERSION"));
         }
-        Command::Script(path, args) => {
+        Command::Script(run) => {
             let filter = tracing_subscriber::EnvFilter::try_new("warn,fjall=warn,lsm_tree=warn")
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
             tracing_subscriber::fmt()
@@ -36,7 +50,7 @@ fn main() {
                 .with_ansi(false)
                 .with_writer(|| oncebox::log_sink::Writer)
                 .init();
-            let outcome = oncebox::run_script(path, args);
+            let outcome = oncebox::run_script(run);
             // As 2.6: the pid file goes when the process does.
             oncebox::pid_file::release();
             match outcome {

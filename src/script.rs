@@ -197,14 +197,13 @@ fn check_directories(cfg: &BootCfg) -> Result<(), String> {
 
 /// Runs the script on this (TX) thread; serves afterwards if it listened.
 pub fn run(
-    script: &std::path::Path,
-    args: &[String],
+    script: &crate::config::ScriptRun,
     rx: UnboundedReceiver<TxMessage>,
     notify: &UnboundedSender<TxMessage>,
     events: &UnboundedSender<ScriptEvent>,
     control: UnboundedSender<crate::executor::Control>,
 ) {
-    let code = match drive(script, args, rx, notify, events, control) {
+    let code = match drive(script, rx, notify, events, control) {
         Ok(code) => code,
         Err(failure) if failure.on_stdout => {
             println!("{}", failure.text);
@@ -250,24 +249,43 @@ fn run_without_box(lua: &LuaRuntime, events: &UnboundedSender<ScriptEvent>) -> R
     Ok(())
 }
 
+/// The script's text and its name (`arg[0]`), as tarantool reads it: a file
+/// it cannot open stops the start with 2.6's message, on stdout.
+fn script_source(run: &crate::config::ScriptRun) -> Result<Option<crate::lua::ScriptText>, Failure> {
+    use crate::config::ScriptSource;
+    use std::io::Read;
+    match &run.source {
+        ScriptSource::File(path) => match std::fs::read(path) {
+            Ok(text) => Ok(Some(crate::lua::ScriptText::file(path, text))),
+            Err(e) => {
+                let (_, text) = crate::lua::socket::os_error(&e);
+                let text = format!("Can't open script {}: {text}", path.display());
+                Err(Failure { text, status: 2, on_stdout: true })
+            }
+        },
+        ScriptSource::Stdin { named } => {
+            let mut text = Vec::new();
+            std::io::stdin().read_to_end(&mut text).map_err(|e| format!("can't read the script from stdin: {e}"))?;
+            Ok(Some(crate::lua::ScriptText::stdin(text, *named)))
+        }
+        ScriptSource::Nothing => Ok(None),
+    }
+}
+
 fn drive(
-    script: &std::path::Path,
-    args: &[String],
+    script: &crate::config::ScriptRun,
     rx: UnboundedReceiver<TxMessage>,
     notify: &UnboundedSender<TxMessage>,
     events: &UnboundedSender<ScriptEvent>,
     control: UnboundedSender<crate::executor::Control>,
 ) -> Result<i32, Failure> {
-    if let Err(e) = std::fs::File::open(script) {
-        let (_, text) = crate::lua::socket::os_error(&e);
-        let text = format!("Can't open script {}: {text}", script.display());
-        return Err(Failure { text, status: 2, on_stdout: true });
-    }
+    let text = script_source(script)?;
+    let fiber_name = text.as_ref().map_or_else(|| "main".to_owned(), |t| t.fiber_name.clone());
     let lua = LuaRuntime::new().map_err(|e| e.message)?;
     // 2.6's event loop runs before box.cfg{}: so do socket, net.box and popen waits.
     lua.set_tx_notify(notify.clone());
     lua.open_inbox(rx, notify.clone());
-    let co = lua.load_script(script, args).map_err(|e| fatal(&lua, &e))?;
+    let co = lua.load_script(text.as_ref(), script).map_err(|e| fatal(&lua, &e))?;
     let opts = match lua.resume_unbound(&co).map_err(|e| fatal(&lua, &e))? {
         None => {
             run_without_box(&lua, events)?;
@@ -373,8 +391,7 @@ fn drive(
     let window = Window::new(cfg.idempotency.clone(), clock_ms, &engine);
     let mut executor =
         Executor::new(engine, wal, window, lua, &uuid, values).with_control(control).with_wakeups(notify.clone());
-    let name = script.file_name().map_or_else(|| "main".to_owned(), |n| n.to_string_lossy().into_owned());
-    executor.start_script(&co, &name, events.clone(), notify.clone(), cfg.listen.is_some());
+    executor.start_script(&co, &fiber_name, events.clone(), notify.clone(), cfg.listen.is_some());
     // The connections accepted while box.cfg{} waited for the replication sources.
     for message in closed.deferred {
         executor.handle(message);

@@ -59,6 +59,68 @@ use tuple::LuaTuple;
 /// Tarantool release oncebox is compatible with.
 const VERSION: &str = "2.6.0-0-oncebox";
 const PRELUDE: &str = include_str!("../../lua/box.lua");
+/// What a `tarantool` command line runs, as one function: `-l`/`-e` steps, the
+/// script, the console.
+const COMMAND_LINE: &str = r#"
+local before, script, interactive = ...
+return function(...)
+    -- As 2.6: the console's greeting comes first, on stderr.
+    if interactive then
+        io.stderr:write('Tarantool ', _TARANTOOL, "\ntype 'help' for interactive help\n")
+    end
+    for _, step in ipairs(before) do
+        if step[1] == 'l' then
+            rawset(_G, step[2], require(step[2]))
+        else
+            local chunk, err = loadstring(step[2], '=(command line)')
+            if chunk == nil then error(err, 0) end
+            chunk()
+        end
+    end
+    if script ~= nil then script(...) end
+    if interactive then require('console').start() end
+end
+"#;
+
+/// A script's text and names, as the `tarantool` executable reads it.
+#[derive(Debug)]
+pub struct ScriptText {
+    /// `arg[0]`.
+    pub arg0: String,
+    /// The name error messages give the chunk (`@path`, `=stdin`).
+    pub chunk_name: String,
+    /// The main fiber's name.
+    pub fiber_name: String,
+    text: Vec<u8>,
+}
+
+impl ScriptText {
+    /// A script file's text.
+    #[must_use]
+    pub fn file(path: &std::path::Path, text: Vec<u8>) -> Self {
+        let fiber_name = path.file_name().map_or_else(|| "main".to_owned(), |n| n.to_string_lossy().into_owned());
+        Self { arg0: path.display().to_string(), chunk_name: format!("@{}", path.display()), fiber_name, text }
+    }
+
+    /// A script read from standard input (`named` `-` on the command line).
+    #[must_use]
+    pub fn stdin(text: Vec<u8>, named: bool) -> Self {
+        let arg0 = if named { "-" } else { "tarantool" };
+        Self { arg0: arg0.into(), chunk_name: "=stdin".into(), fiber_name: "main".into(), text }
+    }
+
+    /// The text to load: a shebang line is commented out, as the tarantool
+    /// executable skips it (line numbers stay).
+    fn source(&self) -> Vec<u8> {
+        if self.text.starts_with(b"#!") {
+            let mut s = b"--".to_vec();
+            s.extend_from_slice(&self.text);
+            s
+        } else {
+            self.text.clone()
+        }
+    }
+}
 /// 2.6's error codes and descriptions, which the prelude reads as `box.internal.errcodes`.
 const ERRCODES: &str = include_str!("../../lua/errcodes.lua");
 const CONSOLE: &str = include_str!("../../lua/console.lua");
@@ -276,13 +338,13 @@ impl std::fmt::Debug for LuaRuntime {
 /// its text).
 /// LuaJIT yields across `xpcall`, so `box.cfg{}` and fibers work as before.
 const SCRIPT_WRAPPER: &str = r"
-local chunk = ...
-return function(...)
+local chunk, args = ...
+return function()
     return (function(ok, ...)
         if ok then return ... end
         box.internal.script_error = {(...)}
         error((...), 0)
-    end)(xpcall(chunk, function(e) return e end, ...))
+    end)(xpcall(chunk, function(e) return e end, unpack(args, 1, args.n)))
 end
 ";
 
@@ -471,16 +533,18 @@ impl LuaRuntime {
         (result, wait_for)
     }
 
-    /// Loads a script as a coroutine, with `arg` set as Tarantool sets it.
-    pub fn load_script(&self, path: &std::path::Path, args: &[String]) -> BoxResult<mlua::Thread> {
+    /// Loads what a command line runs as the script's coroutine, with `arg` set as
+    /// Tarantool sets it: `run`'s `-l`/`-e` steps, the script (`text`, if any),
+    /// then the console if `run` asks for it.
+    pub fn load_script(&self, text: Option<&ScriptText>, run: &crate::config::ScriptRun) -> BoxResult<mlua::Thread> {
         let setup = || -> mlua::Result<mlua::Thread> {
             let g = self.lua.globals();
             let arg = self.lua.create_table()?;
-            arg.raw_set(0, path.display().to_string())?;
+            arg.raw_set(0, text.map_or("tarantool", |t| t.arg0.as_str()))?;
             // As 2.6: the executable's real path, so a script can start another instance of it.
             let exe = std::env::current_exe().and_then(std::fs::canonicalize);
             arg.raw_set(-1, exe.map_or_else(|_| "tarantool".to_owned(), |p| p.display().to_string()))?;
-            for (i, a) in args.iter().enumerate() {
+            for (i, a) in run.args.iter().enumerate() {
                 arg.raw_set(i + 1, a.as_str())?;
             }
             g.set("arg", arg)?;
@@ -488,21 +552,31 @@ impl LuaRuntime {
             internal.set("script_mode", true)?;
             internal.get::<Function>("hide_until_cfg")?.call::<()>(())?;
             // The script's main fiber is named after the file, as in tarantool.
-            let name = path.file_name().map_or_else(|| "main".to_owned(), |n| n.to_string_lossy().into_owned());
-            internal.get::<Table>("main_fiber")?.set("name_", name)?;
-            let source = std::fs::read(path).map_err(|e| mlua::Error::runtime(format!("{}: {e}", path.display())))?;
-            // A shebang line is skipped, as the tarantool executable does.
-            let source = if source.starts_with(b"#!") {
-                let end = source.iter().position(|b| *b == b'\n').unwrap_or(source.len());
-                let mut s = vec![b'-', b'-'];
-                s.extend_from_slice(&source[..end]);
-                s.extend_from_slice(&source[end..]);
-                s
-            } else {
-                source
+            let fiber_name = text.map_or("main", |t| t.fiber_name.as_str());
+            internal.get::<Table>("main_fiber")?.set("name_", fiber_name)?;
+            let script = match text {
+                Some(t) => Some(self.lua.load(t.source()).set_name(t.chunk_name.as_str()).into_function()?),
+                None => None,
             };
-            let func = self.lua.load(source).set_name(format!("@{}", path.display())).into_function()?;
-            let wrapped: Function = self.lua.load(SCRIPT_WRAPPER).set_name("=script").call(func)?;
+            let before = self.lua.create_table()?;
+            for (i, step) in run.before.iter().enumerate() {
+                let (kind, value) = match step {
+                    crate::config::Before::Require(name) => ("l", name),
+                    crate::config::Before::Eval(expr) => ("e", expr),
+                };
+                before.raw_set(i + 1, self.lua.create_sequence_from([kind, value.as_str()])?)?;
+            }
+            // A script alone is the main chunk itself (its tracebacks are 2.6's).
+            let main: Function = match script {
+                Some(script) if run.before.is_empty() && !run.interactive => script,
+                script => {
+                    self.lua.load(COMMAND_LINE).set_name("=command line").call((before, script, run.interactive))?
+                }
+            };
+            // As 2.6: the main chunk gets the command line's arguments as `...`.
+            let args = self.lua.create_sequence_from(run.args.iter().map(String::as_str))?;
+            args.raw_set("n", run.args.len())?;
+            let wrapped: Function = self.lua.load(SCRIPT_WRAPPER).set_name("=script").call((main, args))?;
             self.lua.create_thread(wrapped)
         };
         setup().map_err(|e| lua_err(&e))
