@@ -9,18 +9,24 @@ upsert. Error positions (the `file:line:` of a Lua error) are left out.
 """
 from conftest import same_output_on_both
 
-SCRIPT = r"""
-box.cfg{work_dir = os.getenv('WORK'), log_level = 1}
-local s = box.schema.space.create('t', {format = {{'id', 'unsigned'}, {'v', 'any', is_nullable = true}}})
+# show(label, f, ...): pcall(f, ...) as one line: label, ok, the first result's
+# type and text (tables as JSON, an error's `file:line: ` prefixes left out).
+LUA_SHOW = r"""
+local function show(label, ...) local r = {pcall(...)} local v = r[2]
+  if type(v) == 'table' then local ok, j = pcall(require('json').encode, v) v = ok and j or tostring(v) end
+  local m, n = tostring(v), 1
+  while n > 0 do m, n = m:gsub('^[%w/_.]+%.lua:%d+: ', '') end
+  print(label, r[1], type(r[2]), m) end
+"""
+
+# Each script's start: box.cfg in its own work directory, then show().
+HEADER = "\nbox.cfg{work_dir = os.getenv('WORK'), log_level = 1}\n" + LUA_SHOW
+
+SCRIPT = HEADER + r"""local s = box.schema.space.create('t', {format = {{'id', 'unsigned'}, {'v', 'any', is_nullable = true}}})
 s:create_index('pk')
 s:create_index('sk', {parts = {2, 'unsigned'}, unique = false})
 s:insert{1, 5}
 s:insert{2, 6}
-local function show(label, ...) local r = {pcall(...)} local v = r[2]
-  if type(v) == 'table' then v = require('json').encode(v) end
-  local m, n = tostring(v), 1
-  while n > 0 do m, n = m:gsub('^[%w/_.]+%.lua:%d+: ', '') end
-  print(label, r[1], type(r[2]), m) end
 local pk, sk = s.index.pk, s.index.sk
 show('sel1', pk.select, pk, 'x')
 show('sel2', pk.select, pk, {1}, {iterator = 'BOGUS'})
@@ -136,14 +142,7 @@ def test_schema_and_data_api_misuse_matches_tarantool(tmp_path):
     assert "ups1\tfalse\tcdata\tTuple field 2 required by space format is missing" in tarantool
 
 
-SCRIPT2 = r"""
-box.cfg{work_dir = os.getenv('WORK'), log_level = 1}
-local function show(label, ...) local r = {pcall(...)} local v = r[2]
-  if type(v) == 'table' then local ok, j = pcall(require('json').encode, v) v = ok and j or tostring(v) end
-  local m, n = tostring(v), 1
-  while n > 0 do m, n = m:gsub('^[%w/_.]+%.lua:%d+: ', '') end
-  print(label, r[1], type(r[2]), m) end
-show('cfg1', box.cfg, {bogus_opt = 1})
+SCRIPT2 = HEADER + r"""show('cfg1', box.cfg, {bogus_opt = 1})
 show('cfg2', box.cfg, {listen = {}})
 show('cfg3', box.cfg, {memtx_memory = 'x'})
 show('cfg4', box.cfg, {read_only = 'yes'})
@@ -225,14 +224,7 @@ def test_cfg_tuple_and_session_misuse_matches_tarantool(tmp_path):
     assert "push3\ttrue\tnil\tnil" in tarantool
 
 
-SCRIPT3 = r"""
-box.cfg{work_dir = os.getenv('WORK'), log_level = 1}
-local function show(label, ...) local r = {pcall(...)} local v = r[2]
-  if type(v) == 'table' then local ok, j = pcall(require('json').encode, v) v = ok and j or tostring(v) end
-  local m, n = tostring(v), 1
-  while n > 0 do m, n = m:gsub('^[%w/_.]+%.lua:%d+: ', '') end
-  print(label, r[1], type(r[2]), m) end
-local fiber, json, msgpack, yaml = require('fiber'), require('json'), require('msgpack'), require('yaml')
+SCRIPT3 = HEADER + r"""local fiber, json, msgpack, yaml = require('fiber'), require('json'), require('msgpack'), require('yaml')
 show('fb1', fiber.create, 5)
 show('fb2', fiber.new)
 show('fb3', fiber.sleep, 'x')
@@ -304,16 +296,11 @@ def test_module_misuse_matches_tarantool(tmp_path):
 
 SCRIPT4 = r"""
 box.cfg{listen = '127.0.0.1:0', log_level = 1}
-box.schema.user.grant('guest', 'read,write,execute', 'universe')
+""" + LUA_SHOW + r"""box.schema.user.grant('guest', 'read,write,execute', 'universe')
 local s = box.schema.space.create('t')
 s:create_index('pk')
 local nb = require('net.box')
 local uri = box.info.listen
-local function show(label, ...) local r = {pcall(...)} local v = r[2]
-  if type(v) == 'table' then local ok, j = pcall(require('json').encode, v) v = ok and j or tostring(v) end
-  local m, n = tostring(v), 1
-  while n > 0 do m, n = m:gsub('^[%w/_.]+%.lua:%d+: ', '') end
-  print(label, r[1], type(r[2]), m) end
 local c = nb.connect(uri)
 show('c1', c.call, c, 5)
 show('c2', c.call, c, 'nofn')
