@@ -2117,7 +2117,9 @@ end
 function box.session.exists(...)
     local n, id = session_args('exists', ...)
     if n == 1 and id == nil then error('expected int64_t as -1 argument', 2) end
-    return op('session_exists', session_id_arg(id))
+    local sid = session_id_arg(id)
+    -- A Lua fiber's own background session exists while the fiber lives, as in 2.6.
+    return op('session_exists', sid) or (sid ~= nil and internal.is_background_session(sid))
 end
 function box.session.peer(...)
     local n, id = session_args('peer', ...)

@@ -1,7 +1,8 @@
 """A fiber made by fiber.create or fiber.new runs, as in 2.6, in a background
 session of its own and as admin, whoever made it: its session id is new, its
 type 'background', its box.session.storage its own, and a fiber a limited user's
-EVAL starts may write where that user may not. Compared with Tarantool 2.6."""
+EVAL starts may write where that user may not; box.session.exists sees the
+session while the fiber lives. Compared with Tarantool 2.6."""
 from conftest import run_script_on_both
 
 SCRIPT = r"""
@@ -45,6 +46,13 @@ print(c:eval([[
 ]]))
 print(pcall(c.eval, c, "return box.space.secret:replace({3})"))
 print(box.space.secret:count())
+-- A fiber's session exists while the fiber lives.
+local sid
+local f = fiber.new(function() sid = box.session.id() fiber.sleep(0.2) end)
+fiber.sleep(0.01)
+print('exists while it lives', box.session.exists(sid), box.session.exists(999999))
+fiber.sleep(0.3)
+print('and then', box.session.exists(sid))
 os.exit(0)
 """
 
@@ -52,6 +60,7 @@ os.exit(0)
 def test_a_fiber_runs_in_a_background_session_of_its_own_as_admin(tmp_path):
     tarantool, oncebox = run_script_on_both(tmp_path, "fiber_sessions.lua", SCRIPT)
     assert oncebox == tarantool
+    assert "exists while it lives\ttrue\tfalse" in tarantool and "and then\tfalse" in tarantool
     assert tarantool[:5] == [
         "inline\ttrue\tbackground\tadmin\ttrue\ttrue",
         "after a yield\ttrue\tbackground\tadmin",
