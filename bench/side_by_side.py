@@ -30,10 +30,12 @@ ONCEBOX = os.path.join(ROOT, "target", "release", "oncebox")
 BENCH = os.path.join(ROOT, "target", "release", "oncebox-bench")
 CHART = os.path.join(ROOT, "target", "release", "oncebox-chart")
 PASSWORD = "benchpw"
+# Both servers' memtx_memory: room for every workload's inserts.
+MEMTX_MEMORY = 2 * 1024 * 1024 * 1024
 
 TARANTOOL_INIT = """
 box.cfg{listen = os.getenv('LISTEN'), wal_mode = os.getenv('WAL_MODE'), log = 'tarantool.log',
-        memtx_memory = 2 * 1024 * 1024 * 1024, checkpoint_interval = 0}
+        memtx_memory = tonumber(os.getenv('MEMTX_MEMORY')), checkpoint_interval = 0}
 box.schema.user.passwd('admin', os.getenv('ADMIN_PASSWORD'))
 -- What Tarantool users do today for deduplication: a dedup space checked and
 -- written in the same box.atomic as the data, called over IPROTO.
@@ -90,13 +92,15 @@ class Server:
         if self.kind == "tarantool":
             with open(os.path.join(self.dir, "init.lua"), "w") as f:
                 f.write(TARANTOOL_INIT)
-            env = dict(os.environ, LISTEN=f"127.0.0.1:{self.port}", WAL_MODE=self.mode, ADMIN_PASSWORD=PASSWORD)
+            env = dict(os.environ, LISTEN=f"127.0.0.1:{self.port}", WAL_MODE=self.mode, ADMIN_PASSWORD=PASSWORD,
+                       MEMTX_MEMORY=str(MEMTX_MEMORY))
             self.proc = subprocess.Popen(["tarantool", "init.lua"], cwd=self.dir, env=env,
                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         else:
             self.proc = subprocess.Popen([ONCEBOX, "--listen", f"127.0.0.1:{self.port}", "--wal-mode", self.mode,
                                           "--data-dir", os.path.join(self.dir, "data"), "--admin-password", PASSWORD,
-                                          "--log-level", "warn", *self.extra],
+                                          "--log-level", "warn",
+                                          "--memtx-memory", str(MEMTX_MEMORY), *self.extra],
                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         return wait_port(self.port, self.proc)
 

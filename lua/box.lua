@@ -92,7 +92,7 @@ end
 error_mt.__serialize = function(e) return e.message end
 function error_mt.unpack(e)
     return {code = e.code, message = e.message, type = e.type, custom_type = e.custom_type,
-            base_type = e.base_type, trace = e.trace or {}, prev = e.prev}
+            base_type = e.base_type, errno = e.errno, trace = e.trace or {}, prev = e.prev}
 end
 
 -- The Lua frame `level` above the caller, as 2.6's error trace: {{file = ..., line = ...}}.
@@ -2284,7 +2284,8 @@ end
 
 -- box.slab.info(): "items" are the tuples (their bytes, and their allocations
 -- with a header each), the "arena" the tuples and index structures, the quota
--- memtx_memory.
+-- memtx_memory and its use what a write is checked against (every space's
+-- tuples and index entries but _idempotency's: src/engine/memory.rs).
 local function ratio(used, size)
     return string.format('%.2f%%', size > 0 and used * 100 / size or 0)
 end
@@ -2296,7 +2297,7 @@ function box.slab.info()
     local quota = box.cfg.memtx_memory or 268435456
     return {items_size = items_size, items_used = m.data, items_used_ratio = ratio(m.data, items_size),
             arena_size = arena, arena_used = arena, arena_used_ratio = ratio(arena, arena),
-            quota_size = quota, quota_used = arena, quota_used_ratio = ratio(arena, quota)}
+            quota_size = quota, quota_used = m.quota_used, quota_used_ratio = ratio(m.quota_used, quota)}
 end
 -- Per size class in 2.6; oncebox's allocator has none to list.
 function box.slab.stats() return {} end
@@ -2711,6 +2712,7 @@ local function boot(opts)
     if internal.cfg_done then internal.cfg_done:broadcast() end
     if opts.read_only ~= nil then op('set_read_only', opts.read_only) end
     if opts.memtx_max_tuple_size ~= nil then op('max_tuple_size', opts.memtx_max_tuple_size) end
+    if opts.memtx_memory ~= nil then op('memtx_memory', opts.memtx_memory) end
     if opts.checkpoint_wal_threshold ~= nil then
         op('checkpoint_wal_threshold', opts.checkpoint_wal_threshold)
     end
@@ -2861,6 +2863,7 @@ box.cfg = setmetatable({}, {
             end
             if k == 'custom_proc_title' then package.loaded.title.update{custom_title = v} end
             if k == 'memtx_max_tuple_size' then op('max_tuple_size', v) end
+            if k == 'memtx_memory' and v ~= nil then op('memtx_memory', v) end
             if k == 'checkpoint_wal_threshold' then op('checkpoint_wal_threshold', v) end
             if (k == 'log_level' or k == 'log_format') and v ~= nil then internal.log_box_set(k, v) end
             if k == 'listen' and v ~= cfg_values.listen then

@@ -57,6 +57,7 @@ impl Config {
             ("listen", self.listen.clone()),
             ("wal_mode", self.wal_mode.name().to_owned()),
             ("checkpoint_wal_threshold", crate::storage::wal::checkpoint_threshold().to_string()),
+            ("memtx_memory", crate::engine::memory::QUOTA.load(std::sync::atomic::Ordering::Relaxed).to_string()),
             ("work_dir", self.data_dir.display().to_string()),
             ("log_level", "5".to_owned()),
             ("idempotency_mode", mode.to_owned()),
@@ -87,6 +88,8 @@ usage: oncebox [options]
                            fsync (survives power loss)
   --checkpoint-wal-threshold BYTES  logged bytes of row changes after which the
                            log is applied to the rows in the background (default 16777216)
+  --memtx-memory BYTES     the memory the spaces' tuples and indexes may take; a
+                           write past it fails with OutOfMemory (default 268435456)
   --idempotency-mode M     persistent (default), manual, off
   --idempotency-lifetime S seconds of service time a token is remembered (default 3600)
   --idempotency-max-count N    most remembered tokens (default 1000000)
@@ -237,6 +240,8 @@ pub fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Command, Str
             "--idempotency-max-token-size" => {
                 cfg.idempotency.max_token_size = number(&value("--idempotency-max-token-size")?)?;
             }
+            "--memtx-memory" => crate::engine::memory::QUOTA
+                .store(number(&value("--memtx-memory")?)?, std::sync::atomic::Ordering::Relaxed),
             "--checkpoint-wal-threshold" => {
                 crate::storage::wal::set_checkpoint_threshold(number(&value("--checkpoint-wal-threshold")?)?)
             }

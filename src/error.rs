@@ -12,6 +12,8 @@ use std::panic::Location;
 pub mod code {
     pub const UNKNOWN: u32 = 0;
     pub const ILLEGAL_PARAMS: u32 = 1;
+    /// ER_MEMORY_ISSUE: what an `OutOfMemory` error carries over IPROTO.
+    pub const MEMORY_ISSUE: u32 = 2;
     pub const TUPLE_FOUND: u32 = 3;
     pub const TUPLE_NOT_FOUND: u32 = 4;
     pub const UNSUPPORTED: u32 = 5;
@@ -102,6 +104,8 @@ pub enum ErrorKind {
     Custom,
     /// An operating-system error.
     System,
+    /// An allocation failed (`memtx_memory` is full): ER_MEMORY_ISSUE, errno ENOMEM.
+    OutOfMemory,
 }
 
 impl ErrorKind {
@@ -114,6 +118,16 @@ impl ErrorKind {
             Self::Luajit => "LuajitError",
             Self::Custom => "CustomError",
             Self::System => "SystemError",
+            Self::OutOfMemory => "OutOfMemory",
+        }
+    }
+
+    /// The `errno` an error of this kind carries (ENOMEM for `OutOfMemory`, else none).
+    #[must_use]
+    pub fn errno(self) -> u32 {
+        match self {
+            Self::OutOfMemory => 12,
+            _ => 0,
         }
     }
 }
@@ -163,6 +177,16 @@ impl BoxError {
             fields: Vec::new(),
             prev: None,
         }
+    }
+
+    /// 2.6's `OutOfMemory`: `Failed to allocate {bytes} bytes in {allocator} for {object}`.
+    #[track_caller]
+    #[must_use]
+    pub fn out_of_memory(bytes: usize, allocator: &str, object: &str) -> Self {
+        let mut e =
+            Self::new(code::MEMORY_ISSUE, format!("Failed to allocate {bytes} bytes in {allocator} for {object}"));
+        e.kind = ErrorKind::OutOfMemory;
+        e
     }
 
     /// ER_ILLEGAL_PARAMS.

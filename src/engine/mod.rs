@@ -13,6 +13,7 @@ pub mod index;
 pub mod json_path;
 pub mod key_hash;
 pub mod light;
+pub mod memory;
 pub mod multikey;
 pub mod rtree;
 pub mod sequence;
@@ -124,6 +125,8 @@ pub struct Engine {
     service_clock: Option<crate::idempotency::ServiceClock>,
     /// `box.stat()`'s counters.
     pub stats: stats::OpStats,
+    /// What the spaces' tuples and index entries take of `memtx_memory`.
+    memory: memory::Usage,
 }
 
 /// How many function names [`Engine::check_call_access`] remembers before it starts over.
@@ -238,9 +241,10 @@ impl Engine {
         index_rows: impl Iterator<Item = &'a [u8]>,
     ) -> BoxResult<Self> {
         let mut spaces = IdMap::default();
+        let memory = memory::Usage::default();
         for t in space_rows {
             let def = catalog::parse_space(t)?;
-            spaces.insert(def.id, Space::new(def));
+            spaces.insert(def.id, Space::counted(def, &memory));
         }
         let mut index_rows: Vec<&[u8]> = index_rows.collect();
         index_rows.sort_by_key(|t| catalog::index_ids(t));
@@ -261,6 +265,7 @@ impl Engine {
             funcs: RefCell::default(),
             service_clock: None,
             stats: stats::OpStats::default(),
+            memory,
         })
     }
 
@@ -546,6 +551,12 @@ impl Engine {
     /// Every space, in no particular order.
     pub fn spaces(&self) -> impl Iterator<Item = &Space> {
         self.spaces.values()
+    }
+
+    /// Bytes the spaces' tuples and index entries take of `memtx_memory` ([`memory`]).
+    #[must_use]
+    pub fn memory_used(&self) -> usize {
+        self.memory.used()
     }
 
     // ----- users and privileges -------------------------------------------------
@@ -1102,7 +1113,7 @@ impl Engine {
                 let Ok(space) = self.space_mut(space_id) else { return };
                 space.truncate();
                 for t in removed {
-                    let result = split(&t).and_then(|f| space.write(t.clone(), &f, WriteMode::Replace, None));
+                    let result = split(&t).and_then(|f| space.restore(t.clone(), &f));
                     if let Err(e) = result {
                         tracing::error!(space_id, error = %e, "undo of a truncate failed");
                     }
@@ -1118,7 +1129,7 @@ impl Engine {
         }
         if let Some(old) = old {
             let fields = split(old)?;
-            space.write(old.clone(), &fields, WriteMode::Replace, None)?;
+            space.restore(old.clone(), &fields)?;
         }
         Ok(())
     }
@@ -1217,7 +1228,7 @@ impl Engine {
                 if self.spaces.contains_key(&def.id) {
                     return Err(BoxError::new(code::SPACE_EXISTS, format!("Space '{}' already exists", def.name)));
                 }
-                self.spaces.insert(def.id, Space::new(def));
+                self.spaces.insert(def.id, Space::counted(def, &self.memory));
             }
             (Some(_), Some(new)) => {
                 let def = catalog::parse_space(new).map_err(catalog::as_alter_error)?;
@@ -1319,7 +1330,7 @@ impl Engine {
                 } else {
                     Vec::new()
                 };
-                space.indexes.remove(&iid);
+                space.drop_index(iid);
                 if iid == 0 {
                     self.record_reset(sid, removed);
                 }
@@ -1347,7 +1358,7 @@ fn rebuild_with(space: &mut Space, def: index::IndexDef) -> BoxResult<()> {
     if let Some(slot) = defs.iter_mut().find(|d| d.id == def.id) {
         *slot = def;
     }
-    let mut rebuilt = Space::new(space.def.clone());
+    let mut rebuilt = space.emptied();
     let pk_def = defs.iter().find(|d| d.id == 0).cloned();
     if let Some(pk_def) = pk_def {
         let mut pk = Index::for_space(space.def.id, pk_def.clone(), &pk_def.parts);
@@ -1363,6 +1374,7 @@ fn rebuild_with(space: &mut Space, def: index::IndexDef) -> BoxResult<()> {
             pk.insert(key, t.clone());
         }
         rebuilt.indexes.insert(0, pk);
+        rebuilt.recount();
     }
     for d in defs.into_iter().filter(|d| d.id != 0) {
         rebuilt.add_index(d)?;

@@ -5,6 +5,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::field_path::{self, FieldPath, Step};
 use super::index::{Fault, Index, IndexDef, Part};
+use super::memory::{self, Charge, Usage};
 use super::multikey;
 use super::tuple::{split, Tuple, TupleFields};
 use super::value::{Collation, FieldType, Key, ValueType};
@@ -89,13 +90,37 @@ pub struct Space {
     pub indexes: BTreeMap<u32, Index>,
     /// The sequence that fills a primary key field on INSERT and REPLACE (`_space_sequence`).
     pub sequence: Option<super::sequence::SequenceLink>,
+    /// What its tuples and index entries take of `memtx_memory`.
+    charge: Charge,
 }
 
 impl Space {
     /// A space with no indexes.
     #[must_use]
     pub fn new(def: SpaceDef) -> Self {
-        Self { def, indexes: BTreeMap::new(), sequence: None }
+        Self { def, indexes: BTreeMap::new(), sequence: None, charge: Charge::default() }
+    }
+
+    /// A space with no indexes whose tuples count in `usage` against `memtx_memory`,
+    /// unless it is `_idempotency` (bounded by its own limits).
+    #[must_use]
+    pub fn counted(def: SpaceDef, usage: &Usage) -> Self {
+        let charge = if def.id == crate::idempotency::SPACE_ID { Charge::default() } else { Charge::counted(usage) };
+        Self { def, indexes: BTreeMap::new(), sequence: None, charge }
+    }
+
+    /// An empty space with this one's definition, counted as it is (a space rebuilt in place).
+    #[must_use]
+    pub fn emptied(&self) -> Self {
+        Self { def: self.def.clone(), indexes: BTreeMap::new(), sequence: None, charge: self.charge.sibling() }
+    }
+
+    /// Works out the charge again from the tuples held (after indexes were built,
+    /// rebuilt or dropped outside the write paths).
+    pub fn recount(&mut self) {
+        let data = self.primary().map_or(0, |pk| pk.iter().map(|t| memory::tuple_bytes(t.len())).sum());
+        let entries = self.len() * self.indexes.len();
+        self.charge.set(data, entries);
     }
 
     /// A temporary space with no name, format or indexes: where operations on a
@@ -124,7 +149,7 @@ impl Space {
             .iter()
             .map(|(id, ix)| (*id, Index::for_space(self.def.id, ix.def.clone(), &pk_parts)))
             .collect();
-        Self { def: self.def.clone(), indexes, sequence: None }
+        Self { def: self.def.clone(), indexes, sequence: None, charge: Charge::default() }
     }
 
     /// [`Self::unnamed`] with these field names (a tuple made by `box.tuple.new`).
@@ -368,6 +393,10 @@ impl Space {
     }
 
     /// [`Self::write`], also returning the tuple's primary key (the key its change is recorded under).
+    ///
+    /// # Errors
+    /// Besides the format's and the indexes', `OutOfMemory` when the tuple would
+    /// take the tuples' memory past `memtx_memory` ([`super::memory`]).
     pub fn write_keyed(
         &mut self,
         tuple: Tuple,
@@ -375,7 +404,37 @@ impl Space {
         mode: WriteMode,
         expected_old: Option<&Tuple>,
     ) -> BoxResult<(Option<Tuple>, Key)> {
-        let Self { def, indexes, .. } = self;
+        if !self.charge.surely_fits(tuple.len(), self.indexes.len()) {
+            self.check_quota(&tuple, fields)?;
+        }
+        self.put_keyed(tuple, fields, mode, expected_old)
+    }
+
+    /// Puts back a tuple a failed commit displaced (never refused for memory).
+    pub fn restore(&mut self, tuple: Tuple, fields: &TupleFields<'_>) -> BoxResult<()> {
+        self.put_keyed(tuple, fields, WriteMode::Replace, None).map(drop)
+    }
+
+    /// Refuses `tuple` when, with what it replaces, it takes the tuples' memory past the quota.
+    fn check_quota(&self, tuple: &Tuple, fields: &TupleFields<'_>) -> BoxResult<()> {
+        let pk = self.require_primary()?;
+        let old_len = pk.get(&pk.entry_key(fields)?).map(|t| t.len());
+        if self.charge.fits(old_len, tuple.len(), self.indexes.len()) {
+            return Ok(());
+        }
+        Err(BoxError::out_of_memory(self.charged_size(tuple.len()), "slab allocator", "memtx_tuple"))
+    }
+
+    /// [`Self::write_keyed`] without the quota check.
+    fn put_keyed(
+        &mut self,
+        tuple: Tuple,
+        fields: &TupleFields<'_>,
+        mode: WriteMode,
+        expected_old: Option<&Tuple>,
+    ) -> BoxResult<(Option<Tuple>, Key)> {
+        let index_count = self.indexes.len();
+        let Self { def, indexes, charge, .. } = self;
         let mut ixs = indexes.values_mut();
         let Some(pk) = ixs.next().filter(|ix| ix.def.id == 0) else {
             return Err(no_primary(def));
@@ -439,6 +498,7 @@ impl Space {
                 None
             }
         };
+        charge.put(old.as_ref().map(|o| o.len()), tuple.len(), index_count);
         let primary_key = pk_key;
         if !multikey.is_empty() {
             // The old tuple's entries its new keys do not keep go; the new keys
@@ -497,27 +557,35 @@ impl Space {
         for (ix, entries) in self.indexes.values_mut().zip(entries) {
             ix.extend_entries(entries);
         }
+        self.recount();
         Ok(())
     }
 
     /// Adds a tuple read back from storage: keys are computed, nothing is re-checked.
     pub fn load(&mut self, tuple: Tuple) -> BoxResult<()> {
         let fields = split(&tuple)?;
+        let replaced = self.primary().and_then(|pk| pk.entry_key(&fields).ok()).and_then(|k| pk_len(self, &k));
         for ix in self.indexes.values_mut() {
             for key in keys_of(ix, &fields)? {
                 ix.insert(key, tuple.clone());
             }
         }
+        self.charge.put(replaced, tuple.len(), self.indexes.len());
         Ok(())
     }
 
     /// Removes a stored tuple from every index.
     pub fn unlink(&mut self, tuple: &Tuple) -> BoxResult<()> {
         let fields = split(tuple)?;
+        let mut removed = false;
         for ix in self.indexes.values_mut() {
             for key in keys_of(ix, &fields)? {
-                ix.remove(&key);
+                let gone = ix.remove(&key);
+                removed |= ix.def.id == 0 && gone.is_some();
             }
+        }
+        if removed {
+            self.charge.remove(tuple.len(), self.indexes.len());
         }
         Ok(())
     }
@@ -534,6 +602,7 @@ impl Space {
         for ix in self.indexes.values_mut() {
             ix.clear();
         }
+        self.charge.set(0, 0);
     }
 
     fn duplicate(&self, ix: &Index) -> BoxError {
@@ -587,7 +656,14 @@ impl Space {
             index.insert(key, t);
         }
         self.indexes.insert(index.def.id, index);
+        self.recount();
         Ok(())
+    }
+
+    /// Drops index `id` (the primary key only alone, taking every tuple with it).
+    pub fn drop_index(&mut self, id: u32) {
+        self.indexes.remove(&id);
+        self.recount();
     }
 }
 
@@ -657,6 +733,11 @@ impl Space {
 }
 
 /// A stored tuple's entry keys in an index: one, or for a multikey index one per element.
+/// The length of the tuple `space`'s primary key holds under `key`, if any.
+fn pk_len(space: &Space, key: &Key) -> Option<usize> {
+    space.primary().and_then(|pk| pk.get(key)).map(|t| t.len())
+}
+
 fn keys_of(ix: &Index, fields: &TupleFields<'_>) -> BoxResult<smallvec::SmallVec<[Key; 1]>> {
     if ix.is_multikey() {
         return Ok(ix.entry_keys(fields)?.into_iter().collect());

@@ -238,6 +238,9 @@ pub fn error_table(lua: &Lua, e: &BoxError) -> mlua::Result<Table> {
     t.set("code", e.code)?;
     t.set("message", e.message.as_str())?;
     t.set("type", e.kind.name())?;
+    if e.kind.errno() != 0 {
+        t.set("errno", e.kind.errno())?;
+    }
     for (k, v) in &e.fields {
         t.set(*k, v.as_str())?;
     }
@@ -477,6 +480,7 @@ fn run(lua: &Lua, cx: &mut Context, op: &str, args: &[Value]) -> Result<Value, F
                 t.set("tuples", tuples as f64)?;
                 t.set("data", data as f64)?;
                 t.set("index", index as f64)?;
+                t.set("quota_used", engine.memory_used() as f64)?;
             }
             Value::Table(t)
         }
@@ -622,6 +626,12 @@ fn run(lua: &Lua, cx: &mut Context, op: &str, args: &[Value]) -> Result<Value, F
                 s.pushed.set(true);
             }
             Value::Boolean(true)
+        }
+        "memtx_memory" => {
+            let size: f64 = arg(lua, args, 1)?;
+            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "box.cfg checked the range")]
+            crate::engine::memory::QUOTA.store(size.max(0.0) as usize, std::sync::atomic::Ordering::Relaxed);
+            Value::Nil
         }
         "max_tuple_size" => {
             let size: f64 = arg(lua, args, 1)?;

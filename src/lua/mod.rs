@@ -1372,6 +1372,7 @@ fn error_from_value_depth(lua: &Lua, v: Value, depth: usize) -> BoxError {
                 Some("CustomError") => ErrorKind::Custom,
                 Some("LuajitError") => ErrorKind::Luajit,
                 Some("SystemError") => ErrorKind::System,
+                Some("OutOfMemory") => ErrorKind::OutOfMemory,
                 _ => ErrorKind::Client,
             };
             for k in ["object_type", "object_name", "access_type", "custom_type"] {

@@ -165,7 +165,7 @@ fn stack_entry(out: &mut Vec<u8>, err: &BoxError) {
     write::uint(out, 3);
     write::str(out, err.message.as_bytes());
     write::uint(out, 4);
-    write::uint(out, 0);
+    write::uint(out, u64::from(err.kind.errno()));
     write::uint(out, 5);
     write::uint(out, u64::from(err.code));
     if !err.fields.is_empty() {
