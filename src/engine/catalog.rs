@@ -151,6 +151,12 @@ pub fn parse_space(tuple: &[u8]) -> BoxResult<SpaceDef> {
             }
         }
     }
+    if temporary && engine == EngineKind::Vinyl {
+        return Err(BoxError::new(
+            code::ALTER_SPACE,
+            format!("Can't modify space '{}': engine does not support temporary flag", text(name)),
+        ));
+    }
     let mut format = Vec::new();
     if let Some(raw) = f.get(6) {
         let mut r = Reader::new(raw);
@@ -281,6 +287,18 @@ pub fn parse_index(tuple: &[u8], space: &SpaceDef) -> BoxResult<IndexDef> {
             code::NULLABLE_PRIMARY,
             format!("Primary index of space '{}' can not contain nullable parts", space.name),
         ));
+    }
+    if space.engine == EngineKind::Vinyl {
+        // 2.6's vinyl_space_check_index_def: TREE indexes of scalar parts only.
+        if kind != IndexKind::Tree {
+            return Err(BoxError::new(
+                code::INDEX_TYPE,
+                format!("Unsupported index type supplied for index '{name}' in space '{}'", space.name),
+            ));
+        }
+        if let Some(part) = parts.iter().find(|p| matches!(p.ty, FieldType::Any | FieldType::Array | FieldType::Map)) {
+            return Err(modify(&format!("field type '{}' is not supported", part.ty.name())));
+        }
     }
     // 2.6's order: nullable parts (only a TREE takes them), then each type's rules.
     if kind != IndexKind::Tree && parts.iter().any(|p| p.nullable) {
