@@ -827,6 +827,9 @@ function space_methods:format(fmt)
     box.space._space:update({self.id}, {{'=', 7, internal.normalize_format(fmt)}})
 end
 function space_methods:frommap(m)
+    if type(self) ~= 'table' or self.id == nil or type(m) ~= 'table' then
+        error('Usage: space:frommap(map, opts)', 0)
+    end
     local t = {}
     for i, f in ipairs(self._format) do t[i] = m[f.name] == nil and box.NULL or m[f.name] end
     return box.tuple.new(t)
@@ -856,7 +859,10 @@ make_space = function(info)
     local s = setmetatable({enabled = true, index = {}, ck_constraint = {}},
                            object_mt(space_methods.__index, {__serialize = 'map'}))
     fill_space(s, info)
-    s.create_index = function(self, name, opts) return internal.create_index(self, name, opts) end
+    s.create_index = function(self, name, opts)
+        internal.check_space_arg(self, 'create_index')
+        return internal.create_index(self, name, opts)
+    end
     return s
 end
 
@@ -1757,6 +1763,53 @@ function index_methods:alter(opts)
     if sequence ~= nil then internal.link_sequence(space, sequence) end
     -- Space objects held by the caller see the new definition at once.
     local _ = box.space[space.id]
+end
+
+-- As 2.6's check_space_arg and check_index_arg: a method called with a dot
+-- (`space.insert(t)`) fails naming the call to make, where 2.6 raises it (its
+-- builtin/box/schema.lua, lines 1291 and 1310).
+local DOT_CALLS = {
+    space = {line = 1291, methods = space_methods, names = {
+        insert = 'insert', replace = 'replace', put = 'replace', update = 'update', upsert = 'upsert',
+        delete = 'delete', get = 'get', select = 'select', pairs = 'pairs', count = 'count', len = 'len',
+        bsize = 'bsize', auto_increment = 'auto_increment', truncate = 'truncate', format = 'format',
+        drop = 'drop', rename = 'rename'}},
+    index = {line = 1310, methods = index_methods, engines = {memtx_index_mt, vinyl_index_mt}, names = {
+        select = 'select', get = 'get', pairs = 'pairs', count = 'count', min = 'min', max = 'max',
+        random = 'random', len = 'len', bsize = 'bsize', update = 'update', delete = 'delete', drop = 'drop',
+        rename = 'rename', alter = 'alter'}},
+}
+local function dot_call_error(kind, line, method)
+    error(string.format('builtin/box/schema.lua:%d: Use %s:%s(...) instead of %s.%s(...)', line, kind, method,
+                        kind, method), 0)
+end
+internal.check_space_arg = function(space, method)
+    if type(space) ~= 'table' or space.id == nil then dot_call_error('space', DOT_CALLS.space.line, method) end
+end
+for kind, calls in pairs(DOT_CALLS) do
+    for name, shown in pairs(calls.names) do
+        local method = rawget(calls.methods, name)
+        local checked = function(self, ...)
+            if type(self) ~= 'table' or self.id == nil then dot_call_error(kind, calls.line, shown) end
+            return method(self, ...)
+        end
+        rawset(calls.methods, name, checked)
+        for _, mt in ipairs(calls.engines or {}) do
+            if mt[name] == method then mt[name] = checked end
+        end
+    end
+end
+-- Called from C in 2.6: the usage, without a position.
+local index_stat, index_compact = index_methods.stat, index_methods.compact
+for _, mt in ipairs({index_methods, memtx_index_mt, vinyl_index_mt}) do
+    rawset(mt, 'stat', function(self, ...)
+        if type(self) ~= 'table' or self.space_id == nil then error('usage index.info(space_id, index_id)', 0) end
+        return index_stat(self, ...)
+    end)
+    rawset(mt, 'compact', function(self, ...)
+        if type(self) ~= 'table' or self.space_id == nil then error('usage index.compact(space_id, index_id)', 0) end
+        return index_compact(self, ...)
+    end)
 end
 
 --------------------------------------------------------------------------------

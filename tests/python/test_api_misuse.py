@@ -378,3 +378,34 @@ os.exit(0)
 def test_vinyl_index_rules_match_tarantool(tmp_path):
     tarantool = same_output_on_both(tmp_path, "api_misuse5.lua", SCRIPT5, 14)
     assert "Unsupported index type supplied for index 'h' in space 'v'" in tarantool[1]
+
+
+# A method called with a dot names the call to make, as 2.6's check_space_arg and
+# check_index_arg do (the message with its builtin/box/schema.lua position).
+SCRIPT6 = r"""
+box.cfg{work_dir = os.getenv('WORK'), log_level = 1}
+local s = box.schema.space.create('t')
+s:create_index('pk')
+s:insert{1}
+local function show(label, ...) local r = {pcall(...)} print(label, r[1], type(r[2]), tostring(r[2])) end
+for _, name in ipairs({'insert', 'replace', 'put', 'update', 'upsert', 'delete', 'truncate', 'format', 'drop',
+    'rename', 'create_index', 'len', 'bsize', 'count', 'get', 'select', 'pairs', 'frommap', 'auto_increment'}) do
+  show(name, s[name], {1})
+end
+show('noarg', s.insert)
+show('number', s.insert, 5)
+show('frommap', s.frommap, s)
+local pk = s.index.pk
+for _, name in ipairs({'select', 'get', 'pairs', 'count', 'min', 'max', 'random', 'len', 'bsize', 'update',
+    'delete', 'alter', 'drop', 'rename', 'stat', 'compact'}) do
+  show('ix.' .. name, pk[name], {1})
+end
+show('ok', function() return s:get{1}[1], pk:get{1}[1], s.index.pk:count() end)
+print(s:len())
+os.exit(0)
+"""
+
+
+def test_dot_calls_name_the_method_call_as_26(tmp_path):
+    tarantool = same_output_on_both(tmp_path, "api_misuse6.lua", SCRIPT6, 40)
+    assert tarantool[0] == "insert\tfalse\tstring\tbuiltin/box/schema.lua:1291: Use space:insert(...) instead of space.insert(...)"
