@@ -300,7 +300,15 @@ local UNCONFIGURED_OPS = {
     session_peer = function() return nil end,
 }
 
+-- Each space's engine by id (filled with its object), and whether any is vinyl:
+-- a transaction then keeps to one engine, as in 2.6 (see box.begin below).
+local space_engines, any_vinyl = {}, false
+-- The operations 2.6 begins a statement in its transaction's engine for.
+local TXN_STATEMENT_OPS = {get = true, select = true, insert = true, replace = true, update = true, upsert = true,
+                           delete = true}
+
 local function op(name, ...)
+    if any_vinyl and TXN_STATEMENT_OPS[name] then internal.check_txn_engine(space_engines[...]) end
     if internal.op == nil then
         local unconfigured = UNCONFIGURED_OPS[name]
         if unconfigured ~= nil then return unconfigured(...) end
@@ -637,6 +645,7 @@ function index_methods:max(key)
     return maybe(op('select', self.space_id, self.id, key, 4, 0, 1)[1])
 end
 function index_methods:count(key, opts)
+    if any_vinyl then internal.check_txn_engine(space_engines[self.space_id]) end
     if key == nil and opts == nil then return op('len', self.space_id, self.id) end
     local it = iterator_code(opts or {}, key)
     if it == iterators.ALL then
@@ -777,6 +786,7 @@ function space_methods:pairs(key, opts)
 end
 space_methods.__call = space_methods.pairs
 function space_methods:count(key, opts)
+    if any_vinyl then internal.check_txn_engine(space_engines[self.id]) end
     if key == nil and opts == nil then return op('len', self.id) end
     -- With no index yet, nothing matches (as in 2.6).
     if self.index[0] == nil then return 0 end
@@ -838,6 +848,8 @@ end
 fill_space = function(s, info)
     s.id, s.name, s.field_count, s.temporary, s._format = info.id, info.name, info.field_count, info.temporary,
         info.format
+    space_engines[info.id] = info.engine or 'memtx'
+    any_vinyl = any_vinyl or info.engine == 'vinyl'
     s.is_local = info.is_local
     -- As 2.6: a space takes writes once it has a primary key.
     s.enabled = info.index[0] ~= nil
@@ -1836,7 +1848,7 @@ local function token_opts(opts)
 end
 
 local function txn_clear(txn)
-    txn.mark, txn.token, txn.aborted = nil, nil, nil
+    txn.mark, txn.token, txn.aborted, txn.engine = nil, nil, nil, nil
     txn.on_commit, txn.on_rollback = nil, nil
 end
 
@@ -1959,6 +1971,19 @@ function internal.txn_leave(locals)
 end
 
 function box.is_in_txn() return current_txn().mark ~= nil end
+
+-- As 2.6's txn_begin_in_engine: the statements of a transaction (reads too) run
+-- in one engine, memtx or vinyl (system views and the like take no part).
+function internal.check_txn_engine(engine)
+    if engine ~= 'memtx' and engine ~= 'vinyl' then return end
+    local txn = current_txn()
+    if txn.mark == nil then return end
+    if txn.engine == nil then
+        txn.engine = engine
+    elseif txn.engine ~= engine then
+        raise(81, 'A multi-statement transaction can not use multiple storage engines')
+    end
+end
 
 -- Savepoints: a mark in the current transaction's undo log.
 local savepoint_mt = {__serialize = function(sp) return {csavepoint = 'savepoint', txn = sp.txn} end}

@@ -796,8 +796,12 @@ fn space_info(lua: &Lua, engine: &Engine, which: Option<&Value>) -> mlua::Result
     t.set("field_count", space.def.field_count)?;
     t.set("temporary", space.def.temporary)?;
     t.set("is_local", space.def.is_local)?;
-    if space.def.engine == crate::engine::space::EngineKind::Vinyl {
-        t.set("engine", "vinyl")?;
+    // memtx when not given.
+    match space.def.engine {
+        crate::engine::space::EngineKind::Memtx => {}
+        crate::engine::space::EngineKind::Vinyl => t.set("engine", "vinyl")?,
+        crate::engine::space::EngineKind::Sysview => t.set("engine", "sysview")?,
+        crate::engine::space::EngineKind::Blackhole => t.set("engine", "blackhole")?,
     }
     if let Some(link) = space.sequence {
         t.set("sequence_id", link.sequence_id)?;
