@@ -1262,6 +1262,14 @@ local function json_number(v, cfg)
     return string.format('%.' .. cfg.encode_number_precision .. 'g', v)
 end
 
+-- A map key as 2.6's encoder writes it: a string, or an integer (a number or a
+-- 64-bit cdata) in full; anything else, a fractional number too, is refused.
+local function json_key(k)
+    if type(k) == 'string' then return k end
+    if type(k) == 'number' and k == math.floor(k) and k >= -2^63 and k < 2^63 then return string.format('%d', k) end
+    return cdata_integer(k) or error('table key must be a number or string', 0)
+end
+
 local function json_encode(v, depth, cfg)
     if is_null(v) then return 'null' end
     v = scalar_of_cdata(v)
@@ -1288,9 +1296,7 @@ local function json_encode(v, depth, cfg)
         return '[' .. table.concat(parts, ',') .. ']'
     end
     for k, x in pairs(v) do
-        local kt = type(k)
-        if kt ~= 'string' and kt ~= 'number' then error('table key must be a number or string', 0) end
-        parts[#parts + 1] = json_string(tostring(k)) .. ':' .. json_encode(x, depth + 1, cfg)
+        parts[#parts + 1] = json_string(json_key(k)) .. ':' .. json_encode(x, depth + 1, cfg)
     end
     return '{' .. table.concat(parts, ',') .. '}'
 end

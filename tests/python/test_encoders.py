@@ -212,6 +212,9 @@ print(m2.decode(m2.encode({1, 'a'}))[2], y2.decode(y2.encode({1, 'a'}))[2])
 msgpack.cfg{encode_max_depth = 128}
 yaml.cfg{encode_use_tostring = false}
 print(msgpack.cfg.encode_max_depth, yaml.cfg.encode_use_tostring)
+for _, k in ipairs({1, -5, 1e15, -2^63, 1.5, -0.25, 10LL, 18446744073709551615ULL, true}) do
+    print('key', tostring(k), pcall(json.encode, {[k] = 1}))
+end
 os.exit(0)
 """
 
@@ -220,8 +223,8 @@ def test_serializer_options_and_instances_match_tarantool(tmp_path):
     """json.cfg and json.encode/decode's option tables (sparse arrays, depth, number
     precision, invalid numbers, unsupported values), json.new() instances with
     options of their own, 2.6's error texts; msgpack and yaml show the same options
-    and make instances."""
-    same_output_on_both(tmp_path, "serializer_cfg.lua", SERIALIZER_CFG_SCRIPT, 49)
+    and make instances; map keys: integers in full, a fractional number refused."""
+    same_output_on_both(tmp_path, "serializer_cfg.lua", SERIALIZER_CFG_SCRIPT, 58)
 
 
 # msgpack's and yaml's options (the module's cfg and instances' own), __serialize
