@@ -242,6 +242,39 @@ local function worker_ran(f, prev, ok, marker, ...)
     return false
 end
 
+-- `err` as a box.error: itself, or a LuajitError of its text.
+local function as_box_error(err)
+    if box.error ~= nil and box.error.is(err) then return err end
+    if type(err) == 'table' and err.type == 'FiberIsCancelled' then return err end
+    return internal.make_error(nil, tostring(err), 'LuajitError')
+end
+
+-- Logs the error that ended the running fiber as 2.6 does: `LuajitError: text` at
+-- utils.c:1005 for a Lua error, `ER_NAME: message` (or `Custom type %s: message`)
+-- where a box.error was made.
+local function log_fiber_error(err)
+    if internal.log_error_at == nil then return end
+    local text, where
+    if err.base_type == 'LuajitError' or err.type == 'LuajitError' then
+        text, where = 'LuajitError: ' .. tostring(err.message), 'utils.c:1005'
+    else
+        if err.base_type == 'CustomError' then
+            text = 'Custom type %s: ' .. tostring(err.message)
+        else
+            local name = 'UNKNOWN'
+            for n, code in pairs(internal.error_codes or {}) do
+                if code == err.code then name = n break end
+            end
+            text = string.format('ER_%s: %s', name, tostring(err.message))
+        end
+        local frame = type(err.trace) == 'table' and err.trace[1]
+        if type(frame) == 'table' and frame.file ~= nil then
+            where = string.format('%s:%s', string.match(frame.file, '([^/]+)$') or frame.file, frame.line)
+        end
+    end
+    internal.log_error_at(text, where)
+end
+
 -- Resumes f until it yields or ends. Returns true and how it ended (`ok, results...`,
 -- as pcall's) when it ended, false when it waits.
 local function resume(f, ...)
@@ -259,20 +292,23 @@ local function resume(f, ...)
         return worker_ran(f, prev, coroutine.resume(co, ...))
     end
     local r = pack(coroutine.resume(co, ...))
+    local dead = coroutine.status(co) == 'dead'
+    if dead and not f.request and not r[1] then
+        -- What ends a plain fiber is a box.error when joined, as in 2.6 (error() of
+        -- anything else makes a LuajitError of its text).
+        r[2] = as_box_error(r[2])
+        local cancelled = r[2].type == 'FiberIsCancelled'
+        if not f.joinable and not cancelled then
+            -- Logged as the fiber itself, as 2.6 logs it (still the running one here).
+            log_fiber_error(r[2])
+        end
+    end
     switch_back(prev)
-    if coroutine.status(co) ~= 'dead' then
+    if not dead then
         f.state = 'suspended'
         return false
     end
-    if not f.request then
-        local cancelled = type(r[2]) == 'table' and r[2].type == 'FiberIsCancelled'
-        if not r[1] and not f.joinable and not cancelled then
-            -- An error that ends a plain fiber is logged, as in Tarantool.
-            local log = package.loaded.log
-            if log then log.error('%s', tostring(r[2])) end
-        end
-        f.result = r
-    end
+    if not f.request then f.result = r end
     ended(f)
     if not f.request then report_count() end
     return true, unpack(r, 1, r.n)
@@ -475,9 +511,11 @@ function fiber.join(f)
     if type(f) ~= 'table' then error('the fiber is dead', 2) end
     return f:join()
 end
--- fiber.top() has no per-fiber CPU figures to switch on here.
-function fiber.top_enable() end
-function fiber.top_disable() end
+-- fiber.top(): off until fiber.top_enable(), as in 2.6; oncebox keeps no per-fiber
+-- CPU figures, so each fiber shows zeros.
+local top_enabled = false
+function fiber.top_enable() top_enabled = true end
+function fiber.top_disable() top_enabled = false end
 function fiber.testcancel()
     local f = current
     if f and f.cancelled then error(cancelled_error(), 0) end
@@ -494,7 +532,12 @@ function fiber.info()
     end
     return t
 end
-function fiber.top() return {cpu = {}} end
+function fiber.top()
+    if not top_enabled then error('fiber.top() is disabled. Enable it with fiber.top_enable() first', 2) end
+    local cpu = {['1/sched'] = {average = 0, instant = 0, time = 0}}
+    for fid, f in pairs(fiber.info()) do cpu[fid .. '/' .. f.name] = {average = 0, instant = 0, time = 0} end
+    return {cpu_misses = 0, cpu = cpu}
+end
 
 -- fiber.time() and fiber.clock() are the event loop's time, as in 2.6: read once,
 -- then the same until the TX loop takes its next message (box.internal.loop_tick
@@ -537,14 +580,16 @@ local function check_alive(f)
 end
 
 function fiber_mt:id() return self.fid end
+-- 2.6's FIBER_NAME_MAX, the terminating zero included.
+local FIBER_NAME_MAX = 256
 function fiber_mt:name(name, opts)
     check_alive(self)
     if name ~= nil then
         if type(name) ~= 'string' then error('fiber.name(): bad arguments', 2) end
-        if #name > 32 and not (type(opts) == 'table' and opts.truncate) then
+        if #name >= FIBER_NAME_MAX and not (type(opts) == 'table' and opts.truncate == true) then
             error('Fiber name is too long', 2)
         end
-        self.name_ = string.sub(name, 1, 32)
+        self.name_ = string.sub(name, 1, FIBER_NAME_MAX - 1)
     end
     return self.name_
 end
@@ -567,7 +612,10 @@ function fiber_mt:wakeup()
     check_alive(self)
     if self.state ~= 'dead' and self ~= running() then wake(self) end
 end
-function fiber_mt:set_joinable(yes) self.joinable = yes and true or false end
+function fiber_mt:set_joinable(...)
+    if select('#', ...) ~= 1 or type(self) ~= 'table' then error('fiber.set_joinable(id, yesno): bad arguments', 2) end
+    self.joinable = (...) and true or false
+end
 function fiber_mt:join()
     if self.state == 'dead' and not self.joinable then error('the fiber is dead', 2) end
     if not self.joinable then error('the fiber is not joinable', 2) end

@@ -344,3 +344,59 @@ def test_fiber_time_is_the_loops_time_while_other_fibers_sleep(tmp_path):
     assert tarantool == oncebox
     assert oncebox == ["after a fiber slept\ttrue\ttrue\ttrue", "after sleep(0), yield, cond:wait\ttrue\ttrue",
                        "after its own sleep\ttrue\ttrue", "sleep(0) loop ends\ttrue"] * 2
+
+
+FIBER_ERRORS_SCRIPT = r"""
+local fiber = require('fiber')
+box.cfg{work_dir = os.getenv('WORK'), log = 'errors.log', log_level = 5}
+local function show(label, ...) local r = {pcall(...)} local v = r[2]
+  local m, n = tostring(v), 1
+  while n > 0 do m, n = m:gsub('^[%w/_.]+%.lua:%d+: ', '') end
+  print(label, r[1], (m:gsub('0x%x+', 'ADDR')), r[3] ~= nil and (tostring(r[3]):gsub('0x%x+', 'ADDR')) or '')
+end
+-- What ends a fiber: logged as the fiber, joined as a box.error.
+fiber.create(function() error('boom') end)
+fiber.create(function() error({code = 5}) end)
+fiber.create(function() box.error(box.error.ILLEGAL_PARAMS, 'xx') end)
+fiber.create(function() error(box.error.new{type = 'MyErr', reason = 'custom'}) end)
+fiber.create(function() error() end)
+for _, raised in ipairs({'str', 42, {code = 5}}) do
+  local f = fiber.new(function() error(raised) end)
+  f:set_joinable(true)
+  show('join', function()
+    local ok, e = f:join()
+    return ok, table.concat({type(e), e.type, (tostring(e.message):gsub('^[^:]*/', ''))}, ' ')
+  end)
+end
+local f = fiber.new(function() box.error(box.error.NO_SUCH_USER, 'u') end)
+f:set_joinable(true)
+show('join box', function() local ok, e = f:join() return ok, e.code, e.type end)
+show('name', function() local x = fiber.new(function() end) x:name(string.rep('a', 100)) return #x:name() end)
+show('name255', function() local x = fiber.new(function() end) x:name(string.rep('a', 255)) return #x:name() end)
+show('name256', function() local x = fiber.new(function() end) x:name(string.rep('a', 256)) return #x:name() end)
+show('truncate', function() local x = fiber.new(function() end) x:name(string.rep('a', 300), {truncate = true}) return #x:name() end)
+show('top off', fiber.top)
+fiber.top_enable()
+show('top on', function() local t = fiber.top() return type(t.cpu), t.cpu_misses ~= nil end)
+fiber.top_disable()
+show('top off again', fiber.top)
+show('set_joinable', function() return fiber.self().set_joinable(5) end)
+show('set_joinable2', function() return fiber.self():set_joinable() end)
+fiber.sleep(0.01)
+for line in io.lines(os.getenv('WORK') .. '/errors.log') do
+  local tail = line:match('^%S+ %S+ %[%d+%] main/%d+/(.* E> .*)$')
+  if tail then print((tail:gsub('0x%x+', 'ADDR'):gsub('LuajitError: [^:]*/', 'LuajitError: '))) end
+end
+os.exit(0)
+"""
+
+
+def test_fiber_errors_names_and_top_as_26(tmp_path):
+    """An error that ends a fiber is logged as 2.6 logs it (`LuajitError: text` at
+    utils.c:1005, `ER_NAME: message` where a box.error was made) and joined as a
+    box.error; names up to 255 bytes; fiber.top() off until enabled."""
+    tarantool, oncebox = run_script_on_both(tmp_path, "fiber_errors.lua", FIBER_ERRORS_SCRIPT)
+    assert tarantool == oncebox
+    assert "lua utils.c:1005 E> LuajitError: fiber_errors.lua:10: boom" in tarantool, tarantool
+    assert "join\ttrue\tfalse\tcdata LuajitError table: ADDR" in tarantool, tarantool
+    assert len(tarantool) == 18, tarantool
