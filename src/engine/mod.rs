@@ -588,6 +588,46 @@ impl Engine {
         index.get(&str_key(name)).and_then(|t| catalog::parse_user(t).ok())
     }
 
+    /// Refuses a grant of a role that would make the roles' graph a loop (2.6's
+    /// role_check): the role may not be the grantee, nor anyone the grantee is
+    /// granted to, directly or through other roles.
+    fn check_role_loop(&self, grant: &Grant) -> BoxResult<()> {
+        let (ObjectType::Role, Some(role)) = (grant.object_type, grant.object_id) else { return Ok(()) };
+        let role_grants: Vec<Grant> = self
+            .spaces
+            .get(&space_id::PRIV)
+            .and_then(Space::primary)
+            .map(|pk| {
+                pk.iter()
+                    .filter_map(|t| access::parse_grant(t))
+                    .filter(|g| g.object_type == ObjectType::Role && g.privilege != 0)
+                    .collect()
+            })
+            .unwrap_or_default();
+        // Everyone the grantee is granted to, layer by layer.
+        let mut reached = vec![grant.grantee];
+        let mut next = 0;
+        while let Some(&user) = reached.get(next) {
+            next += 1;
+            for g in role_grants.iter().filter(|g| g.object_id == Some(user)) {
+                if !reached.contains(&g.grantee) {
+                    reached.push(g.grantee);
+                }
+            }
+        }
+        if reached.contains(&role) {
+            return Err(BoxError::new(
+                code::ROLE_LOOP,
+                format!(
+                    "Granting role '{}' to role '{}' would create a loop",
+                    self.user_name(role),
+                    self.user_name(grant.grantee)
+                ),
+            ));
+        }
+        Ok(())
+    }
+
     /// A user's name by id (for messages).
     #[must_use]
     pub fn user_name(&self, id: u32) -> String {
@@ -1157,6 +1197,9 @@ impl Engine {
             space_id::USER | space_id::PRIV => {
                 if let Some(t) = new.filter(|_| sid == space_id::USER) {
                     catalog::parse_user(t)?;
+                }
+                if let Some(grant) = new.filter(|_| sid == space_id::PRIV).and_then(|t| access::parse_grant(t)) {
+                    self.check_role_loop(&grant)?;
                 }
                 self.creds.borrow_mut().clear();
                 return Ok(());

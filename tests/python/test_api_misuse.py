@@ -427,3 +427,31 @@ os.exit(0)
 def test_dot_calls_name_the_method_call_as_26(tmp_path):
     tarantool = same_output_on_both(tmp_path, "api_misuse6.lua", SCRIPT6, 40)
     assert tarantool[0] == "insert\tfalse\tstring\tbuiltin/box/schema.lua:1291: Use space:insert(...) instead of space.insert(...)"
+
+
+# A role may not be granted where it would make a loop of roles (2.6's role_check),
+# through box.schema or a _priv row written directly.
+SCRIPT7 = HEADER + r"""for _, n in ipairs({'a', 'b', 'c'}) do box.schema.role.create(n) end
+box.schema.user.create('u')
+local function id(name) return box.space._user.index.name:get{name}[1] end
+show('self', box.schema.role.grant, 'a', 'a')
+show('ab', box.schema.role.grant, 'a', 'b')
+show('bc', box.schema.role.grant, 'b', 'c')
+show('ca', box.schema.role.grant, 'c', 'a')
+show('cb', box.schema.role.grant, 'c', 'b')
+show('ua', box.schema.user.grant, 'u', 'a')
+show('uc', box.schema.user.grant, 'u', 'c')
+show('raw', function() return box.space._priv:insert{1, id('c'), 'role', id('a'), 4} end)
+show('public', box.schema.role.grant, 'public', 'a')
+show('apublic', box.schema.role.grant, 'a', 'public')
+show('super', box.schema.role.grant, 'super', 'a')
+show('revoke', box.schema.role.revoke, 'a', 'b')
+show('ca2', box.schema.role.grant, 'c', 'a')
+show('info', box.schema.role.info, 'c')
+os.exit(0)
+"""
+
+
+def test_role_loops_are_refused_as_26(tmp_path):
+    tarantool = same_output_on_both(tmp_path, "api_misuse7.lua", SCRIPT7, 14)
+    assert "Granting role 'a' to role 'c' would create a loop" in tarantool[3]
