@@ -59,6 +59,8 @@ pub mod code {
     pub const PASSWORD_MISMATCH: u32 = 47;
     pub const UNKNOWN_REQUEST_TYPE: u32 = 48;
     pub const CREATE_FUNCTION: u32 = 50;
+    pub const IDENTIFIER: u32 = 70;
+    pub const CREATE_SEQUENCE: u32 = 142;
     pub const NO_SUCH_FUNCTION: u32 = 51;
     pub const FUNCTION_EXISTS: u32 = 52;
     pub const NO_SUCH_ENGINE: u32 = 57;

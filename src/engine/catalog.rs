@@ -6,6 +6,7 @@
 //! turns such a row into a space or index definition and checks it.
 
 use super::field_path::{FieldPath, PathError};
+use super::identifier;
 use super::index::{IndexDef, IndexKind, Part};
 use super::multikey;
 use super::space::{EngineKind, FieldDef, SpaceDef};
@@ -117,9 +118,14 @@ pub fn parse_space(tuple: &[u8]) -> BoxResult<SpaceDef> {
     let name = str_field(&f, 2).ok_or_else(|| BoxError::field_type("3", "string"))?;
     let create_err =
         |msg: &str| BoxError::new(code::CREATE_SPACE, format!("Failed to create space '{}': {msg}", text(name)));
-    if name.is_empty() {
-        return Err(create_err("space name can't be empty"));
+    if identifier::too_long(name) {
+        let shown = identifier::shown(name);
+        return Err(BoxError::new(
+            code::CREATE_SPACE,
+            format!("Failed to create space '{shown}': space name is too long"),
+        ));
     }
+    identifier::check(name)?;
     let engine_name = str_field(&f, 3).ok_or_else(|| BoxError::field_type("4", "string"))?;
     let engine = match engine_name {
         b"memtx" => EngineKind::Memtx,
@@ -203,16 +209,24 @@ fn parse_format_entry(entry: &[u8], i: u32, space: &[u8]) -> BoxResult<FieldDef>
         }
         r.skip().and_then(|_| r.skip()).map_err(|_| BoxError::invalid_msgpack("tuple"))?;
     }
-    let name = map_get(entry, b"name")
-        .and_then(|v| Reader::new(v).read_str().ok())
-        .ok_or_else(|| failed("name is not specified"))?;
-    let ty = match map_get(entry, b"type") {
-        None => FieldType::Any,
-        Some(v) => {
-            let t = Reader::new(v).read_str().map_err(|_| wrong("'type' must be enum".into()))?;
-            FieldType::parse(t).ok_or_else(|| failed("has unknown field type"))?
-        }
+    let name = match map_get(entry, b"name") {
+        None => None,
+        Some(v) => Some(Reader::new(v).read_str().map_err(|_| wrong("'name' must be string".into()))?),
     };
+    let ty = match map_get(entry, b"type") {
+        None => Some(FieldType::Any),
+        Some(v) => FieldType::parse(Reader::new(v).read_str().map_err(|_| wrong("'type' must be enum".into()))?),
+    };
+    if let Some(v) = map_get(entry, b"default") {
+        Reader::new(v).read_str().map_err(|_| wrong("'default' must be string".into()))?;
+    }
+    // 2.6's field_def_decode, in its order.
+    let name = name.filter(|n| !n.is_empty()).ok_or_else(|| failed("name is not specified"))?;
+    if identifier::too_long(name) {
+        return Err(failed("name is too long"));
+    }
+    identifier::check(name)?;
+    let ty = ty.ok_or_else(|| failed("has unknown field type"))?;
     let nullable = match map_get(entry, b"is_nullable") {
         None => false,
         Some(v) => bool_value(v).ok_or_else(|| wrong("'is_nullable' must be boolean".into()))?,
@@ -225,6 +239,15 @@ fn parse_format_entry(entry: &[u8], i: u32, space: &[u8]) -> BoxResult<FieldDef>
             .and_then(Collation::from_id)
             .ok_or_else(|| wrong("collation was not found by id".into()))?,
     };
+    if collation != Collation::Binary && !matches!(ty, FieldType::String | FieldType::Scalar | FieldType::Any) {
+        return Err(BoxError::new(
+            code::CREATE_SPACE,
+            format!(
+                "Failed to create space '{}': collation is reasonable only for string, scalar and any fields",
+                text(space)
+            ),
+        ));
+    }
     Ok(FieldDef { name: text(name), ty, nullable, collation })
 }
 
@@ -243,7 +266,19 @@ pub fn as_alter_error(e: BoxError) -> BoxError {
 pub fn parse_index(tuple: &[u8], space: &SpaceDef) -> BoxResult<IndexDef> {
     let f = split(tuple)?;
     let iid = uint_field(&f, 1).ok_or_else(|| BoxError::field_type("2", "unsigned"))?;
-    let name = text(str_field(&f, 2).ok_or_else(|| BoxError::field_type("3", "string"))?);
+    let raw_name = str_field(&f, 2).ok_or_else(|| BoxError::field_type("3", "string"))?;
+    if identifier::too_long(raw_name) {
+        return Err(BoxError::new(
+            code::MODIFY_INDEX,
+            format!(
+                "Can't create or modify index '{}' in space '{}': index name is too long",
+                identifier::shown(raw_name),
+                space.name
+            ),
+        ));
+    }
+    identifier::check(raw_name)?;
+    let name = text(raw_name);
     let modify = |msg: &str| {
         BoxError::new(
             code::MODIFY_INDEX,
@@ -585,6 +620,30 @@ pub fn func_definition(tuple: &[u8]) -> BoxResult<smallvec::SmallVec<[&[u8]; 8]>
 
 /// `_func`'s `created` field, 0-based.
 const FUNC_CREATED_FIELD: usize = 17;
+
+/// Checks the name of a new `_user`, `_func` or `_sequence` row (field 3) as 2.6
+/// does: not too long (its `create` error, the name cut to 64 bytes), then an
+/// identifier; a user's type is checked between the two, as there.
+pub fn check_object_name(space_id: u32, tuple: &[u8]) -> BoxResult<()> {
+    let f = split(tuple)?;
+    let Some(name) = str_field(&f, 2) else { return Ok(()) };
+    let (code, what, object) = match space_id {
+        space_id::USER => (code::CREATE_USER, "user", "user"),
+        space_id::FUNC => (code::CREATE_FUNCTION, "function", "function"),
+        space_id::SEQUENCE => (code::CREATE_SEQUENCE, "sequence", "sequence"),
+        _ => return Ok(()),
+    };
+    if identifier::too_long(name) {
+        return Err(BoxError::new(
+            code,
+            format!("Failed to create {what} '{}': {object} name is too long", identifier::shown(name)),
+        ));
+    }
+    if space_id == space_id::USER {
+        parse_user(tuple)?;
+    }
+    identifier::check(name)
+}
 
 /// Decodes a `_func` row.
 pub fn parse_func(tuple: &[u8]) -> BoxResult<FuncRow> {

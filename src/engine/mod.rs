@@ -9,6 +9,7 @@ pub mod bitset;
 pub mod catalog;
 pub mod field_path;
 pub mod hash_slots;
+pub mod identifier;
 pub mod index;
 pub mod json_path;
 pub mod key_hash;
@@ -1196,7 +1197,7 @@ impl Engine {
             }
             space_id::USER | space_id::PRIV => {
                 if let Some(t) = new.filter(|_| sid == space_id::USER) {
-                    catalog::parse_user(t)?;
+                    catalog::check_object_name(sid, t)?;
                 }
                 if let Some(grant) = new.filter(|_| sid == space_id::PRIV).and_then(|t| access::parse_grant(t)) {
                     self.check_role_loop(&grant)?;
@@ -1205,6 +1206,9 @@ impl Engine {
                 return Ok(());
             }
             space_id::FUNC => {
+                if let Some(t) = new {
+                    catalog::check_object_name(sid, t)?;
+                }
                 if let (Some(old), Some(new)) = (old, new) {
                     // As in 2.6, a function's definition cannot change in place
                     // (rewriting the same definition is allowed; its times may differ).
@@ -1226,6 +1230,9 @@ impl Engine {
                 return Ok(());
             }
             space_id::SEQUENCE => {
+                if let Some(t) = new {
+                    catalog::check_object_name(sid, t)?;
+                }
                 if let (Some(old), None) = (old, new) {
                     self.check_sequence_drop(old)?;
                 }

@@ -455,3 +455,40 @@ os.exit(0)
 def test_role_loops_are_refused_as_26(tmp_path):
     tarantool = same_output_on_both(tmp_path, "api_misuse7.lua", SCRIPT7, 14)
     assert "Granting role 'a' to role 'c' would create a loop" in tarantool[3]
+
+
+# Names of spaces, indexes, fields, users, roles, functions and sequences: 2.6's
+# identifier check (not empty, printable) and its 65000-byte limit, with the
+# error each object's create or alter gives.
+SCRIPT8 = HEADER + r"""local long = string.rep('x', 65001)
+for _, case in ipairs({{'empty', ''}, {'long', long}, {'ctl', 'a\1b'}, {'nl', 'a\nb'}, {'sep', 'a\u{2028}'},
+                       {'sp', 'a b'}, {'utf', 'таблица'}}) do
+  local label, name = case[1], case[2]
+  show('space.' .. label, function() return box.schema.space.create(name).name end)
+  show('user.' .. label, box.schema.user.create, name)
+  show('role.' .. label, box.schema.role.create, name)
+  show('func.' .. label, box.schema.func.create, name)
+  show('seq.' .. label, function() return box.schema.sequence.create(name).name end)
+end
+local s = box.schema.space.create('t')
+for _, case in ipairs({{'empty', ''}, {'long', long}, {'ctl', 'a\1b'}, {'utf', 'индекс'}}) do
+  show('index.' .. case[1], function() return s:create_index(case[2]).name end)
+end
+show('rename.empty', s.rename, s, '')
+show('rename.long', s.rename, s, long)
+show('rename.ctl', s.rename, s, 'a\1b')
+show('fmt.empty', s.format, s, {{name = ''}})
+show('fmt.ctl', s.format, s, {{name = 'a\1b'}})
+show('fmt.long', s.format, s, {{name = long}})
+show('fmt.coll', s.format, s, {{name = 'id', type = 'unsigned', collation = 'unicode'}})
+show('fmt.default', s.format, s, {{name = 'id', type = 'unsigned', default = 5}})
+show('fmt.ok', function() s:format({{name = 'id', type = 'unsigned'}, {name = 'v', type = 'string', collation = 'unicode', default = 'x'}})
+                              return s:format()[2].collation end)
+show('raw', function() return box.space._user:insert{99, 1, 'a\1', 'user', setmetatable({}, {__serialize = 'map'})} end)
+os.exit(0)
+"""
+
+
+def test_object_names_are_checked_as_26(tmp_path):
+    tarantool = same_output_on_both(tmp_path, "api_misuse8.lua", SCRIPT8, 59)
+    assert "Invalid identifier '' (expected printable symbols only or it is too long)" in tarantool[0]
