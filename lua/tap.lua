@@ -33,7 +33,9 @@ local function details(t, extra)
     for _, k in ipairs(keys) do
         local doc = yaml.encode({[k] = extra[k]})
         local body = string.match(doc, '^%-%-%-\n(.*)\n%.%.%.\n$') or doc
-        for line in string.gmatch(body .. '\n', '([^\n]*)\n') do io.write(pad, line, '\n') end
+        -- Blank lines left out, as 2.6 prints the YAML (a line break in a
+        -- quoted string is one in YAML).
+        for line in string.gmatch(body, '[^\n]+') do io.write(pad, line, '\n') end
     end
     io.write(pad, '...\n')
 end
