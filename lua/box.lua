@@ -33,6 +33,21 @@ error_mt.__concat = function(a, b) return tostring(a) .. tostring(b) end
 -- the type() user code sees answers 'cdata' for both. Installed once every
 -- built-in module has taken the builtin for itself (`local type = type` at its
 -- top), so oncebox's own code sees what they are.
+-- Other objects of oncebox's that are tables where 2.6's are `struct <name> &`
+-- cdata (key_def's): metatable -> {ctypes = the ffi types they pass for, ref = the
+-- reference type ffi.typeof gives}; the type() and ffi functions below treat them
+-- as they treat errors.
+local lookalikes = {}
+function internal.register_cdata_lookalike(mt, name)
+    local ffi = require('ffi')
+    pcall(ffi.cdef, 'struct ' .. name .. ';')
+    local ctypes = {}
+    for _, form in ipairs({'struct %s', 'const struct %s', 'struct %s &', 'const struct %s &'}) do
+        ctypes[tostring(ffi.typeof(string.format(form, name)))] = true
+    end
+    lookalikes[mt] = {ctypes = ctypes, ref = ffi.typeof(string.format('struct %s &', name))}
+end
+
 function internal.install_cdata_aware_type()
     local builtin_type = type
     local raw_metatable = debug.getmetatable
@@ -43,7 +58,7 @@ function internal.install_cdata_aware_type()
             if raw_metatable(v) == tuple_mt then return 'cdata' end
         elseif t == 'table' then
             local mt = raw_metatable(v)
-            if mt == error_mt then return 'cdata' end
+            if mt == error_mt or (mt ~= nil and lookalikes[mt] ~= nil) then return 'cdata' end
             -- A fiber object, userdata in 2.6.
             if mt ~= nil and rawget(mt, '__fiber') == true then return 'userdata' end
         end
@@ -75,16 +90,20 @@ function internal.install_cdata_aware_type()
                           [tostring(ffi.typeof('struct error &'))] = true, [tostring(error_ref_ctype)] = true}
     local builtin_istype, builtin_typeof = ffi.istype, ffi.typeof
     ffi.istype = function(ct, v)
-        if builtin_type(v) == 'table' and raw_metatable(v) == error_mt then
+        local mt = builtin_type(v) == 'table' and raw_metatable(v)
+        local ctypes = mt == error_mt and error_ctypes or (mt and lookalikes[mt] and lookalikes[mt].ctypes)
+        if ctypes then
             local ok, c = pcall(builtin_typeof, ct)
             -- (A bad type is reported where the caller is, as by ffi itself.)
             if not ok then error(c, 2) end
-            return error_ctypes[tostring(c)] == true
+            return ctypes[tostring(c)] == true
         end
         return builtin_istype(ct, v)
     end
     ffi.typeof = function(v, ...)
-        if builtin_type(v) == 'table' and raw_metatable(v) == error_mt then return error_ref_ctype end
+        local mt = builtin_type(v) == 'table' and raw_metatable(v)
+        if mt == error_mt then return error_ref_ctype end
+        if mt and lookalikes[mt] then return lookalikes[mt].ref end
         return builtin_typeof(v, ...)
     end
 end

@@ -20,6 +20,10 @@ local key_def_mt = {
     __tostring = function() return '<struct key_def &>' end,
 }
 
+-- 2.6's key_def objects are `struct key_def &` cdata: type() and ffi.istype see
+-- these as such (box.lua).
+box.internal.register_cdata_lookalike(key_def_mt, 'key_def')
+
 local USAGE = 'Bad params, use: key_def.new({{fieldno = fieldno, type = type' ..
     '[, is_nullable = <boolean>][, path = <string>][, collation_id = <number>]' ..
     '[, collation = <string>]}, ...}'

@@ -101,4 +101,8 @@ table.sort(rows, function(a, b) return kd:compare(a, b) < 0 end)
 local out = {}
 for _, r in ipairs(rows) do out[#out + 1] = r[1] .. r[2] end
 p(table.concat(out, ' '))
+-- A key_def object is `struct key_def &` cdata to type() and the ffi.
+local ffi = require('ffi')
+p(type(kd), ffi.istype('struct key_def', kd), ffi.istype('struct key_def &', kd), tostring(ffi.typeof(kd)))
+p(ffi.istype('struct key_def', {}), type(key_def))
 os.exit(0)

@@ -13,4 +13,4 @@ CASES = Path(__file__).with_name("key_def_cases.lua").read_text()
 
 
 def test_key_def_as_2_6(tmp_path):
-    same_output_on_both(tmp_path, "key_def", CASES, 57)
+    same_output_on_both(tmp_path, "key_def", CASES, 59)
