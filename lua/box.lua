@@ -312,10 +312,10 @@ local session_settings_op
 -- What box.session answers before box.cfg{}, as 2.6's does: the script's own
 -- session, admin's.
 local UNCONFIGURED_OPS = {
-    session_id = function() return 0 end,
+    session_id = function() return 1 end,
     uid = function() return 1 end,
     user_name = function(uid) return uid == 1 and 'admin' or nil end,
-    session_exists = function(id) return id == nil or id == 0 end,
+    session_exists = function(id) return id == nil or id == 1 end,
     session_peer = function() return nil end,
 }
 
@@ -2237,15 +2237,15 @@ end
 -- The sync of the request this fiber serves (0 in the script and in fibers it started).
 function box.session.sync() return internal.fiber_sync() end
 
--- Console sessions are numbered from 2^48 up (see listeners.rs); 0 is the
--- server's own (the script, its fibers, triggers).
+-- Console sessions are numbered from 2^48 up (see listeners.rs); 1 is the
+-- server's own (the script, its triggers; SERVER_SESSION_ID in server/mod.rs).
 local CONSOLE_SESSIONS = 2 ^ 48
 
 -- box.session.type(): 'binary' for an IPROTO client's, 'console' for an admin
 -- console's, 'background' for the server's own.
 function box.session.type()
     local id = box.session.id()
-    if id == 0 or internal.is_background_session(id) then return 'background' end
+    if id == 1 or internal.is_background_session(id) then return 'background' end
     return id >= CONSOLE_SESSIONS and 'console' or 'binary'
 end
 -- box.session.storage: a table of each session's own, dropped when it disconnects.

@@ -165,7 +165,7 @@ function internal.is_background_session(id) return background_sessions[id] ~= ni
 
 -- A fiber made by Lua (fiber.create/new) runs, as in 2.6, in a background session
 -- of its own and as admin (user 1), whoever made it. Before box.cfg{} there are
--- no sessions: it runs in the server's own (0).
+-- no sessions: it runs in the server's own (1).
 local function new_lua_fiber(fn)
     local f
     if internal.op ~= nil then
@@ -174,7 +174,7 @@ local function new_lua_fiber(fn)
         f.own_session = true
         background_sessions[session_id] = true
     else
-        f = new_fiber(fn, 'lua', current and current.session_id or 0, false)
+        f = new_fiber(fn, 'lua', current and current.session_id or 1, false)
     end
     report_count()
     return f
@@ -840,7 +840,7 @@ end
 -- waiters the chunk was in while it booted) holds the fiber the scheduler runs.
 function internal.fiber_adopt(co, name)
     local f = internal.main_fiber
-    f.name_, f.txn, f.state, f.request, f.script, f.session_id, f.co = name, {}, 'suspended', true, true, 0, co
+    f.name_, f.txn, f.state, f.request, f.script, f.session_id, f.co = name, {}, 'suspended', true, true, 1, co
     f.inline = nil
     fibers[103] = f
     alive_count = alive_count + 1

@@ -439,7 +439,7 @@ impl Executor {
     ) {
         self.script = Some(ScriptEnd { events, notify, listening });
         self.script_mode = true;
-        let caller = self.caller(self.creds(user_id::ADMIN), 0);
+        let caller = self.caller(self.creds(user_id::ADMIN), crate::server::SERVER_SESSION_ID);
         let mut host = Host {
             engine: &mut self.engine,
             window: &mut self.window,
@@ -450,7 +450,10 @@ impl Executor {
         match resumed {
             Resumed::Ended(result) => self.script_ended(result),
             Resumed::Waiting => {
-                self.pending.insert(SCRIPT_FIBER, PendingFiber { session_id: 0, sync: 0, kind: FiberKind::Script });
+                self.pending.insert(
+                    SCRIPT_FIBER,
+                    PendingFiber { session_id: crate::server::SERVER_SESSION_ID, sync: 0, kind: FiberKind::Script },
+                );
             }
         }
         self.end_batch();
@@ -1681,7 +1684,7 @@ impl Executor {
     /// Runs the `box.ctl.on_shutdown` triggers, as admin; what they write commits
     /// before the server stops.
     fn shutdown_triggers(&mut self) {
-        let caller = self.caller(self.creds(user_id::ADMIN), 0);
+        let caller = self.caller(self.creds(user_id::ADMIN), crate::server::SERVER_SESSION_ID);
         let mut host = Host {
             engine: &mut self.engine,
             window: &mut self.window,

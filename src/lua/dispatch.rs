@@ -66,7 +66,7 @@ impl Context {
             engine: Box::new(engine),
             window: Box::new(window),
             creds: Rc::new(Credentials::default()),
-            session_id: 0,
+            session_id: crate::server::SERVER_SESSION_ID,
             instance_uuid: Rc::from(""),
             cfg: Rc::new(Vec::new()),
             control: None,

@@ -50,8 +50,13 @@ pub async fn listen_tcp(addr: &str) -> std::io::Result<TcpListener> {
     Err(last.unwrap_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidInput, "no address to listen on")))
 }
 
-/// Binary-protocol session ids, unique across every listener the process opens.
-static NEXT_SESSION_ID: AtomicU64 = AtomicU64::new(1);
+/// The server's own session: the script's main fiber, its triggers (2.6 gives the
+/// script's session the first id, 1).
+pub const SERVER_SESSION_ID: u64 = 1;
+
+/// Binary-protocol session ids, unique across every listener the process opens
+/// (the server's own taken first).
+static NEXT_SESSION_ID: AtomicU64 = AtomicU64::new(SERVER_SESSION_ID + 1);
 
 /// Whether the instance is still loading (its first `box.cfg{}` waits for the
 /// `replication` sources): requests are answered where they are read, as 2.6

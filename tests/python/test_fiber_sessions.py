@@ -72,3 +72,21 @@ def test_a_fiber_runs_in_a_background_session_of_its_own_as_admin(tmp_path):
     assert tarantool[5].startswith("u\ttrue\ttrue\t[1]\ttrue\t[2]\tadmin"), tarantool[5]
     assert "Write access to space 'secret' is denied for user 'u'" in tarantool[6], tarantool[6]
     assert tarantool[7] == "2"
+
+
+SCRIPT_SESSION = r"""
+print(box.session.id(), box.session.type())
+box.cfg{log_level = 1}
+print(box.session.id(), box.session.type(), box.session.exists(box.session.id()), box.session.uid(), box.session.user())
+require('fiber').create(function() print('fiber', box.session.id(), box.session.type()) end)
+print(box.session.peer(), box.session.fd(), box.session.sync())
+os.exit(0)
+"""
+
+
+def test_the_script_runs_in_session_1_and_its_fibers_after_it(tmp_path):
+    """2.6 gives the script's session the first id, 1 (box-tap session.test.lua
+    checks it is above 0), before and after box.cfg{}; a fiber's comes next."""
+    tarantool, oncebox = run_script_on_both(tmp_path, "script_session.lua", SCRIPT_SESSION)
+    assert oncebox == tarantool
+    assert tarantool[:3] == ["1\tbackground", "1\tbackground\ttrue\t1\tadmin", "fiber\t2\tbackground"]
