@@ -627,16 +627,16 @@ const FUNC_CREATED_FIELD: usize = 17;
 pub fn check_object_name(space_id: u32, tuple: &[u8]) -> BoxResult<()> {
     let f = split(tuple)?;
     let Some(name) = str_field(&f, 2) else { return Ok(()) };
-    let (code, what, object) = match space_id {
-        space_id::USER => (code::CREATE_USER, "user", "user"),
-        space_id::FUNC => (code::CREATE_FUNCTION, "function", "function"),
-        space_id::SEQUENCE => (code::CREATE_SEQUENCE, "sequence", "sequence"),
+    let (code, what) = match space_id {
+        space_id::USER => (code::CREATE_USER, "user"),
+        space_id::FUNC => (code::CREATE_FUNCTION, "function"),
+        space_id::SEQUENCE => (code::CREATE_SEQUENCE, "sequence"),
         _ => return Ok(()),
     };
     if identifier::too_long(name) {
         return Err(BoxError::new(
             code,
-            format!("Failed to create {what} '{}': {object} name is too long", identifier::shown(name)),
+            format!("Failed to create {what} '{}': {what} name is too long", identifier::shown(name)),
         ));
     }
     if space_id == space_id::USER {
