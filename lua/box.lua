@@ -149,10 +149,16 @@ end
 
 internal.error_codes = codes
 
-local function make_error(code, message, etype, extra)
+local make_error
+make_error = function(code, message, etype, extra)
     local e = setmetatable({code = code, message = message, type = etype or 'ClientError',
                             base_type = etype or 'ClientError'}, error_mt)
     if extra then for k, v in pairs(extra) do e[k] = v end end
+    -- An engine error's cause comes as a plain table: an error object too.
+    local prev = rawget(e, 'prev')
+    if type(prev) == 'table' and getmetatable(prev) == nil then
+        rawset(e, 'prev', make_error(prev.code, prev.message, prev.type, prev))
+    end
     return e
 end
 internal.make_error = make_error
@@ -733,7 +739,22 @@ function index_methods:delete(key)
     local id = self.space_id
     return maybe(written(id, self.id, 'DELETE', op, key, nil, 'delete', id, self.id, key))
 end
-function index_methods:drop() box.space._index:delete{self.space_id, self.id} end
+-- A functional index's `func` option as the function id _index keeps: a name is
+-- looked up, as 2.6's func_id_by_name does; an id must name a function too.
+local function index_func_id(func)
+    local row
+    if type(func) == 'string' then row = box.space._func.index.name:get(func) else row = box.space._func:get{func} end
+    if row == nil then box.error(box.error.NO_SUCH_FUNCTION, tostring(func)) end
+    return row[1]
+end
+
+-- Forgets the _func_index rows of a space's indexes (of index `iid` only, if given).
+local function drop_func_index_rows(space_id, iid)
+    local key = iid == nil and {space_id} or {space_id, iid}
+    for _, row in ipairs(box.space._func_index:select(key)) do box.space._func_index:delete{row[1], row[2]} end
+end
+
+function index_methods:drop() box.schema.index.drop(self.space_id, self.id) end
 function index_methods:rename(name) box.schema.index.rename(self.space_id, self.id, name) end
 
 local space_methods = {}
@@ -841,6 +862,7 @@ function space_methods:drop()
     local ids = {}
     for iid in pairs(self.index) do if type(iid) == 'number' then ids[#ids + 1] = iid end end
     table.sort(ids, function(a, b) return a > b end)
+    drop_func_index_rows(self.id)
     for _, iid in ipairs(ids) do box.space._index:delete{self.id, iid} end
     box.space._truncate:delete{self.id}
     for _, p in ipairs(box.space._priv.index.object:select{'space', self.id}) do
@@ -876,7 +898,7 @@ fill_space = function(s, info)
     for iid, ix in pairs(info.index) do
         local engine_mt = info.engine == 'vinyl' and vinyl_index_mt or memtx_index_mt
         local index = setmetatable({id = iid, name = ix.name, type = ix.type, unique = ix.unique,
-                                    space_id = info.id, parts = ix.parts, dimension = ix.dimension},
+                                    space_id = info.id, parts = ix.parts, dimension = ix.dimension, func = ix.func},
                                    object_mt(engine_mt, {__call = engine_mt.__call}))
         if iid == 0 and info.sequence_id ~= nil then
             index.sequence_id, index.sequence_fieldno = info.sequence_id, info.sequence_field + 1
@@ -1055,7 +1077,10 @@ function box.schema.index.create(space_id, name, opts)
     return internal.create_index(existing_space(space_id), name, opts)
 end
 -- As 2.6: a drop or rename of an index that is not there changes nothing, silently.
-function box.schema.index.drop(space_id, index_id) box.space._index:delete{space_id, index_id} end
+function box.schema.index.drop(space_id, index_id)
+    drop_func_index_rows(space_id, index_id)
+    box.space._index:delete{space_id, index_id}
+end
 function box.schema.index.rename(space_id, index_id, name)
     if type(space_id) ~= 'number' then raise(1, 'Illegal parameters, space_id should be a number') end
     if type(index_id) ~= 'number' then raise(1, 'Illegal parameters, index_id should be a number') end
@@ -1233,7 +1258,9 @@ function internal.create_index(space, name, opts)
     -- An RTREE's options go with it as given (2.6 stores no defaults).
     if opts.dimension ~= nil then index_opts.dimension = opts.dimension end
     if opts.distance ~= nil then index_opts.distance = opts.distance end
+    if opts.func ~= nil then index_opts.func = index_func_id(opts.func) end
     box.space._index:insert{space.id, iid, name, itype, index_opts, parts}
+    if index_opts.func ~= nil then box.space._func_index:insert{space.id, iid, index_opts.func} end
     if sequence ~= nil then internal.link_sequence(space, sequence) end
     return box.space[space.id].index[name]
 end
@@ -1533,6 +1560,19 @@ end
 
 local compiled_functions = {} -- name -> {body, sandboxed, fn}
 
+-- A functional index's function (the engine calls it with each tuple): compiled
+-- from its body in the sandbox, once per body. Returns the function, or nil and
+-- the error. It must not touch box: the engine is in the middle of a write.
+local key_functions = {} -- id -> {body, fn}
+function internal.func_index_function(id, name, body)
+    local known = key_functions[id]
+    if known ~= nil and known.body == body then return known.fn end
+    local ok, fn = pcall(compile_body, name, body, true)
+    if not ok then return nil, fn end
+    key_functions[id] = {body = body, fn = fn}
+    return fn
+end
+
 -- The function a CALL of persistent function `name` runs (nil if there is none).
 function internal.persistent_function(name)
     local row = as_admin(function() return box.space._func.index.name:get(name) end)
@@ -1773,6 +1813,7 @@ function index_methods:alter(opts)
     local flags = map{}
     for k, v in pairs(row[5]) do flags[k] = v end
     if opts.unique ~= nil then flags.unique = opts.unique end
+    if opts.func ~= nil then flags.func = index_func_id(opts.func) end
     local parts = opts.parts ~= nil and normalize_parts(space, opts.parts) or row[6]
     local link = box.space._space_sequence:get{space.id}
     local sequence
@@ -1787,6 +1828,7 @@ function index_methods:alter(opts)
         box.space._index:update({space.id, row[2]}, {{'=', 2, iid}})
     end
     box.space._index:replace{space.id, iid, name, opts.type or row[4], flags, parts}
+    if opts.func ~= nil then box.space._func_index:insert{space.id, iid, flags.func} end
     if opts.sequence ~= nil and link ~= nil then
         box.space._space_sequence:delete{space.id}
         if link[3] then box.schema.sequence.drop(link[2]) end

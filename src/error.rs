@@ -91,6 +91,10 @@ pub mod code {
     pub const NO_SUCH_COLLATION: u32 = 166;
     pub const NULLABLE_PRIMARY: u32 = 152;
     pub const NO_SUCH_FIELD_NAME: u32 = 201;
+    pub const DROP_FUNCTION: u32 = 71;
+    pub const FUNC_INDEX_FUNC: u32 = 198;
+    pub const FUNC_INDEX_FORMAT: u32 = 199;
+    pub const FUNC_INDEX_PARTS: u32 = 200;
     pub const SEQUENCE_NOT_STARTED: u32 = 212;
 }
 

@@ -358,6 +358,8 @@ impl Executor {
     ) -> Self {
         let mut engine = engine;
         engine.set_service_clock(window.clock.clone());
+        // The Lua runtime computes functional indexes' keys: they can be built now.
+        engine.build_func_indexes();
         Self {
             window: Box::new(window),
             ticks: 0,

@@ -6,6 +6,7 @@
 //! turns such a row into a space or index definition and checks it.
 
 use super::field_path::{FieldPath, PathError};
+use super::func_index::{self, FuncRef};
 use super::identifier;
 use super::index::{IndexDef, IndexKind, Part};
 use super::multikey;
@@ -381,7 +382,46 @@ pub fn parse_index(tuple: &[u8], space: &SpaceDef) -> BoxResult<IndexDef> {
             return Err(BoxError::new(code::UNSUPPORTED, "multikey index does not support nullable root field"));
         }
     }
-    Ok(IndexDef { id: u32::try_from(iid).map_err(|_| modify("index id too big"))?, name, kind, unique, parts })
+    let func = func_ref(opts, iid, kind, space, &parts, &modify)?;
+    Ok(IndexDef { id: u32::try_from(iid).map_err(|_| modify("index id too big"))?, name, kind, unique, parts, func })
+}
+
+/// A functional index's function (`func` in its options), with 2.6's checks of
+/// the definition: the parts number the returned key, it is not the primary
+/// key, it is a memtx TREE. The function itself is looked up by the engine.
+fn func_ref(
+    opts: &[u8],
+    iid: u64,
+    kind: IndexKind,
+    space: &SpaceDef,
+    parts: &[Part],
+    modify: &dyn Fn(&str) -> BoxError,
+) -> BoxResult<Option<FuncRef>> {
+    let Some(raw) = map_get(opts, b"func") else { return Ok(None) };
+    let id = match Reader::new(raw).read_uint() {
+        Ok(id) => u32::try_from(id).unwrap_or(u32::MAX),
+        Err(_) => {
+            return Err(BoxError::new(
+                code::WRONG_INDEX_OPTIONS,
+                "Wrong index options (field 5): 'func' must be unsigned",
+            ))
+        }
+    };
+    if id == 0 {
+        return Ok(None);
+    }
+    func_index::check_parts(parts)?;
+    if iid == 0 {
+        return Err(modify("primary key can not use a function"));
+    }
+    match kind {
+        IndexKind::Tree => {}
+        other => return Err(modify(&format!("{} index can not use a function", other.name()))),
+    }
+    if space.engine == EngineKind::Vinyl {
+        return Err(BoxError::new(code::UNSUPPORTED, "Vinyl does not support functional index"));
+    }
+    Ok(Some(FuncRef { id, resolved: None }))
 }
 
 /// An RTREE's options (`dimension`, 1 to 20, 2 if not given; `distance`,

@@ -16,11 +16,13 @@ use std::sync::Arc;
 
 use super::bitset::{bits_of, BitsetSearch, BitsetStore};
 use super::field_path::{self, FieldPath, Found, Step};
+use super::func_index::{self, FuncRef};
 use super::hash_slots::HashSlots;
 use super::key_hash::key_hash;
 use super::light::LightTable;
 use super::multikey;
 use super::rtree::{RtreeSearch, RtreeStore};
+use super::space::SpaceDef;
 use super::tuple::{split, Tuple, TupleFields};
 use super::value::{Collation, FieldType, Key, KeyPart, ValueType};
 use crate::error::{code, BoxError, BoxResult};
@@ -154,8 +156,23 @@ pub struct IndexDef {
     pub kind: IndexKind,
     /// Whether keys are unique.
     pub unique: bool,
-    /// Key parts.
+    /// Key parts (of a functional index: of the key its function returns).
     pub parts: Vec<Part>,
+    /// A functional index's function.
+    pub func: Option<FuncRef>,
+}
+
+impl IndexDef {
+    /// The parts that index places in a tuple (none for a functional index,
+    /// whose parts are of the key its function returns).
+    #[must_use]
+    pub fn tuple_parts(&self) -> &[Part] {
+        if self.func.is_some() {
+            &[]
+        } else {
+            &self.parts
+        }
+    }
 }
 
 /// Select iterator types (IPROTO_ITERATOR values).
@@ -463,7 +480,7 @@ impl Index {
             IndexKind::Bitset => Storage::Bitset(BitsetStore::default()),
             IndexKind::Rtree { dimension, manhattan } => Storage::Rtree(RtreeStore::new(dimension, manhattan)),
         };
-        let multikey = def.parts.iter().any(|p| multikey::split(p).is_some());
+        let multikey = def.func.is_some() || def.parts.iter().any(|p| multikey::split(p).is_some());
         Self { def, cmp_parts, multikey, storage }
     }
 
@@ -490,21 +507,62 @@ impl Index {
         index
     }
 
-    /// Whether a tuple may have several entries (a `[*]` in a part's path).
+    /// Whether a tuple may have several entries (a `[*]` in a part's path, or a
+    /// function that computes the keys).
     #[must_use]
     pub fn is_multikey(&self) -> bool {
         self.multikey
     }
 
-    /// The entry keys of a validated tuple in a multikey index (none, one, or one
-    /// per element).
-    pub fn entry_keys(&self, fields: &TupleFields<'_>) -> BoxResult<Vec<Key>> {
-        multikey::keys(&self.cmp_parts, fields)
+    /// Whether this is a functional index whose function is not known yet (while
+    /// a directory loads): it has no entries until it is built.
+    #[must_use]
+    pub fn is_pending(&self) -> bool {
+        self.def.func.as_ref().is_some_and(|f| f.resolved.is_none())
     }
 
-    /// The user-visible keys of a validated tuple in a multikey index.
-    pub fn user_keys(&self, fields: &TupleFields<'_>) -> BoxResult<Vec<Key>> {
-        multikey::keys(&self.def.parts, fields)
+    /// The entry keys of a validated tuple of `space` in a multikey or functional
+    /// index (none, one, or one per element or returned key), sorted, each once.
+    ///
+    /// # Errors
+    /// A functional index's function fails or returns what is not a key.
+    pub fn entry_keys(&self, tuple: &Tuple, fields: &TupleFields<'_>, space: &SpaceDef) -> BoxResult<Vec<Key>> {
+        let Some(func) = &self.def.func else { return multikey::keys(&self.cmp_parts, fields) };
+        let target = func_index::Target { index: &self.def.name, space };
+        let Some(resolved) = &func.resolved else {
+            return Err(BoxError::new(
+                code::FUNC_INDEX_FUNC,
+                format!(
+                    "Failed to build a key for functional index '{}' of space '{}': can't evaluate function",
+                    self.def.name, space.name
+                ),
+            ));
+        };
+        let pk_parts = &self.cmp_parts[self.def.parts.len()..];
+        let mut keys = Vec::new();
+        for returned in func_index::keys(resolved, &self.def.parts, tuple, target)? {
+            let mut key = Key::with_capacity(self.cmp_parts.len());
+            for part in returned {
+                key.push(part);
+            }
+            for part in pk_parts {
+                key.push(key_part(part, fields)?);
+            }
+            keys.push(key);
+        }
+        keys.sort();
+        keys.dedup();
+        Ok(keys)
+    }
+
+    /// The user-visible key (definition parts only) within an entry key.
+    #[must_use]
+    pub fn user_part(&self, entry: &Key) -> Key {
+        let mut key = Key::with_capacity(self.def.parts.len());
+        for part in entry.iter().take(self.def.parts.len()) {
+            key.push(part.clone());
+        }
+        key
     }
 
     /// Turns an [`Storage::Ints`] tree into a general one (before storing a key it
@@ -1206,7 +1264,8 @@ mod tests {
 
     fn hash_index() -> Index {
         let part = Part::whole(0, FieldType::Scalar, Collation::Binary, false);
-        let def = IndexDef { id: 0, name: "pk".into(), kind: IndexKind::Hash, unique: true, parts: vec![part] };
+        let def =
+            IndexDef { id: 0, name: "pk".into(), kind: IndexKind::Hash, unique: true, parts: vec![part], func: None };
         let parts = def.parts.clone();
         Index::new(def, &parts)
     }
@@ -1313,8 +1372,14 @@ mod tests {
     fn an_unsigned_tree_answers_as_a_general_tree_does() {
         use crate::protocol::msgpack::write;
         let part = |ty| Part::whole(0, ty, Collation::Binary, false);
-        let def =
-            |ty| IndexDef { id: 0, name: "pk".into(), kind: IndexKind::Tree, unique: true, parts: vec![part(ty)] };
+        let def = |ty| IndexDef {
+            id: 0,
+            name: "pk".into(),
+            kind: IndexKind::Tree,
+            unique: true,
+            parts: vec![part(ty)],
+            func: None,
+        };
         let mut ints = Index::new(def(FieldType::Unsigned), &[part(FieldType::Unsigned)]);
         let mut general = Index::new(def(FieldType::Scalar), &[part(FieldType::Scalar)]);
         assert!(matches!(ints.storage, Storage::Ints(_)) && matches!(general.storage, Storage::Tree(_)));
@@ -1441,8 +1506,10 @@ mod tests {
             kind: IndexKind::Tree,
             unique: false,
             parts: vec![part(1, FieldType::String)],
+            func: None,
         };
-        let primary = IndexDef { id: 0, name: "pk".into(), kind: IndexKind::Tree, unique: true, parts: pk.clone() };
+        let primary =
+            IndexDef { id: 0, name: "pk".into(), kind: IndexKind::Tree, unique: true, parts: pk.clone(), func: None };
         for def in [primary, by_value, IndexDef { kind: IndexKind::Hash, ..hash_index().def }] {
             let mut one_by_one = Index::new(def.clone(), &pk);
             for (key, t) in entries(&one_by_one, &tuples) {

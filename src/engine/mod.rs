@@ -8,6 +8,7 @@ pub mod access;
 pub mod bitset;
 pub mod catalog;
 pub mod field_path;
+pub mod func_index;
 pub mod hash_slots;
 pub mod identifier;
 pub mod index;
@@ -1209,6 +1210,9 @@ impl Engine {
                 if let Some(t) = new {
                     catalog::check_object_name(sid, t)?;
                 }
+                if let (Some(old), None) = (old, new) {
+                    self.check_func_drop(old)?;
+                }
                 if let (Some(old), Some(new)) = (old, new) {
                     // As in 2.6, a function's definition cannot change in place
                     // (rewriting the same definition is allowed; its times may differ).
@@ -1238,6 +1242,7 @@ impl Engine {
                 }
             }
             space_id::SPACE_SEQUENCE => self.relink_sequences(),
+            func_index::SPACE_ID => self.check_func_index_row(old, new)?,
             crate::idempotency::SPACE_ID => return self.check_record_time(new),
             _ => return Ok(()),
         }
@@ -1361,10 +1366,17 @@ impl Engine {
         };
         let target = self.space(sid)?;
         self.check_ddl(want, sid, &target.def.name, target.def.owner)?;
+        let def = match new {
+            Some(new) => {
+                let mut def = catalog::parse_index(new, &target.def)?;
+                self.resolve_key_function(&mut def)?;
+                Some(def)
+            }
+            None => None,
+        };
         let space = self.space_mut(sid)?;
-        match (old, new) {
-            (None, Some(new)) => {
-                let def = catalog::parse_index(new, &space.def)?;
+        match (old, def) {
+            (None, Some(def)) => {
                 space.check_part_types(&def)?;
                 space.add_index(def)?;
             }
@@ -1385,8 +1397,7 @@ impl Engine {
                     self.record_reset(sid, removed);
                 }
             }
-            (Some(_), Some(new)) => {
-                let def = catalog::parse_index(new, &space.def)?;
+            (Some(_), Some(def)) => {
                 space.check_part_types(&def)?;
                 let removed: Vec<Tuple> = space.primary().map(|pk| pk.iter().cloned().collect()).unwrap_or_default();
                 rebuild_with(space, def)?;

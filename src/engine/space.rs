@@ -205,8 +205,12 @@ impl Space {
     /// The size 2.6's memtx charges for a tuple: a 14-byte header, 4 bytes per
     /// indexed field past the first (its field map), and the MessagePack data.
     fn charged_size(&self, data_len: usize) -> usize {
-        let mut slots: Vec<u32> =
-            self.indexes.values().flat_map(|i| i.def.parts.iter().map(|p| p.field_no)).filter(|&f| f > 0).collect();
+        let mut slots: Vec<u32> = self
+            .indexes
+            .values()
+            .flat_map(|i| i.def.tuple_parts().iter().map(|p| p.field_no))
+            .filter(|&f| f > 0)
+            .collect();
         slots.sort_unstable();
         slots.dedup();
         TUPLE_HEADER_SIZE + 4 * slots.len() + data_len
@@ -295,7 +299,7 @@ impl Space {
         // field order, then in the field's byte order, as 2.6 walks the tuple.
         let mut inside: Option<(usize, usize, Fault)> = None;
         let mut missing_inside: Option<Fault> = None;
-        for part in self.indexes.values().flat_map(|ix| ix.def.parts.iter()) {
+        for part in self.indexes.values().flat_map(|ix| ix.def.tuple_parts().iter()) {
             let i = part.field_no as usize;
             if i >= fields.len() {
                 // A place inside a field the tuple lacks is missing, unless the
@@ -357,7 +361,7 @@ impl Space {
     }
 
     fn parts_on_field(&self, field: usize) -> impl Iterator<Item = &Part> {
-        self.indexes.values().flat_map(|ix| ix.def.parts.iter()).filter(move |p| p.field_no as usize == field)
+        self.indexes.values().flat_map(|ix| ix.def.tuple_parts().iter()).filter(move |p| p.field_no as usize == field)
     }
 
     fn is_required(&self, field: usize) -> bool {
@@ -370,7 +374,7 @@ impl Space {
         let by_index = self
             .indexes
             .values()
-            .flat_map(|ix| ix.def.parts.iter())
+            .flat_map(|ix| ix.def.tuple_parts().iter())
             .filter(|p| !p.nullable && p.path.is_none())
             .map(|p| p.field_no as usize + 1)
             .max()
@@ -465,19 +469,33 @@ impl Space {
         }
         // Every secondary unique index may hold at most the tuple being replaced.
         let mut secondary: smallvec::SmallVec<[(&mut Index, Key); 4]> = smallvec::SmallVec::new();
-        let mut multikey: Vec<(&mut Index, Vec<Key>)> = Vec::new();
+        // Each multikey or functional index's new keys and the old tuple's, all
+        // computed before anything changes (a key function may fail).
+        // (The old tuple is split only if such an index needs it.)
+        let mut multikey: Vec<(&mut Index, Vec<Key>, Vec<Key>)> = Vec::new();
+        let mut old_fields: Option<TupleFields<'_>> = None;
         for ix in ixs {
             if ix.is_multikey() {
+                let keys = ix.entry_keys(&tuple, fields, def)?;
+                let old_keys = match slot.as_deref() {
+                    Some(old) => {
+                        let old_fields = match &mut old_fields {
+                            Some(split) => split,
+                            none => none.insert(split(old)?),
+                        };
+                        ix.entry_keys(old, old_fields, def)?
+                    }
+                    None => Vec::new(),
+                };
                 if ix.def.unique {
-                    for user_key in ix.user_keys(fields)? {
-                        let holder = ix.conflict(&user_key);
+                    for entry in &keys {
+                        let holder = ix.conflict(&ix.user_part(entry));
                         if holder.is_some_and(|other| !slot.as_deref().is_some_and(|o| std::rc::Rc::ptr_eq(o, other))) {
                             return Err(duplicate(def, ix));
                         }
                     }
                 }
-                let keys = ix.entry_keys(fields)?;
-                multikey.push((ix, keys));
+                multikey.push((ix, keys, old_keys));
                 continue;
             }
             let key = ix.entry_key(fields)?;
@@ -491,6 +509,7 @@ impl Space {
             }
             secondary.push((ix, key));
         }
+        drop(old_fields);
         let old = match slot.take() {
             Some(slot) => Some(std::mem::replace(slot, tuple.clone())),
             None => {
@@ -503,13 +522,10 @@ impl Space {
         if !multikey.is_empty() {
             // The old tuple's entries its new keys do not keep go; the new keys
             // point at the new tuple.
-            let old_fields = old.as_ref().map(|o| split(o)).transpose()?;
-            for (ix, keys) in multikey {
-                if let Some(old_fields) = &old_fields {
-                    for old_key in ix.entry_keys(old_fields)? {
-                        if keys.binary_search(&old_key).is_err() {
-                            ix.remove(&old_key);
-                        }
+            for (ix, keys, old_keys) in multikey {
+                for old_key in old_keys {
+                    if keys.binary_search(&old_key).is_err() {
+                        ix.remove(&old_key);
                     }
                 }
                 for key in keys {
@@ -547,8 +563,11 @@ impl Space {
         for tuple in tuples {
             let fields = split(&tuple)?;
             for (ix, out) in self.indexes.values().zip(entries.iter_mut()) {
+                if ix.is_pending() {
+                    continue;
+                }
                 if ix.is_multikey() {
-                    out.extend(ix.entry_keys(&fields)?.into_iter().map(|key| (key, tuple.clone())));
+                    out.extend(ix.entry_keys(&tuple, &fields, &self.def)?.into_iter().map(|key| (key, tuple.clone())));
                 } else {
                     out.push((ix.entry_key(&fields)?, tuple.clone()));
                 }
@@ -566,7 +585,7 @@ impl Space {
         let fields = split(&tuple)?;
         let replaced = self.primary().and_then(|pk| pk.entry_key(&fields).ok()).and_then(|k| pk_len(self, &k));
         for ix in self.indexes.values_mut() {
-            for key in keys_of(ix, &fields)? {
+            for key in keys_of(ix, &tuple, &fields, &self.def)? {
                 ix.insert(key, tuple.clone());
             }
         }
@@ -579,7 +598,7 @@ impl Space {
         let fields = split(tuple)?;
         let mut removed = false;
         for ix in self.indexes.values_mut() {
-            for key in keys_of(ix, &fields)? {
+            for key in keys_of(ix, tuple, &fields, &self.def)? {
                 let gone = ix.remove(&key);
                 removed |= ix.def.id == 0 && gone.is_some();
             }
@@ -630,7 +649,7 @@ impl Space {
             .unwrap_or_default();
         for t in existing {
             let fields = split(&t)?;
-            for part in &index.def.parts {
+            for part in index.def.tuple_parts() {
                 let checked = match multikey::split(part) {
                     Some(_) => multikey::check(part, &fields)?,
                     None => part.value(&fields)?.map(drop),
@@ -640,10 +659,11 @@ impl Space {
                 }
             }
             if index.is_multikey() {
-                if index.def.unique && index.user_keys(&fields)?.iter().any(|k| index.conflict(k).is_some()) {
+                let keys = index.entry_keys(&t, &fields, &self.def)?;
+                if index.def.unique && keys.iter().any(|k| index.conflict(&index.user_part(k)).is_some()) {
                     return Err(self.duplicate(&index));
                 }
-                for key in index.entry_keys(&fields)? {
+                for key in keys {
                     index.insert(key, t.clone());
                 }
                 continue;
@@ -697,7 +717,7 @@ impl Space {
                 ),
             )
         };
-        for part in defs.iter().flat_map(|d| d.parts.iter()) {
+        for part in defs.iter().flat_map(|d| d.tuple_parts().iter()) {
             let steps = part.path.as_deref().map_or(&[][..], FieldPath::steps);
             for depth in 0..steps.len() {
                 let wants = if matches!(steps[depth], Step::Key(_)) { FieldType::Map } else { FieldType::Array };
@@ -738,9 +758,17 @@ fn pk_len(space: &Space, key: &Key) -> Option<usize> {
     space.primary().and_then(|pk| pk.get(key)).map(|t| t.len())
 }
 
-fn keys_of(ix: &Index, fields: &TupleFields<'_>) -> BoxResult<smallvec::SmallVec<[Key; 1]>> {
+fn keys_of(
+    ix: &Index,
+    tuple: &Tuple,
+    fields: &TupleFields<'_>,
+    space: &SpaceDef,
+) -> BoxResult<smallvec::SmallVec<[Key; 1]>> {
+    if ix.is_pending() {
+        return Ok(smallvec::SmallVec::new());
+    }
     if ix.is_multikey() {
-        return Ok(ix.entry_keys(fields)?.into_iter().collect());
+        return Ok(ix.entry_keys(tuple, fields, space)?.into_iter().collect());
     }
     Ok(smallvec::smallvec![ix.entry_key(fields)?])
 }

@@ -244,6 +244,9 @@ pub fn error_table(lua: &Lua, e: &BoxError) -> mlua::Result<Table> {
     for (k, v) in &e.fields {
         t.set(*k, v.as_str())?;
     }
+    if let Some(prev) = &e.prev {
+        t.set("prev", error_table(lua, prev)?)?;
+    }
     Ok(t)
 }
 
@@ -830,6 +833,15 @@ fn space_info(lua: &Lua, engine: &Engine, which: Option<&Value>) -> mlua::Result
             // (2.6 shows the dimension, not the distance.)
             crate::engine::index::IndexKind::Rtree { dimension, .. } => it.set("dimension", dimension)?,
             _ => it.set("unique", ix.def.unique)?,
+        }
+        if let Some(func) = &ix.def.func {
+            // As 2.6: the function's id, and its name while it exists.
+            let ft = lua.create_table()?;
+            ft.set("fid", func.id)?;
+            if let Some(resolved) = &func.resolved {
+                ft.set("name", resolved.name.as_str())?;
+            }
+            it.set("func", ft)?;
         }
         let parts = lua.create_table()?;
         for (i, p) in ix.def.parts.iter().enumerate() {

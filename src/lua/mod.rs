@@ -18,6 +18,7 @@ pub mod dispatch;
 pub mod fio;
 pub mod inbox;
 pub mod key_def;
+pub mod key_functions;
 pub mod native;
 pub mod netbox;
 pub mod popen;
@@ -445,6 +446,8 @@ impl LuaRuntime {
         lua.load("box.internal.install_cdata_aware_type()").exec().map_err(|e| lua_err(&e))?;
         let signals = std::rc::Rc::new(dispatch::Signals::default());
         lua.set_app_data(std::rc::Rc::clone(&signals));
+        // Functional indexes of this thread's engine compute their keys here.
+        crate::engine::func_index::install(Rc::new(key_functions::LuaKeyFunctions::new(&lua)));
         Ok(Self { lua, hot: std::cell::OnceCell::new(), signals })
     }
 

@@ -195,6 +195,26 @@ end
 """
 
 
+# try(name, f, ...): calls f, then prints name, 'ok' and what it returned (shown
+# as LUA_SHOW_SORTED's show does, which it follows), or name, 'error' and the
+# error (with its cause after ' <- ', if it has one).
+LUA_TRY = r"""
+local function try(name, f, ...)
+    local r = {pcall(f, ...)}
+    if r[1] then
+        local out = {}
+        for i = 2, table.maxn(r) do out[#out + 1] = show(r[i]) end
+        print(name, 'ok', table.concat(out, ' '))
+    else
+        local e = r[2]
+        local text = tostring(e)
+        if type(e) == 'table' and e.prev ~= nil then text = text .. ' <- ' .. tostring(e.prev) end
+        print(name, 'error', text)
+    end
+end
+"""
+
+
 # p(...): how many values it got, then each (tostring), as one line.
 LUA_PRINT_COUNTED = r"""local function p(...)
     local t = {}

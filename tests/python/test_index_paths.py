@@ -9,20 +9,9 @@ read, `index.parts` and `_index` row; then a second script restarts on the same
 data and reads through the indexes again. Maps are printed with sorted keys (Lua
 table order differs between the two servers' LuaJIT builds).
 """
-from conftest import LUA_SHOW_SORTED, scripts_in_turn_on_both
+from conftest import LUA_SHOW_SORTED, LUA_TRY, scripts_in_turn_on_both
 
-SHOW = LUA_SHOW_SORTED + r"""
-local function try(name, f, ...)
-    local r = {pcall(f, ...)}
-    if r[1] then
-        local out = {}
-        for i = 2, table.maxn(r) do out[#out + 1] = show(r[i]) end
-        print(name, 'ok', table.concat(out, ' '))
-    else
-        print(name, 'error', tostring(r[2]))
-    end
-end
-"""
+SHOW = LUA_SHOW_SORTED + LUA_TRY
 
 FIRST = r"""
 box.cfg{work_dir = os.getenv('WORK'), log_level = 1}
