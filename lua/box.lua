@@ -2411,6 +2411,30 @@ function box.snapshot()
     return 'ok'
 end
 
+-- box.backup: start() writes a copy of the data as a data directory of its own
+-- and lists its files (src/storage/backup.rs); stop() deletes it. The checkpoint
+-- index is read as 2.6's luaL_checkint reads it.
+box.backup = {}
+function box.backup.start(...)
+    local index = 0
+    if select('#', ...) > 0 then
+        local given = ...
+        index = tonumber(given)
+        if type(given) ~= 'number' and (type(given) ~= 'string' or index == nil) then
+            -- Named as the caller called it ('?' through pcall or a tail call), as 2.6's C function is.
+            local name = debug.getinfo(1, 'n').name or '?'
+            error(string.format("bad argument #1 to '%s' (number expected, got %s)", name, type(given)), 0)
+        end
+        index = index >= 0 and math.floor(index) or math.ceil(index)
+        if index < 0 then error('invalid checkpoint index', 0) end
+    end
+    -- The engine holds the transaction's changes in place: a copy taken now
+    -- would keep what may yet be rolled back (2.6 copies its last checkpoint).
+    if box.is_in_txn() then box.error(box.error.ACTIVE_TRANSACTION) end
+    return op('backup_start', index)
+end
+function box.backup.stop() op('backup_stop') end
+
 -- Memory as 2.6 reports it, mapped onto oncebox's (which has no slab allocator
 -- and no vinyl): data is the tuples' bytes, index the index structures' estimate,
 -- lua the Lua heap; there is no tuple cache and no transaction memory to speak of.

@@ -92,6 +92,9 @@ pub mod code {
     pub const NULLABLE_PRIMARY: u32 = 152;
     pub const NO_SUCH_FIELD_NAME: u32 = 201;
     pub const DROP_FUNCTION: u32 = 71;
+    pub const MISSING_SNAPSHOT: u32 = 93;
+    pub const SYSTEM: u32 = 115;
+    pub const BACKUP_IN_PROGRESS: u32 = 129;
     pub const FUNC_INDEX_FUNC: u32 = 198;
     pub const FUNC_INDEX_FORMAT: u32 = 199;
     pub const FUNC_INDEX_PARTS: u32 = 200;

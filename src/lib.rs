@@ -165,6 +165,9 @@ pub(crate) fn boot(
     notify: tokio::sync::mpsc::UnboundedSender<TxMessage>,
     wanted: &storage::recovery::Identity,
 ) -> Result<Booted, String> {
+    if let Some(dir) = dir {
+        storage::backup::set_data_dir(dir.root());
+    }
     let (mut engine, uuid) = match (dir, store.as_ref()) {
         (Some(dir), Some(store)) => storage::recovery::open_engine(dir, store, wanted).map_err(|e| e.to_string())?,
         _ => wanted.bootstrap().map_err(|e| e.to_string())?,

@@ -613,6 +613,16 @@ fn run(lua: &Lua, cx: &mut Context, op: &str, args: &[Value]) -> Result<Value, F
             lua.set_app_data(ExitRequest(status));
             Value::Boolean(true)
         }
+        "backup_start" => {
+            let checkpoint = arg::<Option<u64>>(lua, args, 1)?.unwrap_or(0);
+            let uuid = uuid::Uuid::parse_str(&cx.instance_uuid).unwrap_or_default();
+            let files = crate::storage::backup::start(&cx.engine, &uuid, cx.window.clock.now_ms(), checkpoint)?;
+            Value::Table(lua.create_sequence_from(files)?)
+        }
+        "backup_stop" => {
+            crate::storage::backup::stop();
+            Value::Nil
+        }
         "snapshot" => {
             if let Some(s) = signals(lua) {
                 s.snapshot.set(true);

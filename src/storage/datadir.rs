@@ -25,7 +25,8 @@ pub const FORMAT_VERSION: u32 = 4;
 /// The oldest format this build reads (and upgrades).
 pub const OLDEST_FORMAT_VERSION: u32 = 1;
 const FORMAT_FILE: &str = "FORMAT";
-const LOCK_FILE: &str = "oncebox.lock";
+/// The lock file's name.
+pub const LOCK_FILE: &str = "oncebox.lock";
 const FORMAT_MAGIC: &str = "oncebox-data";
 const LOG_DIR: &str = "fjall";
 const ROWS_DIR: &str = "fjall-rows";
@@ -116,6 +117,12 @@ impl DataDir {
             (true, FORMAT_VERSION)
         };
         Ok(Self { root: root.to_path_buf(), is_new, version, _lock: lock })
+    }
+
+    /// The directory.
+    #[must_use]
+    pub fn root(&self) -> &Path {
+        &self.root
     }
 
     /// Where the log database keeps its files.

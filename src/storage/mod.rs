@@ -24,6 +24,7 @@ pub static LAST_LOGGED_GROUP: std::sync::atomic::AtomicU64 = std::sync::atomic::
 pub static LAST_CHECKPOINTED_GROUP: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 pub mod background;
+pub mod backup;
 pub mod datadir;
 pub mod fjall_store;
 pub mod group;
