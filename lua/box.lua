@@ -2889,9 +2889,10 @@ function internal.boot_pending()
 end
 
 -- Whether a script's first box.cfg{} may run here: in its main chunk, or in a
--- fiber while the main chunk waits (it then boots on that fiber's behalf).
+-- fiber while the main chunk waits (it then boots on that fiber's behalf) or
+-- after it ended (the event loop then boots for it: internal.main_ended).
 local function may_boot_here()
-    return internal.fiber_in_main() or internal.fiber_main_waits()
+    return internal.fiber_in_main() or internal.fiber_main_waits() or internal.main_ended == true
 end
 local NOT_FROM_A_FIBER = "oncebox runs a script's first box.cfg{} from a fiber only while the main chunk " ..
     "waits, not after it ended"

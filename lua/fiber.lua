@@ -912,6 +912,9 @@ function internal.fiber_run_unbound()
         local fid = internal.fiber_next()
         if fid == nil then break end
         if fibers[fid] ~= nil then resume(fibers[fid]) end
+        -- A fiber called the first box.cfg{} once the main chunk had ended: the
+        -- loop stops here to boot (see LuaRuntime::run_unbound_fibers).
+        if internal.pending_boot ~= nil then return 0 end
         -- What other threads reported meanwhile (a socket ready, a reply) is
         -- delivered between two fibers, as 2.6's loop polls between its turns.
         native.wait_events(0)

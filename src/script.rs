@@ -237,16 +237,25 @@ fn fatal(lua: &LuaRuntime, e: &crate::error::BoxError) -> Failure {
 }
 
 /// A script that ended without `box.cfg`: if it left fibers, they run on with no
-/// engine, and (as tarantool stays in its event loop) the process waits for a signal.
-fn run_without_box(lua: &LuaRuntime, events: &UnboundedSender<ScriptEvent>) -> Result<(), String> {
+/// engine, and (as tarantool stays in its event loop) the process waits for a
+/// signal. Should one of them call the first `box.cfg{}`, returns the coroutine
+/// that boots for it (paused in `box.cfg`) and the options.
+fn run_without_box(
+    lua: &LuaRuntime,
+    events: &UnboundedSender<ScriptEvent>,
+) -> Result<Option<(mlua::Thread, mlua::Table)>, Failure> {
     if lua.fiber_count() == 0 {
-        return Ok(());
+        return Ok(None);
     }
     let _ = events.send(ScriptEvent::Done { code: 0, serving: true });
     lua.log_entering_event_loop();
-    lua.run_unbound_fibers().map_err(|e| e.message)?;
+    if let Some(boot) = lua.run_unbound_fibers().map_err(|e| e.message)? {
+        if let Some(opts) = lua.resume_unbound(&boot).map_err(|e| fatal(lua, &e))? {
+            return Ok(Some((boot, opts)));
+        }
+    }
     lua.stop_unbound();
-    Ok(())
+    Ok(None)
 }
 
 /// The script's text and its name (`arg[0]`), as tarantool reads it: a file
@@ -286,12 +295,12 @@ fn drive(
     lua.set_tx_notify(notify.clone());
     lua.open_inbox(rx, notify.clone());
     let co = lua.load_script(text.as_ref(), script).map_err(|e| fatal(&lua, &e))?;
-    let opts = match lua.resume_unbound(&co).map_err(|e| fatal(&lua, &e))? {
-        None => {
-            run_without_box(&lua, events)?;
-            return Ok(0);
-        }
-        Some(opts) => opts,
+    let (co, opts) = match lua.resume_unbound(&co).map_err(|e| fatal(&lua, &e))? {
+        Some(opts) => (co, opts),
+        None => match run_without_box(&lua, events)? {
+            Some(booting) => booting,
+            None => return Ok(0),
+        },
     };
     if lua.unbound_stopped() {
         // A stop signal came while the script ran up to box.cfg{}.

@@ -772,17 +772,25 @@ impl LuaRuntime {
         (resumed, wait)
     }
 
-    /// Runs the fibers of a script that never called `box.cfg` (no engine bound),
-    /// delivering what other threads report, until a stop signal; then (as
-    /// tarantool stays in its event loop) waits for one if the fibers all ended.
-    pub fn run_unbound_fibers(&self) -> BoxResult<()> {
-        let run = || -> mlua::Result<()> {
-            let f: Function = internal_fn(&self.lua, "fiber_run_unbound")?;
+    /// Runs the fibers of a script whose main chunk ended without `box.cfg` (no
+    /// engine bound), delivering what other threads report, until a stop signal;
+    /// then (as tarantool stays in its event loop) waits for one if the fibers all
+    /// ended. A fiber may call the first `box.cfg{}` meanwhile, as in 2.6: then it
+    /// returns the coroutine that boots for it, to be run as the script's.
+    pub fn run_unbound_fibers(&self) -> BoxResult<Option<mlua::Thread>> {
+        let run = || -> mlua::Result<Option<mlua::Thread>> {
+            let internal: Table = self.lua.globals().get::<Table>("box")?.get("internal")?;
+            internal.set("main_ended", true)?;
+            let f: Function = internal.get("fiber_run_unbound")?;
             while !inbox::Inbox::stopped(&self.lua) {
                 let delay: Option<f64> = if self.fiber_count() > 0 { f.call(())? } else { None };
+                if !internal.get::<Value>("pending_boot")?.is_nil() {
+                    let boot: Function = internal.get("boot_pending")?;
+                    return Ok(Some(self.lua.create_thread(boot)?));
+                }
                 inbox::wait(&self.lua, delay);
             }
-            Ok(())
+            Ok(None)
         };
         run().map_err(|e| lua_err(&e))
     }

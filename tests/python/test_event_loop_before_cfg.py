@@ -163,3 +163,35 @@ def test_log_lines_name_their_fiber_as_on_2_6(tmp_path):
         ("lua", "from an unnamed fiber"),
         ("named/127.0.0.1:0", "stopped"),
     ], named[0]
+
+
+DELAYED_CFG = r"""
+-- The main chunk ends without box.cfg{}; a fiber calls it later (tarantoolctl's
+-- delayed_box_cfg case): the event loop boots for it, as 2.6's does.
+local fiber = require('fiber')
+fiber.create(function()
+    fiber.sleep(0.1)
+    print('bad cfg', pcall(box.cfg, {work_dir = os.getenv('WORK'), log_level = 1, wal_mode = 'nope'}))
+    fiber.create(function() print('second', pcall(box.cfg, {log_level = 1})) end)
+    print('first', pcall(box.cfg, {work_dir = os.getenv('WORK'), log_level = 1}))
+    print('booted', type(box.space), box.info.status, box.cfg.log_level)
+    local s = box.schema.space.create('t')
+    s:create_index('pk')
+    s:insert{1}
+    fiber.create(function() print('another fiber', box.space.t:len(), box.space.t:get(1)) os.exit(0) end)
+end)
+print('main ends')
+"""
+
+
+def test_a_fiber_boots_after_the_main_chunk_ended_as_on_2_6(tmp_path):
+    tarantool, oncebox = run_script_on_both(tmp_path, "delayed_cfg.lua", DELAYED_CFG)
+    assert tarantool == oncebox
+    assert tarantool == [
+        "main ends",
+        "bad cfg\tfalse\tIncorrect value for option 'wal_mode': nope",
+        "second\ttrue",
+        "first\tfalse\tCan't set option 'work_dir' dynamically",
+        "booted\ttable\trunning\t1",
+        "another fiber\t1\t[1]",
+    ]
