@@ -10,29 +10,47 @@ local special_words = {['null'] = true, ['~'] = true, ['true'] = true, ['false']
 -- libyaml's line width: a single-quoted scalar breaks at a space past this column.
 local BEST_WIDTH = 80
 
+-- U+2028 and U+2029: line breaks to libyaml, as `\n` is (no plain style; in
+-- quotes, the next line is indented).
+local SEPARATOR = '\226\128[\168\169]'
+
 -- `indent`: indentation of continuation lines; `col`: column where the scalar starts.
+-- A run of line breaks is written as libyaml writes it: a `\n` first in the run
+-- doubled, and the indentation before the text that follows (or the closing quote).
 local function single_quoted(s, indent, col)
     local out = {"'"}
     local column = (col or indent) + 1
     local n = #s
-    for i = 1, n do
+    local breaks = false
+    local i = 1
+    while i <= n do
         local c = string.sub(s, i, i)
-        if c == ' ' and column > BEST_WIDTH and i > 1 and i < n and string.sub(s, i + 1, i + 1) ~= ' '
-                and string.sub(s, i - 1, i - 1) ~= ' ' then
-            out[#out + 1] = '\n' .. string.rep(' ', indent)
-            column = indent
-        elseif c == '\n' then
-            -- A line break in a single-quoted scalar is written as an empty line.
-            out[#out + 1] = '\n\n' .. string.rep(' ', indent)
-            column = indent
-        elseif c == "'" then
-            out[#out + 1] = "''"
-            column = column + 2
+        local separator = string.match(s, '^' .. SEPARATOR, i)
+        if separator ~= nil or c == '\n' then
+            if c == '\n' and not breaks then out[#out + 1] = '\n' end
+            out[#out + 1] = separator or c
+            column, breaks = 0, true
+            i = i + #(separator or c)
         else
-            out[#out + 1] = c
-            column = column + 1
+            if breaks then
+                out[#out + 1] = string.rep(' ', indent)
+                column, breaks = indent, false
+            end
+            if c == ' ' and column > BEST_WIDTH and i > 1 and i < n and string.sub(s, i + 1, i + 1) ~= ' '
+                    and string.sub(s, i - 1, i - 1) ~= ' ' then
+                out[#out + 1] = '\n' .. string.rep(' ', indent)
+                column = indent
+            elseif c == "'" then
+                out[#out + 1] = "''"
+                column = column + 2
+            else
+                out[#out + 1] = c
+                column = column + 1
+            end
+            i = i + 1
         end
     end
+    if breaks then out[#out + 1] = string.rep(' ', indent) end
     out[#out + 1] = "'"
     return table.concat(out)
 end
@@ -47,16 +65,48 @@ local DOUBLE_QUOTED_ESCAPES = {
 -- does not print it, it escapes it as \UXXXXXXXX.
 local ASTRAL = '[\240-\244][\128-\191][\128-\191][\128-\191]'
 
-local function double_quoted(s)
-    local escaped = string.gsub(s, '[%c"\\]', function(c)
-        return DOUBLE_QUOTED_ESCAPES[c] or string.format('\\x%02X', string.byte(c))
-    end)
-    escaped = string.gsub(escaped, ASTRAL, function(c)
+-- One character of a double-quoted scalar as libyaml writes it: escaped, or as it is.
+local function double_quoted_char(c)
+    local escape = DOUBLE_QUOTED_ESCAPES[c]
+    if escape ~= nil then return escape end
+    if #c == 1 and string.find(c, '%c') then return string.format('\\x%02X', string.byte(c)) end
+    if c == '\226\128\168' then return '\\L' end
+    if c == '\226\128\169' then return '\\P' end
+    if #c == 4 then
         local b1, b2, b3, b4 = string.byte(c, 1, 4)
-        local code = (b1 - 0xF0) * 0x40000 + (b2 - 0x80) * 0x1000 + (b3 - 0x80) * 0x40 + (b4 - 0x80)
-        return string.format('\\U%08X', code)
-    end)
-    return '"' .. escaped .. '"'
+        return string.format('\\U%08X', (b1 - 0xF0) * 0x40000 + (b2 - 0x80) * 0x1000 + (b3 - 0x80) * 0x40 + (b4 - 0x80))
+    end
+    return c
+end
+
+-- A double-quoted scalar, folded as libyaml folds it: at a space (not the first or
+-- last character, nor one after a space) past the line width, a line break and
+-- `indent` in its place, and a `\` before a space that starts the next line.
+-- `col`: column where the scalar starts; no folding without `indent`.
+local function double_quoted(s, indent, col)
+    local out = {'"'}
+    local column = (col or indent or 0) + 1
+    local spaces = false
+    local i, n = 1, #s
+    while i <= n do
+        local c = string.match(s, '^[\192-\255][\128-\191]*', i) or string.sub(s, i, i)
+        if c == ' ' and indent ~= nil and not spaces and column > BEST_WIDTH and i > 1 and i < n then
+            out[#out + 1] = '\n' .. string.rep(' ', indent)
+            column = indent
+            if string.sub(s, i + 1, i + 1) == ' ' then
+                out[#out + 1] = '\\'
+                column = column + 1
+            end
+        else
+            local written = double_quoted_char(c)
+            out[#out + 1] = written
+            column = column + (#c > 1 and #written == #c and 1 or #written)
+        end
+        spaces = c == ' '
+        i = i + #c
+    end
+    out[#out + 1] = '"'
+    return table.concat(out)
 end
 
 -- Whether 2.6 writes `s` as text (utf8_check_printable): valid UTF-8 whose
@@ -129,15 +179,26 @@ end
 
 local function string_scalar(s, flow, indent, col)
     if not is_printable_text(s) then return binary_scalar(s) end
-    if string.find(s, ASTRAL) then return double_quoted(s) end
-    if string.find(s, '[%z\1-\9\11-\31\127]') then return double_quoted(s) end
+    if string.find(s, ASTRAL) then return double_quoted(s, indent, col) end
+    if string.find(s, '[%z\1-\9\11-\31\127]') then return double_quoted(s, indent, col) end
     if flow then return single_quoted(s, indent, col) end
     if s == '' then return '' end
     -- As libyaml: a space before a line break only survives double quotes.
-    if string.find(s, ' \n') then return double_quoted(s) end
+    if string.find(s, ' \n') then return double_quoted(s, indent, col) end
+    if string.find(s, SEPARATOR) then
+        -- ... and one after U+2028/U+2029; else they are quoted as line breaks.
+        if string.find(s, ' ' .. SEPARATOR) or string.find(s, SEPARATOR .. ' ') or string.find(s, '\n ') then
+            return double_quoted(s, indent, col)
+        end
+        return single_quoted(s, indent, col)
+    end
     -- As Tarantool: text with an empty line is written as a literal block.
-    if string.find(s, '\n\n') and string.sub(s, -1) ~= ' ' then return literal(s, indent) end
-    if string.find(s, '\n ') then return double_quoted(s) end
+    -- (asked for, and refused with a trailing space: then double quotes, as libyaml)
+    if string.find(s, '\n\n') then
+        if string.sub(s, -1) == ' ' then return double_quoted(s, indent, col) end
+        return literal(s, indent)
+    end
+    if string.find(s, '\n ') then return double_quoted(s, indent, col) end
     if string.find(s, '\n') then return single_quoted(s, indent, col) end
     -- A leading '-' is plain when a non-space follows ("-x"), as libyaml writes it.
     if special_words[s] or tonumber(s) ~= nil or string.find(s, '^[%?:,%[%]{}#&%*!|>\'"%%@`%s]')

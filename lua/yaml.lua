@@ -106,7 +106,8 @@ end
 
 local function unescape_double(s, line)
     local map = {n = '\n', t = '\t', r = '\r', ['"'] = '"', ['\\'] = '\\', ['/'] = '/', ['0'] = '\0', a = '\a',
-                 b = '\b', e = '\27', f = '\f', v = '\v', [' '] = ' ', N = '\194\133', _ = '\194\160'}
+                 b = '\b', e = '\27', f = '\f', v = '\v', [' '] = ' ', N = '\194\133', _ = '\194\160',
+                 L = '\226\128\168', P = '\226\128\169'}
     local utf8 = box.internal.utf8_char
     local out, i = {}, 1
     while i <= #s do
@@ -133,21 +134,40 @@ local function unescape_double(s, line)
     return table.concat(out)
 end
 
--- Folds the line breaks of a multi-line flow scalar: one break is a space, n+1 are n newlines.
+-- Folds the line breaks of a multi-line flow scalar, as libyaml: a run of breaks
+-- after text is a space if it is one '\n', else its breaks but a first '\n'
+-- (U+2028 and U+2029 are breaks that stay); spaces around a break go, those
+-- before the closing quote stay.
 local function fold(text)
-    local lines = {}
-    for l in string.gmatch(text .. '\n', '([^\n]*)\n') do lines[#lines + 1] = l end
-    if #lines == 1 then return text end
+    if not string.find(text, '[\n\226]') then return text end
+    local lines, breaks, pos = {}, {}, 1
+    while true do
+        local s, e = string.find(text, '\n', pos, true)
+        local ls, le = string.find(text, '\226\128[\168\169]', pos)
+        if ls ~= nil and (s == nil or ls < s) then s, e = ls, le end
+        if s == nil then break end
+        lines[#lines + 1] = string.sub(text, pos, s - 1)
+        breaks[#breaks + 1] = string.sub(text, s, e)
+        pos = e + 1
+    end
+    if #lines == 0 then return text end
+    lines[#lines + 1] = string.sub(text, pos)
     local out = {(string.gsub(lines[1], '%s+$', ''))}
-    local blanks = 0
+    local run = {}
     for i = 2, #lines do
-        local l = string.gsub(string.gsub(lines[i], '^%s+', ''), '%s+$', '')
-        if l == '' and i < #lines then
-            blanks = blanks + 1
-        else
-            out[#out + 1] = blanks > 0 and string.rep('\n', blanks) or ' '
+        local l = string.gsub(lines[i], '^%s+', '')
+        if i < #lines then l = string.gsub(l, '%s+$', '') end
+        run[#run + 1] = breaks[i - 1]
+        if l ~= '' or i == #lines then
+            if run[1] ~= '\n' then
+                out[#out + 1] = table.concat(run)
+            elseif #run == 1 then
+                out[#out + 1] = ' '
+            else
+                out[#out + 1] = table.concat(run, '', 2)
+            end
             out[#out + 1] = l
-            blanks = 0
+            run = {}
         end
     end
     return table.concat(out)

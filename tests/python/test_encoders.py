@@ -679,3 +679,31 @@ os.exit(0)
 def test_flow_hinted_tables_as_map_values_stay_on_the_keys_line(tmp_path):
     lines = same_output_on_both(tmp_path, "flow_in_maps.lua", FLOW_VALUES_IN_MAPS, 29)
     assert "  operations: [['+', 1, 1]]" in lines and "- a: [1, [2]]" in lines
+
+
+LINE_BREAKS_IN_STRINGS = r"""
+local yaml = require('yaml')
+-- U+2028 and U+2029 are line breaks to libyaml (quoted, the next line indented;
+-- with a space beside them, double-quoted as \L and \P); runs of '\n' in quotes;
+-- an empty line with a trailing space (double quotes); a long double-quoted
+-- string folded at the line width; and each read back as it was.
+local L, P = '\226\128\168', '\226\128\169'
+local cases = {'a' .. L .. 'b', L, 'a' .. L .. L .. 'b', 'a' .. L .. P .. 'b', 'a ' .. L .. ' b', 'a' .. L .. '\nb',
+               {a = {b = 'x' .. L .. 'y'}}, {{'x' .. L .. 'y'}}, {k = {'x' .. L .. 'y'}}, 'x' .. L .. "'y", L .. L,
+               "it's" .. L, 'a\n\nb ', 'a\nb', 'a\n\n\nb c ', '\na', 'a\n', 'x\n\ny\n', "it's\nok", 'a\nb ',
+               string.rep('word ', 30) .. '\nend', string.rep('w ', 45) .. ' \tx', {k = 'a\nb'}, {{'a\nb '}},
+               {x = {y = 'p\n\nq '}}, 'tab\there\n', 'x \n'}
+local same = {}
+for i, v in ipairs(cases) do
+    io.write(yaml.encode(v))
+    if type(v) == 'string' then same[#same + 1] = tostring(yaml.decode(yaml.encode(v)) == v) end
+end
+print(table.concat(same, ' '))
+os.exit(0)
+"""
+
+
+def test_line_breaks_in_strings_as_2_6(tmp_path):
+    # (Python splits the lines at U+2028 and U+2029 as well: 98 of them.)
+    lines = same_output_on_both(tmp_path, "line_breaks.lua", LINE_BREAKS_IN_STRINGS, 98)
+    assert lines[-1] == " ".join(["true"] * 21)
