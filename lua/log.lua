@@ -234,7 +234,8 @@ function box.internal.log_box_booted(opts)
     if not initialized then
         local target = opts.log
         if target == '' then target = nil end
-        settings.log, settings.nonblock, initialized = target, opts.log_nonblock or nil, true
+        -- (box.cfg's false stays false, as 2.6's box API stores it; log.cfg's becomes nil.)
+        settings.log, settings.nonblock, initialized = target, opts.log_nonblock, true
     end
     for key, box_key in pairs(BOX_KEYS) do
         if opts[box_key] ~= nil then

@@ -61,3 +61,21 @@ def test_invalid_first_cfg_values_raise_catchable_errors_as_2_6(tmp_path):
     assert lines[1] == "false\tIncorrect value for option 'instance_uuid': nope"
     assert lines[3] == "false\tIncorrect value for option 'instance_uuid': nil UUID is reserved"
     assert lines[9] == "configured\ttable\twrite"
+
+
+LOG_NONBLOCK = r"""
+-- log_nonblock = false given to the first box.cfg{} stays false (in box.cfg and
+-- log.cfg), so giving it again later is no change; true is refused for a file log.
+print(pcall(box.cfg, {log = 'first.log', log_nonblock = true}))
+box.cfg{work_dir = os.getenv('WORK'), log = 'x.log', log_nonblock = false}
+print(box.cfg.log_nonblock, require('log').cfg.nonblock)
+print(pcall(box.cfg, {log_nonblock = false}))
+print(pcall(box.cfg, {log_nonblock = true}))
+print(box.cfg.log_nonblock)
+os.exit(0)
+"""
+
+
+def test_log_nonblock_false_stays_false_as_2_6(tmp_path):
+    lines = same_output_on_both(tmp_path, "log_nonblock.lua", LOG_NONBLOCK, 5)
+    assert lines[1:3] == ["false\tfalse", "true"]
