@@ -5,6 +5,7 @@ processes started here are ever stopped.
 """
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -158,12 +159,26 @@ def run_script_on_both(tmp_path, name, source, stdin_text=None):
         work = tmp_path / os.path.basename(binary)
         work.mkdir(exist_ok=True)
         env = dict(os.environ, WORK=str(work), LISTEN=f"127.0.0.1:{free_port()}")
-        r = subprocess.run(
-            [binary, str(script)], env=env, capture_output=True, text=True, timeout=60, cwd=work, input=stdin_text
-        )
+        r = run_in_own_group([binary, str(script)], env=env, cwd=work, input_text=stdin_text, timeout=60)
         assert r.returncode == 0, (binary, r.stdout, r.stderr)
         outs.append(r.stdout.splitlines())
     return outs
+
+
+def run_in_own_group(argv, env, cwd, input_text=None, timeout=60):
+    """subprocess.run(capture_output=True, text=True) in a process group of its own:
+    on a time-out the whole group is killed, so the processes a script started
+    (a peer instance through popen) do not outlive it. Raises TimeoutExpired then."""
+    proc = subprocess.Popen(argv, env=env, cwd=cwd, text=True, start_new_session=True,
+                            stdin=subprocess.PIPE if input_text is not None else subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        out, err = proc.communicate(input=input_text, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        raise
+    return subprocess.CompletedProcess(argv, proc.returncode, out, err)
 
 
 # A Lua helper for differential scripts: `p(...)` prints its arguments, nils
