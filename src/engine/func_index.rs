@@ -103,7 +103,9 @@ impl Target<'_> {
         )
     }
 
-    fn func_error(&self, why: &str) -> BoxError {
+    /// `ER_FUNC_INDEX_FUNC` for this index: its key cannot be built, for `why`.
+    #[must_use]
+    pub fn func_error(&self, why: &str) -> BoxError {
         BoxError::new(
             code::FUNC_INDEX_FUNC,
             format!(

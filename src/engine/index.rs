@@ -529,15 +529,7 @@ impl Index {
     pub fn entry_keys(&self, tuple: &Tuple, fields: &TupleFields<'_>, space: &SpaceDef) -> BoxResult<Vec<Key>> {
         let Some(func) = &self.def.func else { return multikey::keys(&self.cmp_parts, fields) };
         let target = func_index::Target { index: &self.def.name, space };
-        let Some(resolved) = &func.resolved else {
-            return Err(BoxError::new(
-                code::FUNC_INDEX_FUNC,
-                format!(
-                    "Failed to build a key for functional index '{}' of space '{}': can't evaluate function",
-                    self.def.name, space.name
-                ),
-            ));
-        };
+        let Some(resolved) = &func.resolved else { return Err(target.func_error("can't evaluate function")) };
         let pk_parts = &self.cmp_parts[self.def.parts.len()..];
         let mut keys = Vec::new();
         for returned in func_index::keys(resolved, &self.def.parts, tuple, target)? {
