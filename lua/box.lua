@@ -2403,10 +2403,17 @@ function box.session.push(...)
     return op('session_push', (...))
 end
 
--- box.snapshot(): everything committed so far is synced to the device (whatever
--- wal_mode says) and a checkpoint starts; 'ok' once the request's reply is
--- released, which waits for that sync like any write.
+-- box.snapshot(): everything committed so far is synced to the device and a
+-- checkpoint starts; 'ok' once the request's reply is released, which waits for
+-- that sync like any write. Under wal_mode = 'none' the whole state is saved
+-- before it returns (src/storage/image.rs), and loaded at the next start.
 function box.snapshot()
+    -- 2.6 yields here: a transaction open in the caller is aborted, as by a yield.
+    if box.is_in_txn() then
+        local locals = internal.fiber_locals()
+        internal.txn_on_yield(locals)
+        internal.txn_on_resume(locals)
+    end
     op('snapshot')
     return 'ok'
 end

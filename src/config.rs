@@ -84,8 +84,8 @@ usage: oncebox [options]
   --log-level LEVEL        error, warn, info, debug, trace (default info)
   --admin-password PW      set the password of user 'admin' (remote admin login)
   --data-dir DIR           where data is kept (default ./oncebox_data)
-  --wal-mode MODE          none (memory only), write (default; survives kill -9),
-                           fsync (survives power loss)
+  --wal-mode MODE          none (nothing logged; box.snapshot() saves the state),
+                           write (default; survives kill -9), fsync (survives power loss)
   --checkpoint-wal-threshold BYTES  logged bytes of row changes after which the
                            log is applied to the rows in the background (default 16777216)
   --memtx-memory BYTES     the memory the spaces' tuples and indexes may take; a

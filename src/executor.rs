@@ -406,6 +406,15 @@ impl Executor {
         self.lua.is_serving()
     }
 
+    /// Under `wal_mode = 'none'`: where `box.snapshot()` saves the state.
+    #[must_use]
+    pub fn with_images(self, images: Option<crate::storage::image::Images>) -> Self {
+        if let Some(images) = images {
+            self.lua.set_images(images);
+        }
+        self
+    }
+
     /// Lets Lua ask the network side for console listeners.
     #[must_use]
     pub fn with_control(mut self, control: UnboundedSender<Control>) -> Self {

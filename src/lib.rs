@@ -47,7 +47,6 @@ use engine::access::user_id;
 use executor::{Executor, TxMessage};
 use storage::datadir::DataDir;
 use storage::fjall_store::FjallStore;
-use storage::WalMode;
 
 type BoxedError = Box<dyn std::error::Error + Send + Sync>;
 
@@ -60,16 +59,10 @@ const TX_STACK_BYTES: usize = 64 << 20;
 /// SIGTERM, then finishes in-flight commits and returns.
 pub fn run(config: config::Config) -> Result<(), BoxedError> {
     // The directory lock is held until this function returns.
-    let (dir, store) = match config.wal_mode {
-        WalMode::None => (None, None),
-        mode => {
-            let dir = DataDir::open(&config.data_dir)?;
-            let store = FjallStore::open(&dir.fjall_path(), &dir.rows_path(), mode).map_err(|e| {
-                format!("data directory {}: its storage cannot be opened (damaged?): {e}", config.data_dir.display())
-            })?;
-            (Some(dir), Some(store))
-        }
-    };
+    let dir = DataDir::open(&config.data_dir)?;
+    let store = FjallStore::open(&dir.fjall_path(), &dir.rows_path(), config.wal_mode).map_err(|e| {
+        format!("data directory {}: its storage cannot be opened (damaged?): {e}", config.data_dir.display())
+    })?;
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<TxMessage>();
     let (ready_tx, ready_rx) = std_mpsc::channel::<Result<(uuid::Uuid, Option<std::thread::JoinHandle<()>>), String>>();
     let admin_password = config.admin_password.clone();
@@ -80,13 +73,14 @@ pub fn run(config: config::Config) -> Result<(), BoxedError> {
     let wake_notify = tx.clone();
     let tx_thread = std::thread::Builder::new().name("tx".into()).stack_size(TX_STACK_BYTES).spawn(move || {
         // The engine holds `Rc`s: it is built on, and never leaves, this thread.
-        let booted = boot(dir.as_ref(), store, admin_password, wal_notify, &storage::recovery::Identity::default());
+        let booted = boot(&dir, store, admin_password, wal_notify, &storage::recovery::Identity::default());
         match booted {
-            Ok((engine, uuid, wal, wal_thread, clock_ms)) => match lua::LuaRuntime::new() {
+            Ok(b) => match lua::LuaRuntime::new() {
                 Ok(lua) => {
-                    let window = idempotency::Window::new(idempotency, clock_ms, &engine);
-                    let _ = ready_tx.send(Ok((uuid, wal_thread)));
-                    Executor::new(engine, wal, window, lua, &uuid, startup_cfg)
+                    let window = idempotency::Window::new(idempotency, b.clock_ms, &b.engine);
+                    let _ = ready_tx.send(Ok((b.uuid, b.wal_thread)));
+                    Executor::new(b.engine, b.wal, window, lua, &b.uuid, startup_cfg)
+                        .with_images(b.images)
                         .with_control(ctl_tx)
                         .with_wakeups(wake_notify)
                         .run(rx);
@@ -155,38 +149,48 @@ pub fn run(config: config::Config) -> Result<(), BoxedError> {
     Ok(())
 }
 
-type Booted = (engine::Engine, uuid::Uuid, Option<storage::wal::WalSender>, Option<std::thread::JoinHandle<()>>, u64);
+/// What [`boot`] made on the TX thread.
+pub(crate) struct Booted {
+    pub engine: engine::Engine,
+    pub uuid: uuid::Uuid,
+    /// The WAL thread's channel and the thread (none under `wal_mode = 'none'`).
+    pub wal: Option<storage::wal::WalSender>,
+    pub wal_thread: Option<std::thread::JoinHandle<()>>,
+    /// The service clock recovered, milliseconds.
+    pub clock_ms: u64,
+    /// Under `wal_mode = 'none'`: where `box.snapshot()` saves the state.
+    pub images: Option<storage::image::Images>,
+}
 
-/// Builds the engine on the TX thread and starts the WAL thread.
+/// Builds the engine on the TX thread and starts the WAL thread (under
+/// `wal_mode = 'none'`, keeps the store for `box.snapshot()` instead).
 pub(crate) fn boot(
-    dir: Option<&DataDir>,
-    store: Option<FjallStore>,
+    dir: &DataDir,
+    store: FjallStore,
     admin_password: Option<String>,
     notify: tokio::sync::mpsc::UnboundedSender<TxMessage>,
     wanted: &storage::recovery::Identity,
 ) -> Result<Booted, String> {
-    if let Some(dir) = dir {
-        storage::backup::set_data_dir(dir.root());
-    }
-    let (mut engine, uuid) = match (dir, store.as_ref()) {
-        (Some(dir), Some(store)) => storage::recovery::open_engine(dir, store, wanted).map_err(|e| e.to_string())?,
-        _ => wanted.bootstrap().map_err(|e| e.to_string())?,
-    };
+    storage::backup::set_data_dir(dir.root());
+    let (mut engine, uuid) = storage::recovery::open_engine(dir, &store, wanted).map_err(|e| e.to_string())?;
     if let Some(pw) = admin_password {
         engine.set_password(user_id::ADMIN, pw.as_bytes()).map_err(|e| e.to_string())?;
         let changes = engine.take_changes();
-        if let Some(store) = store.as_ref() {
+        if store.logs_commits() {
             store.write(executor::row_ops(&changes)).map_err(|e| e.to_string())?;
         }
     }
-    let Some(store) = store else { return Ok((engine, uuid, None, None, 0)) };
     let clock_ms = store.service_clock().map_err(|e| e.to_string())?;
+    if !store.logs_commits() {
+        let images = Some(storage::image::Images::new(store, &engine));
+        return Ok(Booted { engine, uuid, wal: None, wal_thread: None, clock_ms, images });
+    }
     let (wal_tx, wal_rx) = storage::wal::channel();
     let handle = storage::wal::spawn(store, wal_rx, move |done| {
         let _ = notify.send(TxMessage::WalDone(done));
     })
     .map_err(|e| e.to_string())?;
-    Ok((engine, uuid, Some(wal_tx), Some(handle), clock_ms))
+    Ok(Booted { engine, uuid, wal: Some(wal_tx), wal_thread: Some(handle), clock_ms, images: None })
 }
 
 /// How long a stop waits for in-flight commits and the last checkpoint before it

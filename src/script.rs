@@ -333,26 +333,20 @@ fn drive(
     crate::systemd::notify("STATUS=loading");
     let mode = cfg.wal_mode.unwrap_or(WalMode::Write);
     let data_path = cfg.dir.join("oncebox_data");
-    if cfg.read_only && (mode == WalMode::None || !data_path.exists()) {
+    if cfg.read_only && !data_path.exists() {
         return Err("can't initialize storage: Trying to bootstrap a local read-only instance as master"
             .to_owned()
             .into());
     }
-    let (dir, store) = match mode {
-        WalMode::None => (None, None),
-        mode => {
-            let dir = DataDir::open(&data_path).map_err(|e| e.to_string())?;
-            let store = FjallStore::open(&dir.fjall_path(), &dir.rows_path(), mode).map_err(|e| e.to_string())?;
-            (Some(dir), Some(store))
-        }
-    };
+    let dir = DataDir::open(&data_path).map_err(|e| e.to_string())?;
+    let store = FjallStore::open(&dir.fjall_path(), &dir.rows_path(), mode).map_err(|e| e.to_string())?;
     let mut values = cfg.values.clone();
     values.push(("wal_mode".into(), mode.name().into()));
     let mut identity = cfg.identity;
     let waits = !cfg.sources.uris.is_empty();
     // As 2.6: a new instance waits for its replication sources before it bootstraps,
     // listening (as a loading instance) under the uuid it will bootstrap with.
-    let waits_first = waits && dir.as_ref().is_none_or(|d| d.is_new);
+    let waits_first = waits && dir.is_new;
     if waits_first {
         let uuid = *identity.instance.get_or_insert_with(uuid::Uuid::new_v4);
         listen(&cfg, uuid, &control, &mut values)?;
@@ -369,8 +363,9 @@ fn drive(
             }
         }
     }
-    let (engine, uuid, wal, wal_thread, clock_ms) = crate::boot(dir.as_ref(), store, None, notify.clone(), &identity)
-        .map_err(|e| format!("can't initialize storage: {e}"))?;
+    let crate::Booted { engine, uuid, wal, wal_thread, clock_ms, images } =
+        crate::boot(&dir, store, None, notify.clone(), &identity)
+            .map_err(|e| format!("can't initialize storage: {e}"))?;
     if !waits_first {
         listen(&cfg, uuid, &control, &mut values)?;
         // An instance with data recovers first, then waits; short of the quorum it
@@ -398,8 +393,10 @@ fn drive(
     }
     crate::systemd::notify("STATUS=running");
     let window = Window::new(cfg.idempotency.clone(), clock_ms, &engine);
-    let mut executor =
-        Executor::new(engine, wal, window, lua, &uuid, values).with_control(control).with_wakeups(notify.clone());
+    let mut executor = Executor::new(engine, wal, window, lua, &uuid, values)
+        .with_images(images)
+        .with_control(control)
+        .with_wakeups(notify.clone());
     executor.start_script(&co, &fiber_name, events.clone(), notify.clone(), cfg.listen.is_some());
     // The connections accepted while box.cfg{} waited for the replication sources.
     for message in closed.deferred {

@@ -416,16 +416,51 @@ fn disk_error_is_never_acknowledged() {
     assert_eq!(c.insert(SPACE, row(4, "d")).code, 0, "writes work again after restart");
 }
 
-/// `wal_mode = none` keeps nothing: the data directory is not even created.
+/// `wal_mode = none` logs no commit: what `box.snapshot()` saved is back after
+/// a restart (a kill -9 included), tokens with it, and nothing written after it.
 #[test]
-fn wal_mode_none_writes_nothing() {
+fn wal_mode_none_keeps_what_box_snapshot_saved() {
+    const TOKEN: u8 = 0x0c;
+    const STATUS: u64 = 0x0d;
     let dir = TempDir::new("none");
-    let data = format!("{}/data", dir.path_str());
-    let s = Server::start_raw(&["--data-dir", &data, "--wal-mode", "none", "--admin-password", "pw"]);
+    let none = ["--wal-mode", "none"];
+    let tokened_insert = |c: &mut Conn, id: u64| {
+        let header = mp::map(&[(0, mp::uint(2)), (1, mp::uint(id)), (TOKEN, mp::str(&format!("t{id}")))]);
+        c.send(&header, &mp::map(&[(0x10, mp::uint(u64::from(SPACE))), (0x21, row(id, "t"))]));
+        c.recv_header()
+    };
+    let snapshot = |c: &mut Conn| {
+        let r = c.request(8, &mp::map(&[(0x27, mp::str("return box.snapshot()")), (0x21, mp::array(&[]))]));
+        assert_eq!(r.code, 0, "{r:?}");
+    };
+    let mut s = start(&dir, &none);
+    {
+        let mut c = admin(&s);
+        create_test_space(&mut c, SPACE, "mem");
+        assert_eq!(c.insert(SPACE, row(1, "a")).code, 0);
+        assert!(tokened_insert(&mut c, 2).contains(&(STATUS, 1)));
+        snapshot(&mut c);
+        assert_eq!(c.insert(SPACE, row(3, "after the snapshot")).code, 0);
+    }
+    s.kill9();
+    let mut s = start(&dir, &none);
+    {
+        let mut c = admin(&s);
+        assert_eq!(
+            c.select(SPACE, 0, mp::array(&[]), 2).ids(),
+            vec![1, 2],
+            "the snapshot's rows, no later (unlogged) ones"
+        );
+        let h = tokened_insert(&mut c, 2);
+        assert!(h.contains(&(0, 0)) && h.contains(&(STATUS, 2)), "the token is remembered: {h:?}");
+        assert_eq!(c.insert(SPACE, row(4, "d")).code, 0);
+        snapshot(&mut c);
+    }
+    s.terminate();
+    // The same directory under a WAL: the last snapshot is its state.
+    let s = start(&dir, &[]);
     let mut c = admin(&s);
-    create_test_space(&mut c, SPACE, "mem");
-    assert_eq!(c.insert(SPACE, row(1, "a")).code, 0);
-    assert!(!std::path::Path::new(&data).exists());
+    assert_eq!(c.select(SPACE, 0, mp::array(&[]), 2).ids(), vec![1, 2, 4]);
 }
 
 /// Multi-statement Lua transactions under kill -9: after restart no transaction is

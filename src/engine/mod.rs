@@ -224,17 +224,25 @@ impl Engine {
     /// This is what a new data directory is initialized with.
     pub fn all_rows(&self) -> Vec<Change> {
         let mut out = Vec::new();
+        self.for_each_stored_row(|space_id, pk, t| {
+            out.push(Change::Row { space_id, pk: pk.clone(), old: None, new: Some(t.clone()) });
+        });
+        out
+    }
+
+    /// Visits every row a data directory keeps (temporary spaces' are not):
+    /// (space id, primary key, tuple), space by space, system spaces first.
+    pub fn for_each_stored_row(&self, mut f: impl FnMut(u32, &Key, &Tuple)) {
         let mut spaces: Vec<&Space> = self.spaces.values().filter(|s| !s.def.temporary).collect();
         spaces.sort_by_key(|s| s.def.id);
         for space in spaces {
             let Some(pk) = space.primary() else { continue };
             for t in pk.iter() {
-                if let Ok(key) = split(t).and_then(|f| pk.entry_key(&f)) {
-                    out.push(Change::Row { space_id: space.def.id, pk: key, old: None, new: Some(t.clone()) });
+                if let Ok(key) = split(t).and_then(|fields| pk.entry_key(&fields)) {
+                    f(space.def.id, &key, t);
                 }
             }
         }
-        out
     }
 
     /// An engine with the spaces and indexes that `_space` and `_index` rows describe, and no data.

@@ -624,8 +624,17 @@ fn run(lua: &Lua, cx: &mut Context, op: &str, args: &[Value]) -> Result<Value, F
             Value::Nil
         }
         "snapshot" => {
-            if let Some(s) = signals(lua) {
-                s.snapshot.set(true);
+            match lua.app_data_ref::<crate::storage::image::Images>() {
+                // `wal_mode = 'none'`: the state is saved now (box.lua has aborted
+                // the caller's transaction, whose changes the engine held).
+                Some(images) => images
+                    .write(&cx.engine, cx.window.clock.now_ms())
+                    .map_err(|e| BoxError::new(crate::error::code::SYSTEM, format!("snapshot: {e}")))?,
+                None => {
+                    if let Some(s) = signals(lua) {
+                        s.snapshot.set(true);
+                    }
+                }
             }
             Value::Boolean(true)
         }

@@ -981,6 +981,11 @@ impl LuaRuntime {
         self.signals.snapshot.replace(false)
     }
 
+    /// Under `wal_mode = 'none'`: where `box.snapshot()` saves the state.
+    pub fn set_images(&self, images: crate::storage::image::Images) {
+        self.lua.set_app_data(images);
+    }
+
     /// Whether Lua opened a listener: a text console or the binary port (`box.cfg{listen}`).
     #[must_use]
     pub fn is_serving(&self) -> bool {

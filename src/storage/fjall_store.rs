@@ -191,6 +191,12 @@ impl FjallStore {
         Ok(store)
     }
 
+    /// Whether commits are logged (every mode but `none`).
+    #[must_use]
+    pub fn logs_commits(&self) -> bool {
+        self.durability.is_some()
+    }
+
     fn writer(&self) -> MutexGuard<'_, xlog::Writer> {
         self.log.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
@@ -385,6 +391,18 @@ impl FjallStore {
         for item in self.rows.prefix(space_prefix(space_id)) {
             let (_, v) = item.into_inner()?;
             f(&v)?;
+        }
+        Ok(())
+    }
+
+    /// Visits the storage key of every row of one space, in key order.
+    pub fn for_each_key_in_space(
+        &self,
+        space_id: u32,
+        mut f: impl FnMut(&[u8]) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
+        for item in self.rows.prefix(space_prefix(space_id)) {
+            f(&item.key()?)?;
         }
         Ok(())
     }

@@ -25,10 +25,16 @@ const RECORDS_FLOOR: u8 = 5;
 
 /// Appends one row write (`tuple` under the primary key `pk` of `space_id`).
 pub fn put(out: &mut Vec<u8>, space_id: u32, pk: &[KeyPart], tuple: &[u8]) {
+    put_keyed(out, space_id, pk, tuple);
+}
+
+/// Appends one row write as [`put`] does; returns where its storage key is in `out`.
+pub fn put_keyed(out: &mut Vec<u8>, space_id: u32, pk: &[KeyPart], tuple: &[u8]) -> std::ops::Range<usize> {
     out.push(PUT);
-    key(out, space_id, pk);
+    let key_at = key(out, space_id, pk);
     length(out, tuple.len());
     out.extend_from_slice(tuple);
+    key_at
 }
 
 /// Appends one row removal.
@@ -170,13 +176,15 @@ impl RowOp {
 }
 
 /// Writes a storage key with its length in front, without building it apart first.
-fn key(out: &mut Vec<u8>, space_id: u32, pk: &[KeyPart]) {
+/// Appends a key's length and bytes; returns where its bytes are.
+fn key(out: &mut Vec<u8>, space_id: u32, pk: &[KeyPart]) -> std::ops::Range<usize> {
     let at = out.len();
     out.extend_from_slice(&[0; 4]);
     encode_row_key(out, space_id, pk);
     let len = out.len() - at - 4;
     #[allow(clippy::cast_possible_truncation, reason = "keys are far below 4 GiB")]
     out[at..at + 4].copy_from_slice(&(len as u32).to_le_bytes());
+    at + 4..out.len()
 }
 
 fn length(out: &mut Vec<u8>, len: usize) {

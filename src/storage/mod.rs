@@ -9,6 +9,7 @@
 //! - [`wal`]: the WAL thread that groups commits (group commit) and syncs per `wal_mode`.
 //! - [`keys`]: how a row's storage key is derived from its primary key.
 //! - `key_order`: a checkpoint's writes in key order (a radix sort).
+//! - [`image`]: `box.snapshot()` under `wal_mode = 'none'`: the whole state at once.
 //! - [`background`]: the low CPU priority of checkpoints, flushes and compactions.
 //!
 //! The executor turns the engine's [`crate::engine::Change`]s into [`RowOp`]s,
@@ -28,6 +29,7 @@ pub mod backup;
 pub mod datadir;
 pub mod fjall_store;
 pub mod group;
+pub mod image;
 mod key_order;
 pub mod keys;
 pub mod records;
@@ -38,7 +40,7 @@ pub mod xlog;
 /// How durable a commit must be before its reply is sent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WalMode {
-    /// Memory only: nothing is written.
+    /// Commits are not logged: only `box.snapshot()` writes (see [`image`]).
     None,
     /// Written to the OS before the reply: survives a process crash (kill -9).
     Write,
