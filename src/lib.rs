@@ -182,6 +182,7 @@ pub(crate) fn boot(
     }
     let clock_ms = store.service_clock().map_err(|e| e.to_string())?;
     if !store.logs_commits() {
+        engine.freeze_vinyl();
         let images = Some(storage::image::Images::new(store, &engine));
         return Ok(Booted { engine, uuid, wal: None, wal_thread: None, clock_ms, images });
     }

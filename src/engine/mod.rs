@@ -116,6 +116,9 @@ pub struct Engine {
     acting: Option<Rc<Credentials>>,
     /// `box.cfg{read_only = true}`: every write is refused.
     read_only: bool,
+    /// `wal_mode = 'none'`: vinyl spaces refuse DDL and DML, as 2.6's vinyl does
+    /// without the WAL it keeps its own log in step with.
+    vinyl_frozen: bool,
     /// The last token looked up and not found: the insert that usually follows
     /// reuses its key and hash.
     token_miss: RefCell<Option<TokenMiss>>,
@@ -271,6 +274,7 @@ impl Engine {
             changes: Vec::new(),
             acting: None,
             read_only: false,
+            vinyl_frozen: false,
             token_miss: RefCell::new(None),
             funcs: RefCell::default(),
             service_clock: None,
@@ -919,6 +923,23 @@ impl Engine {
         self.read_only = on;
     }
 
+    /// Under `wal_mode = 'none'`: vinyl spaces refuse DDL and DML from now on.
+    pub fn freeze_vinyl(&mut self) {
+        self.vinyl_frozen = true;
+    }
+
+    /// 2.6's refusal of a vinyl change without a WAL (`what`: DDL or DML), if
+    /// `space_id` is a vinyl space and there is none.
+    fn check_vinyl_change(&self, space_id: u32, what: &str) -> BoxResult<()> {
+        if self.vinyl_frozen && self.spaces.get(&space_id).is_some_and(|s| s.def.engine == EngineKind::Vinyl) {
+            return Err(BoxError::new(
+                code::UNSUPPORTED,
+                format!("Vinyl does not support {what} if wal_mode = 'none'"),
+            ));
+        }
+        Ok(())
+    }
+
     /// Whether the instance is read-only (`box.info.ro`): by `box.cfg{read_only}`,
     /// or as an orphan waiting for its replication sources.
     #[must_use]
@@ -935,6 +956,7 @@ impl Engine {
         if space.def.engine == EngineKind::Sysview {
             return Err(BoxError::new(code::VIEW_IS_RO, format!("View '{}' is read-only", space.def.name)));
         }
+        self.check_vinyl_change(space_id, "DML")?;
         Ok(space)
     }
 
@@ -1186,6 +1208,15 @@ impl Engine {
 
     /// Applies the meaning of a system-space row change (create a space, an index, …).
     fn apply_ddl(&mut self, sid: u32, old: Option<&Tuple>, new: Option<&Tuple>) -> BoxResult<()> {
+        // A vinyl space may be created without a WAL; any later change of it is refused.
+        let altered = match sid {
+            space_id::SPACE | space_id::TRUNCATE => old.and_then(|t| catalog::first_uint(t)),
+            space_id::INDEX => new.or(old).and_then(|t| catalog::index_ids(t)).map(|(space, _)| space),
+            _ => None,
+        };
+        if let Some(space) = altered {
+            self.check_vinyl_change(space, "DDL")?;
+        }
         match sid {
             space_id::SPACE => self.ddl_space(old, new)?,
             space_id::INDEX => self.ddl_index(old, new)?,

@@ -90,3 +90,50 @@ def test_a_restart_loads_the_last_snapshot_as_2_6(tmp_path):
         "false\tTransaction has been aborted by a fiber yield",
         't\t3\t[1,"before the snapshot"] [3,"in the second run"] [5,"logged"]',
     ]
+
+
+VINYL_BEFORE = CFG % "write" + r"""
+local v = box.schema.space.create('v', {engine = 'vinyl'})
+v:create_index('pk')
+v:insert{1, 'a'}
+os.exit(0)
+"""
+
+VINYL_WITHOUT_A_WAL = CFG % "none" + r"""
+local v = box.space.v
+local function try(name, f, ...)
+    local ok, err = pcall(f, ...)
+    print(name, ok, ok and '' or tostring(err))
+end
+try('create_index', v.create_index, v, 'sk', {parts = {2, 'string'}})
+try('index drop', v.index.pk.drop, v.index.pk)
+try('alter', v.format, v, {{'id', 'unsigned'}})
+try('truncate', v.truncate, v)
+try('drop', v.drop, v)
+try('insert', v.insert, v, {2, 'b'})
+try('replace', v.replace, v, {1, 'c'})
+try('update', v.update, v, 1, {{'=', 2, 'd'}})
+try('delete', v.delete, v, 1)
+try('select', v.select, v)
+print(require('json').encode(v:select()))
+local w = box.schema.space.create('w', {engine = 'vinyl'})
+print('created', w.engine)
+try('new create_index', w.create_index, w, 'pk')
+local m = box.schema.space.create('m')
+m:create_index('pk')
+try('memtx insert', m.insert, m, {1})
+os.exit(0)
+"""
+
+
+def test_vinyl_refuses_ddl_and_dml_without_a_wal_as_2_6(tmp_path):
+    tarantool, oncebox = scripts_in_turn_on_both(tmp_path, [("v1.lua", VINYL_BEFORE), ("v2.lua", VINYL_WITHOUT_A_WAL)])
+    assert tarantool == oncebox
+    ddl = "Vinyl does not support DDL if wal_mode = 'none'"
+    dml = "Vinyl does not support DML if wal_mode = 'none'"
+    assert tarantool == [
+        f"create_index\tfalse\t{ddl}", f"index drop\tfalse\t{ddl}", f"alter\tfalse\t{ddl}",
+        f"truncate\tfalse\t{ddl}", f"drop\tfalse\t{ddl}", f"insert\tfalse\t{dml}", f"replace\tfalse\t{dml}",
+        f"update\tfalse\t{dml}", f"delete\tfalse\t{dml}", "select\ttrue\t", '[[1,"a"]]', "created\tvinyl",
+        f"new create_index\tfalse\t{ddl}", "memtx insert\ttrue\t",
+    ]
