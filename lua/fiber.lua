@@ -634,6 +634,8 @@ fiber_mt.__serialize = function(self) return {id = self.fid, name = self.name_, 
 -- 2.6's fiber objects are userdata: the serializers and the type() user code sees
 -- take a table with this metatable for one.
 fiber_mt.__fiber = true
+-- The name 2.6's getmetatable() gives, as tap's isudata reads it.
+fiber_mt.__name = 'fiber'
 
 --------------------------------------------------------------------------------
 -- Channels and conditions

@@ -6,7 +6,14 @@
 -- builtin tap.lua among them) is left out.
 
 local type = type -- the builtin, not the one user code sees (box.lua)
-local yaml = require('yaml')
+-- As 2.6's: the details encode any Lua value (a function as its tostring()).
+local yaml = require('yaml').new()
+yaml.cfg{
+    encode_invalid_numbers = true,
+    encode_load_metatables = true,
+    encode_use_tostring = true,
+    encode_invalid_as_nil = true,
+}
 local tap = {}
 local methods = {}
 local test_mt = {__index = methods}
@@ -141,7 +148,7 @@ function methods:unlike(got, pattern, name, extra)
     return self:ok(string.match(tostring(got), pattern) == nil, name, extra)
 end
 
-for _, ty in ipairs({'nil', 'number', 'string', 'table', 'boolean', 'function'}) do
+for _, ty in ipairs({'number', 'string', 'table', 'boolean', 'function'}) do
     methods['is' .. ty] = function(self, v, name, extra)
         extra = extra or {}
         extra.expected, extra.got = ty, type(v)
@@ -149,10 +156,24 @@ for _, ty in ipairs({'nil', 'number', 'string', 'table', 'boolean', 'function'})
     end
 end
 
+-- As 2.6's: false passes too, and a failure shows the value itself.
+function methods:isnil(v, name, extra)
+    return self:is(not v and 'nil' or v, 'nil', name, extra)
+end
+
+-- As 2.6's: the userdata's metatable names its type (oncebox's fiber objects,
+-- userdata to user code, are tables whose metatable has the name as __name).
 function methods:isudata(v, utype, name, extra)
     extra = extra or {}
-    extra.expected, extra.got = 'userdata<' .. tostring(utype) .. '>', type(v)
-    return self:ok(type(v) == 'userdata', name, extra)
+    extra.expected = 'userdata<' .. tostring(utype) .. '>'
+    if _G.type(v) ~= 'userdata' then
+        extra.got = _G.type(v)
+        return self:ok(false, name, extra)
+    end
+    local mt = getmetatable(v)
+    if type(mt) == 'table' then mt = rawget(mt, '__name') or mt end
+    extra.got = 'userdata<' .. tostring(mt) .. '>'
+    return self:ok(mt == utype, name, extra)
 end
 
 -- Without the ffi module only 64-bit integer ctypes can be told apart.

@@ -444,6 +444,38 @@ def test_tap_output_matches_tarantool(tmp_path):
         assert set(ours) <= set(real), (ours, real)
 
 
+TAP_TYPES_SCRIPT = textwrap.dedent("""\
+    local fiber = require('fiber')
+    local test = require('tap').test('types')
+    test:plan(9)
+    test:isnil(nil, 'nil')
+    test:isnil(false, 'false counts as nil')
+    test:isnil(0, 'zero')
+    test:isnil('x', 'a string')
+    test:is({f = print}, 1, 'a function in the details')
+    test:isudata(fiber.self(), 'fiber', 'a fiber')
+    test:isudata(fiber.self(), 'socket', 'a fiber for a socket')
+    test:isudata(1, 'fiber', 'a number')
+    test:isboolean(false, 'isboolean')
+    os.exit(0)
+    """)
+
+
+def test_tap_type_checks_match_tarantool(tmp_path):
+    """isnil takes false, as 2.6's; isudata names the userdata's type; a function
+    in the details is written as its tostring() (it stopped the script)."""
+    if not shutil_which("tarantool"):
+        pytest.skip("real tarantool is not installed")
+    (tmp_path / "t.lua").write_text(TAP_TYPES_SCRIPT)
+    expected, real_blocks = tap_output(["tarantool", "t.lua"], tmp_path)
+    actual, our_blocks = tap_output([ONCEBOX, "t.lua"], tmp_path)
+    assert "ok - false counts as nil" in expected and "ok - a fiber" in expected
+    assert actual == expected
+    assert len(our_blocks) == len(real_blocks) == 5
+    for ours, real in zip(our_blocks, real_blocks):
+        assert set(ours) <= set(real), (ours, real)
+
+
 # -- box.tuple extras, strict, errno -----------------------------------------
 
 TUPLE_CASES = [
