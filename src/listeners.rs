@@ -32,7 +32,18 @@ pub struct BinaryListener {
     /// The bound address (`host:port` or the socket path).
     pub bound: String,
     /// Closes this listener only.
-    pub token: CancellationToken,
+    token: CancellationToken,
+    /// The accept loop, which holds the listening socket.
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl BinaryListener {
+    /// Stops accepting and returns once the listening socket is closed (as
+    /// 2.6's `box.cfg{listen}` returns: a connect after it is refused).
+    pub async fn close(self) {
+        self.token.cancel();
+        let _ = self.task.await;
+    }
 }
 
 /// How 2.6 shows a Unix socket's bound address (`box.info.listen`).
@@ -50,35 +61,35 @@ pub async fn open_binary(ctx: &NetContext, addr: &str, instance_uuid: uuid::Uuid
     };
     let token = CancellationToken::new();
     let own = token.clone();
-    let bound = if addr.contains('/') {
+    let (bound, task) = if addr.contains('/') {
         let _ = std::fs::remove_file(addr);
         let listener = UnixListener::bind(addr).map_err(|e| format!("failed to bind {addr}: {e}"))?;
         let serving = server::serve_unix(listener, ctx.tx.clone(), cfg, ctx.stop.clone(), ctx.tracker.clone());
-        tokio::spawn(async move {
+        let task = tokio::spawn(async move {
             tokio::select! {
                 _ = serving => {},
                 () = own.cancelled() => {},
             }
         });
         // As 2.6 shows a Unix socket's bound address.
-        UNIX_BOUND.to_owned()
+        (UNIX_BOUND.to_owned(), task)
     } else {
         let listener = listen_tcp_again(addr).await.map_err(|e| format!("failed to bind {addr}: {e}"))?;
         let bound = listener.local_addr().map(|a| a.to_string()).unwrap_or_else(|_| addr.to_owned());
         let serving = server::serve(listener, ctx.tx.clone(), cfg, ctx.stop.clone(), ctx.tracker.clone());
-        tokio::spawn(async move {
+        let task = tokio::spawn(async move {
             tokio::select! {
                 _ = serving => {},
                 () = own.cancelled() => {},
             }
         });
-        bound
+        (bound, task)
     };
     // Into the log only: a script's stdout is its own, as under tarantool
     // (`box.info.listen` tells a script the bound address).
     tracing::info!(addr = %if bound == UNIX_BOUND { addr } else { &bound }, "listening");
     start_tick(ctx);
-    Ok(BinaryListener { bound, token })
+    Ok(BinaryListener { bound, token, task })
 }
 
 /// How long a bind waits for a listener just closed on the same address to let go
@@ -158,7 +169,7 @@ pub async fn control_loop(mut rx: UnboundedReceiver<Control>, ctx: NetContext, m
                 let outcome = match addr {
                     None => {
                         if let Some(old) = binary.take() {
-                            old.token.cancel();
+                            old.close().await;
                         }
                         Ok(String::new())
                     }
@@ -166,7 +177,7 @@ pub async fn control_loop(mut rx: UnboundedReceiver<Control>, ctx: NetContext, m
                         Ok(new) => {
                             let bound = new.bound.clone();
                             if let Some(old) = binary.replace(new) {
-                                old.token.cancel();
+                                old.close().await;
                             }
                             Ok(bound)
                         }

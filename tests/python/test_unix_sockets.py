@@ -47,3 +47,32 @@ os.exit(0)
 
 def test_unix_sockets_for_listen_net_box_socket_and_console(tmp_path):
     same_output_on_both(tmp_path, "unix.lua", SCRIPT, 16)
+
+
+LISTEN_OFF = r"""
+box.cfg{work_dir = os.getenv('WORK'), log_level = 1}
+local socket = require('socket')
+local path = os.getenv('WORK') .. '/off.sock'
+local tcp = os.getenv('LISTEN')
+local refused = {0, 0}
+for _ = 1, 30 do
+    box.cfg{listen = 'unix/:' .. path}
+    local s = socket.tcp_connect('unix/', path)
+    if s then s:close() end
+    box.cfg{listen = ''}
+    s = socket.tcp_connect('unix/', path)
+    if s == nil then refused[1] = refused[1] + 1 else s:close() end
+    box.cfg{listen = tcp}
+    box.cfg{listen = ''}
+    s = socket.tcp_connect(tcp:match('^(.*):'), tonumber(tcp:match(':(%d+)$')))
+    if s == nil then refused[2] = refused[2] + 1 else s:close() end
+end
+print('refused after listen off', refused[1], refused[2])
+os.exit(0)
+"""
+
+
+def test_a_connect_after_listen_is_turned_off_is_refused_as_2_6(tmp_path):
+    """box.cfg{listen = ''} returns once the socket is closed (the listener
+    closed a moment later, so a connect right after it could still be taken)."""
+    assert same_output_on_both(tmp_path, "off.lua", LISTEN_OFF, 1) == ["refused after listen off\t30\t30"]
