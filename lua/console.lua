@@ -223,8 +223,14 @@ do
     end
     scalar_cdata_kinds[tonumber(ffi.typeof('bool'))] = 'boolean'
 end
+-- Whether `v` is a ctype (ffi.typeof's result), not a cdata of it.
+local function is_ctype(v)
+    return type(v) == 'cdata' and string.sub(tostring(v), 1, 6) == 'ctype<'
+end
+
 local function scalar_of_cdata(v)
-    if type(v) ~= 'cdata' then return v end
+    -- (ffi.typeof of a ctype is that ctype: ctype<int> is no int.)
+    if type(v) ~= 'cdata' or is_ctype(v) then return v end
     local kind = scalar_cdata_kinds[tonumber(ffi.typeof(v))]
     if kind == 'number' then return tonumber(v) end
     if kind == 'boolean' then return tonumber(v) ~= 0 end
@@ -248,11 +254,6 @@ local function number(n, precision)
     if n == 0 then return '0' end
     if n == math.floor(n) and n >= -2^63 and n < 2^64 then return string.format('%.0f', n) end
     return string.format('%.' .. (precision or 14) .. 'g', n)
-end
-
--- Whether `v` is a ctype (ffi.typeof's result), not a cdata of it.
-local function is_ctype(v)
-    return type(v) == 'cdata' and string.sub(tostring(v), 1, 6) == 'ctype<'
 end
 
 local SEQUENCE_HINTS = {seq = true, sequence = true, array = true}

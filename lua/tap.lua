@@ -7,6 +7,7 @@
 
 local type = type -- the builtin, not the one user code sees (box.lua)
 -- As 2.6's: the details encode any Lua value (a function as its tostring()).
+local ffi = require('ffi')
 local yaml = require('yaml').new()
 yaml.cfg{
     encode_invalid_numbers = true,
@@ -176,16 +177,17 @@ function methods:isudata(v, utype, name, extra)
     return self:ok(mt == utype, name, extra)
 end
 
--- Without the ffi module only 64-bit integer ctypes can be told apart.
+-- As 2.6's: the value's ctype against `ctype` (a name or a ctype).
 function methods:iscdata(v, ctype, name, extra)
     extra = extra or {}
-    extra.expected, extra.got = 'ctype<' .. tostring(ctype) .. '>', type(v)
-    local ok = type(v) == 'cdata'
-    if ok and (ctype == 'uint64_t' or ctype == 'int64_t') then
-        local text = tostring(v)
-        ok = (ctype == 'uint64_t') == (string.sub(text, -3) == 'ULL')
+    extra.expected = ffi.typeof(ctype)
+    if type(v) == 'cdata' then
+        extra.got = ffi.typeof(v)
+        return self:ok(ffi.istype(ctype, v), name, extra)
     end
-    return self:ok(ok, name, extra)
+    -- (A tuple or a box.error object is cdata to user code, and no ctype here.)
+    extra.got = _G.type(v)
+    return self:ok(false, name, extra)
 end
 
 local function new_test(parent, name, fn, ...)

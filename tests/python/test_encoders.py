@@ -707,3 +707,21 @@ def test_line_breaks_in_strings_as_2_6(tmp_path):
     # (Python splits the lines at U+2028 and U+2029 as well: 98 of them.)
     lines = same_output_on_both(tmp_path, "line_breaks.lua", LINE_BREAKS_IN_STRINGS, 98)
     assert lines[-1] == " ".join(["true"] * 21)
+
+
+CTYPES = r"""
+local ffi = require('ffi')
+local y = require('yaml').new()
+y.cfg{encode_use_tostring = true}
+print(pcall(require('yaml').encode, {ffi.typeof('int'), 1}))
+print(pcall(require('yaml').encode, {ffi.new('int', 5), ffi.new('unsigned int', 6), 5ULL, ffi.new('double', 1.5)}))
+print(pcall(y.encode, {ffi.typeof('int'), ffi.new('int', 5), ffi.new('bool', true), ffi.typeof('int *')}))
+os.exit(0)
+"""
+
+
+def test_a_ctype_is_no_number_to_yaml_as_2_6(tmp_path):
+    """ffi.typeof('int') was written as its ctype id (9): it has no YAML form
+    (with encode_use_tostring, its tostring()), while a cdata int is a number."""
+    tarantool = same_output_on_both(tmp_path, "ctypes.lua", CTYPES, 15)
+    assert tarantool[0] == "false\tunsupported Lua type 'cdata'" and "- ctype<int>" in tarantool

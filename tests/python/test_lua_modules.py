@@ -447,7 +447,7 @@ def test_tap_output_matches_tarantool(tmp_path):
 TAP_TYPES_SCRIPT = textwrap.dedent("""\
     local fiber = require('fiber')
     local test = require('tap').test('types')
-    test:plan(9)
+    test:plan(12)
     test:isnil(nil, 'nil')
     test:isnil(false, 'false counts as nil')
     test:isnil(0, 'zero')
@@ -457,13 +457,18 @@ TAP_TYPES_SCRIPT = textwrap.dedent("""\
     test:isudata(fiber.self(), 'socket', 'a fiber for a socket')
     test:isudata(1, 'fiber', 'a number')
     test:isboolean(false, 'isboolean')
+    local ffi = require('ffi')
+    test:iscdata(ffi.new('int', 1), 'int', 'an int')
+    test:iscdata(ffi.new('unsigned int', 1), 'int', 'an unsigned int for an int')
+    test:iscdata(10, 'int', 'a number for an int')
     os.exit(0)
     """)
 
 
 def test_tap_type_checks_match_tarantool(tmp_path):
-    """isnil takes false, as 2.6's; isudata names the userdata's type; a function
-    in the details is written as its tostring() (it stopped the script)."""
+    """isnil takes false, as 2.6's; isudata names the userdata's type; iscdata
+    tells ctypes apart (and shows them, not their ids); a function in the
+    details is written as its tostring() (it stopped the script)."""
     if not shutil_which("tarantool"):
         pytest.skip("real tarantool is not installed")
     (tmp_path / "t.lua").write_text(TAP_TYPES_SCRIPT)
@@ -471,7 +476,7 @@ def test_tap_type_checks_match_tarantool(tmp_path):
     actual, our_blocks = tap_output([ONCEBOX, "t.lua"], tmp_path)
     assert "ok - false counts as nil" in expected and "ok - a fiber" in expected
     assert actual == expected
-    assert len(our_blocks) == len(real_blocks) == 5
+    assert len(our_blocks) == len(real_blocks) == 7
     for ours, real in zip(our_blocks, real_blocks):
         assert set(ours) <= set(real), (ours, real)
 
