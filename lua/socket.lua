@@ -170,6 +170,14 @@ function internal.socket_accepted(id, h, from)
     end)
 end
 
+-- Closes every server (before the process hands over to one started in the
+-- background, which listens on their addresses again).
+function internal.socket_close_listeners()
+    local open = {}
+    for _, l in pairs(listeners) do open[#open + 1] = l.server end
+    for _, server in ipairs(open) do server:close() end
+end
+
 function socket.tcp_server(host, port, opts, timeout)
     local handler, prepare = opts, nil
     if type(opts) == 'table' then

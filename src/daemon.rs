@@ -37,9 +37,20 @@ pub fn in_background() -> bool {
     IN_BACKGROUND.load(Ordering::SeqCst)
 }
 
+/// How long the first process waits for the one in the background to write its
+/// pid file.
+const PID_FILE_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// Starts this process again in the background and exits 0 (2.6's parent exits
 /// as soon as it has forked); returns only when it could not start it.
-pub fn detach() -> String {
+///
+/// With a `pid_file` (its path as the new process will see it), this one exits
+/// once that file names the new process (or it has ended, or [`PID_FILE_WAIT`]
+/// passed): 2.6's child has written it by the time its parent is gone, while
+/// this one runs the script up to `box.cfg{}` first, and a `tarantoolctl
+/// status` right after `start` must find it. The caller has closed its
+/// listening sockets: the new process binds them again.
+pub fn detach(pid_file: Option<&std::path::Path>) -> String {
     let exe = match std::env::current_exe() {
         Ok(exe) => exe,
         Err(e) => return format!("can't daemonize: {e}"),
@@ -53,9 +64,29 @@ pub fn detach() -> String {
     let started =
         command.args(args).env(MARK, "1").stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null()).spawn();
     match started {
-        // The C streams (Lua's print) are flushed by exit, as 2.6 flushes them before its fork.
-        Ok(_) => std::process::exit(0),
+        Ok(mut child) => {
+            if let Some(path) = pid_file {
+                await_pid_file(path, &mut child);
+            }
+            // The C streams (Lua's print) are flushed by exit, as 2.6 flushes them before its fork.
+            std::process::exit(0)
+        }
         Err(e) => format!("can't daemonize: {e}"),
+    }
+}
+
+/// Waits until `path` holds `child`'s pid, `child` has ended, or [`PID_FILE_WAIT`] passed.
+fn await_pid_file(path: &std::path::Path, child: &mut std::process::Child) {
+    let pid = child.id().to_string();
+    let started = std::time::Instant::now();
+    while started.elapsed() < PID_FILE_WAIT {
+        if std::fs::read_to_string(path).is_ok_and(|held| held.trim() == pid) {
+            return;
+        }
+        if !matches!(child.try_wait(), Ok(None)) {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
     }
 }
 

@@ -313,7 +313,12 @@ fn drive(
         if cfg.log.as_deref().is_none_or(str::is_empty) {
             return Err("'background' requires 'log' configuration option to be set".to_owned().into());
         }
-        return Err(crate::daemon::detach().into());
+        // The new process binds the script's listening sockets again (a console
+        // for tarantoolctl): this one lets go of them while it waits for it.
+        lua.close_lua_listeners();
+        // (The pid file is relative to work_dir, which the new process moves to.)
+        let pid_file = cfg.pid_file.as_ref().map(|p| cfg.work_dir.as_ref().map_or_else(|| p.clone(), |w| w.join(p)));
+        return Err(crate::daemon::detach(pid_file.as_deref()).into());
     }
     // As 2.6: the process moves to work_dir before anything else.
     if let Some(work_dir) = &cfg.work_dir {

@@ -976,6 +976,14 @@ impl LuaRuntime {
         self.lua.remove_app_data::<dispatch::ConsoleQuits>().map(|q| q.0).unwrap_or_default()
     }
 
+    /// Closes every listening socket Lua opened (`socket.tcp_server`, a console
+    /// before `box.cfg{}`): before the process hands over to one in the background.
+    pub fn close_lua_listeners(&self) {
+        if let Err(e) = internal_fn(&self.lua, "socket_close_listeners").and_then(|f| f.call::<()>(())) {
+            tracing::warn!(error = %e, "closing the listening sockets");
+        }
+    }
+
     /// Whether `box.snapshot()` was called since the last time this was asked.
     pub fn take_snapshot_request(&self) -> bool {
         self.signals.snapshot.replace(false)

@@ -1,6 +1,7 @@
 """box.cfg{background = true}: the command returns at once and the instance runs
-on in the background, in a session of its own, its pid in the pid file and its
-prints in the log file (tarantoolctl start relies on it). The same script runs
+on in the background, in a session of its own, its pid in the pid file (there
+when the command returns) and its prints in the log file (tarantoolctl start
+and status rely on it). The same script runs
 on Tarantool 2.6 and on oncebox; only the instances they started are stopped.
 """
 import os
@@ -13,6 +14,8 @@ from conftest import ONCEBOX, free_port, process_alive, wait_port
 
 BACKGROUND = """
 print('before cfg')
+-- Work before box.cfg{} (oncebox's instance in the background runs it again).
+local t = os.clock() while os.clock() - t < 0.2 do end
 box.cfg{background = true, log = 'instance.log', pid_file = 'instance.pid', listen = os.getenv('LISTEN')}
 print('after cfg, in the background')
 io.stdout:flush()
@@ -40,6 +43,8 @@ def background_run(binary, work):
     port = free_port()
     env = dict(os.environ, LISTEN=f"127.0.0.1:{port}")
     started = subprocess.run([binary, "bg.lua"], cwd=work, env=env, capture_output=True, text=True, timeout=30)
+    # tarantoolctl's `status` right after `start` reads it.
+    pid_file_at_exit = (work / "instance.pid").exists()
     pid = read_pid(work / "instance.pid")
     try:
         with_session = os.getsid(pid) == pid
@@ -60,6 +65,7 @@ def background_run(binary, work):
     return {
         "exit": started.returncode,
         "stdout": started.stdout,
+        "pid file when the start returns": pid_file_at_exit,
         "own session": with_session,
         "greeting": greeting[:9],
         "stopped": not process_alive(pid),
@@ -77,6 +83,7 @@ def test_background_detaches_as_on_2_6(tmp_path):
     assert results[1] == {
         "exit": 0,
         "stdout": "before cfg\n",
+        "pid file when the start returns": True,
         "own session": True,
         "greeting": b"Tarantool",
         "stopped": True,
@@ -93,3 +100,36 @@ def test_background_needs_a_log(tmp_path):
         outcomes.append((r.returncode, r.stdout, "'background' requires 'log' configuration option to be set"
                          in r.stderr))
     assert outcomes[0] == outcomes[1] == (1, "before cfg\n", True)
+
+
+SERVER_BEFORE_CFG = """
+local socket = require('socket')
+local port = tonumber(os.getenv('SERVER_PORT'))
+socket.tcp_server('127.0.0.1', port, function(s) s:write('served\\n') end)
+box.cfg{background = true, log = 'instance.log', pid_file = 'instance.pid'}
+"""
+
+
+def test_a_server_opened_before_cfg_serves_from_the_background(tmp_path):
+    """A script's socket.tcp_server opened before box.cfg{background = true}
+    serves on from the instance in the background (2.6's child keeps the
+    socket; oncebox's first process lets it go for the second to bind)."""
+    replies = []
+    for binary in ("tarantool", ONCEBOX):
+        work = tmp_path / os.path.basename(binary)
+        work.mkdir()
+        (work / "srv.lua").write_text(SERVER_BEFORE_CFG)
+        port = free_port()
+        env = dict(os.environ, SERVER_PORT=str(port))
+        subprocess.run([binary, "srv.lua"], cwd=work, env=env, capture_output=True, text=True, timeout=30)
+        pid = read_pid(work / "instance.pid")
+        try:
+            wait_port(port, None)
+            with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+                replies.append(s.makefile().readline())
+        finally:
+            os.kill(pid, signal.SIGTERM)
+            deadline = time.time() + 20
+            while process_alive(pid) and time.time() < deadline:
+                time.sleep(0.05)
+    assert replies == ["served\n"] * 2
