@@ -54,8 +54,16 @@ struct BootCfg {
     pid_file: Option<PathBuf>,
     /// `background`: the instance runs in the background (see [`crate::daemon`]).
     background: bool,
+    /// `memtx_max_tuple_size`: a recovered tuple larger than it stops the start, as in 2.6.
+    max_tuple_size: Option<usize>,
     /// `replication` and its timeouts: the sources the first `box.cfg` waits for.
     sources: Sources,
+}
+
+/// A size box.cfg checked already (a number of bytes).
+#[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "box.cfg checked the range")]
+fn tuple_size(n: f64) -> usize {
+    n.max(0.0) as usize
 }
 
 fn read_cfg(opts: &Table) -> Result<BootCfg, String> {
@@ -88,6 +96,7 @@ fn read_cfg(opts: &Table) -> Result<BootCfg, String> {
             "log" => cfg.log = Some(value.clone()),
             "pid_file" => cfg.pid_file = Some(PathBuf::from(&value)),
             "background" => cfg.background = value == "true",
+            "memtx_max_tuple_size" => cfg.max_tuple_size = value.parse::<f64>().ok().map(tuple_size),
             "memtx_dir" => cfg.dir = PathBuf::from(&value),
             "wal_mode" => {
                 cfg.wal_mode = Some(WalMode::parse(&value).ok_or_else(|| {
@@ -371,6 +380,9 @@ fn drive(
     let crate::Booted { engine, uuid, wal, wal_thread, clock_ms, images } =
         crate::boot(&dir, store, None, notify.clone(), &identity)
             .map_err(|e| format!("can't initialize storage: {e}"))?;
+    if let Some(limit) = cfg.max_tuple_size {
+        engine.check_tuple_sizes(limit).map_err(|e| format!("can't initialize storage: {}", e.message))?;
+    }
     if !waits_first {
         listen(&cfg, uuid, &control, &mut values)?;
         // An instance with data recovers first, then waits; short of the quorum it

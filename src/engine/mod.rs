@@ -233,6 +233,18 @@ impl Engine {
         out
     }
 
+    /// Refuses what was loaded if a memtx tuple takes more than `limit` bytes
+    /// (`memtx_max_tuple_size` lowered below it: 2.6's recovery stops there).
+    pub fn check_tuple_sizes(&self, limit: usize) -> BoxResult<()> {
+        for space in self.spaces.values().filter(|s| s.def.engine == EngineKind::Memtx) {
+            let Some(pk) = space.primary() else { continue };
+            for t in pk.iter() {
+                space.check_size_within(t, limit)?;
+            }
+        }
+        Ok(())
+    }
+
     /// Visits every row a data directory keeps (temporary spaces' are not):
     /// (space id, primary key, tuple), space by space, system spaces first.
     pub fn for_each_stored_row(&self, mut f: impl FnMut(u32, &Key, &Tuple)) {

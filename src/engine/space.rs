@@ -261,7 +261,12 @@ impl Space {
     }
 
     fn check_size(&self, tuple: &[u8]) -> BoxResult<()> {
-        let limit = MAX_TUPLE_SIZE.load(Ordering::Relaxed);
+        self.check_size_within(tuple, MAX_TUPLE_SIZE.load(Ordering::Relaxed))
+    }
+
+    /// Refuses a tuple that takes more than `limit` bytes with its header, as
+    /// 2.6's allocation does (`memtx_max_tuple_size`).
+    pub fn check_size_within(&self, tuple: &[u8], limit: usize) -> BoxResult<()> {
         if tuple.len() + TUPLE_HEADER_SIZE > limit.saturating_sub(4 * MAX_FIELD_MAP_SLOTS) {
             let size = self.charged_size(tuple.len());
             if size > limit {

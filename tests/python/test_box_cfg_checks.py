@@ -132,6 +132,40 @@ def test_a_read_only_instance_does_not_bootstrap(tmp_path):
         1, "can't initialize storage: Trying to bootstrap a local read-only instance as master", [])
 
 
+HUGE_TUPLE = """
+box.cfg{memtx_max_tuple_size = 10 * 1024 * 1024, log_level = 1}
+box.schema.space.create('test')
+box.space.test:create_index('primary')
+box.space.test:insert{1, string.rep('x', 1024 * 1024)}
+os.exit(0)
+"""
+
+
+def test_a_recovered_tuple_past_memtx_max_tuple_size_stops_the_start(tmp_path):
+    """Restarted with memtx_max_tuple_size lowered below a stored tuple, 2.6's
+    recovery fails its allocation and stops (box-tap cfg.test.lua): the same
+    here, with the same size; a limit that fits starts as usual."""
+    def with_huge_tuple(work):
+        (work / "huge.lua").write_text(HUGE_TUPLE)
+        r = subprocess.run([binary_of[0], "huge.lua"], capture_output=True, text=True, timeout=60, cwd=work)
+        assert r.returncode == 0, r.stderr
+
+    binary_of = []
+    outcomes = []
+    for binary in ("tarantool", ONCEBOX):
+        binary_of[:] = [binary]
+        outcomes.append((
+            outcome(binary, tmp_path / "low", "box.cfg{memtx_max_tuple_size = 10 * 1024}", with_huge_tuple)[:2],
+            outcome(binary, tmp_path / "fits", "box.cfg{memtx_max_tuple_size = 2 * 1024 * 1024} "
+                    "print(box.space.test:count()) os.exit(0)", with_huge_tuple)[::2],
+        ))
+    assert outcomes[0] == outcomes[1] == (
+        (1, "can't initialize storage: Failed to allocate 1048597 bytes for tuple: tuple is too large. "
+            "Check 'memtx_max_tuple_size' configuration option."),
+        (0, ["1"]),
+    )
+
+
 PIPE = r"""
 local fio = require('fio')
 box.cfg{log = '|cat > ' .. fio.pathjoin(fio.cwd(), 'piped.txt')}
