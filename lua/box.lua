@@ -868,7 +868,8 @@ function space_methods:drop()
     for _, p in ipairs(box.space._priv.index.object:select{'space', self.id}) do
         box.space._priv:delete{p[2], p[3], p[4]}
     end
-    box.space._space:delete{self.id}
+    -- As 2.6: a space dropped already is no more.
+    if box.space._space:delete{self.id} == nil then box.error(box.error.NO_SUCH_SPACE, self.name) end
 end
 function space_methods:rename(name) box.schema.space.rename(self.id, name) end
 function space_methods:format(fmt)
@@ -1044,7 +1045,15 @@ end
 box.schema.create_space = box.schema.space.create
 -- The schema is always 2.6's own: nothing to upgrade.
 function box.schema.upgrade() end
-function box.schema.space.drop(id) local s = box.space[id] if s then s:drop() end end
+-- box.schema.space.drop(id[, name[, {if_exists = true}]]): as 2.6, a missing
+-- space is an error unless if_exists.
+function box.schema.space.drop(space_id, space_name, opts)
+    if type(space_id) ~= 'number' then raise(1, 'Illegal parameters, space_id should be a number') end
+    local s = box.space[space_id]
+    if s ~= nil then return s:drop() end
+    if type(opts) == 'table' and opts.if_exists then return end
+    box.error(box.error.NO_SUCH_SPACE, space_name or '#' .. tostring(space_id))
+end
 function box.schema.space.rename(space_id, name)
     if type(space_id) ~= 'number' then raise(1, 'Illegal parameters, space_id should be a number') end
     if type(name) ~= 'string' then raise(1, 'Illegal parameters, space_name should be a string') end
@@ -2368,8 +2377,10 @@ function box.session.su(user, fn, ...)
     local locals = internal.fiber_locals()
     local outer = locals.su_uid
     if fn == nil then
-        -- As 2.6: the session's own user changes too (box.session.user() names it).
+        -- As 2.6: the session's own user changes too (box.session.user() names it),
+        -- for its later requests and console lines as well.
         locals.su_uid = nil
+        op('session_su', uid)
         return
     end
     locals.su_uid = outer or prev

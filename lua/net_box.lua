@@ -655,7 +655,7 @@ end
 
 local establish, establish_transport -- (below)
 
-function net_box.connect(uri, opts, ...)
+local function connect(uri, opts, ...)
     if type(opts) == 'number' or type(opts) == 'string' then
         -- connect(host, port[, opts])
         uri, opts = tostring(uri) .. ':' .. tostring(opts), ...
@@ -778,6 +778,11 @@ establish_transport = function(self, host, port, user, password, opts)
     if not tok then return give_up(terr, 'error') end
     if self.state ~= 'fetch_schema' then return end
     set_state(self, 'active')
+end
+-- As 2.6: called as a method (net_box:connect(uri)), the module is passed over.
+function net_box.connect(uri, ...)
+    if type(uri) == 'table' then return connect(...) end
+    return connect(uri, ...)
 end
 net_box.new = net_box.connect
 

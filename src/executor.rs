@@ -584,6 +584,15 @@ impl Executor {
         }
     }
 
+    /// Gives the sessions the users `box.session.su(user)` set for them.
+    fn apply_session_users(&mut self) {
+        for (session_id, user) in self.lua.take_session_users() {
+            if let Some(s) = self.sessions.get_mut(&session_id) {
+                s.user_id = user;
+            }
+        }
+    }
+
     /// Sends what `box.session.push` queued in a fiber's run, at once, with the sync of its request.
     fn send_pushes(&mut self, session_id: u64, sync: u64) {
         let pushes = self.lua.take_pushes();
@@ -956,7 +965,10 @@ impl Executor {
     /// Runs a console line as admin in a fiber of its own and answers with its YAML
     /// when it ends; returns whether it yielded instead (it is answered later).
     fn run_console_line(&mut self, session_id: u64, line: &str) -> bool {
-        let caller = self.caller(self.creds(user_id::ADMIN), session_id);
+        self.apply_session_users();
+        // Admin's, unless box.session.su changed the session's user.
+        let user = self.sessions.get(&session_id).map_or(user_id::ADMIN, |s| s.user_id);
+        let caller = self.caller(self.creds(user), session_id);
         let mut host = Host {
             engine: &mut self.engine,
             window: &mut self.window,
@@ -1187,6 +1199,7 @@ impl Executor {
         decoded: &Decoded,
         fingerprint: Option<Fingerprint>,
     ) {
+        self.apply_session_users();
         let Some(session) = self.sessions.get(&session_id) else { return };
         let (user, salt) = (session.user_id, session.salt);
         let body = packet.get(header.body_offset..).unwrap_or(&[]);

@@ -133,7 +133,14 @@ pub struct Signals {
     pub iproto_triggers: std::cell::Cell<usize>,
     /// `box.snapshot()` was called: the next commit group is synced and checkpointed.
     pub snapshot: std::cell::Cell<bool>,
+    /// `box.session.su(user)` changed a session's user since the [`SessionUsers`] were taken.
+    pub session_users: std::cell::Cell<bool>,
 }
+
+/// Sessions whose user `box.session.su(user)` (without a function) changed, in
+/// order: (session id, user id).
+#[derive(Default)]
+pub struct SessionUsers(pub Vec<(u64, u32)>);
 
 fn signals(lua: &Lua) -> Option<std::rc::Rc<Signals>> {
     lua.app_data_ref::<std::rc::Rc<Signals>>().map(|s| std::rc::Rc::clone(&s))
@@ -306,6 +313,18 @@ fn run(lua: &Lua, cx: &mut Context, op: &str, args: &[Value]) -> Result<Value, F
         let prev = cx.creds.user_id;
         cx.creds = cx.engine.credentials(uid);
         return Ok(Value::Integer(i64::from(prev)));
+    }
+    if op == "session_su" {
+        // box.session.su(user): the session's own user from now on, as 2.6 resets
+        // the session's credentials (its later requests and console lines run so).
+        let uid: u32 = arg(lua, args, 1)?;
+        let mut changed = lua.remove_app_data::<SessionUsers>().unwrap_or_default();
+        changed.0.push((cx.session_id, uid));
+        lua.set_app_data(changed);
+        if let Some(s) = signals(lua) {
+            s.session_users.set(true);
+        }
+        return Ok(Value::Nil);
     }
     if op == "enter_session" {
         // enter_session(id, uid): the session and user the running code acts for,

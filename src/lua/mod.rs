@@ -971,6 +971,15 @@ impl LuaRuntime {
         self.lua.remove_app_data::<dispatch::Pushes>().map(|p| p.0).unwrap_or_default()
     }
 
+    /// The sessions whose user `box.session.su(user)` changed since the last
+    /// time this was asked: (session id, user id), in order.
+    pub fn take_session_users(&self) -> Vec<(u64, u32)> {
+        if !self.signals.session_users.replace(false) {
+            return Vec::new();
+        }
+        self.lua.remove_app_data::<dispatch::SessionUsers>().map(|c| c.0).unwrap_or_default()
+    }
+
     /// The text console sessions that quit (`\quit`) since the last time this was asked.
     pub fn take_console_quits(&self) -> Vec<u64> {
         self.lua.remove_app_data::<dispatch::ConsoleQuits>().map(|q| q.0).unwrap_or_default()

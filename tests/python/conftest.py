@@ -276,3 +276,52 @@ def tarantool_on_path(tmp_path):
     bin_dir.mkdir()
     (bin_dir / "tarantool").symlink_to(ONCEBOX)
     return dict(os.environ, PATH=f"{bin_dir}:{os.environ['PATH']}")
+
+
+CONSOLE_SERVER = """
+box.cfg{work_dir = os.getenv('WORK'), listen = os.getenv('LISTEN'), log = 'server.log'}
+require('console').listen(os.getenv('ADMIN'))
+"""
+
+
+def console_transcripts_on_both(tmp_path, lines):
+    """Sends `lines` one by one to the text console of a server started as a
+    script (box.cfg{listen} on a Unix socket, `LISTEN`, and a console on
+    another), as Tarantool's test-run does, on 2.6 and on oncebox; returns each
+    server's replies joined (tarantool's first), one YAML document per line."""
+    transcripts = []
+    for binary in ("tarantool", ONCEBOX):
+        work = tmp_path / ("console-" + os.path.basename(binary))
+        work.mkdir()
+        (work / "server.lua").write_text(CONSOLE_SERVER)
+        admin, listen = str(work / "admin.sock"), str(work / "listen.sock")
+        env = dict(os.environ, WORK=str(work), ADMIN=admin, LISTEN=listen)
+        proc = subprocess.Popen([binary, "server.lua"], cwd=work, env=env, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, start_new_session=True)
+        replies = []
+        try:
+            s = socket.socket(socket.AF_UNIX)
+            s.settimeout(30)
+            deadline = time.time() + 15
+            while True:
+                try:
+                    s.connect(admin)
+                    break
+                except OSError:
+                    assert time.time() < deadline and proc.poll() is None, "no console"
+                    time.sleep(0.02)
+            s.recv(128)
+            for line in lines:
+                s.sendall(line.encode() + b"\n")
+                buf = b""
+                while not buf.endswith(b"\n...\n"):
+                    chunk = s.recv(65536)
+                    assert chunk, (binary, line, buf)
+                    buf += chunk
+                replies.append(buf.decode())
+            s.close()
+        finally:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        transcripts.append(replies)
+    return transcripts[0], transcripts[1]
