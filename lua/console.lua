@@ -432,8 +432,24 @@ local function anchor_of(v)
     return '*' .. r, true
 end
 
--- `ext_as_null`: decimals and uuids as null, as 2.6 writes a tuple's tostring.
-local function flow_plain(v, ext_as_null)
+-- Flow style, written into `w` as libyaml writes it: {out = the text so far,
+-- column = where it ends, indent = the enclosing collection's indentation,
+-- fold = whether lines break at the width}. An item or a key that would start
+-- past the width starts a new line at its collection's indentation (2 further
+-- in than the collection's parent), and a quoted string folds at a space past
+-- it, its lines 2 further in than its collection's items. `ext_as_null`:
+-- decimals and uuids as null, as 2.6 writes a tuple's tostring (never folded).
+local function put(w, text)
+    w.out[#w.out + 1] = text
+    local last_break = string.find(text, '\n[^\n]*$')
+    w.column = last_break and #text - last_break or w.column + #text
+end
+
+local flow_into
+
+-- A scalar's text in a flow collection, or nil for a collection; `key`: as a
+-- mapping's key (libyaml's simple key: never folded).
+local function flow_scalar(w, v, ext_as_null, key)
     if is_null(v) then return 'null' end
     v = scalar_of_cdata(v)
     local ty = type(v)
@@ -441,29 +457,131 @@ local function flow_plain(v, ext_as_null)
     if ty == 'number' then return yaml_number(v) end
     if cdata_integer(v) then return cdata_integer(v) end
     if is_extension(v) then return ext_as_null and 'null' or tostring(v) end
-    if ty == 'string' then return string_scalar(v, true, 0) end
-    if box.tuple.is(v) then v = v:totable() end
-    local hooked = follow_hooks(v, opts.encode_load_metatables)
-    if not rawequal(hooked, v) then return flow(hooked, ext_as_null) end
-    if type(v) ~= 'table' or is_fiber(v) then
+    local col = (w.fold and not key) and w.column or -1e9
+    if ty == 'string' then return string_scalar(v, true, w.indent + 2, col) end
+    if (type(v) ~= 'table' or is_fiber(v)) and not box.tuple.is(v) then
         local text = unsupported_text(v)
-        return text == nil and 'null' or single_quoted(text, 0)
+        return text == nil and 'null' or single_quoted(text, w.indent + 2, col)
     end
-    local parts = {}
-    local n = sequence_length(v, opts)
-    if n then
-        for i = 1, n do parts[i] = flow(v[i], ext_as_null) end
-        return '[' .. table.concat(parts, ', ') .. ']'
-    end
-    for k, x in pairs(v) do parts[#parts + 1] = flow(k, ext_as_null) .. ': ' .. flow(x, ext_as_null) end
-    return '{' .. table.concat(parts, ', ') .. '}'
+    return nil
 end
 
-flow = function(v, ext_as_null)
+-- Puts a line break and the indentation of the current collection's items if
+-- the line is past the width; else `space` (between items).
+local function item_start(w, space)
+    if w.fold and w.column > BEST_WIDTH then
+        put(w, '\n' .. string.rep(' ', w.indent))
+    elseif space then
+        put(w, ' ')
+    end
+end
+
+-- A tuple's fields as flow_into writes them: its maps in their msgpack order,
+-- as 2.6 writes a tuple (Lua tables would give them in hash order, which here
+-- changes from run to run). An array or a map becomes {n = count, ...} with
+-- ORDERED_ARRAY (items) or ORDERED_MAP (keys, values) as metatable.
+local ORDERED_ARRAY, ORDERED_MAP = {}, {}
+
+local function be_uint(s, pos, bytes)
+    local n = 0
+    for i = pos, pos + bytes - 1 do n = n * 256 + string.byte(s, i) end
+    return n
+end
+
+local function ordered_value(s, pos)
+    local b = string.byte(s, pos)
+    local count, header, map
+    if b >= 0x80 and b <= 0x9f then
+        count, header, map = b % 16, 1, b < 0x90
+    elseif b == 0xdc or b == 0xde then
+        count, header, map = be_uint(s, pos + 1, 2), 3, b == 0xde
+    elseif b == 0xdd or b == 0xdf then
+        count, header, map = be_uint(s, pos + 1, 4), 5, b == 0xdf
+    else
+        return package.loaded.msgpack.decode(s, pos)
+    end
+    pos = pos + header
+    if not map then
+        local items = {n = count}
+        for i = 1, count do items[i], pos = ordered_value(s, pos) end
+        return setmetatable(items, ORDERED_ARRAY), pos
+    end
+    local keys, values = {}, {}
+    for i = 1, count do
+        keys[i], pos = ordered_value(s, pos)
+        values[i], pos = ordered_value(s, pos)
+    end
+    return setmetatable({n = count, keys = keys, values = values}, ORDERED_MAP), pos
+end
+
+flow_into = function(w, v, ext_as_null, key)
     local anchor, alias = anchor_of(v)
-    if alias then return anchor end
-    local text = flow_plain(v, ext_as_null)
-    return anchor and anchor .. ' ' .. text or text
+    if alias then return put(w, anchor) end
+    if anchor then put(w, anchor .. ' ') end
+    local text = flow_scalar(w, v, ext_as_null, key)
+    if text ~= nil then return put(w, text) end
+    if box.tuple.is(v) then v = ordered_value(package.loaded.msgpack.encode(v), 1) end
+    local ordered = getmetatable(v)
+    if ordered == ORDERED_ARRAY or ordered == ORDERED_MAP then
+        w.indent = w.indent + 2
+        put(w, ordered == ORDERED_ARRAY and '[' or '{')
+        for i = 1, v.n do
+            if i > 1 then put(w, ',') end
+            item_start(w, i > 1)
+            if ordered == ORDERED_ARRAY then
+                flow_into(w, v[i], ext_as_null)
+            else
+                flow_into(w, v.keys[i], ext_as_null, true)
+                put(w, ': ')
+                flow_into(w, v.values[i], ext_as_null)
+            end
+        end
+        put(w, ordered == ORDERED_ARRAY and ']' or '}')
+        w.indent = w.indent - 2
+        return
+    end
+    local hooked = follow_hooks(v, opts.encode_load_metatables)
+    if not rawequal(hooked, v) then return flow_into(w, hooked, ext_as_null, key) end
+    if type(v) ~= 'table' or is_fiber(v) then return put(w, flow_scalar(w, v, ext_as_null, key)) end
+    w.indent = w.indent + 2
+    local n = sequence_length(v, opts)
+    if n then
+        put(w, '[')
+        for i = 1, n do
+            if i > 1 then put(w, ',') end
+            item_start(w, i > 1)
+            flow_into(w, v[i], ext_as_null)
+        end
+        put(w, ']')
+    else
+        put(w, '{')
+        local first = true
+        for k, x in pairs(v) do
+            if not first then put(w, ',') end
+            item_start(w, not first)
+            flow_into(w, k, ext_as_null, true)
+            put(w, ': ')
+            flow_into(w, x, ext_as_null)
+            first = false
+        end
+        put(w, '}')
+    end
+    w.indent = w.indent - 2
+end
+
+-- `v` in flow style on one line (a tuple's tostring, a complex key).
+flow = function(v, ext_as_null)
+    local w = {out = {}, column = 0, indent = 0, fold = false}
+    flow_into(w, v, ext_as_null)
+    return table.concat(w.out)
+end
+
+-- `v` in flow style as a block's value whose items are indented to `indent`,
+-- starting at column `col`: folded at the width.
+local function folded_flow(v, indent, col)
+    local w = {out = {}, column = col, indent = indent - 2, fold = true}
+    flow_into(w, v)
+    return table.concat(w.out)
 end
 
 local encode_plain
@@ -489,14 +607,14 @@ encode_plain = function(v, indent, col)
     if cdata_integer(v) then return cdata_integer(v) end
     if is_extension(v) then return tostring(v) end
     if ty == 'string' then return string_scalar(v, false, indent, col or indent) end
-    if box.tuple.is(v) then return flow(v) end
+    if box.tuple.is(v) then return folded_flow(v, indent, col or indent) end
     local hooked = follow_hooks(v, opts.encode_load_metatables)
     if not rawequal(hooked, v) then return encode(hooked, indent, col) end
     if ty ~= 'table' or is_fiber(v) then
         local text = unsupported_text(v)
         return text == nil and 'null' or string_scalar(text, false, indent, col or indent)
     end
-    if flow_hinted(v) then return flow(v) end
+    if flow_hinted(v) then return folded_flow(v, indent, col or indent) end
     local pad = string.rep(' ', indent)
     local n = sequence_length(v, opts)
     if n then

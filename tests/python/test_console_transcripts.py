@@ -39,6 +39,30 @@ SU_AND_DROPS = [
 ]
 
 
+LONG_FLOWS = [
+    # Catalogue rows (their maps in the order 2.6 writes them).
+    "box.space._space:select(280)",
+    "box.space._index:select(280)",
+    "box.space._space:select(272, {iterator = 'LE', limit = 3})",
+    "t = box.tuple.new{1, string.rep('abc ', 30), {2, string.rep('x', 70)}, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13}",
+    "t",
+    "{t, {k = t}}",
+    "tostring(t)",
+    "setmetatable({1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, "
+    "26, 27, 28, 29, 30, 31, 32, 33, 34, 35}, {__serialize = 'seq'})",
+    "{key = setmetatable({string.rep('word ', 20), string.rep('y', 90), 'z'}, {__serialize = 'seq'})}",
+]
+
+
+def test_long_flow_collections_break_at_the_width_as_2_6(tmp_path):
+    """A flow collection (a tuple, a 'seq' table) longer than the line breaks
+    before an item past column 80, indented to its level, as libyaml; a tuple's
+    maps keep their order; tostring of a tuple stays on one line."""
+    tarantool, oncebox = console_transcripts_on_both(tmp_path, LONG_FLOWS)
+    assert oncebox == tarantool
+    assert tarantool[0].count("\n") > 4 and "\n        'type': 'unsigned'}" in tarantool[0]
+
+
 def test_su_drops_and_connect_on_the_console_as_2_6(tmp_path):
     tarantool, oncebox = console_transcripts_on_both(tmp_path, SU_AND_DROPS)
     assert oncebox == tarantool
