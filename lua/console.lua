@@ -264,11 +264,24 @@ local MAP_HINTS = {map = true, mapping = true}
 -- (largest key over `encode_sparse_safe`, 10, and over `encode_sparse_ratio`, 2,
 -- times the key count) is a map, or an error without `encode_sparse_convert`.
 -- `cfg`: a serializer's options (json's), or nil for the defaults.
+-- A table asked for as an array is as long as its greatest positive integer
+-- key, holes nulls (2.6's luaL_arrlen: {[1] = 1, [20] = 1} is twenty long).
+local table_maxn = table.maxn
+local function greatest_index(t)
+    local m = table_maxn(t)
+    if m == math.floor(m) then return m end
+    m = 0
+    for k in pairs(t) do
+        if type(k) == 'number' and k > m and k == math.floor(k) then m = k end
+    end
+    return m
+end
+
 local function sequence_length(t, cfg)
     local mt = (cfg == nil or cfg.encode_load_metatables) and getmetatable(t)
     if mt and mt.__serialize then
         local s = mt.__serialize
-        if SEQUENCE_HINTS[s] then return #t end
+        if SEQUENCE_HINTS[s] then return greatest_index(t) end
         if MAP_HINTS[s] then return nil end
         -- A function is called before; anything else is refused, as 2.6 does.
         if type(s) ~= 'function' then error('invalid __serialize value', 0) end

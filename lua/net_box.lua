@@ -477,6 +477,17 @@ local function tuples(data)
     return out
 end
 
+-- The 1.6 forms (deprecated in 2.6, still there): call_16 sends CALL_16 and
+-- returns the reply's tuples; eval_16 takes its arguments as values.
+function conn_mt:call_16(name, ...)
+    return (self:_request(T.CALL_16, {[K.FUNCTION_NAME] = tostring(name), [K.TUPLE] = seq({...})}, nil, tuples,
+                          'call_16'))
+end
+
+function conn_mt:eval_16(expr, ...)
+    return values(self:_request(T.EVAL, {[K.EXPR] = expr, [K.TUPLE] = seq({...})}, nil, nil, 'eval'))
+end
+
 -- An index object has 2.6's fields (id, name, type, unique, parts, space); its
 -- methods find the space id and connection through `space`.
 local index_mt = {}
@@ -678,6 +689,8 @@ local function connect(uri, opts, ...)
         set_state(self, 'error', 'Connection refused')
         return self
     end
+    -- As 2.6: {call_16 = true} makes call and eval the 1.6 forms.
+    if opts.call_16 then self.call, self.eval = conn_mt.call_16, conn_mt.eval_16 end
     self._credentials = {user, password}
     local waits = opts.wait_connected
     if (waits == false or reconnect_delay(self) ~= nil or type(waits) == 'number') and internal.fiber_can_yield() then

@@ -85,9 +85,9 @@ impl LuaExt {
 
 /// Registers `box.internal.sql_varbinary` (uuids are `lua/uuid.lua`'s, see [`super::uuid`]).
 pub fn register_uuid(lua: &Lua) -> mlua::Result<()> {
-    let next: mlua::Function = lua.globals().get("next")?;
-    NEXT.with(|cell| {
-        let _ = cell.set(next);
+    let maxn: mlua::Function = lua.globals().get::<Table>("table")?.get("maxn")?;
+    MAXN.with(|cell| {
+        let _ = cell.set(maxn);
     });
     let internal = lua.globals().get::<Table>("box")?.get::<Table>("internal")?;
     // `box.internal.sql_varbinary(s)`: `s` to be written as MP_BIN (a varbinary field's value).
@@ -529,24 +529,20 @@ fn serialize_hint(t: &Table) -> mlua::Result<Hint> {
 }
 
 thread_local! {
-    /// Lua's `next`, for [`greatest_index`]'s quick check (set by [`register_uuid`]).
-    static NEXT: std::cell::OnceCell<mlua::Function> = const { std::cell::OnceCell::new() };
+    /// Lua's `table.maxn`, for [`greatest_index`] (set by [`register_uuid`]).
+    static MAXN: std::cell::OnceCell<mlua::Function> = const { std::cell::OnceCell::new() };
 }
 
 /// A `seq` table's length as 2.6 takes it (luaL_arrlen): its greatest positive
 /// integer key, holes counted as nils (`{1, nil, 3}` is three long, where `#`
-/// may say one).
+/// may say one; `{[1] = 1, [20] = 1}` twenty).
 fn greatest_index(t: &Table) -> mlua::Result<usize> {
-    // Usually no key follows the border `#` finds: then it is the answer, and
-    // the keys need no walk (which costs a value conversion each).
-    let border = t.raw_len();
-    let after: Option<Value> = NEXT.with(|next| {
-        let next = next.get()?;
-        let from = if border == 0 { Value::Nil } else { Value::Integer(i64::try_from(border).ok()?) };
-        next.call::<Value>((t, from)).ok()
-    });
-    if matches!(after, Some(Value::Nil)) {
-        return Ok(border);
+    // LuaJIT's table.maxn (in C: the array part from its end, then the hash
+    // part's numeric keys) is the answer unless a fractional key is the greatest.
+    let maxn: Option<f64> = MAXN.with(|maxn| maxn.get()?.call::<f64>(t).ok());
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "checked integral and positive")]
+    if let Some(m) = maxn.filter(|m| m.fract() == 0.0 && *m >= 0.0 && *m < 9.0e15) {
+        return Ok(m as usize);
     }
     let mut max = 0usize;
     for pair in t.pairs::<Value, Value>() {

@@ -1567,6 +1567,15 @@ fn encode_results(values: &[Value], shape: Shape, options: &serializer::Options)
     let enc = |out: &mut Vec<u8>, v: &Value| {
         convert::encode_with(out, v, options).map_err(|e| BoxError::new(code::PROC_LUA, lua_message(&e)))
     };
+    // Whether `v` is written as a map (a table with keys, or too sparse an array).
+    let encodes_as_map = |v: &Value| -> BoxResult<bool> {
+        if !matches!(v, Value::Table(_)) {
+            return Ok(false);
+        }
+        let mut probe = Vec::new();
+        enc(&mut probe, v)?;
+        Ok(matches!(probe.first(), Some(0x80..=0x8f | 0xde | 0xdf)))
+    };
     if let Shape::Sql = shape {
         return sql_body(values.first()).map_err(|e| BoxError::new(code::PROC_LUA, lua_message(&e)));
     }
@@ -1583,7 +1592,7 @@ fn encode_results(values: &[Value], shape: Shape, options: &serializer::Options)
     write::array32_len(&mut body, 0);
     let mut count: u32 = 0;
     let mut item = |body: &mut Vec<u8>, v: &Value, wrapped: bool| -> BoxResult<()> {
-        if wrapped && (is_scalar(v) || is_map(v)) {
+        if wrapped && (is_scalar(v) || encodes_as_map(v)?) {
             body.push(0x91);
         }
         enc(body, v)?;
@@ -1592,10 +1601,12 @@ fn encode_results(values: &[Value], shape: Shape, options: &serializer::Options)
     };
     if matches!(shape, Shape::Call16) {
         // 1.6 shape: a list of tuples; scalars are wrapped into one-field tuples.
+        // One table is one tuple unless its first member is an array or a tuple
+        // (then each member is one), as 2.6's luamp_encode_call_16.
         match values {
-            [Value::Table(t)] if !is_map(&values[0]) => {
+            [Value::Table(t)] if !encodes_as_map(&values[0])? => {
                 let first: Value = t.raw_get(1).unwrap_or(Value::Nil);
-                if t.raw_len() == 0 || is_scalar(&first) {
+                if t.raw_len() == 0 || is_scalar(&first) || encodes_as_map(&first)? {
                     item(&mut body, &values[0], false)?;
                 } else {
                     for i in 1..=t.raw_len() {
@@ -1617,19 +1628,6 @@ fn encode_results(values: &[Value], shape: Shape, options: &serializer::Options)
     }
     body[header + 1..header + 5].copy_from_slice(&count.to_be_bytes());
     Ok(body)
-}
-
-fn is_map(v: &Value) -> bool {
-    match v {
-        Value::Table(t) => {
-            let hinted = t
-                .metatable()
-                .and_then(|mt| mt.raw_get::<mlua::LuaString>("__serialize").ok())
-                .is_some_and(|s| matches!(&*s.as_bytes(), b"map" | b"mapping"));
-            hinted || (t.raw_len() == 0 && t.clone().pairs::<Value, Value>().next().is_some())
-        }
-        _ => false,
-    }
 }
 
 /// Whether a value is a `box.tuple`.

@@ -308,8 +308,21 @@ struct RequestArgs {
 
 fn request_args(ty: u64, body: &Value, token: &Value, timeout: Option<f64>) -> mlua::Result<RequestArgs> {
     let mut encoded = Vec::new();
-    if !body.is_nil() {
-        convert::encode(&mut encoded, body)?;
+    match body {
+        Value::Nil => {}
+        // A map of IPROTO keys whatever msgpack.cfg says of sparse arrays ({[0x21]
+        // = ..., [0x22] = ...} is one to it under a large encode_sparse_safe): 2.6
+        // writes the body in C; the values follow msgpack.cfg, as 2.6's do.
+        Value::Table(t) => {
+            let pairs = t.pairs::<Value, Value>().collect::<mlua::Result<Vec<_>>>()?;
+            let len = u32::try_from(pairs.len()).map_err(|_| mlua::Error::runtime("request body too large"))?;
+            crate::protocol::msgpack::write::map_len(&mut encoded, len);
+            for (k, v) in &pairs {
+                convert::encode(&mut encoded, k)?;
+                convert::encode(&mut encoded, v)?;
+            }
+        }
+        other => convert::encode(&mut encoded, other)?,
     }
     let token = match token {
         Value::Nil => None,
