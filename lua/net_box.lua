@@ -593,7 +593,9 @@ function space_mt:insert(tuple, opts) return write(self, T.INSERT, tuple, opts, 
 function space_mt:replace(tuple, opts) return write(self, T.REPLACE, tuple, opts, 'replace') end
 function space_mt:upsert(tuple, ops, opts)
     local body = {[K.SPACE_ID] = self.id, [K.TUPLE] = tuple_of(tuple), [K.OPS] = tuple_of(ops), [K.INDEX_BASE] = 1}
-    return self._conn:_request(T.UPSERT, body, opts, function() return nil end, 'upsert')
+    local result = self._conn:_request(T.UPSERT, body, opts, function() return nil end, 'upsert')
+    -- As 2.6: no value (a future when asynchronous, a byte count into a buffer).
+    if result ~= nil then return result end
 end
 function space_mt:select(key, opts) return self.index[0]:select(key, opts) end
 function space_mt:get(key, opts) return self.index[0]:get(key, opts) end
@@ -661,7 +663,6 @@ function conn_mt:reload_schema()
     end
     self.space = space
     self._on_schema_reload:run(self)
-    return true
 end
 
 local establish, establish_transport -- (below)
@@ -792,6 +793,23 @@ establish_transport = function(self, host, port, user, password, opts)
     if self.state ~= 'fetch_schema' then return end
     set_state(self, 'active')
 end
+-- As 2.6: a connection's method called with '.' (remote.call(...)) says how
+-- to call it (a tail call, so that the method's errors point where they did).
+for _, name in ipairs({'close', 'on_schema_reload', 'on_disconnect', 'on_connect', 'is_connected', 'wait_connected',
+                       'ping', 'reload_schema', 'call', 'call_16', 'eval', 'eval_16', 'execute', 'prepare', 'unprepare',
+                       'wait_state'}) do
+    local method = conn_mt[name]
+    if method ~= nil then
+        local shown = name == 'call_16' and 'call' or name == 'eval_16' and 'eval' or name
+        conn_mt[name] = function(self, ...)
+            if type(self) ~= 'table' then
+                box.error(ER_PROC_LUA, string.format('Use remote:%s(...) instead of remote.%s(...):', shown, shown))
+            end
+            return method(self, ...)
+        end
+    end
+end
+
 -- As 2.6: called as a method (net_box:connect(uri)), the module is passed over.
 function net_box.connect(uri, ...)
     if type(uri) == 'table' then return connect(...) end
@@ -812,5 +830,16 @@ net_box.self = {
     space = box.space,
     state = 'active',
 }
+
+-- (net.box.self's call and eval too.)
+for _, name in ipairs({'call', 'eval'}) do
+    local method = net_box.self[name]
+    net_box.self[name] = function(self, ...)
+        if type(self) ~= 'table' then
+            box.error(ER_PROC_LUA, string.format('Use remote:%s(...) instead of remote.%s(...):', name, name))
+        end
+        return method(self, ...)
+    end
+end
 
 package.loaded['net.box'] = net_box

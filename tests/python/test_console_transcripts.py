@@ -28,13 +28,24 @@ SU_AND_DROPS = [
     "box.schema.space.drop(t.id, 'test')",
     "box.schema.space.drop(t.id, 'test', {if_exists = true})",
     "box.schema.space.drop('x')",
-    # net.box's connect called as a method.
+    # net.box's connect called as a method; its methods called with '.'; upsert's result.
     "net = require('net.box')",
     "c = net:connect(os.getenv('LISTEN'))",
     "c:ping()",
     "c:close()",
     "c = net.connect(os.getenv('LISTEN'))",
     "c:ping()",
+    "c.eval('return true')",
+    "c.ping()",
+    "c.call_16('f')",
+    "net.self.eval('return true')",
+    "net.self:eval('return 1')",
+    "u = box.schema.space.create('u')",
+    "_ = u:create_index('pk')",
+    "c:reload_schema()",
+    "c.space.u:upsert({1, 2}, {{'+', 2, 1}})",
+    "c.space.u:upsert({1, 2}, {{'+', 2, 1}})",
+    "c.space.u:select{}",
     "c:close()",
 ]
 
