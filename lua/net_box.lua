@@ -795,18 +795,19 @@ establish_transport = function(self, host, port, user, password, opts)
 end
 -- As 2.6: a connection's method called with '.' (remote.call(...)) says how
 -- to call it (a tail call, so that the method's errors point where they did).
+local function refusing_dot_calls(method, name)
+    return function(self, ...)
+        if type(self) ~= 'table' then
+            box.error(ER_PROC_LUA, string.format('Use remote:%s(...) instead of remote.%s(...):', name, name))
+        end
+        return method(self, ...)
+    end
+end
 for _, name in ipairs({'close', 'on_schema_reload', 'on_disconnect', 'on_connect', 'is_connected', 'wait_connected',
                        'ping', 'reload_schema', 'call', 'call_16', 'eval', 'eval_16', 'execute', 'prepare', 'unprepare',
                        'wait_state'}) do
-    local method = conn_mt[name]
-    if method ~= nil then
-        local shown = name == 'call_16' and 'call' or name == 'eval_16' and 'eval' or name
-        conn_mt[name] = function(self, ...)
-            if type(self) ~= 'table' then
-                box.error(ER_PROC_LUA, string.format('Use remote:%s(...) instead of remote.%s(...):', shown, shown))
-            end
-            return method(self, ...)
-        end
+    if conn_mt[name] ~= nil then
+        conn_mt[name] = refusing_dot_calls(conn_mt[name], name == 'call_16' and 'call' or name == 'eval_16' and 'eval' or name)
     end
 end
 
@@ -832,14 +833,6 @@ net_box.self = {
 }
 
 -- (net.box.self's call and eval too.)
-for _, name in ipairs({'call', 'eval'}) do
-    local method = net_box.self[name]
-    net_box.self[name] = function(self, ...)
-        if type(self) ~= 'table' then
-            box.error(ER_PROC_LUA, string.format('Use remote:%s(...) instead of remote.%s(...):', name, name))
-        end
-        return method(self, ...)
-    end
-end
+for _, name in ipairs({'call', 'eval'}) do net_box.self[name] = refusing_dot_calls(net_box.self[name], name) end
 
 package.loaded['net.box'] = net_box
