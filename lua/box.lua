@@ -891,6 +891,9 @@ fill_space = function(s, info)
     s.id, s.name, s.field_count, s.temporary, s._format = info.id, info.name, info.field_count, info.temporary,
         info.format
     space_engines[info.id] = info.engine or 'memtx'
+    -- A field of its own, as 2.6's (pairs(space) meets it); 'blackhole' and
+    -- 'service' spaces (one kind here) read theirs from _space when asked.
+    s.engine = info.engine ~= 'blackhole' and space_engines[info.id] or nil
     any_vinyl = any_vinyl or info.engine == 'vinyl'
     s.is_local = info.is_local
     -- As 2.6: a space takes writes once it has a primary key.
@@ -900,7 +903,7 @@ fill_space = function(s, info)
         local engine_mt = info.engine == 'vinyl' and vinyl_index_mt or memtx_index_mt
         local index = setmetatable({id = iid, name = ix.name, type = ix.type, unique = ix.unique,
                                     space_id = info.id, parts = ix.parts, dimension = ix.dimension, func = ix.func},
-                                   object_mt(engine_mt, {__call = engine_mt.__call}))
+                                   object_mt(engine_mt, {__call = engine_mt.__call, __pairs = engine_mt.pairs}))
         if iid == 0 and info.sequence_id ~= nil then
             index.sequence_id, index.sequence_fieldno = info.sequence_id, info.sequence_field + 1
         end
@@ -911,7 +914,7 @@ end
 
 make_space = function(info)
     local s = setmetatable({enabled = true, index = {}, ck_constraint = {}},
-                           object_mt(space_methods.__index, {__serialize = 'map'}))
+                           object_mt(space_methods.__index, {__serialize = 'map', __pairs = space_methods.pairs}))
     fill_space(s, info)
     s.create_index = function(self, name, opts)
         internal.check_space_arg(self, 'create_index')

@@ -76,6 +76,7 @@ pub mod code {
     pub const WRONG_INDEX_RECORD: u32 = 106;
     pub const WRONG_INDEX_PARTS: u32 = 107;
     pub const WRONG_INDEX_OPTIONS: u32 = 108;
+    pub const WRONG_COLLATION_OPTIONS: u32 = 151;
     pub const RTREE_RECT: u32 = 101;
     pub const UNSUPPORTED_INDEX_FEATURE: u32 = 112;
     pub const WRONG_SCHEMA_VERSION: u32 = 109;

@@ -234,11 +234,12 @@ fn parse_format_entry(entry: &[u8], i: u32, space: &[u8]) -> BoxResult<FieldDef>
     };
     let collation = match map_get(entry, b"collation") {
         None => Collation::Binary,
-        Some(v) => Reader::new(v)
-            .read_uint()
-            .ok()
-            .and_then(Collation::from_id)
-            .ok_or_else(|| wrong("collation was not found by id".into()))?,
+        Some(v) => Reader::new(v).read_uint().ok().and_then(Collation::from_id).ok_or_else(|| {
+            BoxError::new(
+                code::WRONG_COLLATION_OPTIONS,
+                format!("Wrong collation options (field {}): collation was not found by ID", i + 1),
+            )
+        })?,
     };
     if collation != Collation::Binary && !matches!(ty, FieldType::String | FieldType::Scalar | FieldType::Any) {
         return Err(BoxError::new(
@@ -504,7 +505,7 @@ fn parse_parts(
         let field_no = u32::try_from(field_no).map_err(|_| modify("field id too big"))?;
         let format_field = space.format.get(field_no as usize);
         let collation = match coll {
-            Some(id) => Collation::from_id(id).ok_or_else(|| modify("collation was not found by id"))?,
+            Some(id) => Collation::from_id(id).ok_or_else(|| wrong_options("collation was not found by ID"))?,
             None => format_field.map_or(Collation::Binary, |f| f.collation),
         };
         if coll.is_some() && !matches!(ty, FieldType::String | FieldType::Scalar) {

@@ -47,6 +47,13 @@ SU_AND_DROPS = [
     "c.space.u:upsert({1, 2}, {{'+', 2, 1}})",
     "c.space.u:select{}",
     "c:close()",
+    # A space's and an index's own metatable's __pairs (gh-4770); pairs() meets a space's own fields.
+    "getmetatable(u).__pairs == u.pairs, getmetatable(u.index.pk).__pairs == u.index.pk.pairs",
+    "keys = {} for k in pairs(u) do keys[k] = true end return keys.name, keys.id, keys.engine",
+    # A collation id that does not exist.
+    "box.space._space:insert{12345, 1, 'c', 'memtx', 0, setmetatable({}, {__serialize = 'map'}), "
+    "{{name = 'f1', type = 'string'}, {name = 'f2', type = 'string', collation = 666}}}",
+    "box.space._index:insert{u.id, 1, 'sk', 'tree', {unique = true}, {{field = 0, type = 'string', collation = 666}}}",
 ]
 
 
