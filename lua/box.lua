@@ -2562,7 +2562,10 @@ box.info = setmetatable({package = 'Tarantool', version = _TARANTOOL}, {__index 
         return {uuid = row and row[2]}
     end
     if k == 'pid' then return require('tarantool').pid() end
-    if k == 'uptime' then return math.floor(require('tarantool').uptime()) end
+    -- Whole seconds, counted from 1 as 2.6's (uptime + 1).
+    if k == 'uptime' then return math.floor(require('tarantool').uptime()) + 1 end
+    -- 1.6's name for this instance's own entry, still answered (not listed) in 2.6.
+    if k == 'server' then return {id = 1, uuid = op('instance_uuid'), lsn = op('lsn'), ro = op('is_read_only')} end
     return nil
 end, __call = function(self)
     local all = {replication_anon = {count = 0}}
@@ -2570,7 +2573,7 @@ end, __call = function(self)
                         'signature', 'sql', 'status', 'uptime', 'uuid', 'vclock', 'version', 'vinyl'}) do
         all[k] = self[k]
     end
-    return all
+    return setmetatable(all, {__index = function(_, k) if k == 'server' then return self.server end end})
 end})
 
 -- box.cfg: Tarantool 2.6's options are accepted; those 2.6 cannot change at run time
@@ -3186,6 +3189,14 @@ box.ctl = box.ctl or {}
 -- Before box.cfg{} the instance is neither: both wait for box.cfg{} and return
 -- when it is done, whatever mode it set, as 2.6's do.
 local function wait_mode(read_only, timeout)
+    -- As 2.6's luaL_checknumber (a numeric string counts).
+    if timeout ~= nil then
+        local seconds = tonumber(timeout)
+        if seconds == nil then
+            error(string.format("bad argument #1 to '?' (number expected, got %s)", type(timeout)), 0)
+        end
+        timeout = seconds
+    end
     local fiber = require('fiber')
     local deadline = timeout and fiber.clock() + timeout
     local function unconfigured() return internal.script_mode and not internal.booted end

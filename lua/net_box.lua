@@ -644,7 +644,8 @@ function conn_mt:reload_schema()
         local opts = type(row[6]) == 'table' and row[6] or {}
         local s = setmetatable({id = row[1], name = row[3], engine = row[4], field_count = row[5],
                                 enabled = true, temporary = opts.temporary == true, is_sync = opts.is_sync == true,
-                                _format = type(row[7]) == 'table' and row[7] or {}, _conn = self, index = {}},
+                                _format = type(row[7]) == 'table' and row[7] or {}, _conn = self, connection = self,
+                                index = {}},
                                space_mt)
         space[s.id], space[s.name] = s, s
     end
@@ -824,7 +825,13 @@ net_box.self = {
         local fn = loadstring('return ' .. name)()
         return fn(unpack(args or {}))
     end,
-    eval = function(_, expr, args) return loadstring(expr)(unpack(args or {})) end,
+    -- As 2.6's: the expression as a chunk, or else as `return <expression>`.
+    eval = function(_, expr, args)
+        local fn, err = loadstring(expr)
+        if fn == nil then fn, err = loadstring('return ' .. expr) end
+        if fn == nil then box.error(ER_PROC_LUA, err) end
+        return fn(unpack(args or {}))
+    end,
     is_connected = function() return true end,
     wait_connected = function() return true end,
     close = function() end,

@@ -54,6 +54,20 @@ SU_AND_DROPS = [
     "box.space._space:insert{12345, 1, 'c', 'memtx', 0, setmetatable({}, {__serialize = 'map'}), "
     "{{name = 'f1', type = 'string'}, {name = 'f2', type = 'string', collation = 666}}}",
     "box.space._index:insert{u.id, 1, 'sk', 'tree', {unique = true}, {{field = 0, type = 'string', collation = 666}}}",
+    # box.info (2.6's test/box/info.test.lua).
+    "string.match(box.info.uptime, '^[1-9][0-9]*$') ~= nil",
+    "box.info.server.id == box.info.id, box.info.server.uuid == box.info.uuid, box.info.ro == box.info.server.ro",
+    "box.info().server.lsn == box.info.lsn",
+    "box.info().server ~= nil, rawget(box.info(), 'server')",
+    "box.ctl.wait_ro('abc')",
+    "box.ctl.wait_rw({})",
+    "box.ctl.wait_rw('1')",
+    # A net.box space's connection; net.box.self's eval of an expression.
+    "c = net.connect(os.getenv('LISTEN'))",
+    "c.space.u.connection == c",
+    "c:close()",
+    "net.self:eval('1 + 1')",
+    "net.self:eval('invalid expression')",
 ]
 
 
