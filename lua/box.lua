@@ -3328,7 +3328,8 @@ local function encoder(holder)
         -- The second argument is an ibuf to encode into: the bytes go after its wpos,
         -- and the count of them is returned.
         local ibuf = select(2, ...)
-        if ibuf ~= nil then
+        -- A second argument given, nil too (an empty ibuf's buf), must be an ibuf.
+        if select('#', ...) >= 2 then
             if not is_ibuf(ibuf) then error("msgpack.encode: argument 2 must be of type 'struct ibuf'", 2) end
             if bytes == nil then encode_error(err) end
             ffi.copy(ibuf:alloc(#bytes), bytes, #bytes)
@@ -3413,7 +3414,8 @@ local function decoder(check_bounds, holder)
         end
         pos = tonumber(pos)
         pos = math.floor(pos)
-        if check_bounds and #s > 0 and (pos < 1 or pos > #s) then
+        -- (decode_unchecked checks the offset of a string too, as 2.6's.)
+        if #s > 0 and (pos < 1 or pos > #s) then
             error(name .. ': offset is out of bounds', 2)
         end
         local v, next_pos, err = internal.native.msgpack_decode(s, math.max(pos, 1), holder.options)

@@ -754,8 +754,19 @@ local cond_mt = {}
 cond_mt.__index = cond_mt
 
 function fiber.cond() return setmetatable({waiters = {}}, cond_mt) end
-function cond_mt:wait(timeout)
-    timeout = checked_timeout(timeout, 'cond:wait([timeout])')
+-- As 2.6's luaT_checkfibercond: a method called without its condition ('.' for
+-- ':') gives its usage, with another value 2.6's argument error.
+local function check_cond(usage, ...)
+    if select('#', ...) == 0 then error('usage: ' .. usage, 0) end
+    local self = ...
+    if getmetatable(self) ~= cond_mt then
+        error(string.format("bad argument #1 to '?' (fiber.cond expected, got %s)", type(self)), 0)
+    end
+    return self
+end
+function cond_mt.wait(...)
+    local self = check_cond('cond:wait([timeout])', ...)
+    local timeout = checked_timeout((select(2, ...)), 'cond:wait([timeout])')
     local self_fiber = me()
     if self_fiber == nil then return false end
     table.insert(self.waiters, self_fiber)
@@ -763,8 +774,9 @@ function cond_mt:wait(timeout)
     drop(self.waiters, self_fiber)
     return woken
 end
-function cond_mt:signal() wake_first(self.waiters) end
-function cond_mt:broadcast()
+function cond_mt.signal(...) wake_first(check_cond('cond:signal()', ...).waiters) end
+function cond_mt.broadcast(...)
+    local self = check_cond('cond:broadcast()', ...)
     local list = self.waiters
     self.waiters = {}
     for _, f in ipairs(list) do wake(f) end

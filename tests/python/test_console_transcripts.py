@@ -68,6 +68,15 @@ SU_AND_DROPS = [
     "c:close()",
     "net.self:eval('1 + 1')",
     "net.self:eval('invalid expression')",
+    # fiber.cond's and msgpack's argument checks (2.6's test/app fiber_cond, msgpack).
+    "cond = require('fiber').cond()",
+    "cond.wait()", "cond.wait('1')", "cond:wait('1')", "cond:wait(-1)", "cond.signal()", "cond.broadcast(1)",
+    "cond:wait(0.01)",
+    "msgpack = require('msgpack') buf = require('buffer').ibuf()",
+    "msgpack.encode('test', buf.buf)",
+    "msgpack.encode('test', nil)",
+    "msgpack.decode_unchecked('test', 0)", "msgpack.decode_unchecked('test', 5)", "msgpack.decode('test', 5)",
+    "msgpack.encode('test', buf)",
 ]
 
 
