@@ -2374,6 +2374,8 @@ function box.session.su(user, fn, ...)
     -- As 2.6 finds the user: by name in the user cache, whatever the effective
     -- user may see (so a script that su'd to a user can su back to admin).
     local found = type(user) ~= 'number' and op('user', user) or nil
+    -- (A role is no user to act as: 2.6 does not find it.)
+    if found ~= nil and found.type ~= 'user' then found = nil end
     local uid = type(user) == 'number' and user or (found and found.id)
     if uid == nil then raise(45, "User '%s' is not found", tostring(user)) end
     local prev = op('su', uid)
