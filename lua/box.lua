@@ -1349,6 +1349,10 @@ local function drop_principal(kind, name, opts)
         raise(44, "Failed to drop user or role '%s': the user is active in the current session", name)
     end
     for _, p in ipairs(box.space._priv:select{u.id}) do box.space._priv:delete{p[2], p[3], p[4]} end
+    -- As 2.6: a role is revoked from whoever had it.
+    for _, p in ipairs(box.space._priv.index.object:select{'role', u.id}) do
+        box.space._priv:delete{p[2], p[3], p[4]}
+    end
     box.space._user:delete{u.id}
 end
 function box.schema.user.drop(name, opts) drop_principal('user', name, opts) end
@@ -1387,9 +1391,14 @@ local function object_id(obj_type, obj_name)
         local f = box.space._func.index.name:get{obj_name}
         if f == nil then raise(51, "Function '%s' does not exist", obj_name) end
         return f[1]
-    elseif obj_type == 'role' or obj_type == 'user' then
-        local u = find_user(obj_name)
+    elseif obj_type == 'role' then
+        -- Roles only, as 2.6's object_resolve: a user's name is no role.
+        local u = find_user(obj_name, 'role')
         if u == nil then raise(82, "Role '%s' is not found", obj_name) end
+        return u.id
+    elseif obj_type == 'user' then
+        local u = find_user(obj_name, 'user')
+        if u == nil then raise(45, "User '%s' is not found", obj_name) end
         return u.id
     elseif obj_type == 'sequence' then
         local s = box.space._sequence.index.name:get{obj_name}
@@ -1476,6 +1485,7 @@ end
 
 local function revoke(kind, name, privilege, obj_type, obj_name, opts)
     local grantee = find_user(name, kind)
+    if grantee == nil and kind == 'role' then raise(82, "Role '%s' is not found", name) end
     if grantee == nil then raise(45, "User '%s' is not found", name) end
     if type(obj_name) == 'table' then opts, obj_name = obj_name, nil end
     opts = opts or {}
@@ -1485,6 +1495,7 @@ local function revoke(kind, name, privilege, obj_type, obj_name, opts)
     local row = box.space._vpriv:get{grantee.id, obj_type, oid}
     if row == nil or bit.band(row[5], bits) == 0 then
         if opts.if_exists then return end
+        if obj_type == 'role' then raise(92, "User '%s' does not have role '%s'", name, tostring(obj_name)) end
         raise(91, "User '%s' does not have %s access on %s '%s'", name, tostring(privilege), obj_type,
                   tostring(obj_name))
     end

@@ -20,10 +20,18 @@ SU_AND_DROPS = [
     "session.su('admin')",
     "session.user()",
     "s:insert({3})",
-    # A role is no user to act as.
+    # A role is no user to act as; roles and users by their kind (2.6's role.test.lua).
     "box.schema.role.create('iddqd')",
     "box.session.su('iddqd')",
     "box.session.user()",
+    "box.schema.user.grant('testus', 'execute', 'role', 'testus')",
+    "box.schema.role.revoke('iddqd', 'iddqd')",
+    "box.schema.role.revoke('testus', 'iddqd')",
+    "box.schema.role.create('a') box.schema.role.create('b') box.schema.role.grant('b', 'a')",
+    "box.schema.role.info('b')",
+    "box.schema.role.drop('a')",
+    "box.schema.role.info('b')",
+    "box.schema.role.drop('b')",
     # Dropping what is gone.
     "t = box.schema.space.create('test')",
     "t:drop()",
@@ -113,7 +121,7 @@ def test_su_drops_and_connect_on_the_console_as_2_6(tmp_path):
     assert oncebox == tarantool
     assert tarantool[7] == "---\n- testus\n- testus\n...\n"
     assert tarantool[9] == "---\n- error: Write access to space 'admin_space' is denied for user 'testus'\n...\n"
-    assert tarantool[19] == "---\n- error: Space 'test' does not exist\n...\n"
+    assert tarantool[27] == "---\n- error: Space 'test' does not exist\n...\n"
 
 
 def test_su_over_iproto_lasts_for_the_connection_as_2_6():
