@@ -51,7 +51,7 @@ use crate::engine::Engine;
 use crate::error::{code, BoxError, BoxResult, ErrorKind};
 use crate::idempotency::Window;
 use crate::protocol::key;
-use crate::protocol::msgpack::write;
+use crate::protocol::msgpack::{write, Reader};
 use crate::protocol::request::Statement;
 use dispatch::{dispatch, Context};
 use tuple::LuaTuple;
@@ -923,7 +923,7 @@ impl LuaRuntime {
     ) -> BoxResult<Option<crate::engine::tuple::Tuple>> {
         let (outcome, _) = self.with_engine(host, caller, |lua| {
             let run: Value = internal_fn(lua, "iproto_before_replaced").map(Value::Function)?;
-            let decode = |bytes: &[u8]| convert::decode(lua, &mut crate::protocol::msgpack::Reader::new(bytes), 0);
+            let decode = |bytes: &[u8]| convert::decode(lua, &mut Reader::new(bytes), 0);
             let args = vec![
                 Value::Integer(i64::from(space_id)),
                 Value::Integer(i64::from(index_id)),
@@ -1068,7 +1068,7 @@ impl LuaRuntime {
                     HeaderValue::Str(s) => t.set(*k, *s)?,
                     HeaderValue::Num(n) => t.set(*k, *n)?,
                     HeaderValue::Raw(bytes) => {
-                        let mut r = crate::protocol::msgpack::Reader::new(bytes);
+                        let mut r = Reader::new(bytes);
                         t.set(*k, convert::decode(lua, &mut r, 0)?)?;
                     }
                 }
@@ -1449,10 +1449,6 @@ fn error_from_value_depth(lua: &Lua, v: Value, depth: usize) -> BoxError {
 /// The longest `prev` chain carried into a reply.
 const MAX_ERROR_CHAIN: usize = 64;
 
-fn is_scalar(v: &Value) -> bool {
-    !matches!(v, Value::Table(_) | Value::UserData(_))
-}
-
 /// An SQL result table as 2.6's EXECUTE reply body: `{0x32: metadata, 0x30: rows}`
 /// for a query, `{0x42: {0: row_count[, 1: autoincrement_ids]}}` otherwise. A
 /// `double` column's integral values go as doubles, as 2.6 sends them.
@@ -1567,15 +1563,6 @@ fn encode_results(values: &[Value], shape: Shape, options: &serializer::Options)
     let enc = |out: &mut Vec<u8>, v: &Value| {
         convert::encode_with(out, v, options).map_err(|e| BoxError::new(code::PROC_LUA, lua_message(&e)))
     };
-    // Whether `v` is written as a map (a table with keys, or too sparse an array).
-    let encodes_as_map = |v: &Value| -> BoxResult<bool> {
-        if !matches!(v, Value::Table(_)) {
-            return Ok(false);
-        }
-        let mut probe = Vec::new();
-        enc(&mut probe, v)?;
-        Ok(matches!(probe.first(), Some(0x80..=0x8f | 0xde | 0xdf)))
-    };
     if let Shape::Sql = shape {
         return sql_body(values.first()).map_err(|e| BoxError::new(code::PROC_LUA, lua_message(&e)));
     }
@@ -1591,43 +1578,64 @@ fn encode_results(values: &[Value], shape: Shape, options: &serializer::Options)
     let header = body.len();
     write::array32_len(&mut body, 0);
     let mut count: u32 = 0;
-    let mut item = |body: &mut Vec<u8>, v: &Value, wrapped: bool| -> BoxResult<()> {
-        if wrapped && (is_scalar(v) || encodes_as_map(v)?) {
-            body.push(0x91);
-        }
-        enc(body, v)?;
-        count += 1;
-        Ok(())
-    };
     if matches!(shape, Shape::Call16) {
-        // 1.6 shape: a list of tuples; scalars are wrapped into one-field tuples.
-        // One table is one tuple unless its first member is an array or a tuple
-        // (then each member is one), as 2.6's luamp_encode_call_16.
+        // 1.6 shape: a list of tuples, each value encoded once and read as bytes.
+        let mut tuple = |body: &mut Vec<u8>, bytes: &[u8]| {
+            call16_tuple(body, bytes);
+            count += 1;
+        };
+        let mut one = Vec::new();
         match values {
-            [Value::Table(t)] if !encodes_as_map(&values[0])? => {
-                let first: Value = t.raw_get(1).unwrap_or(Value::Nil);
-                if t.raw_len() == 0 || is_scalar(&first) || encodes_as_map(&first)? {
-                    item(&mut body, &values[0], false)?;
-                } else {
-                    for i in 1..=t.raw_len() {
-                        let v: Value = t.raw_get(i).unwrap_or(Value::Nil);
-                        item(&mut body, &v, true)?;
-                    }
+            [single] => {
+                enc(&mut one, single)?;
+                match call16_members(&one) {
+                    Some(members) => members.iter().for_each(|m| tuple(&mut body, m)),
+                    None => tuple(&mut body, &one),
                 }
             }
             _ => {
                 for v in values {
-                    item(&mut body, v, true)?;
+                    one.clear();
+                    enc(&mut one, v)?;
+                    tuple(&mut body, &one);
                 }
             }
         }
     } else {
         for v in values {
-            item(&mut body, v, false)?;
+            enc(&mut body, v)?;
+            count += 1;
         }
     }
     body[header + 1..header + 5].copy_from_slice(&count.to_be_bytes());
     Ok(body)
+}
+
+/// Whether an encoded value is an array (a tuple encodes as one).
+fn is_encoded_array(bytes: &[u8]) -> bool {
+    matches!(bytes.first(), Some(0x90..=0x9f | 0xdc | 0xdd))
+}
+
+/// Appends one CALL_16 tuple: an encoded array as it is, anything else (a
+/// scalar, a map) as a tuple of one field, as 2.6's luamp_encode_call_16.
+fn call16_tuple(body: &mut Vec<u8>, bytes: &[u8]) {
+    if !is_encoded_array(bytes) {
+        body.push(0x91);
+    }
+    body.extend_from_slice(bytes);
+}
+
+/// A lone returned value's CALL_16 tuples when it is an array whose first
+/// member is an array or a tuple (then each member is one, as in 2.6); `None`
+/// when the value is one tuple itself.
+fn call16_members(bytes: &[u8]) -> Option<Vec<&[u8]>> {
+    if !is_encoded_array(bytes) {
+        return None;
+    }
+    let mut r = Reader::new(bytes);
+    let len = r.read_array_len().ok()?;
+    let members = (0..len).map(|_| r.skip()).collect::<Result<Vec<_>, _>>().ok()?;
+    members.first().is_some_and(|first| is_encoded_array(first)).then_some(members)
 }
 
 /// Whether a value is a `box.tuple`.
@@ -1664,11 +1672,7 @@ pub(crate) fn deliver_netbox(lua: &Lua, ticket: u64, reply: netbox::NetReply) {
 pub(crate) fn deliver_netbox_push(lua: &Lua, ticket: u64, body: &[u8]) {
     let deliver = || -> mlua::Result<()> {
         let f: Function = internal_fn(lua, "netbox_push")?;
-        let value = if body.is_empty() {
-            Value::Nil
-        } else {
-            convert::decode(lua, &mut crate::protocol::msgpack::Reader::new(body), 0)?
-        };
+        let value = if body.is_empty() { Value::Nil } else { convert::decode(lua, &mut Reader::new(body), 0)? };
         #[allow(clippy::cast_precision_loss, reason = "tickets stay far below 2^53")]
         f.call::<()>((Value::Number(ticket as f64), value))
     };
