@@ -467,21 +467,38 @@ local function key_of(key)
     return key
 end
 
--- Rows become box.tuple objects (plain tables before box.cfg{}, when there are none).
-local function tuples(data)
+-- Rows become box.tuple objects, their fields named by `format` (a space's, from
+-- its _vspace row; none for call_16); a row no tuple can hold stays as it is.
+local function tuples(data, format)
     local out = {}
     for i, row in ipairs(data or {}) do
-        local ok, t = pcall(box.tuple.new, row)
-        out[i] = ok and t or row
+        out[i] = internal.native.tuple_new(type(row) == 'table' and row or {row}, format) or row
     end
     return out
+end
+
+-- The names a space's tuples get (2.6 keeps its tuple format in the same field).
+local function format_cdata(format)
+    local names = {}
+    for i, field in ipairs(format) do
+        names[i] = type(field) == 'table' and type(field.name) == 'string' and field.name or ''
+    end
+    return internal.native.tuple_format(names)
+end
+
+-- Reply converters: the rows as tuples of `space`, or the first of them.
+local function space_tuples(space)
+    return function(data) return tuples(data, space._format_cdata) end
+end
+local function first_space_tuple(space)
+    return function(data) return tuples(data, space._format_cdata)[1] end
 end
 
 -- The 1.6 forms (deprecated in 2.6, still there): call_16 sends CALL_16 and
 -- returns the reply's tuples; eval_16 takes its arguments as values.
 function conn_mt:call_16(name, ...)
-    return (self:_request(T.CALL_16, {[K.FUNCTION_NAME] = tostring(name), [K.TUPLE] = seq({...})}, nil, tuples,
-                          'call_16'))
+    return (self:_request(T.CALL_16, {[K.FUNCTION_NAME] = tostring(name), [K.TUPLE] = seq({...})}, nil,
+                          function(data) return tuples(data) end, 'call_16'))
 end
 
 function conn_mt:eval_16(expr, ...)
@@ -496,8 +513,6 @@ index_mt.__index = function(self, key)
     if key == '_conn' then return rawget(self, 'space')._conn end
     return index_mt[key]
 end
-
-local function first_tuple(data) return tuples(data)[1] end
 
 -- A limit or an offset as 2.6's encoder reads it (lua_tonumber, into a uint32_t).
 local function uint32_of(v)
@@ -531,7 +546,7 @@ end
 
 function index_mt:select(key, opts)
     opts = opts or {}
-    return self._conn:_request(T.SELECT, select_body(self, key, opts), opts, tuples, 'select')
+    return self._conn:_request(T.SELECT, select_body(self, key, opts), opts, space_tuples(self.space), 'select')
 end
 
 -- As 2.6's net.box refuses them, with the place it raises from.
@@ -546,7 +561,7 @@ function index_mt:get(key, opts)
     opts = opts or {}
     local body = select_body(self, key, {limit = 2})
     return self._conn:_request(T.SELECT, body, opts, function(data)
-        local rows = tuples(data)
+        local rows = tuples(data, self.space._format_cdata)
         if #rows > 1 then box.error(box.error.MORE_THAN_ONE_TUPLE) end
         return rows[1]
     end, 'get')
@@ -555,12 +570,14 @@ end
 function index_mt:min(key, opts)
     no_buffer(opts, 'min', 1538)
     opts = opts or {}
-    return self._conn:_request(T.SELECT, select_body(self, key, {iterator = 'GE', limit = 1}), opts, first_tuple, 'min')
+    local body = select_body(self, key, {iterator = 'GE', limit = 1})
+    return self._conn:_request(T.SELECT, body, opts, first_space_tuple(self.space), 'min')
 end
 function index_mt:max(key, opts)
     no_buffer(opts, 'max', 1549)
     opts = opts or {}
-    return self._conn:_request(T.SELECT, select_body(self, key, {iterator = 'LE', limit = 1}), opts, first_tuple, 'max')
+    local body = select_body(self, key, {iterator = 'LE', limit = 1})
+    return self._conn:_request(T.SELECT, body, opts, first_space_tuple(self.space), 'max')
 end
 
 function index_mt:count(key, opts)
@@ -573,12 +590,12 @@ function index_mt:update(key, ops, opts)
     -- Field numbers in Lua are 1-based, as net.box sends them (IPROTO_INDEX_BASE = 1).
     local body = {[K.SPACE_ID] = self.space_id, [K.INDEX_ID] = self.id, [K.KEY] = key_of(key),
                   [K.TUPLE] = tuple_of(ops), [K.INDEX_BASE] = 1}
-    return self._conn:_request(T.UPDATE, body, opts, first_tuple, 'update')
+    return self._conn:_request(T.UPDATE, body, opts, first_space_tuple(self.space), 'update')
 end
 
 function index_mt:delete(key, opts)
     local body = {[K.SPACE_ID] = self.space_id, [K.INDEX_ID] = self.id, [K.KEY] = key_of(key)}
-    return self._conn:_request(T.DELETE, body, opts, first_tuple, 'delete')
+    return self._conn:_request(T.DELETE, body, opts, first_space_tuple(self.space), 'delete')
 end
 
 local space_mt = {}
@@ -586,7 +603,7 @@ space_mt.__index = space_mt
 
 local function write(space, ty, tuple, opts, method)
     local body = {[K.SPACE_ID] = space.id, [K.TUPLE] = tuple_of(tuple)}
-    return space._conn:_request(ty, body, opts, first_tuple, method)
+    return space._conn:_request(ty, body, opts, first_space_tuple(space), method)
 end
 
 function space_mt:insert(tuple, opts) return write(self, T.INSERT, tuple, opts, 'insert') end
@@ -639,14 +656,16 @@ function conn_mt:reload_schema()
     if cok then
         for _, row in ipairs(rows or {}) do collations[row[1]] = row[2] end
     end
-    local space = {}
+    -- As 2.6: a space known before keeps its object, brought up to date.
+    local space, known = {}, self.space or {}
     for _, row in ipairs(spaces or {}) do
         local opts = type(row[6]) == 'table' and row[6] or {}
-        local s = setmetatable({id = row[1], name = row[3], engine = row[4], field_count = row[5],
-                                enabled = true, temporary = opts.temporary == true, is_sync = opts.is_sync == true,
-                                _format = type(row[7]) == 'table' and row[7] or {}, _conn = self, connection = self,
-                                index = {}},
-                               space_mt)
+        local s = rawget(known, row[1]) or setmetatable({}, space_mt)
+        s.id, s.name, s.engine, s.field_count = row[1], row[3], row[4], row[5]
+        s.enabled, s.temporary, s.is_sync = true, opts.temporary == true, opts.is_sync == true
+        s._format = type(row[7]) == 'table' and row[7] or {}
+        s._format_cdata = format_cdata(s._format)
+        s._conn, s.connection, s.index = self, self, {}
         space[s.id], space[s.name] = s, s
     end
     for _, row in ipairs(indexes or {}) do

@@ -13,7 +13,7 @@ use sha1::Digest as _;
 
 use super::convert;
 use super::serializer;
-use super::tuple::{LuaTuple, TupleFormat};
+use super::tuple::{LuaTuple, NamedFormat, TupleFormat};
 use crate::engine::space::Space;
 use crate::engine::tuple::split;
 use crate::engine::update;
@@ -221,7 +221,16 @@ pub fn create(lua: &Lua) -> mlua::Result<Table> {
         "tuple_methods",
         lua.create_function(|lua, methods: Table| lua.set_named_registry_value(super::tuple::METHODS, methods))?,
     )?;
-    t.set("tuple_new", lua.create_function(|lua, v: Value| tuple_new(lua, &v))?)?;
+    t.set(
+        "tuple_new",
+        lua.create_function(|lua, (v, format): (Value, Option<mlua::UserDataRef<NamedFormat>>)| {
+            tuple_new(lua, &v, format.map_or_else(|| Rc::new(TupleFormat::default()), |f| f.0.clone()))
+        })?,
+    )?;
+    t.set(
+        "tuple_format",
+        lua.create_function(|_, names: Vec<String>| Ok(NamedFormat(Rc::new(TupleFormat { names, shape: None }))))?,
+    )?;
     t.set(
         "tuple_update",
         lua.create_function(|lua, (tuple, ops, upsert): (mlua::AnyUserData, Value, bool)| {
@@ -261,9 +270,10 @@ pub fn create(lua: &Lua) -> mlua::Result<Table> {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct FiberCount(pub usize);
 
-/// `box.tuple.new(t)`: a tuple from a Lua array (or a scalar, as a one-field tuple).
+/// `box.tuple.new(t)`: a tuple from a Lua array (or a scalar, as a one-field tuple),
+/// its fields named by `format` (net.box's tuples take their space's names).
 /// A value msgpack cannot encode gives no code, and why as the message.
-fn tuple_new(lua: &Lua, v: &Value) -> mlua::Result<(Value, Value, Value)> {
+fn tuple_new(lua: &Lua, v: &Value, format: Rc<TupleFormat>) -> mlua::Result<(Value, Value, Value)> {
     let mut bytes = Vec::new();
     if let Err(e) = convert::encode(&mut bytes, v) {
         let mlua::Error::RuntimeError(why) = e else { return Err(e) };
@@ -273,7 +283,7 @@ fn tuple_new(lua: &Lua, v: &Value) -> mlua::Result<(Value, Value, Value)> {
         let msg = lua.create_string("Tuple/Key must be MsgPack array")?;
         return Ok((Value::Nil, Value::Integer(i64::from(code::TUPLE_NOT_ARRAY)), Value::String(msg)));
     }
-    let t = LuaTuple(bytes.into(), Rc::new(TupleFormat::default()));
+    let t = LuaTuple(bytes.into(), format);
     Ok((Value::UserData(lua.create_userdata(t)?), Value::Nil, Value::Nil))
 }
 

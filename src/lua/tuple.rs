@@ -34,6 +34,13 @@ pub struct TupleFormat {
     pub shape: Option<Space>,
 }
 
+/// A format of field names alone, held by Lua (net.box keeps one per remote space)
+/// to give the tuples it makes.
+#[derive(Debug, Clone)]
+pub struct NamedFormat(pub Rc<TupleFormat>);
+
+impl UserData for NamedFormat {}
+
 impl TupleFormat {
     /// The format of `space`'s tuples.
     #[must_use]

@@ -214,3 +214,13 @@ os.exit(0)
 def test_tuples_as_keys_and_update_operations_as_2_6(tmp_path):
     lines = same_output_on_both(tmp_path, "tuples_as_keys.lua", TUPLES_AS_KEYS_AND_OPERATIONS, 5)
     assert lines[1:3] == ["[1, 'x']", "[2, 'y']"], lines
+
+
+def test_tuples_carry_their_space_field_names_as_2_6(tmp_path):
+    """A tuple from a remote space's get, select, min, max, insert, replace,
+    update or delete is named by the space's format (t.id, t:tomap()); a call's
+    result is not a tuple; after the server renames the fields, reload_schema
+    gives the same space object the new names."""
+    lines = cases_on_both(tmp_path, "netbox_field_names_cases.lua", 10)
+    assert lines[0] == "field\t1\t1\tnil\t1"
+    assert lines[8] == "reloaded\ttrue\t1=1 2=11 abc2=11 id2=1\t1\tnil"
