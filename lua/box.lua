@@ -332,6 +332,17 @@ local space_engines, any_vinyl = {}, false
 local TXN_STATEMENT_OPS = {get = true, select = true, insert = true, replace = true, update = true, upsert = true,
                            delete = true}
 
+-- A key or tuple msgpack cannot encode, raised as 2.6 raises it: memtx reads
+-- encode their key in Lua (msgpackffi), everything else in C.
+local FFI_READS = {get = true, select = true}
+local function unencodable(name, space_id, message)
+    local lua_type = string.match(message, "^unsupported Lua type '(.*)'$")
+    if lua_type ~= nil and FFI_READS[name] and space_engines[space_id] ~= 'vinyl' then
+        error("builtin/msgpackffi.lua:292: can not encode Lua type: '" .. lua_type .. "'", 0)
+    end
+    error(internal.encode_failure(message), 0)
+end
+
 local function op(name, ...)
     if any_vinyl and TXN_STATEMENT_OPS[name] then internal.check_txn_engine(space_engines[...]) end
     if internal.op == nil then
@@ -345,6 +356,7 @@ local function op(name, ...)
     end
     local ok, res = internal.op(op_codes[name] or name, ...)
     if not ok then
+        if res.unencodable then unencodable(name, (...), res.message) end
         if res.code == 42 and res.access_type ~= nil then internal.access_denied(res) end
         error(set_last_error(make_error(res.code, res.message, res.type, res)), 3)
     end

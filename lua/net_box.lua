@@ -143,9 +143,9 @@ end
 
 -- Sends a request and yields until its reply: code, body, pushes (or raises the
 -- transport error).
-local function yielding_request(h, ty, body, token, timeout, raw)
+local function yielding_request(h, encoded, timeout, raw)
     if await_reply == nil then await_reply, deliver_reply = internal.ticket_waiters() end
-    local ticket = h:submit(ty, body, token, timeout, raw)
+    local ticket = h:submit(encoded, raw)
     -- On time-out the connection stays: the late reply is skipped when it comes.
     local done, ok, code, reply, pushes, schema_version = await_reply(ticket, timeout)
     if not done then return nil end
@@ -273,8 +273,16 @@ function conn_mt:_request(ty, body, opts, convert, method)
     local skip_header = opts and opts.skip_header
     local raw = buf ~= nil or nil
     local on_push = opts and opts.on_push
-    if opts and (opts.is_async or (on_push ~= nil and internal.fiber_can_yield())) then
-        local ticket = self._h:submit(ty, body, token, nil, raw)
+    local async = opts and (opts.is_async or (on_push ~= nil and internal.fiber_can_yield()))
+    local encoded, unencodable = self._h:encode(ty, body, token, timeout)
+    if encoded == nil then
+        -- As 2.6 raises it, from where its net.box encodes a request.
+        local e = internal.encode_failure(unencodable)
+        if type(e) == 'string' then e = 'builtin/box/net_box.lua:549: ' .. e end
+        error(e, 0)
+    end
+    if async then
+        local ticket = self._h:submit(encoded, raw)
         local future = setmetatable({_conn = self, _convert = convert, _ticket = ticket, method = method,
                                      _buffer = buf, _skip_header = skip_header, _pushes = {},
                                      cond = require('fiber').cond()}, future_mt)
@@ -304,13 +312,13 @@ function conn_mt:_request(ty, body, opts, convert, method)
     end
     local ok, code, reply, pushes, schema_version
     if internal.fiber_can_yield() then
-        ok, code, reply, pushes, schema_version = pcall(yielding_request, self._h, ty, body, token, timeout, raw)
+        ok, code, reply, pushes, schema_version = pcall(yielding_request, self._h, encoded, timeout, raw)
     elseif self.to_self then
         -- Blocking here would stop the very server that has to answer.
         box.error({code = ER_NO_CONNECTION,
                    reason = 'net.box to the same instance cannot block: call it from a fiber, outside a tokened call'})
     else
-        ok, code, reply, pushes, schema_version = pcall(self._h.request, self._h, ty, body, token, timeout, raw)
+        ok, code, reply, pushes, schema_version = pcall(self._h.request, self._h, encoded, raw)
     end
     if ok and code == nil then box.error(box.error.TIMEOUT) end
     if ok then note_schema_version(self, schema_version) end
@@ -582,8 +590,11 @@ end
 
 function index_mt:count(key, opts)
     no_buffer(opts, 'count', 1560)
-    return self._conn:eval('local s, i, k = ... return box.space[s].index[i]:count(k)',
-                           {self.space_id, self.id, key_of(key)}, opts)
+    -- As 2.6: a CALL of the index's count method by name, with the key and the
+    -- options (an iterator counts as it would there).
+    local name = string.format('box.space.%s.index.%s:count', self.space.name, self.name)
+    local body = {[K.FUNCTION_NAME] = name, [K.TUPLE] = seq({key, opts})}
+    return self._conn:_request(T.CALL, body, opts, function(data) return data[1] end, 'count')
 end
 
 function index_mt:update(key, ops, opts)

@@ -373,6 +373,21 @@ impl Encoder<'_> {
     }
 }
 
+/// Whether `message` is one of the encoder's own refusals (a value msgpack cannot
+/// hold, or one the options forbid), which callers raise as 2.6's encoder does.
+#[must_use]
+pub fn is_encode_failure(message: &str) -> bool {
+    const REFUSALS: [&str; 6] = [
+        "unsupported Lua type '",
+        "Too high nest level - ",
+        "excessively sparse array",
+        "number must not be NaN or Inf",
+        "too many nested __serialize hooks",
+        "invalid __serialize value",
+    ];
+    REFUSALS.iter().any(|r| message.starts_with(r))
+}
+
 /// 2.6's error for a table nested deeper than `encode_max_depth`.
 fn too_deep(level: u32) -> mlua::Error {
     mlua::Error::runtime(format!("Too high nest level - {}", level + 1))

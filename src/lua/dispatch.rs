@@ -285,6 +285,13 @@ pub fn dispatch(lua: &Lua, cx: &mut Context, mut args: MultiValue) -> mlua::Resu
     match result {
         Ok(v) => Ok((true, v)),
         Err(Failure::Box(e)) => Ok((false, Value::Table(error_table(lua, &e)?))),
+        // A value msgpack cannot encode: box.lua raises it as 2.6's encoder does.
+        Err(Failure::Lua(mlua::Error::RuntimeError(why))) if convert::is_encode_failure(&why) => {
+            let failure = lua.create_table()?;
+            failure.raw_set("message", why)?;
+            failure.raw_set("unencodable", true)?;
+            Ok((false, Value::Table(failure)))
+        }
         Err(Failure::Lua(e)) => Err(e),
     }
 }

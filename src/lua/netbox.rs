@@ -1,8 +1,8 @@
 //! The `net.box` client's transport: one IPROTO connection driven from Lua.
 //!
 //! `box.internal.netbox_connect(host, port, timeout)` opens a connection and reads
-//! the greeting; the returned handle's `request(type, body, token, timeout)` sends
-//! one request and waits for its reply. The API Tarantool users call (`connect`,
+//! the greeting; the returned handle's `request(encode(type, body, token, timeout))`
+//! sends one request and waits for its reply. The API Tarantool users call (`connect`,
 //! `call`, `eval`, `space.x:select`, ...) is `lua/net_box.lua` on top of this.
 //!
 //! Each connection has two threads: one writes the requests in the order they
@@ -294,11 +294,12 @@ impl NetConn {
     }
 }
 
-/// A request as Lua gives it: type, encoded body and token, timeout.
-/// A request's Lua arguments: type, body, token, timeout, and whether the reply
-/// body goes back as bytes.
-type RequestCall = (u64, Value, Value, Option<f64>, Option<bool>);
+/// `request` and `submit`'s arguments: a request from `encode`, and whether the reply
+/// body goes to Lua as its bytes.
+type RequestCall = (mlua::UserDataRef<RequestArgs>, Option<bool>);
 
+/// A request encoded for sending (`encode`): type, body and token as msgpack, and
+/// how long `request` waits for its reply.
 struct RequestArgs {
     ty: u64,
     body: Vec<u8>,
@@ -334,6 +335,8 @@ fn request_args(ty: u64, body: &Value, token: &Value, timeout: Option<f64>) -> m
     };
     Ok(RequestArgs { ty, body: encoded, token, timeout })
 }
+
+impl UserData for RequestArgs {}
 
 thread_local! {
     /// Tickets whose reply body goes to Lua as its bytes (`{buffer = ibuf}`).
@@ -391,10 +394,18 @@ fn read_frame(stream: &mut impl Read) -> Result<Vec<u8>, String> {
 
 impl UserData for NetConn {
     fn add_methods<M: UserDataMethods<Self>>(methods: &mut M) {
-        // request(type, body, token, timeout[, raw]) -> code, body, pushes (Lua
-        // tables; with raw the body's bytes): blocks until the reply.
-        methods.add_method_mut("request", |lua, this, (ty, body, token, timeout, raw): RequestCall| {
-            let args = request_args(ty, &body, &token, timeout)?;
+        // encode(type, body, token, timeout) -> the request to send, or nil and why
+        // msgpack could not encode it (net.box raises that as 2.6 does).
+        methods.add_method("encode", |lua, _, (ty, body, token, timeout): (u64, Value, Value, Option<f64>)| {
+            match request_args(ty, &body, &token, timeout) {
+                Ok(args) => Ok((Value::UserData(lua.create_userdata(args)?), Value::Nil)),
+                Err(mlua::Error::RuntimeError(why)) => Ok((Value::Nil, Value::String(lua.create_string(why)?))),
+                Err(e) => Err(e),
+            }
+        });
+        // request(encoded[, raw]) -> code, body, pushes (Lua tables; with raw the
+        // body's bytes): blocks until the reply.
+        methods.add_method_mut("request", |lua, this, (args, raw): RequestCall| {
             let (tx, rx) = mpsc::channel();
             this.submit(&args, ReplyTo::Direct(tx))?;
             let outcome = match timeout_of(args.timeout) {
@@ -409,14 +420,13 @@ impl UserData for NetConn {
                 Err(false) => Err(mlua::Error::runtime("Connection closed")),
             }
         });
-        // submit(type, body, token, timeout[, raw]) -> ticket: the reply reaches the TX
-        // thread later (box.internal.netbox_deliver), while the calling fiber waits.
-        methods.add_method_mut("submit", |lua, this, (ty, body, token, timeout, raw): RequestCall| {
+        // submit(encoded[, raw]) -> ticket: the reply reaches the TX thread later
+        // (box.internal.netbox_deliver), while the calling fiber waits.
+        methods.add_method_mut("submit", |lua, this, (args, raw): RequestCall| {
             let notify = lua
                 .app_data_ref::<TxNotify>()
                 .map(|n| n.0.clone())
                 .ok_or_else(|| mlua::Error::runtime("net.box cannot wait here"))?;
-            let args = request_args(ty, &body, &token, timeout)?;
             let ticket = NEXT_TICKET.fetch_add(1, Ordering::Relaxed);
             // The waiting fiber keeps the time; a late reply finds nobody and is dropped.
             this.submit(&args, ReplyTo::Tx(ticket, notify))?;

@@ -725,3 +725,58 @@ def test_a_ctype_is_no_number_to_yaml_as_2_6(tmp_path):
     (with encode_use_tostring, its tostring()), while a cdata int is a number."""
     tarantool = same_output_on_both(tmp_path, "ctypes.lua", CTYPES, 15)
     assert tarantool[0] == "false\tunsupported Lua type 'cdata'" and "- ctype<int>" in tarantool
+
+
+UNENCODABLE = """
+box.cfg{listen = os.getenv('LISTEN'), work_dir = os.getenv('WORK'), log_level = 1}
+box.schema.user.grant('guest', 'super', nil, nil, {if_not_exists = true})
+local s = box.schema.space.create('test')
+s:create_index('pk')
+s:insert{1, 2}
+local function p(...)
+    local r = {pcall(...)}
+    for i = 1, #r do r[i] = tostring(r[i]) end
+    print((table.concat(r, ' | '):gsub('0x%x+', '0x')))
+end
+local deep, cur = {}, nil
+cur = deep
+for _ = 1, 200 do cur[1] = {} cur = cur[1] end
+p(s.get, s, print)
+p(s.select, s, {print})
+p(s.index.pk.min, s.index.pk, {print})
+p(s.count, s, {print})
+p(s.update, s, 1, {{'=', 2, print}})
+p(s.upsert, s, {5, print}, {})
+p(s.replace, s, {1, deep})
+p(s.delete, s, {print})
+p(box.tuple.new, {print})
+require('msgpack').cfg{encode_invalid_numbers = false}
+p(s.replace, s, {3, 0/0})
+require('msgpack').cfg{encode_invalid_numbers = true}
+local fiber = require('fiber')
+local f = fiber.create(function()
+    local c = require('net.box').connect(box.info.listen)
+    p(c.call, c, 'x', {print})
+    p(c.eval, c, 'return 1', {print})
+    p(c.space.test.insert, c.space.test, {print})
+    p(c.space.test.select, c.space.test, {print})
+    p(c.space.test.index.pk.count, c.space.test.index.pk, {1}, {on_push = print})
+    -- the connection stays up
+    p(c.ping, c)
+    c:close()
+end)
+f:set_joinable(true)
+f:join()
+os.exit(0)
+"""
+
+
+def test_unencodable_values_are_refused_as_2_6(tmp_path):
+    """A function (or a table nested too deep, or NaN where the options forbid it)
+    in a key, a tuple or a net.box request is the encoder's plain error: memtx
+    reads say it as 2.6's msgpackffi does, net.box from where it encodes, and
+    the connection stays up (it was reported as a lost connection)."""
+    tarantool = same_output_on_both(tmp_path, "unencodable.lua", UNENCODABLE, 16)
+    assert tarantool[0] == "false | builtin/msgpackffi.lua:292: can not encode Lua type: 'function'"
+    assert tarantool[10] == "false | builtin/box/net_box.lua:549: unsupported Lua type 'function'"
+    assert tarantool[15] == "true | true"
