@@ -224,3 +224,11 @@ def test_tuples_carry_their_space_field_names_as_2_6(tmp_path):
     lines = cases_on_both(tmp_path, "netbox_field_names_cases.lua", 10)
     assert lines[0] == "field\t1\t1\tnil\t1"
     assert lines[8] == "reloaded\ttrue\t1=1 2=11 abc2=11 id2=1\t1\tnil"
+
+
+def test_index_count_takes_the_iterator_as_2_6(tmp_path):
+    """index:count sends the key and its options: an iterator counts (it was
+    ignored, every count an EQ count); an asynchronous count gives the number."""
+    lines = cases_on_both(tmp_path, "netbox_count_cases.lua", 6)
+    assert lines[1] == "iterator\t3\t1\t5"
+    assert lines[3] == "async\t1"
