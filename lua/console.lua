@@ -431,12 +431,13 @@ local function track_references(roots, n)
 end
 
 -- The anchor (`&N`, and false) or the alias (`*N`, and true) `v` is written
--- with, or nil. Tables with a __serialize hook are written as what it gives.
+-- with, or nil. A table with a __serialize function is written as what it gives
+-- (a new table each time); one with a style ('seq', 'map'...) is itself.
 local function anchor_of(v)
     local r = refs and type(v) == 'table' and refs[v]
     if not r then return nil end
-    local mt = getmetatable(v)
-    if mt and mt.__serialize ~= nil then return nil end
+    local mt = opts.encode_load_metatables and getmetatable(v)
+    if mt and type(mt.__serialize) == 'function' then return nil end
     if r == true then
         refs[v] = next_anchor
         next_anchor = next_anchor + 1
@@ -603,6 +604,8 @@ local encode_plain
 -- starts at column `col` (default `indent`). A table written before is its alias;
 -- an anchored block collection starts on the next line.
 encode = function(v, indent, col)
+    -- A flow collection takes its anchor where flow_into writes it.
+    if flow_hinted(v) then return encode_plain(v, indent, col) end
     local anchor, alias = anchor_of(v)
     if alias then return anchor end
     local text = encode_plain(v, indent, col)
@@ -645,7 +648,8 @@ encode_plain = function(v, indent, col)
         if type(x) == 'table' then x = follow_hooks(x, opts.encode_load_metatables) end
         -- A key is never wrapped (a huge negative column) and an empty one is quoted.
         local key = type(k) == 'string' and (k == '' and "''" or string_scalar(k, false, indent, -1e9)) or flow(k)
-        local prefix = (#lines == 0 and '' or pad) .. key .. ':'
+        -- An alias as a key stands apart from its colon, as libyaml writes it.
+        local prefix = (#lines == 0 and '' or pad) .. key .. (string.sub(key, 1, 1) == '*' and ' :' or ':')
         if type(k) == 'string' and string.find(k, '\n') then
             -- A multi-line key is a complex key: "? key" then ": value" (a block value compacted).
             lines[#lines + 1] = (#lines == 0 and '' or pad) .. '? ' .. string_scalar(k, false, indent + 2, indent + 2)

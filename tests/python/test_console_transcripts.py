@@ -188,3 +188,32 @@ def test_call_16_and_sparse_arrays_as_2_6(tmp_path):
     tarantool, oncebox = console_transcripts_on_both(tmp_path, CALLS)
     assert oncebox == tarantool
     assert tarantool[17] == "---\n- - [{'k1': 'v1'}, 2, 3]\n...\n"
+
+
+SHARED_TABLES = [
+    "msgpack = require('msgpack')",
+    "t = msgpack.decode(msgpack.encode({1, 2}))",
+    "{t, t}",
+    "m = msgpack.decode(msgpack.encode({a = 1}))",
+    "{m, m, {m}}",
+    "s = setmetatable({1, 2}, {__serialize = 'seq'})",
+    "{s, {x = s}}",
+    "h = setmetatable({a = 1}, {__serialize = function() return {9} end})",
+    "{h, h}",
+    "b = {1} k = {b, b}",
+    "k",
+    "{[b] = 1, b}",
+    "c = {} c.self = c",
+    "c",
+]
+
+
+def test_shared_tables_get_anchors_in_flow_style_too_as_2_6(tmp_path):
+    """A table a reply holds twice is written once with an anchor, then as its
+    alias: also a flow-style one (decoded from msgpack, or 'seq' / 'map'
+    hinted), as 2.6 wrote the one result ten fibers took from a net.box future
+    (net.box_methods_gh-3107); a __serialize function's results are new
+    tables; an alias as a key stands apart from its colon."""
+    tarantool, oncebox = console_transcripts_on_both(tmp_path, SHARED_TABLES)
+    assert oncebox == tarantool
+    assert tarantool[2] == "---\n- - &0 [1, 2]\n  - *0\n...\n"
