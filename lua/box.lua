@@ -1338,8 +1338,9 @@ local function create_principal(kind, name, opts)
     box.space._user:insert{id, session_uid(), name, kind, auth}
     if kind == 'user' then
         box.schema.user.grant(name, 'public')
-        box.schema.user.grant(name, 'session,usage', 'universe', nil, {if_not_exists = true})
         box.schema.user.grant(name, 'alter', 'user', name)
+        -- As 2.6: only admin grants on the universe.
+        as_admin(box.schema.user.grant, name, 'session,usage', 'universe', nil, {if_not_exists = true})
     end
 end
 
@@ -1360,11 +1361,17 @@ local function drop_principal(kind, name, opts)
     if u.id == box.session.uid() or u.id == box.session.euid() then
         raise(44, "Failed to drop user or role '%s': the user is active in the current session", name)
     end
-    for _, p in ipairs(box.space._priv:select{u.id}) do box.space._priv:delete{p[2], p[3], p[4]} end
-    -- As 2.6: a role is revoked from whoever had it.
-    for _, p in ipairs(box.space._priv.index.object:select{'role', u.id}) do
+    -- As 2.6: what the user owns goes with it (spaces, functions, sequences), its
+    -- role is revoked from whoever had it, then its own rights, as admin.
+    for _, t in ipairs(box.space._vspace.index.owner:select{u.id}) do box.space[t[1]]:drop() end
+    for _, t in ipairs(box.space._vfunc.index.owner:select{u.id}) do box.schema.func.drop(t[1]) end
+    for _, p in ipairs(box.space._vpriv.index.object:select{'role', u.id}) do
         box.space._priv:delete{p[2], p[3], p[4]}
     end
+    for _, t in ipairs(box.space._vsequence.index.owner:select{u.id}) do box.schema.sequence.drop(t[1]) end
+    as_admin(function()
+        for _, p in ipairs(box.space._priv:select{u.id}) do box.space._priv:delete{p[2], p[3], p[4]} end
+    end)
     box.space._user:delete{u.id}
 end
 function box.schema.user.drop(name, opts) drop_principal('user', name, opts) end
@@ -1655,7 +1662,8 @@ end
 
 function box.schema.func.drop(name, opts)
     check_param_table(opts, {if_exists = 'boolean'})
-    local f = box.space._vfunc.index.name:get{name}
+    -- By name, or by id as 2.6 takes a number.
+    local f = type(name) == 'string' and box.space._vfunc.index.name:get{name} or box.space._vfunc:get{name}
     if f == nil then
         if opts and opts.if_exists then return end
         raise(51, "Function '%s' does not exist", name)
@@ -1664,7 +1672,7 @@ function box.schema.func.drop(name, opts)
         box.space._priv:delete{p[2], p[3], p[4]}
     end
     box.space._func:delete{f[1]}
-    compiled_functions[name] = nil
+    compiled_functions[f[3]] = nil
 end
 
 -- Sequences: definitions in _sequence, values in _sequence_data. next() is the
@@ -1784,12 +1792,13 @@ function box.schema.sequence.drop(name, opts)
         if opts and opts.if_exists then return end
         raise(145, "Sequence '%s' does not exist", name)
     end
-    -- The definition first: the engine refuses it while a space uses the sequence.
-    box.space._sequence:delete{row[1]}
-    box.space._sequence_data:delete{row[1]}
-    for _, p in ipairs(box.space._priv.index.object:select{'sequence', row[1]}) do
+    -- As 2.6: its grants, its value, then its definition (refused while a space
+    -- uses it, when the grants and the value are already gone).
+    for _, p in ipairs(box.space._vpriv.index.object:select{'sequence', row[1]}) do
         box.space._priv:delete{p[2], p[3], p[4]}
     end
+    box.space._sequence_data:delete{row[1]}
+    box.space._sequence:delete{row[1]}
 end
 
 -- Each needs write access to the sequence, as in 2.6.

@@ -70,6 +70,7 @@ pub mod code {
     pub const NO_SUCH_ROLE: u32 = 82;
     pub const INDEX_EXISTS: u32 = 85;
     pub const ROLE_LOOP: u32 = 87;
+    pub const GRANT: u32 = 88;
     pub const CANT_UPDATE_PRIMARY_KEY: u32 = 94;
     pub const UPDATE_INTEGER_OVERFLOW: u32 = 95;
     pub const UPDATE_DECIMAL_OVERFLOW: u32 = 194;

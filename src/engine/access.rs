@@ -66,6 +66,19 @@ pub enum ObjectType {
 }
 
 impl ObjectType {
+    /// The type's name, as `_priv` and messages spell it.
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Universe => "universe",
+            Self::Space => "space",
+            Self::Function => "function",
+            Self::Sequence => "sequence",
+            Self::Role => "role",
+            Self::User => "user",
+        }
+    }
+
     /// Parses `_priv.object_type`.
     #[must_use]
     pub fn parse(s: &[u8]) -> Option<Self> {
@@ -152,6 +165,19 @@ impl Credentials {
         self.universe
             | self.objects.get(&(ty, Some(id))).copied().unwrap_or(0)
             | self.objects.get(&(ty, None)).copied().unwrap_or(0)
+    }
+
+    /// Rights granted on every object of a type (`''`).
+    #[must_use]
+    pub fn entity(&self, ty: ObjectType) -> u32 {
+        self.objects.get(&(ty, None)).copied().unwrap_or(0)
+    }
+
+    /// Rights granted on one object itself (a role held counts as its execute).
+    #[must_use]
+    pub fn object(&self, ty: ObjectType, id: u32) -> u32 {
+        let held = if ty == ObjectType::Role && self.roles.contains(&id) { privilege::EXECUTE } else { 0 };
+        held | self.objects.get(&(ty, Some(id))).copied().unwrap_or(0)
     }
 
     /// Whether the user holds every bit of `want` on the object (owners hold everything).

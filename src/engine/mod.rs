@@ -7,6 +7,7 @@
 pub mod access;
 pub mod bitset;
 pub mod catalog;
+mod ddl_rights;
 pub mod field_path;
 pub mod func_index;
 pub mod hash_slots;
@@ -654,15 +655,20 @@ impl Engine {
         Ok(())
     }
 
-    /// A user's name by id (for messages).
+    /// A `_user` row by id.
     #[must_use]
-    pub fn user_name(&self, id: u32) -> String {
+    pub fn user_by_id(&self, id: u32) -> Option<catalog::UserRow> {
         self.spaces
             .get(&space_id::USER)
             .and_then(Space::primary)
             .and_then(|pk| pk.get(&Key(smallvec::smallvec![KeyPart::Uint(u64::from(id))])))
             .and_then(|t| catalog::parse_user(t).ok())
-            .map_or_else(|| id.to_string(), |u| u.name)
+    }
+
+    /// A user's name by id (for messages).
+    #[must_use]
+    pub fn user_name(&self, id: u32) -> String {
+        self.user_by_id(id).map_or_else(|| id.to_string(), |u| u.name)
     }
 
     /// A `_func` row by name.
@@ -1110,6 +1116,12 @@ impl Engine {
     /// Runs catalogue side effects of a write, undoing the write if they fail, and records it.
     fn after_write(&mut self, space_id: u32, old: Option<Tuple>, new: Option<Tuple>) -> BoxResult<()> {
         if space_id < space_id::USER_MIN {
+            if let Err(e) = self.check_ddl_rights(space_id, old.as_ref(), new.as_ref()) {
+                self.undo_row(space_id, old.as_ref(), new.as_ref())?;
+                return Err(e);
+            }
+        }
+        if space_id < space_id::USER_MIN {
             if let Err(e) = self.apply_ddl(space_id, old.as_ref(), new.as_ref()) {
                 self.undo_row(space_id, old.as_ref(), new.as_ref())?;
                 return Err(e);
@@ -1250,9 +1262,6 @@ impl Engine {
             space_id::USER | space_id::PRIV => {
                 if let Some(t) = new.filter(|_| sid == space_id::USER) {
                     catalog::check_object_name(sid, t)?;
-                }
-                if let Some(grant) = new.filter(|_| sid == space_id::PRIV).and_then(|t| access::parse_grant(t)) {
-                    self.check_role_loop(&grant)?;
                 }
                 self.creds.borrow_mut().clear();
                 return Ok(());

@@ -385,9 +385,25 @@ fn run(lua: &Lua, cx: &mut Context, op: &str, args: &[Value]) -> Result<Value, F
         "schema_version" => Value::Number(engine.schema_version() as f64),
         "uid" => Value::Integer(i64::from(creds.user_id)),
         "user_name" => Value::String(lua.create_string(engine.user_name(u32_arg(1)?))?),
+        // By name, or (a number) by id, as 2.6 resolves users and roles.
         "user" => {
-            let name: mlua::LuaString = arg(lua, args, 1)?;
-            match engine.user_by_name(&name.as_bytes()) {
+            let found = match args.get(1) {
+                Some(Value::Integer(id)) if *id >= 0 => u32::try_from(*id).ok().and_then(|id| engine.user_by_id(id)),
+                #[allow(
+                    clippy::cast_possible_truncation,
+                    clippy::cast_sign_loss,
+                    reason = "checked whole and in range"
+                )]
+                Some(Value::Number(n)) if n.fract() == 0.0 && (0.0..=f64::from(u32::MAX)).contains(n) => {
+                    engine.user_by_id(*n as u32)
+                }
+                // As 2.6's _vuser:get{id} refuses it.
+                Some(Value::Number(_) | Value::Integer(_)) => {
+                    return Err(Failure::Box(BoxError::key_part_type(0, "unsigned")))
+                }
+                _ => engine.user_by_name(&arg::<mlua::LuaString>(lua, args, 1)?.as_bytes()),
+            };
+            match found {
                 None => Value::Nil,
                 Some(u) => {
                     let t = lua.create_table()?;

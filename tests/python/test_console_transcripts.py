@@ -217,3 +217,63 @@ def test_shared_tables_get_anchors_in_flow_style_too_as_2_6(tmp_path):
     tarantool, oncebox = console_transcripts_on_both(tmp_path, SHARED_TABLES)
     assert oncebox == tarantool
     assert tarantool[2] == "---\n- - &0 [1, 2]\n  - *0\n...\n"
+
+
+GRANT_RIGHTS = [
+    # role.test.lua: only an object's owner grants on it; public is everyone's to grant.
+    "box.schema.user.create('john') box.schema.user.create('grantee') box.schema.role.create('role')",
+    "_ = box.schema.space.create('test')",
+    "box.schema.user.grant('john', 'read,write,execute', 'universe')",
+    "box.session.su('john')",
+    "box.schema.user.grant('grantee', 'role')",
+    "box.schema.user.grant('grantee', 'read', 'space', 'test')",
+    "box.schema.user.grant('grantee', 'public')",
+    "box.schema.user.revoke('grantee', 'public')",
+    "box.schema.user.grant('grantee', 'read', 'universe')",
+    "box.session.su('admin')",
+    "box.space._priv:replace{1, 0, 'universe', 0, 0}",
+    "box.space._priv:replace{1, 777, 'universe', 0, 1}",
+    "box.space._priv:replace{1, 0, 'space', 9999, 1}",
+    "box.schema.role.exists(3), box.schema.user.exists(1), box.schema.role.exists(1)",
+    "box.schema.user.exists(3.5)",
+    # A user's objects go with it.
+    "box.schema.user.create('maker') box.schema.user.grant('maker', 'read,write,create', 'universe')",
+    "box.session.su('maker') s = box.schema.space.create('made') box.schema.func.create('made_fn') "
+    "box.schema.sequence.create('made_seq') box.session.su('admin')",
+    "box.schema.user.drop('maker')",
+    "box.space.made, box.space._func.index.name:get{'made_fn'}, box.sequence.made_seq",
+    # access_misc.test.lua: dropping what is not yours, or a user with objects.
+    "box.schema.user.create('testuser') box.schema.user.grant('testuser', 'read,write', 'space', '_user')",
+    "box.schema.func.create('admin_fn')",
+    "box.session.su('testuser')",
+    "box.space._user:delete(2)",
+    "box.space._user:delete(box.space._user.index.name:get{'testuser'}[1])",
+    "box.session.su('admin')",
+    "box.schema.user.grant('testuser', 'read,write', 'space', '_func')",
+    "box.session.su('testuser')",
+    "box.space._func:delete(box.space._func.index.name:get{'admin_fn'}[1])",
+    "box.session.su('admin')",
+    "box.schema.user.grant('testuser', 'execute', 'function', 'admin_fn')",
+    "box.space._func:delete(box.space._func.index.name:get{'admin_fn'}[1])",
+    "box.schema.func.drop('admin_fn')",
+    "box.space._user:delete(box.space._user.index.name:get{'testuser'}[1])",
+    "box.schema.user.drop('testuser')",
+    # A sequence a space uses stays whole.
+    "sq = box.schema.sequence.create('sq') t = box.schema.space.create('t') _ = t:create_index('pk', {sequence = 'sq'})",
+    "box.schema.user.grant('grantee', 'read', 'sequence', 'sq')",
+    "box.schema.sequence.drop('sq')",
+    "box.schema.user.info('grantee')",
+]
+
+
+def test_grants_and_drops_need_the_rights_2_6_asks(tmp_path):
+    """Granting on an object takes owning it (everyone may grant public, only
+    admin on the universe); revoking someone else's grant takes the revoke right;
+    a grant row with no privileges, an unknown grantee or object is refused;
+    dropping a user drops what it owns; a user with objects, a system role, a
+    function with grants or a sequence in use are not dropped (role.test.lua,
+    access_misc.test.lua)."""
+    tarantool, oncebox = console_transcripts_on_both(tmp_path, GRANT_RIGHTS)
+    assert oncebox == tarantool
+    assert tarantool[4] == "---\n- error: Grant access to role 'role' is denied for user 'john'\n...\n"
+    assert tarantool[7] == "---\n- error: Revoke access to role 'public' is denied for user 'john'\n...\n"
