@@ -1317,6 +1317,33 @@ function box.schema.user.get_id(name)
     return u and u.id
 end
 
+-- box.internal.collation, as 2.6 has it: create, drop, exists and id_by_name over
+-- _collation (an ICU locale and options; the engine checks them).
+internal.collation = {}
+function internal.collation.create(name, coll_type, locale, opts)
+    opts = opts or map{}
+    if type(name) ~= 'string' then raise(1, 'Illegal parameters, name (first arg) must be a string') end
+    if type(coll_type) ~= 'string' then raise(1, 'Illegal parameters, type (second arg) must be a string') end
+    if type(locale) ~= 'string' then raise(1, 'Illegal parameters, locale (third arg) must be a string') end
+    if type(opts) ~= 'table' then raise(1, 'Illegal parameters, options (fourth arg) must be a table or nil') end
+    local if_not_exists = opts.if_not_exists
+    check_param_table({if_not_exists = if_not_exists}, {if_not_exists = 'boolean'})
+    local options = map{strength = 'tertiary'}
+    for k, v in pairs(opts) do
+        if k ~= 'if_not_exists' then options[k] = v end
+    end
+    if if_not_exists and box.space._collation.index.name:get{name} ~= nil then return end
+    box.space._collation:auto_increment{name, session_uid(), coll_type, locale, options}
+end
+function internal.collation.drop(name, opts)
+    opts = opts or {}
+    check_param_table(opts, {if_exists = 'boolean'})
+    if opts.if_exists and box.space._collation.index.name:get{name} == nil then return end
+    box.space._collation.index.name:delete{name}
+end
+function internal.collation.exists(name) return box.space._collation.index.name:get{name} ~= nil end
+function internal.collation.id_by_name(name) return box.space._collation.index.name:get{name}.id end
+
 function box.schema.user.exists(name) return find_user(name, 'user') ~= nil end
 function box.schema.role.exists(name) return find_user(name, 'role') ~= nil end
 

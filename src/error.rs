@@ -77,7 +77,9 @@ pub mod code {
     pub const WRONG_INDEX_RECORD: u32 = 106;
     pub const WRONG_INDEX_PARTS: u32 = 107;
     pub const WRONG_INDEX_OPTIONS: u32 = 108;
+    pub const CANT_CREATE_COLLATION: u32 = 150;
     pub const WRONG_COLLATION_OPTIONS: u32 = 151;
+    pub const DROP_COLLATION: u32 = 173;
     pub const RTREE_RECT: u32 = 101;
     pub const UNSUPPORTED_INDEX_FEATURE: u32 = 112;
     pub const WRONG_SCHEMA_VERSION: u32 = 109;

@@ -7,6 +7,7 @@
 pub mod access;
 pub mod bitset;
 pub mod catalog;
+pub mod collations;
 mod ddl_rights;
 pub mod field_path;
 pub mod func_index;
@@ -179,6 +180,17 @@ fn str_key(s: &[u8]) -> value::Key {
     Key(smallvec::smallvec![KeyPart::Str(s.into())])
 }
 
+/// Defines the collation of a `_collation` row beyond the built-in three.
+///
+/// # Errors
+/// The row's options are not a collation ICU can build (checked when `eager`).
+pub fn define_collation(tuple: &[u8], eager: bool) -> BoxResult<()> {
+    match collations::CollationDef::parse(tuple) {
+        Some(def) if def.id > 3 => collations::define(def, eager),
+        _ => Ok(()),
+    }
+}
+
 impl Engine {
     /// An engine holding Tarantool 2.6's bootstrap catalogue.
     pub fn bootstrap(instance_uuid: &uuid::Uuid) -> BoxResult<Self> {
@@ -302,6 +314,9 @@ impl Engine {
     /// computed here.
     pub fn load_row(&mut self, space_id: u32, tuple: &[u8]) -> BoxResult<()> {
         self.space_mut(space_id)?.load(tuple.into())?;
+        if space_id == space_id::COLLATION {
+            define_collation(tuple, false)?;
+        }
         if space_id == space_id::SPACE_SEQUENCE {
             self.relink_sequences();
         }
@@ -310,6 +325,11 @@ impl Engine {
 
     /// Adds a space's stored tuples in one build of each index (recovery).
     pub fn load_rows(&mut self, space_id: u32, tuples: Vec<Tuple>) -> BoxResult<()> {
+        if space_id == space_id::COLLATION {
+            for t in &tuples {
+                define_collation(t, false)?;
+            }
+        }
         self.space_mut(space_id)?.load_all(tuples)?;
         if space_id == space_id::SPACE_SEQUENCE {
             self.relink_sequences();
@@ -1302,6 +1322,41 @@ impl Engine {
                 }
             }
             space_id::SPACE_SEQUENCE => self.relink_sequences(),
+            space_id::COLLATION => match (old, new) {
+                (None, Some(new)) => define_collation(new, true)?,
+                (Some(old), None) => {
+                    let Some(def) = collations::CollationDef::parse(old) else { return Ok(()) };
+                    // As 2.6: "none" stays (an index using another keeps its order).
+                    if def.id == 0 {
+                        return Err(BoxError::new(
+                            code::DROP_COLLATION,
+                            "Can't drop collation none : system collation",
+                        ));
+                    }
+                    // Unlike 2.6, not while an index or a format uses it: its id is
+                    // all the stored definition keeps, and a restart could not read it.
+                    let used = collations::slot_of_id(def.id).map(value::Collation::Icu).is_some_and(|c| {
+                        self.spaces.values().any(|s| {
+                            s.def.format.iter().any(|f| f.collation == c)
+                                || s.indexes.values().any(|ix| ix.def.parts.iter().any(|p| p.collation == c))
+                        })
+                    });
+                    if used {
+                        return Err(BoxError::new(
+                            code::DROP_COLLATION,
+                            format!(
+                                "Can't drop collation {} : collation is referenced",
+                                String::from_utf8_lossy(&def.name)
+                            ),
+                        ));
+                    }
+                    collations::forget(def.id, &def.name);
+                }
+                (Some(_), Some(_)) => {
+                    return Err(BoxError::new(code::UNSUPPORTED, "collation does not support alter"));
+                }
+                (None, None) => {}
+            },
             func_index::SPACE_ID => self.check_func_index_row(old, new)?,
             crate::idempotency::SPACE_ID => return self.check_record_time(new),
             _ => return Ok(()),

@@ -174,6 +174,9 @@ pub enum Collation {
     Unicode,
     /// Unicode order on base letters only (primary strength: case and accents do not count).
     UnicodeCi,
+    /// Another ICU collation of `_collation` (a locale's order, other options), by
+    /// its slot in [`super::collations`].
+    Icu(u32),
 }
 
 impl Collation {
@@ -184,7 +187,7 @@ impl Collation {
             0 | 3 => Some(Self::Binary),
             1 => Some(Self::Unicode),
             2 => Some(Self::UnicodeCi),
-            _ => None,
+            _ => u32::try_from(id).ok().and_then(super::collations::slot_of_id).map(Self::Icu),
         }
     }
 
@@ -195,7 +198,7 @@ impl Collation {
             b"none" | b"binary" => Some(Self::Binary),
             b"unicode" => Some(Self::Unicode),
             b"unicode_ci" => Some(Self::UnicodeCi),
-            _ => None,
+            _ => super::collations::slot_of_name(name).map(Self::Icu),
         }
     }
 
@@ -206,6 +209,7 @@ impl Collation {
             Self::Binary => 0,
             Self::Unicode => 1,
             Self::UnicodeCi => 2,
+            Self::Icu(slot) => super::collations::id_of_slot(slot),
         }
     }
 
@@ -222,6 +226,12 @@ impl Collation {
                 let mut key = Vec::with_capacity(2 * s.len() + 8);
                 // Writing to a Vec cannot fail.
                 let Ok(()) = unicode_collator(self).write_sort_key_utf8_to(s, &mut key);
+                key.into_boxed_slice()
+            }
+            Self::Icu(slot) => {
+                let Some(collator) = super::collations::collator(slot) else { return s.into() };
+                let mut key = Vec::with_capacity(2 * s.len() + 8);
+                let Ok(()) = collator.write_sort_key_utf8_to(s, &mut key);
                 key.into_boxed_slice()
             }
         }

@@ -918,6 +918,7 @@ fn space_info(lua: &Lua, engine: &Engine, which: Option<&Value>) -> mlua::Result
                 Collation::Binary => {}
                 Collation::Unicode => pt.set("collation", "unicode")?,
                 Collation::UnicodeCi => pt.set("collation", "unicode_ci")?,
+                Collation::Icu(slot) => pt.set("collation", crate::engine::collations::name_of_slot(slot))?,
             }
             parts.raw_set(i + 1, pt)?;
         }

@@ -65,6 +65,10 @@ pub fn open_engine(dir: &DataDir, store: &FjallStore, wanted: &Identity) -> Resu
     }
     let uuid = store.instance_uuid()?.ok_or_else(|| StoreError("damaged data directory: no instance uuid".into()))?;
     wanted.check(&uuid, None)?;
+    // Collations first: index definitions name theirs by id.
+    store.for_each_in_space(space_id::COLLATION, |t| {
+        crate::engine::define_collation(t, false).map_err(|e| StoreError(format!("damaged collation: {e}")))
+    })?;
     let mut space_rows = Vec::new();
     store.for_each_in_space(space_id::SPACE, |t| {
         space_rows.push(t.to_vec());

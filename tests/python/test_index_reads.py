@@ -4,9 +4,11 @@ compared with Tarantool 2.6 line for line.
 
 A HASH index's scan order (and so GT from a key) has a test of its own, below.
 """
+import os
+import subprocess
 from pathlib import Path
 
-from conftest import same_output_on_both
+from conftest import ONCEBOX, same_output_on_both
 
 SCRIPT = r"""
 box.cfg{work_dir = os.getenv('WORK'), log_level = 1}
@@ -144,3 +146,39 @@ def test_unicode_collations_as_2_6(tmp_path):
     source = (Path(__file__).parent / "collation_cases.lua").read_text()
     lines = same_output_on_both(tmp_path, "collation_cases.lua", source, 9)
     assert lines[-1] == "cmp\t<\t<\t<\t=\t=\t<"
+
+
+def test_locale_collations_as_2_6_and_after_a_restart(tmp_path):
+    """The ICU collations of _collation beyond the root order (a built-in
+    locale's, or one box.internal.collation.create defines: locale, strength,
+    numeric_collation, case_first) order keys and find duplicates as in 2.6, and
+    again after a restart; options 2.6 refuses are refused with its messages."""
+    source = (Path(__file__).parent / "locale_collation_cases.lua").read_text()
+    first = same_output_on_both(tmp_path, "locale_collation_cases.lua", source, 29)
+    assert first[0] == "true"
+    assert first[5] == "false | Failed to initialize collation: unknown collation type."
+    again = same_output_on_both(tmp_path, "locale_collation_cases.lua", source, 8)
+    assert again[0] == "after restart\tfalse\ttrue"
+    assert again[1:] == first[-7:]
+
+
+IN_USE_COLLATION = """
+box.cfg{work_dir = os.getenv('WORK'), log_level = 1}
+box.internal.collation.create('ru', 'ICU', 'ru-RU')
+local s = box.schema.space.create('t')
+s:create_index('pk', {parts = {{1, 'string', collation = 'ru'}}})
+print(pcall(box.internal.collation.drop, 'ru'))
+s:drop()
+print(pcall(box.internal.collation.drop, 'ru'))
+os.exit(0)
+"""
+
+
+def test_a_collation_an_index_uses_is_not_dropped(tmp_path):
+    """Unlike 2.6, which drops it and then cannot read the index definition
+    after a restart from a snapshot: a collation in use stays until its index goes."""
+    script = tmp_path / "in_use.lua"
+    script.write_text(IN_USE_COLLATION)
+    out = subprocess.run([ONCEBOX, str(script)], cwd=tmp_path, env=dict(os.environ, WORK=str(tmp_path)),
+                         capture_output=True, text=True, timeout=60)
+    assert out.stdout.splitlines() == ["false	Can't drop collation ru : collation is referenced", "true"], out
