@@ -185,15 +185,6 @@ impl Credentials {
     pub fn has(&self, ty: ObjectType, id: u32, owner: Option<u32>, want: u32) -> bool {
         owner == Some(self.user_id) || self.on(ty, id) & want == want
     }
-
-    /// Whether the user holds any right granted on the object itself or on its whole
-    /// type (universe grants do not count: 2.6's views show objects by these only).
-    #[must_use]
-    pub fn has_any(&self, ty: ObjectType, id: u32) -> bool {
-        let granted = self.objects.get(&(ty, Some(id))).copied().unwrap_or(0)
-            | self.objects.get(&(ty, None)).copied().unwrap_or(0);
-        granted & !(privilege::SESSION | privilege::USAGE) != 0
-    }
 }
 
 #[cfg(test)]

@@ -893,9 +893,27 @@ impl Engine {
         Ok(index.get(&key).cloned())
     }
 
-    /// Whether a system view shows `tuple` of its source space to this user.
+    /// Whether a system view shows `tuple` of its source space to this user, by
+    /// 2.6's sysview filters: read, write, drop or alter (execute too, for
+    /// functions and sequences) on the universe or on the object's whole type,
+    /// read on the source space, or the object's own: its owner, rights on it, a
+    /// grant one gave or holds, oneself and public among users.
     fn view_shows(&self, creds: &Credentials, view: u32, source: &Space, tuple: &Tuple) -> bool {
-        if creds.universe & privilege::READ != 0 || creds.has(ObjectType::Space, source.def.id, None, privilege::READ) {
+        const WRDA: u32 = privilege::WRITE | privilege::READ | privilege::DROP | privilege::ALTER;
+        let wide = match view {
+            space_id::VFUNC | space_id::VSEQUENCE => WRDA | privilege::EXECUTE,
+            _ => WRDA,
+        };
+        if view == space_id::VCOLLATION || creds.universe & wide != 0 {
+            return true;
+        }
+        let entity = match view {
+            space_id::VSPACE | space_id::VINDEX => creds.entity(ObjectType::Space),
+            space_id::VFUNC => creds.entity(ObjectType::Function),
+            space_id::VSEQUENCE => creds.entity(ObjectType::Sequence),
+            _ => 0,
+        };
+        if entity & wide != 0 || creds.object(ObjectType::Space, source.def.id) & privilege::READ != 0 {
             return true;
         }
         let Ok(fields) = split(tuple) else {
@@ -908,19 +926,17 @@ impl Engine {
         match view {
             space_id::VSPACE | space_id::VINDEX => {
                 let Some(sid) = uint(0) else { return false };
-                self.spaces.get(&sid).is_some_and(|s| s.def.owner == uid || creds.has_any(ObjectType::Space, sid))
+                self.spaces
+                    .get(&sid)
+                    .is_some_and(|s| s.def.owner == uid || creds.object(ObjectType::Space, sid) & wide != 0)
             }
-            space_id::VUSER => {
-                uint(0) == Some(uid) || uint(1) == Some(uid) || uint(0).is_some_and(|id| creds.roles.contains(&id))
-            }
+            space_id::VUSER => uint(0) == Some(uid) || uint(1) == Some(uid) || uint(0) == Some(user_id::PUBLIC),
             space_id::VPRIV => uint(0) == Some(uid) || uint(1) == Some(uid),
             space_id::VFUNC => {
-                creds.universe & privilege::EXECUTE != 0
-                    || uint(1) == Some(uid)
-                    || uint(0).is_some_and(|id| creds.on(ObjectType::Function, id) & privilege::EXECUTE != 0)
+                uint(1) == Some(uid) || uint(0).is_some_and(|id| creds.object(ObjectType::Function, id) & wide != 0)
             }
             space_id::VSEQUENCE => {
-                uint(1) == Some(uid) || uint(0).is_some_and(|id| creds.has_any(ObjectType::Sequence, id))
+                uint(1) == Some(uid) || uint(0).is_some_and(|id| creds.object(ObjectType::Sequence, id) & wide != 0)
             }
             _ => true,
         }

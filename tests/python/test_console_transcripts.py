@@ -277,3 +277,39 @@ def test_grants_and_drops_need_the_rights_2_6_asks(tmp_path):
     assert oncebox == tarantool
     assert tarantool[4] == "---\n- error: Grant access to role 'role' is denied for user 'john'\n...\n"
     assert tarantool[7] == "---\n- error: Revoke access to role 'public' is denied for user 'john'\n...\n"
+
+
+SYSVIEWS = [
+    # access_sysview.test.lua: what guest sees of the catalogue through the views.
+    "box.schema.user.create('viewer') box.schema.role.create('viewers') box.schema.user.grant('viewer', 'viewers')",
+    "s = box.schema.space.create('shown') _ = s:create_index('pk') box.schema.func.create('fn')",
+    "_ = box.schema.sequence.create('seq')",
+    # Rows of oncebox's own _idempotency (space 500) left out.
+    "function counts() local function n(v) local c = 0 for _, t in v:pairs() do if t[1] ~= 500 then c = c + 1 end "
+    "end return c end return n(box.space._vspace), n(box.space._vindex), #box.space._vuser:select{}, "
+    "#box.space._vpriv:select{}, #box.space._vfunc:select{}, #box.space._vsequence:select{} end",
+    "box.session.su('viewer', counts)",
+    "box.schema.user.grant('viewer', 'write', 'universe')",
+    "box.session.su('viewer', counts)",
+    "box.schema.user.revoke('viewer', 'write', 'universe') box.schema.user.grant('viewer', 'execute', 'universe')",
+    "box.session.su('viewer', counts)",
+    "box.schema.user.revoke('viewer', 'execute', 'universe')",
+    "box.schema.user.grant('viewer', 'execute', 'space', 'shown')",
+    "box.session.su('viewer', counts)",
+    "box.schema.user.grant('viewer', 'alter', 'space')",
+    "box.session.su('viewer', counts)",
+    "box.schema.user.revoke('viewer', 'alter', 'space') box.schema.user.grant('viewer', 'read', 'space', '_user')",
+    "box.session.su('viewer', counts)",
+    "box.schema.user.grant('viewer', 'usage', 'sequence', 'seq')",
+    "box.session.su('viewer', counts)",
+]
+
+
+def test_system_views_show_what_2_6_shows(tmp_path):
+    """A user sees every row of the views with read, write, drop or alter on the
+    universe (execute too for _vfunc and _vsequence) or on the object type; a
+    user or role it holds shows only if it is public, itself or its own; execute
+    on a space shows nothing of it (access_sysview.test.lua)."""
+    tarantool, oncebox = console_transcripts_on_both(tmp_path, SYSVIEWS)
+    assert oncebox == tarantool
+    assert tarantool[4] != tarantool[6]
