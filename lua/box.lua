@@ -664,7 +664,16 @@ local function check_feature(index, feature, types)
     end
 end
 local ORDERED = {TREE = true}
+-- As 2.6: a system view's index does not count its entries nor pick one at random.
+local function check_not_view(index, feature)
+    if space_engines[index.space_id] == 'sysview' then
+        local space = box.space[index.space_id]
+        raise(112, "Index '%s' (%s) of space '%s' (sysview) does not support %s", index.name, index.type,
+              space and space.name or '', feature)
+    end
+end
 function index_methods:random(seed)
+    check_not_view(self, 'random()')
     check_feature(self, 'random()', {TREE = true, HASH = true})
     -- As 2.6: without a seed, math.random()'s fraction, which the FFI call truncates to 0.
     seed = seed == nil and 0 or ffi_uint32(seed, 3, 'box_index_random')
@@ -683,6 +692,8 @@ function index_methods:max(key)
 end
 function index_methods:count(key, opts)
     if any_vinyl then internal.check_txn_engine(space_engines[self.space_id]) end
+    -- A view counts the rows it shows.
+    if space_engines[self.space_id] == 'sysview' then return #self:select(key, opts) end
     if key == nil and opts == nil then return op('len', self.space_id, self.id) end
     local it = iterator_code(opts or {}, key)
     if it == iterators.ALL then
@@ -692,7 +703,10 @@ function index_methods:count(key, opts)
     end
     return #self:select(key, opts)
 end
-index_methods.len = function(self) return op('len', self.space_id, self.id) end
+index_methods.len = function(self)
+    check_not_view(self, 'size()')
+    return op('len', self.space_id, self.id)
+end
 -- An estimate of the index structure's own memory (not the tuples').
 function index_methods:bsize() return op('index_bsize', self.space_id, self.id) end
 -- A memtx index has no statistics of its own and nothing to compact, as in 2.6.
@@ -839,12 +853,16 @@ end
 space_methods.__call = space_methods.pairs
 function space_methods:count(key, opts)
     if any_vinyl then internal.check_txn_engine(space_engines[self.id]) end
-    if key == nil and opts == nil then return op('len', self.id) end
+    if key == nil and opts == nil and space_engines[self.id] ~= 'sysview' then return op('len', self.id) end
     -- With no index yet, nothing matches (as in 2.6).
     if self.index[0] == nil then return 0 end
     return self.index[0]:count(key, opts)
 end
-function space_methods:len() return op('len', self.id) end
+function space_methods:len()
+    -- As 2.6: a view's length is its primary index's, which it does not know.
+    if space_engines[self.id] == 'sysview' and self.index[0] ~= nil then return self.index[0]:len() end
+    return op('len', self.id)
+end
 -- The bytes of the space's tuple data, as 2.6's uint64_t.
 function space_methods:bsize()
     if box.space[self.id] == nil then raise(36, "Space '%s' does not exist", self.name) end

@@ -63,6 +63,8 @@ pub enum ObjectType {
     Role,
     /// A user.
     User,
+    /// A collation (created and dropped; no grants name one).
+    Collation,
 }
 
 impl ObjectType {
@@ -76,6 +78,7 @@ impl ObjectType {
             Self::Sequence => "sequence",
             Self::Role => "role",
             Self::User => "user",
+            Self::Collation => "collation",
         }
     }
 
@@ -89,6 +92,7 @@ impl ObjectType {
             b"sequence" => Self::Sequence,
             b"role" => Self::Role,
             b"user" => Self::User,
+            b"collation" => Self::Collation,
             _ => return None,
         })
     }

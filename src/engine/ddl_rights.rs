@@ -45,6 +45,21 @@ fn owner_and_name(engine: &Engine, space: u32, id: u32) -> Option<(u32, String)>
     Some((owner, name))
 }
 
+/// A `_collation` row's id, owner and name (`[id, name, owner, ...]`).
+fn collation_fields(row: &[u8]) -> Option<(u32, u32, String)> {
+    let fields = super::tuple::split(row).ok()?;
+    let uint = |i: usize| u32::try_from(Reader::new(fields.get(i)?).read_uint().ok()?).ok();
+    let name = String::from_utf8_lossy(Reader::new(fields.get(1)?).read_str().ok()?).into_owned();
+    Some((uint(0)?, uint(2)?, name))
+}
+
+/// The owner and the name of collation `id`.
+fn collation_row(engine: &Engine, id: u32) -> Option<(u32, String)> {
+    let pk = engine.spaces.get(&space_id::COLLATION)?.primary()?;
+    let row = pk.get(&Key(smallvec::smallvec![KeyPart::Uint(u64::from(id))]))?;
+    collation_fields(row).map(|(_, owner, name)| (owner, name))
+}
+
 impl Engine {
     /// Refuses a catalogue change the acting user may not make (see the module).
     pub(super) fn check_ddl_rights(&self, space: u32, old: Option<&Tuple>, new: Option<&Tuple>) -> BoxResult<()> {
@@ -56,6 +71,7 @@ impl Engine {
                 _ => Ok(()),
             },
             space_id::SEQUENCE => self.check_sequence_change(old, new),
+            space_id::COLLATION => self.check_collation_change(old, new),
             _ => Ok(()),
         }
     }
@@ -141,6 +157,17 @@ impl Engine {
         }
     }
 
+    /// Creating a collation takes the create right, dropping one the drop right.
+    fn check_collation_change(&self, old: Option<&Tuple>, new: Option<&Tuple>) -> BoxResult<()> {
+        let (row, right) = match (old, new) {
+            (None, Some(new)) => (new, privilege::CREATE),
+            (Some(old), None) => (old, privilege::DROP),
+            _ => return Ok(()),
+        };
+        let Some((id, owner, name)) = collation_fields(row) else { return Ok(()) };
+        self.check_ddl_access(ObjectType::Collation, Some(id), &name, owner, right)
+    }
+
     /// Whether `_priv` holds a grant on the object.
     fn has_grants_on(&self, ty: ObjectType, id: u32) -> bool {
         self.spaces.get(&space_id::PRIV).and_then(super::space::Space::primary).is_some_and(|pk| {
@@ -208,6 +235,8 @@ impl Engine {
                 }
                 self.check_role_loop(&grant)?;
             }
+            // 2.6 checks nothing more of a grant on a collation.
+            (ObjectType::Collation, Some(_)) => {}
             (ObjectType::User, Some(id)) => {
                 let user = self.user_by_id(id).filter(|u| !u.is_role).ok_or_else(|| {
                     let name = self.user_by_id(id).map_or_else(|| id.to_string(), |u| u.name);
@@ -273,6 +302,9 @@ impl Engine {
             ObjectType::Function => space_id::FUNC,
             ObjectType::Sequence => space_id::SEQUENCE,
             ObjectType::Role | ObjectType::User => space_id::USER,
+            ObjectType::Collation => {
+                return id.and_then(|id| collation_row(self, id)).map(|(_, name)| name).unwrap_or_default();
+            }
         };
         id.and_then(|id| owner_and_name(self, space, id)).map(|(_, name)| name).unwrap_or_default()
     }

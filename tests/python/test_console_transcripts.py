@@ -313,3 +313,26 @@ def test_system_views_show_what_2_6_shows(tmp_path):
     tarantool, oncebox = console_transcripts_on_both(tmp_path, SYSVIEWS)
     assert oncebox == tarantool
     assert tarantool[4] != tarantool[6]
+
+
+VIEW_COUNTS_AND_COLLATION_RIGHTS = [
+    "v = box.space._vspace",
+    "v.index.primary:len()",
+    "v:len()",
+    "v.index.primary:random(48)",
+    "v:count() > 20, v.index[1]:count(1) > 0, box.space._vuser:count()",
+    "box.schema.user.grant('guest', 'read,write', 'space', '_collation')",
+    "box.session.su('guest', box.internal.collation.create, 'guest0', 'ICU', 'ru-RU')",
+    "box.internal.collation.create('mine', 'ICU', 'ru-RU')",
+    "box.session.su('guest', box.internal.collation.drop, 'mine')",
+    "box.internal.collation.drop('mine')",
+]
+
+
+def test_view_sizes_and_collation_rights_as_2_6(tmp_path):
+    """A system view's index has no size and no random(); count() counts the
+    rows it shows. Creating or dropping a collation takes the right to
+    (access_sysview.test.lua)."""
+    tarantool, oncebox = console_transcripts_on_both(tmp_path, VIEW_COUNTS_AND_COLLATION_RIGHTS)
+    assert oncebox == tarantool
+    assert "Create access to collation 'guest0' is denied for user 'guest'" in tarantool[6]
