@@ -1,13 +1,14 @@
-//! Who may change users, roles, grants, functions and sequences: 2.6's
-//! `access_check_ddl` and `priv_def_check`, run on every change of `_user`,
-//! `_priv`, `_func` and `_sequence` (not when it is undone or recovered).
+//! Who may change users, roles, grants, functions, sequences and collations:
+//! 2.6's `access_check_ddl` and `priv_def_check`, run on every change of `_user`,
+//! `_priv`, `_func`, `_sequence` and `_collation` (not when it is undone or
+//! recovered).
 //!
 //! Creating, dropping or altering an object takes the right to (on the universe,
 //! on every object of its type or on the object) unless one owns it. A user or a
 //! role with objects or grants left cannot be dropped, nor a function with grants.
 //!
-//! For `_priv`: whoever writes the row must be its grantor (its first field) or hold the grant
-//! (revoke) right. The grantor must exist and own the object: the space, function,
+//! For `_priv`: whoever writes the row must be its grantor (its first field) or
+//! hold the grant (revoke) right. The grantor must exist and own the object: the space, function,
 //! sequence, role or user it names (everyone may grant the role `public`'s
 //! execute); only admin grants on the universe or on a whole object type. The
 //! grantee and the object must exist, a role must not end up granted to itself,
@@ -109,19 +110,20 @@ impl Engine {
     /// 2.6's user_has_data: spaces, functions or sequences owned, grants given or
     /// held, or (a role) holders.
     fn user_has_objects(&self, uid: u32) -> bool {
-        let owns = |space: u32| {
+        // Rows of `space` whose field `field` is the user.
+        let owns = |space: u32, field: usize| {
             self.spaces.get(&space).and_then(super::space::Space::primary).is_some_and(|pk| {
                 pk.iter().any(|t| {
-                    super::tuple::split(t).ok().and_then(|f| f.get(1).and_then(|v| Reader::new(v).read_uint().ok()))
+                    super::tuple::split(t).ok().and_then(|f| f.get(field).and_then(|v| Reader::new(v).read_uint().ok()))
                         == Some(u64::from(uid))
                 })
             })
         };
-        // _priv's first field is the grantor, as an owner's.
-        owns(space_id::SPACE)
-            || owns(space_id::FUNC)
-            || owns(space_id::SEQUENCE)
-            || owns(space_id::PRIV)
+        // Owners are the second field; a grant's grantor is its first.
+        owns(space_id::SPACE, 1)
+            || owns(space_id::FUNC, 1)
+            || owns(space_id::SEQUENCE, 1)
+            || owns(space_id::PRIV, 0)
             || self.spaces.get(&space_id::PRIV).and_then(super::space::Space::primary).is_some_and(|pk| {
                 pk.iter()
                     .filter_map(|t| access::parse_grant(t))
