@@ -258,6 +258,12 @@ GRANT_RIGHTS = [
     "box.schema.func.drop('admin_fn')",
     "box.space._user:delete(box.space._user.index.name:get{'testuser'}[1])",
     "box.schema.user.drop('testuser')",
+    # A grantor has objects too, until its grants go (those it gave the user it made).
+    "box.schema.user.create('giver') box.schema.user.grant('giver', 'read,write,create', 'universe')",
+    "box.session.su('giver', box.schema.user.create, 'taker')",
+    "box.space._priv:select{box.space._user.index.name:get{'taker'}[1]}",
+    "box.schema.user.drop('giver')",
+    "box.schema.user.drop('taker') box.schema.user.drop('giver')",
     # A sequence a space uses stays whole.
     "sq = box.schema.sequence.create('sq') t = box.schema.space.create('t') _ = t:create_index('pk', {sequence = 'sq'})",
     "box.schema.user.grant('grantee', 'read', 'sequence', 'sq')",
