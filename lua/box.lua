@@ -1708,7 +1708,8 @@ end
 function box.schema.func.drop(name, opts)
     check_param_table(opts, {if_exists = 'boolean'})
     -- By name, or by id as 2.6 takes a number.
-    local f = type(name) == 'string' and box.space._vfunc.index.name:get{name} or box.space._vfunc:get{name}
+    local f
+    if type(name) == 'string' then f = box.space._vfunc.index.name:get{name} else f = box.space._vfunc:get{name} end
     if f == nil then
         if opts and opts.if_exists then return end
         raise(51, "Function '%s' does not exist", name)

@@ -256,6 +256,8 @@ GRANT_RIGHTS = [
     "box.schema.user.grant('testuser', 'execute', 'function', 'admin_fn')",
     "box.space._func:delete(box.space._func.index.name:get{'admin_fn'}[1])",
     "box.schema.func.drop('admin_fn')",
+    "box.schema.func.drop('admin_fn')",
+    "box.schema.func.drop(12345)",
     "box.space._user:delete(box.space._user.index.name:get{'testuser'}[1])",
     "box.schema.user.drop('testuser')",
     # A grantor has objects too, until its grants go (those it gave the user it made).
