@@ -17,7 +17,6 @@
 use super::access::{self, privilege, user_id, ObjectType};
 use super::catalog::{self, space_id};
 use super::tuple::Tuple;
-use super::value::{Key, KeyPart};
 use super::Engine;
 use crate::error::{code, BoxError, BoxResult};
 use crate::protocol::msgpack::Reader;
@@ -38,8 +37,7 @@ fn right_name(rights: u32) -> &'static str {
 /// The owner and the name of the object `id` in system space `space` (its rows
 /// start `[id, owner, name, ...]`: _space, _func, _sequence, _user).
 fn owner_and_name(engine: &Engine, space: u32, id: u32) -> Option<(u32, String)> {
-    let pk = engine.spaces.get(&space)?.primary()?;
-    let row = pk.get(&Key(smallvec::smallvec![KeyPart::Uint(u64::from(id))]))?;
+    let row = engine.row_by_id(space, id)?;
     let fields = super::tuple::split(row).ok()?;
     let owner = u32::try_from(Reader::new(fields.get(1)?).read_uint().ok()?).ok()?;
     let name = String::from_utf8_lossy(Reader::new(fields.get(2)?).read_str().ok()?).into_owned();
@@ -56,9 +54,7 @@ fn collation_fields(row: &[u8]) -> Option<(u32, u32, String)> {
 
 /// The owner and the name of collation `id`.
 fn collation_row(engine: &Engine, id: u32) -> Option<(u32, String)> {
-    let pk = engine.spaces.get(&space_id::COLLATION)?.primary()?;
-    let row = pk.get(&Key(smallvec::smallvec![KeyPart::Uint(u64::from(id))]))?;
-    collation_fields(row).map(|(_, owner, name)| (owner, name))
+    collation_fields(engine.row_by_id(space_id::COLLATION, id)?).map(|(_, owner, name)| (owner, name))
 }
 
 impl Engine {
@@ -124,11 +120,9 @@ impl Engine {
             || owns(space_id::FUNC, 1)
             || owns(space_id::SEQUENCE, 1)
             || owns(space_id::PRIV, 0)
-            || self.spaces.get(&space_id::PRIV).and_then(super::space::Space::primary).is_some_and(|pk| {
-                pk.iter()
-                    .filter_map(|t| access::parse_grant(t))
-                    .any(|g| g.grantee == uid || (g.object_type == ObjectType::Role && g.object_id == Some(uid)))
-            })
+            || self
+                .grants()
+                .any(|g| g.grantee == uid || (g.object_type == ObjectType::Role && g.object_id == Some(uid)))
     }
 
     /// Dropping a function takes the drop right (its owner may), and no grants on it.
@@ -171,10 +165,8 @@ impl Engine {
     }
 
     /// Whether `_priv` holds a grant on the object.
-    fn has_grants_on(&self, ty: ObjectType, id: u32) -> bool {
-        self.spaces.get(&space_id::PRIV).and_then(super::space::Space::primary).is_some_and(|pk| {
-            pk.iter().filter_map(|t| access::parse_grant(t)).any(|g| g.object_type == ty && g.object_id == Some(id))
-        })
+    pub(super) fn has_grants_on(&self, ty: ObjectType, id: u32) -> bool {
+        self.grants().any(|g| g.object_type == ty && g.object_id == Some(id))
     }
 
     /// Refuses a `_priv` change the grantor has no right to make (see the module).

@@ -613,12 +613,7 @@ impl Engine {
         if let Some(c) = self.creds.borrow().get(&user) {
             return c.clone();
         }
-        let grants: Vec<Grant> = self
-            .spaces
-            .get(&space_id::PRIV)
-            .and_then(Space::primary)
-            .map(|pk| pk.iter().filter_map(|t| access::parse_grant(t)).collect())
-            .unwrap_or_default();
+        let grants: Vec<Grant> = self.grants().collect();
         let mut c = Credentials::compute(user, &grants);
         if user == user_id::ADMIN {
             c.universe = privilege::ALL;
@@ -640,17 +635,8 @@ impl Engine {
     /// granted to, directly or through other roles.
     fn check_role_loop(&self, grant: &Grant) -> BoxResult<()> {
         let (ObjectType::Role, Some(role)) = (grant.object_type, grant.object_id) else { return Ok(()) };
-        let role_grants: Vec<Grant> = self
-            .spaces
-            .get(&space_id::PRIV)
-            .and_then(Space::primary)
-            .map(|pk| {
-                pk.iter()
-                    .filter_map(|t| access::parse_grant(t))
-                    .filter(|g| g.object_type == ObjectType::Role && g.privilege != 0)
-                    .collect()
-            })
-            .unwrap_or_default();
+        let role_grants: Vec<Grant> =
+            self.grants().filter(|g| g.object_type == ObjectType::Role && g.privilege != 0).collect();
         // Everyone the grantee is granted to, layer by layer.
         let mut reached = vec![grant.grantee];
         let mut next = 0;
@@ -678,11 +664,21 @@ impl Engine {
     /// A `_user` row by id.
     #[must_use]
     pub fn user_by_id(&self, id: u32) -> Option<catalog::UserRow> {
+        self.row_by_id(space_id::USER, id).and_then(|t| catalog::parse_user(t).ok())
+    }
+
+    /// The row of a system space whose primary key is `[id]` (`_user`, `_space`...).
+    fn row_by_id(&self, space: u32, id: u32) -> Option<&Tuple> {
+        self.spaces.get(&space)?.primary()?.get(&Key(smallvec::smallvec![KeyPart::Uint(u64::from(id))]))
+    }
+
+    /// Every grant `_priv` holds.
+    fn grants(&self) -> impl Iterator<Item = Grant> + '_ {
         self.spaces
-            .get(&space_id::USER)
+            .get(&space_id::PRIV)
             .and_then(Space::primary)
-            .and_then(|pk| pk.get(&Key(smallvec::smallvec![KeyPart::Uint(u64::from(id))])))
-            .and_then(|t| catalog::parse_user(t).ok())
+            .into_iter()
+            .flat_map(|pk| pk.iter().filter_map(|t| access::parse_grant(t)))
     }
 
     /// A user's name by id (for messages).
@@ -1152,13 +1148,9 @@ impl Engine {
     /// Runs catalogue side effects of a write, undoing the write if they fail, and records it.
     fn after_write(&mut self, space_id: u32, old: Option<Tuple>, new: Option<Tuple>) -> BoxResult<()> {
         if space_id < space_id::USER_MIN {
-            if let Err(e) = self.check_ddl_rights(space_id, old.as_ref(), new.as_ref()) {
-                self.undo_row(space_id, old.as_ref(), new.as_ref())?;
-                return Err(e);
-            }
-        }
-        if space_id < space_id::USER_MIN {
-            if let Err(e) = self.apply_ddl(space_id, old.as_ref(), new.as_ref()) {
+            // Rights first (a live change only: undo and recovery do not come here).
+            let checked = self.check_ddl_rights(space_id, old.as_ref(), new.as_ref());
+            if let Err(e) = checked.and_then(|()| self.apply_ddl(space_id, old.as_ref(), new.as_ref())) {
                 self.undo_row(space_id, old.as_ref(), new.as_ref())?;
                 return Err(e);
             }
@@ -1457,12 +1449,7 @@ impl Engine {
                         format!("Can't drop space '{}': the space has {why}", space.def.name),
                     )
                 };
-                let has_grants = self.spaces.get(&space_id::PRIV).and_then(Space::primary).is_some_and(|pk| {
-                    pk.iter()
-                        .filter_map(|t| access::parse_grant(t))
-                        .any(|g| g.object_type == ObjectType::Space && g.object_id == Some(id))
-                });
-                if has_grants {
+                if self.has_grants_on(ObjectType::Space, id) {
                     return Err(drop_err("grants"));
                 }
                 let key = Key(smallvec::smallvec![KeyPart::Uint(u64::from(id))]);
