@@ -1037,12 +1037,16 @@ impl Executor {
         }
     }
 
-    /// Past `idempotency_max_count` or `_max_size`, evicts a small step of the oldest
-    /// durable records with every batch, so the window keeps to its limits however
-    /// fast tokens come (the per-second tick alone evicts at most
+    /// Past `idempotency_max_count` or `_max_size`, or while the oldest record has
+    /// outlived `idempotency_lifetime`, evicts a small step of the oldest durable
+    /// records with every batch, so the window keeps to its limits and its lifetime
+    /// however fast tokens come (the per-second tick alone evicts at most
     /// [`EVICTIONS_PER_TICK`] a second). The evictions join the open commit group.
     fn evict_over_limits(&mut self) {
-        if self.wal_failed.is_some() || self.shutting_down || !self.window.over_limits(&self.engine) {
+        if self.wal_failed.is_some()
+            || self.shutting_down
+            || !(self.window.over_limits(&self.engine) || self.window.front_outlived())
+        {
             return;
         }
         let evicted = self.window.evict_step(&mut self.engine, EVICTIONS_PER_BATCH);
@@ -1138,7 +1142,7 @@ impl Executor {
             // SQL's rights depend on the statement: Lua reads it (first attempts and replays alike).
             self.sql_access(session_id, user, x.statement)?;
         }
-        let Some(stored) = self.engine.idempotency_record(user, &token.encoded) else {
+        let Some(stored) = self.window.remembered(&self.engine, user, &token.encoded) else {
             // A first execution: `execute` checks rights and writability as for any request.
             return Ok(Tokened::Own(token, fp, req));
         };

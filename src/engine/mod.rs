@@ -152,6 +152,17 @@ pub struct FuncAccess {
     pub persistent: bool,
 }
 
+/// A record [`Engine::put_idempotency_record`] stored.
+#[derive(Debug)]
+pub struct StoredRecord {
+    /// The record's tuple.
+    pub tuple: Tuple,
+    /// Its key's hash in the primary key, when known.
+    pub hashed: Option<index::Prehashed>,
+    /// The record it replaced under the same (user, token), if any.
+    pub replaced: Option<Tuple>,
+}
+
 /// A token [`Engine::idempotency_record`] did not find.
 #[derive(Debug)]
 struct TokenMiss {
@@ -394,16 +405,12 @@ impl Engine {
 
     /// Stores an outcome record (as the system, whatever the session's rights) and
     /// returns it, with its key's hash in the primary key when that is known (for
-    /// [`Self::warm_idempotency_records`] and [`Self::evict_idempotency_record`]).
+    /// [`Self::warm_idempotency_records`] and [`Self::evict_idempotency_record`]),
+    /// and the record it replaced (one that outlived its lifetime), if any.
     /// The window built the tuple, so it goes straight into the primary key
     /// without a client write's checks; if an admin gave `_idempotency` more
     /// indexes, the general write path keeps them all in step.
-    pub fn put_idempotency_record(
-        &mut self,
-        user: u32,
-        token: &[u8],
-        tuple: &[u8],
-    ) -> BoxResult<(Tuple, Option<index::Prehashed>)> {
+    pub fn put_idempotency_record(&mut self, user: u32, token: &[u8], tuple: &[u8]) -> BoxResult<StoredRecord> {
         let space_id = crate::idempotency::SPACE_ID;
         // The lookup that found no record for this token worked out its key and hash.
         let miss = self.token_miss.get_mut().take().filter(|m| m.user == user && m.token == token);
@@ -412,14 +419,16 @@ impl Engine {
             None => (record_key(user, token)?, None),
         };
         let Some(pk) = self.sole_idempotency_pk()? else {
+            let replaced = self.idempotency_record(user, token);
             let admin = self.credentials(user_id::ADMIN);
-            return Ok((self.write(&admin, space_id, tuple, WriteMode::Replace)?, None));
+            let tuple = self.write(&admin, space_id, tuple, WriteMode::Replace)?;
+            return Ok(StoredRecord { tuple, hashed: None, replaced });
         };
         let tuple: Tuple = tuple.into();
         let (old, hashed) = pk.put_prehashed(&key, pre, tuple.clone());
         self.acting = None;
-        self.changes.push(Change::Row { space_id, pk: key, old, new: Some(tuple.clone()) });
-        Ok((tuple, hashed))
+        self.changes.push(Change::Row { space_id, pk: key, old: old.clone(), new: Some(tuple.clone()) });
+        Ok(StoredRecord { tuple, hashed, replaced: old })
     }
 
     /// Starts reading where the records of (`user`, each of `tokens`) are looked up

@@ -397,6 +397,33 @@ mod tests {
     }
 
     #[test]
+    fn an_outlived_record_is_forgotten_before_eviction_reaches_it_unless_in_flight() {
+        let mut engine = Engine::bootstrap(&uuid::Uuid::nil()).unwrap();
+        let settings = Settings { lifetime_s: 10.0, ..Settings::default() };
+        // Service time resumes at 20 s: a record created at 5 s has outlived 10 s.
+        let mut w = Window::new(settings, 20_000, &engine);
+        let token = record("old", 5_000).token;
+        w.store(&mut engine, &record("old", 5_000).as_new(), None).unwrap();
+        w.store(&mut engine, &record("young", 15_000).as_new(), None).unwrap();
+        assert!(w.front_outlived(), "the oldest record calls for an eviction step");
+        assert!(w.remembered(&engine, 1, &token).is_none(), "forgotten, though still stored");
+        assert!(w.remembered(&engine, 1, &record("young", 0).token).is_some());
+        // Its token used again: the new record replaces it and counts it evicted.
+        w.store(&mut engine, &record("old", 20_000).as_new(), Some(7)).unwrap();
+        assert_eq!(w.stats.evicted_lifetime, 1);
+        assert_eq!(w.usage(&engine), (2, record("old", 0).size() + record("young", 0).size()));
+        // Outlived but in flight (a lifetime of 0): a retry still finds it, to join it.
+        w.settings.lifetime_s = 0.0;
+        assert!(w.remembered(&engine, 1, &token).is_some());
+        w.durable_up_to(7);
+        assert!(w.remembered(&engine, 1, &token).is_none());
+        // The stale queue entry of the replaced record is skipped, not evicted twice.
+        assert_eq!(w.evict_step(&mut engine, 10).count, 2);
+        assert_eq!(w.stats.evicted_lifetime, 3);
+        assert!(!w.front_outlived());
+    }
+
+    #[test]
     fn evictions_in_order_are_logged_by_the_floor_and_finish_their_millisecond() {
         let mut engine = Engine::bootstrap(&uuid::Uuid::nil()).unwrap();
         let settings = Settings { max_count: 1, ..Settings::default() };
@@ -724,6 +751,39 @@ impl Window {
             .map(|(_, t)| t)
     }
 
+    /// `idempotency_lifetime` in milliseconds of service time.
+    fn lifetime_ms(&self) -> u64 {
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "lifetime in ms fits u64")]
+        let ms = (self.settings.lifetime_s.max(0.0) * 1000.0) as u64;
+        ms
+    }
+
+    /// Whether a record created at `created_ms` has outlived `idempotency_lifetime` now.
+    fn outlived(&self, created_ms: u64) -> bool {
+        created_ms.saturating_add(self.lifetime_ms()) <= self.clock.now_ms()
+    }
+
+    /// The record remembered for (`user`, `token`), if any: one older than
+    /// `idempotency_lifetime` is forgotten whether or not an eviction step has
+    /// reached it yet (a retry runs again; its new record replaces the old one),
+    /// unless its commit is not yet durable (a retry then joins it).
+    #[must_use]
+    pub fn remembered(&self, engine: &Engine, user: u32, token: &[u8]) -> Option<Tuple> {
+        let record = engine.idempotency_record(user, token)?;
+        let outlived = Head::of(&record).is_some_and(|h| self.outlived(h.created_ms));
+        if outlived && self.in_flight(&record).is_none() {
+            return None;
+        }
+        Some(record)
+    }
+
+    /// Whether the age queue's front has outlived `idempotency_lifetime` (or is not
+    /// a record): an eviction step has work to do. Looks at one record.
+    #[must_use]
+    pub fn front_outlived(&self) -> bool {
+        self.ages.front().is_some_and(|a| Head::of(&a.tuple).is_none_or(|h| self.outlived(h.created_ms)))
+    }
+
     /// Whether `tuple` is a record the window stored (newest first: the records of
     /// the request being committed are found at once).
     #[must_use]
@@ -735,7 +795,14 @@ impl Window {
     pub fn store(&mut self, engine: &mut Engine, record: &NewRecord<'_>, ticket: Option<u64>) -> BoxResult<()> {
         self.scratch.clear();
         record.encode(&mut self.scratch);
-        let (tuple, hashed) = engine.put_idempotency_record(record.user_id, record.token, &self.scratch)?;
+        let stored = engine.put_idempotency_record(record.user_id, record.token, &self.scratch)?;
+        let (tuple, hashed) = (stored.tuple, stored.hashed);
+        if let Some(head) = stored.replaced.as_deref().and_then(Head::of) {
+            // An outlived record ([`Self::remembered`]) gives way to the new one: its
+            // entry in the age queue is now stale and is skipped when reached.
+            self.total_size = self.total_size.saturating_sub(head.size);
+            self.stats.evicted_lifetime += 1;
+        }
         self.total_size += record.size();
         self.stats.executed += 1;
         self.ordered &= record.created_ms >= self.newest_ms;
@@ -778,8 +845,7 @@ impl Window {
     /// covers it; an eviction it does not cover is logged as a delete.
     pub fn evict_step(&mut self, engine: &mut Engine, max: usize) -> Evicted {
         let now = self.clock.now_ms();
-        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "lifetime in ms fits u64")]
-        let lifetime_ms = (self.settings.lifetime_s.max(0.0) * 1000.0) as u64;
+        let lifetime_ms = self.lifetime_ms();
         let (mut count, _) = self.usage(engine);
         let by_floor = self.records_floor(engine).is_some();
         // Records of the last millisecond evicted without a delete of their own,

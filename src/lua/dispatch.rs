@@ -949,7 +949,7 @@ fn idem_lookup(lua: &Lua, cx: &mut Context, args: &[Value]) -> Result<Value, Fai
     }
     let token = token_arg(cx, args)?;
     let user = cx.creds.user_id;
-    let Some(stored) = cx.engine.idempotency_record(user, &token.encoded) else { return Ok(Value::Nil) };
+    let Some(stored) = cx.window.remembered(&cx.engine, user, &token.encoded) else { return Ok(Value::Nil) };
     let record = Record::from_tuple(&stored).ok_or_else(|| BoxError::invalid_msgpack("_idempotency record"))?;
     if record.fingerprint != fingerprint::lua_api() {
         cx.window.stats.mismatches += 1;

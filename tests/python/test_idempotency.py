@@ -351,6 +351,32 @@ def test_count_limit_holds_while_tokens_come_faster_than_the_tick_evicts(ob):
     assert counter(c, 1) == 3000
 
 
+@pytest.mark.parametrize("ob", [("--idempotency-lifetime", "1")], indirect=True)
+def test_lifetime_holds_while_tokens_come_faster_than_the_tick_evicts(ob):
+    """A record older than the lifetime is forgotten before an eviction step reaches
+    it, and while the oldest has outlived it every batch evicts too (the tick alone
+    evicts at most 1000 records a second)."""
+    c = admin(ob)
+    n = 4000
+    c.sock.sendall(b"".join(packet(UPDATE, i + 1, {0x10: SPACE, 0x20: [1], 0x21: [["+", 1, 1]]}, _12=f"old-{i}")
+                            for i in range(n)))
+    for _ in range(n):
+        assert c.recv()[0][0] == 0
+    c.sync = n
+    time.sleep(1.5)
+    # The newest of them has outlived the lifetime though no tick could reach it:
+    # its token is free again, so another request under it runs instead of a mismatch.
+    h, b, _ = incr(c, 2, f"old-{n - 1}", by=5)
+    assert h[0] == 0 and h[STATUS] == EXECUTED, b
+    assert counter(c, 2) == 5
+    assert incr(c, 2, f"old-{n - 1}", by=5)[0][STATUS] == REPLAYED, "the new record is remembered"
+    for i in range(20):
+        assert incr(c, 3, f"new-{i}")[0][STATUS] == EXECUTED
+    left = sorted(t[1] for t in records(c))
+    assert left == sorted([f"old-{n - 1}"] + [f"new-{i}" for i in range(20)]), f"{len(left)} records left"
+    assert counter(c, 1) == n
+
+
 @pytest.mark.parametrize("ob", [("--idempotency-max-size", "40")], indirect=True)
 def test_size_eviction(ob):
     c = admin(ob)

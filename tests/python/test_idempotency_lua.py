@@ -220,3 +220,21 @@ def test_manual_mode_hands_tokens_to_triggers(ob):
     assert c.request(INSERT, {0x10: 512, 0x21: [10, 0]}, _12="m-1")[0][0] == 0
     h, b, _ = c.request(INSERT, {0x10: 512, 0x21: [10, 0]}, _12="m-1")
     assert h[0] == 0x8000 | 4500
+
+
+def test_box_atomic_forgets_a_token_past_its_lifetime(ob):
+    """A record older than idempotency_lifetime is forgotten at once, not when an
+    eviction step reaches it: box.atomic runs the function again."""
+    c = admin(ob)
+    h, b = ev(c, """
+        for i = 1, 3000 do
+            box.atomic({idempotent_token = 'many-' .. i}, counted)
+        end
+        return runs""")
+    assert h[0] == 0 and b[0x30] == [3000], b
+    h, b = ev(c, """
+        box.cfg{idempotency_lifetime = 0}
+        local again = box.atomic({idempotent_token = 'many-3000'}, counted)
+        box.cfg{idempotency_lifetime = 3600}
+        return again, box.atomic({idempotent_token = 'many-3000'}, counted)""")
+    assert h[0] == 0 and b[0x30] == [3001, 3001], b
