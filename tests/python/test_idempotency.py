@@ -432,6 +432,109 @@ def test_evictions_stay_evicted_after_kill9(ob):
     assert incr(c, 1, "k-1")[0][STATUS] == EXECUTED, "an evicted token runs again"
 
 
+@pytest.mark.parametrize("ob", [("--checkpoint-wal-threshold", "65536")], indirect=True)
+def test_kill9_cycles_under_pipelined_shared_tokens_apply_each_write_once(ob):
+    """Two pairs of connections send the same tokened writes (an UPDATE, and every
+    fourth an EVAL of two updates), 16 pipelined, while the server is killed with
+    SIGKILL and restarted, sometimes killed again during its recovery, with
+    checkpoints between. Before each kill the clients drop their connections
+    without reading the replies left (lost replies), and after it resend every
+    unanswered write with its token. After each restart every answered write is
+    there; at the end each counter holds every write exactly once."""
+    import random
+
+    seed = time.time_ns()
+    rng = random.Random(seed)
+    depth, extra = 16, ("--checkpoint-wal-threshold", "65536")
+    progress, failures, unanswered = [0] * 4, [], []
+    up, stop = threading.Event(), threading.Event()
+    up.set()
+
+    def batch(pair, start):
+        out = b""
+        for j in range(start, start + depth):
+            if j % 4 == 3:
+                body = {0x27: "local a = ... box.space.counters:update(a, {{'+', 2, 1}}) "
+                              "box.space.counters:update(a + 1, {{'+', 2, 1}})", 0x21: [5 + 2 * pair]}
+                out += packet(EVAL, j + 1, body, _12=f"e-{pair}-{j}")
+            else:
+                out += packet(UPDATE, j + 1, {0x10: SPACE, 0x20: [1 + pair], 0x21: [["+", 1, 1]]}, _12=f"u-{pair}-{j}")
+        return out
+
+    def client(t):
+        i = 0
+        while not stop.is_set():
+            up.wait()
+            try:
+                c = admin(ob)
+                c.sock.settimeout(10)
+                while not stop.is_set():
+                    c.sock.sendall(batch(t // 2, i))
+                    for j in range(i, i + depth):
+                        if not up.is_set():
+                            raise EOFError("a kill is coming: the replies left are lost")
+                        h, b, _ = c.recv()
+                        if h[0] != 0:
+                            failures.append(b)
+                            return
+                        i = progress[t] = j + 1
+            except (EOFError, OSError, AssertionError):
+                time.sleep(0.01)
+
+    def expected(done):
+        """(the UPDATE counter, each EVAL counter) after writes 0..done."""
+        evals = sum(1 for j in range(done) if j % 4 == 3)
+        return done - evals, evals
+
+    def values():
+        c = admin(ob)
+        rows = {r[0]: r[1] for r in c.request(SELECT, {0x10: SPACE, 0x12: 100, 0x20: []})[1][0x30]}
+        c.close()
+        return rows
+
+    threads = [threading.Thread(target=client, args=(t,), daemon=True) for t in range(4)]
+    for th in threads:
+        th.start()
+    try:
+        for cycle in range(5):
+            time.sleep(rng.uniform(0.2, 0.6))
+            up.clear()
+            time.sleep(0.05)
+            ob.proc.kill()
+            ob.proc.wait()
+            answered = list(progress)
+            if rng.random() < 0.5:
+                early = subprocess.Popen([ONCEBOX, "--listen", f"127.0.0.1:{ob.port}", "--data-dir",
+                                          os.path.join(ob.workdir, "data"), "--log-level", "warn", *extra],
+                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                time.sleep(rng.uniform(0, 0.1))
+                early.kill()
+                early.wait()
+            restart(ob, *extra, sig=signal.SIGKILL)
+            rows = values()
+            for pair in (0, 1):
+                low = expected(max(answered[2 * pair:2 * pair + 2]))
+                got = (rows[1 + pair], rows[5 + 2 * pair])
+                assert low[0] <= got[0] <= low[0] + depth and low[1] <= got[1] <= low[1] + depth, \
+                    f"seed {seed} cycle {cycle} pair {pair}: answered {low}, stored {got}"
+                assert rows[5 + 2 * pair] == rows[6 + 2 * pair], "an EVAL is one transaction"
+                unanswered.append(got[0] - low[0] + got[1] - low[1])
+            up.set()
+        time.sleep(0.3)
+    finally:
+        stop.set()
+        up.set()
+        for th in threads:
+            th.join(timeout=30)
+    assert not failures, failures[:3]
+    rows = values()
+    for pair in (0, 1):
+        done = max(progress[2 * pair:2 * pair + 2])
+        assert (rows[1 + pair], rows[5 + 2 * pair], rows[6 + 2 * pair]) == (*expected(done), expected(done)[1]), \
+            f"seed {seed}: writes 0..{done} of pair {pair} each applied once"
+    assert sum(unanswered) > 0, "some writes were applied and their replies lost"
+
+
 def test_a_record_deleted_after_a_clean_restart_stays_deleted_after_the_next(ob):
     """Commit groups are numbered on across clean stops (the log is empty then), so
     the records segment a later run writes replays after an earlier run's."""
