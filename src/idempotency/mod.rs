@@ -798,10 +798,13 @@ impl Window {
         let stored = engine.put_idempotency_record(record.user_id, record.token, &self.scratch)?;
         let (tuple, hashed) = (stored.tuple, stored.hashed);
         if let Some(head) = stored.replaced.as_deref().and_then(Head::of) {
-            // An outlived record ([`Self::remembered`]) gives way to the new one: its
-            // entry in the age queue is now stale and is skipped when reached.
+            // The record gave way to the new one (an outlived one, see
+            // [`Self::remembered`]): its entry in the age queue is now stale and is
+            // skipped when reached.
             self.total_size = self.total_size.saturating_sub(head.size);
-            self.stats.evicted_lifetime += 1;
+            if self.outlived(head.created_ms) {
+                self.stats.evicted_lifetime += 1;
+            }
         }
         self.total_size += record.size();
         self.stats.executed += 1;
