@@ -800,6 +800,7 @@ local function set_delimiter(settings, value)
     if settings.delimiter == nil then error('console.delimiter(): need existing console', 0) end
     if settings.delimiter == '$EOF$' then error('Can not install delimiter for net box sessions', 0) end
     settings.delimiter = value or ''
+    if settings.console_state ~= nil then settings.console_state.delimiter = settings.delimiter end
 end
 
 local SETTERS = {output = set_output, o = set_output, language = set_language, lang = set_language,
@@ -1022,6 +1023,7 @@ function console.delimiter(value)
     if value == nil then return settings.delimiter end
     if type(value) ~= 'string' then error('invalid delimiter', 2) end
     settings.delimiter = value
+    if settings.console_state ~= nil then settings.console_state.delimiter = value end
 end
 
 -- console.set_default_output(format) / get_default_output(): kept and checked as
@@ -1041,6 +1043,16 @@ end
 -- The server's own box.session.push: text on a text console session, sent as is.
 local raw_push
 
+-- The state of the text console session `settings` belongs to (made on first use).
+local function console_state(settings)
+    local state = settings.console_state
+    if state == nil then
+        state = setmetatable({running = true, delimiter = settings.delimiter}, state_mt)
+        settings.console_state = state
+    end
+    return state
+end
+
 -- A line from a text console session (`console.listen`): with a delimiter set,
 -- lines are gathered until one ends with it (and the delimiter is dropped), as
 -- 2.6's console reads a statement. Returns the reply, '' while gathering.
@@ -1049,11 +1061,7 @@ function box.internal.console_line(line, write)
     local settings = session_settings()
     settings.delimiter = settings.delimiter or ''
     line = string.gsub(line, '\r$', '')
-    local state = settings.console_state
-    if state == nil then
-        state = setmetatable({running = true}, state_mt)
-        settings.console_state = state
-    end
+    local state = console_state(settings)
     -- What the console prints itself (a remote console's pushes).
     function state.print(_, text)
         if write ~= nil then write(text) else raw_push(text) end
@@ -1268,6 +1276,13 @@ end
 -- up to the delimiter) answered in the session's output format, until the
 -- client goes.
 local function serve_console(client)
+    -- The fiber serving the client keeps its console's state, as 2.6's does:
+    -- `fiber.find(id).storage.console` shows its socket, delimiter, prompt.
+    local settings = session_settings()
+    settings.delimiter = settings.delimiter or ''
+    local state = console_state(settings)
+    state.client = client
+    require('fiber').self().storage.console = state
     local version = string.match(_TARANTOOL or '', '^([^-]+)') or '2.6.0'
     client:write(string.format('%-63s\n%-63s\n', 'Tarantool ' .. version .. ' (Lua console)',
                                "type 'help' for interactive help"))

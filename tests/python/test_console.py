@@ -305,6 +305,39 @@ def test_console_listen_before_box_cfg(tmp_path):
     assert 'box.space._space:get{280}[3]   => "\\"_space\\";"' in lines
 
 
+CONSOLE_STATE = r"""
+local console, socket, fiber, yaml = require('console'), require('socket'), require('fiber'), require('yaml')
+local s = console.listen('127.0.0.1:0')
+local c = socket.tcp_connect('127.0.0.1', s:name().port)
+c:read{chunk = 128}
+c:write("require('fiber').id()\n")
+local fid = yaml.decode(c:read('\n...\n'))[1]
+local f = fiber.find(fid)
+print('fiber', f ~= nil, f and f:status())
+local state = f.storage.console
+local peer, name = state.client:peer(), state.client:name()
+print('client', peer.host, peer.family, peer.type, peer.protocol, name.port == s:name().port)
+c:write("require('console').delimiter(';')\n") c:read('\n...\n')
+print('delimiter', state.delimiter)
+c:write("require('console').delimiter('');\n") c:read('\n...\n')
+print('delimiter', state.delimiter, 'prompt', state.prompt, 'running', state.running)
+c:write("require('fiber').id()\n")
+print('same fiber', yaml.decode(c:read('\n...\n'))[1] == fid)
+c:close()
+fiber.sleep(0.1)
+print('after close', fiber.find(fid) ~= nil)
+os.exit(0)
+"""
+
+
+def test_a_console_fiber_keeps_its_state_in_fiber_storage(tmp_path):
+    """The fiber serving a console client keeps the console's state as 2.6's does
+    (app-tap console.test.lua reads it): `fiber.find(id).storage.console` holds the
+    client socket, the delimiter, the prompt, for the client's whole session."""
+    lines = same_output_on_both(tmp_path, "console_state.lua", CONSOLE_STATE, 6)
+    assert "delimiter\t;" in lines
+
+
 PUSHES = r"""
 local console, socket, fiber = require('console'), require('socket'), require('fiber')
 local function run(c)
