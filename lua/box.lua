@@ -2091,13 +2091,17 @@ box.on_rollback = txn_trigger('on_rollback', 'on_rollback')
 
 -- A fiber switched out inside a transaction: its changes are undone, and it is
 -- marked aborted, so that box.commit fails with 154 (as memtx in 2.6 does); its
--- on_rollback triggers run when it ends.
+-- on_rollback triggers run when it ends. Statements it ran in the aborted
+-- transaction since it was resumed are undone at each later switch: they are
+-- never committed, as in 2.6.
 function internal.txn_on_yield(locals)
     local txn = locals.txn
-    if txn ~= nil and txn.mark ~= nil and not txn.aborted then
+    if txn ~= nil and txn.mark ~= nil then
         op('txn_rollback', txn.mark)
-        txn.aborted = true
-        txn.on_commit = nil
+        if not txn.aborted then
+            txn.aborted = true
+            txn.on_commit = nil
+        end
     end
 end
 
