@@ -723,6 +723,9 @@ end
 do
     local forget = box.internal.forget_session
     function box.internal.forget_session(id)
+        local settings = sessions[id]
+        -- The session's console fiber ends with it.
+        if settings ~= nil and settings.console_worker ~= nil then settings.console_worker.lines:close() end
         sessions[id] = nil
         return forget(id)
     end
@@ -1053,14 +1056,72 @@ local function console_state(settings)
     return state
 end
 
+local run_line
+
+-- A server console session's socket as 2.6's console state shows it (`client`):
+-- its descriptor and addresses (the descriptor stays the server's).
+local function session_socket(fd)
+    local function address(host, port)
+        if host == nil then return nil end
+        local unix = host == 'unix/'
+        return {host = host, port = port, type = 'SOCK_STREAM', protocol = unix and 0 or 'tcp',
+                family = unix and 'AF_UNIX' or (host:find(':', 1, true) and 'AF_INET6' or 'AF_INET')}
+    end
+    return {
+        fd = function() return fd end,
+        peer = function() return address(box.internal.fd_addresses(fd)) end,
+        name = function() return address(select(3, box.internal.fd_addresses(fd))) end,
+    }
+end
+
+-- A server console session's own fiber: it runs the session's lines one after
+-- another, with the console's state in its storage, until the session ends, as
+-- 2.6 serves each console client in one fiber (its name, storage and an open
+-- transaction go on from line to line; a transaction is aborted by the wait for
+-- the next line, as in 2.6). Made again if a line killed it.
+local function line_fiber(settings, state)
+    local worker = settings.console_worker
+    if worker ~= nil and worker.fiber:status() ~= 'dead' then return worker end
+    local fiber = require('fiber')
+    worker = {lines = fiber.channel(1), results = fiber.channel(1)}
+    local peer = box.session.peer()
+    state.client = state.client or session_socket(box.session.fd())
+    worker.fiber = box.internal.session_fiber(function()
+        fiber.self().storage.console = state
+        while true do
+            local job = worker.lines:get()
+            if job == nil then return end
+            worker.results:put({pcall(run_line, unpack(job, 1, 3))})
+        end
+    end, 'console/' .. (peer or ''))
+    settings.console_worker = worker
+    return worker
+end
+
 -- A line from a text console session (`console.listen`): with a delimiter set,
 -- lines are gathered until one ends with it (and the delimiter is dropped), as
 -- 2.6's console reads a statement. Returns the reply, '' while gathering.
--- `write(text)`: where the line's pushes go (none: the server's session).
+-- `write(text)`: where the line's pushes go (none: the server's session, whose
+-- lines run in its console fiber).
 function box.internal.console_line(line, write)
     local settings = session_settings()
     settings.delimiter = settings.delimiter or ''
     line = string.gsub(line, '\r$', '')
+    if write ~= nil then return run_line(settings, line, write) end
+    local worker = line_fiber(settings, console_state(settings))
+    box.internal.fiber_take_user(worker.fiber)
+    worker.lines:put({settings, line, nil})
+    local result
+    repeat
+        result = worker.results:get(1)
+    until result ~= nil or worker.fiber:status() == 'dead'
+    if result == nil then error('the console fiber was killed', 0) end
+    if not result[1] then error(result[2], 0) end
+    return result[2], result[3]
+end
+
+-- Runs a console line (see box.internal.console_line) in the running fiber.
+function run_line(settings, line, write)
     local state = console_state(settings)
     -- What the console prints itself (a remote console's pushes).
     function state.print(_, text)

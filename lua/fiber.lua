@@ -455,6 +455,21 @@ function fiber.new(fn, ...)
     return f
 end
 
+-- A fiber serving the running fiber's session, as its user (a console client's
+-- fiber, which 2.6 keeps for the client's whole session), scheduled to run.
+function internal.session_fiber(fn, name)
+    local f = new_fiber(fn, name, current and current.session_id or 1, current and current.uid)
+    report_count()
+    make_ready(f)
+    return f
+end
+
+-- Fiber `f` runs as the running fiber's user from now on (its session's user may
+-- have changed since it was made: box.session.su).
+function internal.fiber_take_user(f)
+    if current ~= nil then rawset(f, 'uid', current.uid) end
+end
+
 function fiber.sleep(delay)
     if type(delay) ~= 'number' then error('fiber.sleep(delay): bad arguments', 2) end
     if delay < 0 then delay = 0 end

@@ -235,8 +235,31 @@ impl UserData for RawSocket {
     }
 }
 
-/// Registers `box.internal.raw_socket_open`.
+/// `fd_addresses(fd)` -> the peer's host and port, then the socket's own, of a
+/// connected socket the server owns (a console session's, by `box.session.fd()`):
+/// read only, the descriptor stays the server's. Nothing for what is not a socket.
+#[allow(unsafe_code, reason = "a descriptor Lua names by number is read for two calls; see the SAFETY note")]
+fn fd_addresses(lua: &Lua, fd: i32) -> mlua::Result<MultiValue> {
+    if fd < 0 {
+        return Ok(MultiValue::new());
+    }
+    // SAFETY: the descriptor is only read from by two system calls and not kept;
+    // were it closed meanwhile, they fail with EBADF (or read whatever reuses the number).
+    let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
+    let (Ok(peer), Ok(name)) = (net::getpeername(fd), net::getsockname(fd)) else {
+        return Ok(MultiValue::new());
+    };
+    let mut values = address_values(lua, peer)?;
+    if values.len() != 2 {
+        return Ok(MultiValue::new());
+    }
+    values.extend(address_values(lua, Some(name))?);
+    Ok(values)
+}
+
+/// Registers `box.internal.raw_socket_open` and `box.internal.fd_addresses`.
 pub fn register(lua: &Lua) -> mlua::Result<()> {
     let internal: mlua::Table = lua.globals().get::<mlua::Table>("box")?.get("internal")?;
+    internal.set("fd_addresses", lua.create_function(fd_addresses)?)?;
     internal.set("raw_socket_open", lua.create_function(open)?)
 }

@@ -338,6 +338,58 @@ def test_a_console_fiber_keeps_its_state_in_fiber_storage(tmp_path):
     assert "delimiter\t;" in lines
 
 
+SERVER_CONSOLE_FIBER = r"""
+local console, socket, fiber, yaml = require('console'), require('socket'), require('fiber'), require('yaml')
+box.cfg{work_dir = os.getenv('WORK'), log = 'server.log'}
+box.schema.space.create('t'):create_index('pk')
+local s = console.listen('127.0.0.1:0')
+local c = socket.tcp_connect('127.0.0.1', s:name().port)
+c:read{chunk = 128}
+local function ask(text)
+    c:write(text .. '\n')
+    return c:read('\n...\n')
+end
+local function line(text)
+    print(string.format('%-70s => %s', text, (ask(text):gsub('\n', ' '))))
+end
+local fid = yaml.decode(ask("require('fiber').id()"))[1]
+line("require('fiber').self():name() == 'console/' .. box.session.peer()")
+line("require('fiber').self().storage.x = 5")
+ask("first_fid = " .. fid)
+line("require('fiber').self().storage.x, require('fiber').id() == first_fid")
+-- A transaction is aborted by the wait for the next line, and nothing of it stays.
+line("box.begin() box.space.t:insert{1}")
+line("box.space.t:insert{2}")
+line("box.commit()")
+line("box.space.t:select()")
+line("box.session.su('guest')")
+line("box.session.user()")
+line("box.session.su('admin')")
+line("box.session.user(), require('fiber').self().storage.console ~= nil")
+local f = fiber.find(yaml.decode(ask("require('fiber').id()"))[1])
+local state = f.storage.console
+local peer, name = state.client:peer(), state.client:name()
+print('client', peer.host, peer.family, peer.type, peer.protocol, name.port == s:name().port,
+      state.client:fd() == nil)
+line("require('console').delimiter(';')")
+print('delimiter', state.delimiter)
+line("require('console').delimiter('');")
+c:close()
+fiber.sleep(0.2)
+print('after close', f:status())
+os.exit(0)
+"""
+
+
+def test_the_server_console_runs_a_session_in_one_fiber(tmp_path):
+    """The server's console runs a client's lines in one fiber, as 2.6 does: named
+    console/<peer>, its storage and id going on from line to line, the console's
+    state in `storage.console` (the client socket's addresses, the delimiter), a
+    transaction aborted by the wait for the next line, gone when the client goes."""
+    lines = same_output_on_both(tmp_path, "server_console_fiber.lua", SERVER_CONSOLE_FIBER, 16)
+    assert any(line.startswith("box.space.t:select()") and "=> --- - [] ..." in line for line in lines), lines
+
+
 PUSHES = r"""
 local console, socket, fiber = require('console'), require('socket'), require('fiber')
 local function run(c)
