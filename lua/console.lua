@@ -1078,7 +1078,7 @@ end
 -- another, with the console's state in its storage, until the session ends, as
 -- 2.6 serves each console client in one fiber (its name, storage and an open
 -- transaction go on from line to line; a transaction is aborted by the wait for
--- the next line, as in 2.6). Made again if a line killed it.
+-- the next line, as in 2.6). The session ends when the fiber is cancelled.
 local function line_fiber(settings, state)
     local worker = settings.console_worker
     if worker ~= nil and worker.fiber:status() ~= 'dead' then return worker end
@@ -1091,7 +1091,11 @@ local function line_fiber(settings, state)
         while true do
             local job = worker.lines:get()
             if job == nil then return end
-            worker.results:put({pcall(run_line, unpack(job, 1, 3))})
+            local result = {pcall(run_line, unpack(job, 1, 3))}
+            -- A line that cancelled this fiber ends the session after its reply.
+            result.cancelled = not pcall(fiber.testcancel)
+            worker.results:put(result)
+            if result.cancelled then return end
         end
     end, 'console/' .. (peer or ''))
     settings.console_worker = worker
@@ -1115,7 +1119,10 @@ function box.internal.console_line(line, write)
     repeat
         result = worker.results:get(1)
     until result ~= nil or worker.fiber:status() == 'dead'
-    if result == nil then error('the console fiber was killed', 0) end
+    -- The console fiber was cancelled (by the line, or while it waited for it):
+    -- the session ends, as 2.6's ends with the fiber serving its client.
+    if result == nil or result.cancelled then box.internal.call_op('console_quit') end
+    if result == nil then return '', true end
     if not result[1] then error(result[2], 0) end
     return result[2], result[3]
 end

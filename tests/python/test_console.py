@@ -377,6 +377,13 @@ line("require('console').delimiter('');")
 c:close()
 fiber.sleep(0.2)
 print('after close', f:status())
+-- A line that cancels its console fiber gets its reply, then the session ends.
+local c2 = socket.tcp_connect('127.0.0.1', s:name().port)
+c2:read{chunk = 128}
+c2:write("require('fiber').kill(require('fiber').id())\n")
+print('kill', (c2:read('\n...\n'):gsub('\n', ' ')))
+c2:write("1 + 1\n")
+print('after kill', c2:read({delimiter = '\n...\n', timeout = 2}) == '')
 os.exit(0)
 """
 
@@ -385,8 +392,9 @@ def test_the_server_console_runs_a_session_in_one_fiber(tmp_path):
     """The server's console runs a client's lines in one fiber, as 2.6 does: named
     console/<peer>, its storage and id going on from line to line, the console's
     state in `storage.console` (the client socket's addresses, the delimiter), a
-    transaction aborted by the wait for the next line, gone when the client goes."""
-    lines = same_output_on_both(tmp_path, "server_console_fiber.lua", SERVER_CONSOLE_FIBER, 16)
+    transaction aborted by the wait for the next line, gone when the client goes;
+    a line that cancels it ends the session after its reply."""
+    lines = same_output_on_both(tmp_path, "server_console_fiber.lua", SERVER_CONSOLE_FIBER, 18)
     assert any(line.startswith("box.space.t:select()") and "=> --- - [] ..." in line for line in lines), lines
 
 
