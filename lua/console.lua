@@ -1091,7 +1091,7 @@ local function line_fiber(settings, state)
         while true do
             local job = worker.lines:get()
             if job == nil then return end
-            local result = {pcall(run_line, unpack(job, 1, 3))}
+            local result = {pcall(run_line, job.settings, job.line)}
             -- A line that cancelled this fiber ends the session after its reply.
             result.cancelled = not pcall(fiber.testcancel)
             worker.results:put(result)
@@ -1114,7 +1114,7 @@ function box.internal.console_line(line, write)
     if write ~= nil then return run_line(settings, line, write) end
     local worker = line_fiber(settings, console_state(settings))
     box.internal.fiber_take_user(worker.fiber)
-    worker.lines:put({settings, line, nil})
+    worker.lines:put({settings = settings, line = line})
     local result
     repeat
         result = worker.results:get(1)
