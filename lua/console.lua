@@ -710,9 +710,25 @@ local function session_id()
     return ok and id or 0
 end
 
+-- The settings of the console client the running fiber serves, if it keeps them
+-- apart from its session's: each client of a console served from Lua has its
+-- own, though before box.cfg they all run in the server's session.
+local function client_settings()
+    local ok, storage = pcall(function() return rawget(require('fiber').self(), 'storage') end)
+    local state = ok and storage ~= nil and storage.console or nil
+    return state ~= nil and rawget(state, 'settings') or nil
+end
+
+-- The running code's console settings, if any yet.
+local function known_settings()
+    return client_settings() or sessions[session_id()]
+end
+
 local function session_settings()
+    local settings = client_settings()
+    if settings ~= nil then return settings end
     local id = session_id()
-    local settings = sessions[id]
+    settings = sessions[id]
     if settings == nil then
         settings = {}
         sessions[id] = settings
@@ -740,7 +756,7 @@ end
 -- The reply to a console line that ended (`status`) with `n` values, in the
 -- session's output format: a YAML document, or Lua text ending with ';'.
 local function format(status, n, values)
-    local output = (sessions[session_id()] or {}).output or YAML_OUTPUT
+    local output = (known_settings() or {}).output or YAML_OUTPUT
     if output.fmt ~= 'lua' then
         if not status then
             local e = values[1]
@@ -1021,7 +1037,7 @@ end
 -- console.delimiter([delimiter]): the text console session's statement
 -- delimiter, or sets it (2.6's clients set '$EOF$' as they connect).
 function console.delimiter(value)
-    local settings = sessions[session_id()]
+    local settings = known_settings()
     if settings == nil or settings.delimiter == nil then error('console.delimiter(): need existing console', 2) end
     if value == nil then return settings.delimiter end
     if type(value) ~= 'string' then error('invalid delimiter', 2) end
@@ -1050,7 +1066,7 @@ local raw_push
 local function console_state(settings)
     local state = settings.console_state
     if state == nil then
-        state = setmetatable({running = true, delimiter = settings.delimiter}, state_mt)
+        state = setmetatable({running = true, delimiter = settings.delimiter, settings = settings}, state_mt)
         settings.console_state = state
     end
     return state
@@ -1174,7 +1190,7 @@ do
     raw_push = push
     local PUSH_TAG = {tag_handle = '!push!', tag_prefix = 'tag:tarantool.io/push,2018'}
     function box.session.push(...)
-        local settings = sessions[session_id()]
+        local settings = known_settings()
         local pushing = settings and settings.pushing
         if not pushing then return push(...) end
         if select('#', ...) ~= 1 then error('Usage: box.session.push(data)', 2) end
@@ -1345,9 +1361,9 @@ end
 -- client goes.
 local function serve_console(client)
     -- The fiber serving the client keeps its console's state, as 2.6's does:
-    -- `fiber.find(id).storage.console` shows its socket, delimiter, prompt.
-    local settings = session_settings()
-    settings.delimiter = settings.delimiter or ''
+    -- `fiber.find(id).storage.console` shows its socket, delimiter, prompt; and
+    -- the client's settings (output, delimiter), its own.
+    local settings = {delimiter = ''}
     local state = console_state(settings)
     state.client = client
     require('fiber').self().storage.console = state

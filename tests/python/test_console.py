@@ -338,6 +338,31 @@ def test_a_console_fiber_keeps_its_state_in_fiber_storage(tmp_path):
     assert "delimiter\t;" in lines
 
 
+TWO_CLIENTS = r"""
+local console, socket = require('console'), require('socket')
+local s = console.listen('127.0.0.1:0')
+local a = socket.tcp_connect('127.0.0.1', s:name().port) a:read{chunk = 128}
+local b = socket.tcp_connect('127.0.0.1', s:name().port) b:read{chunk = 128}
+local function ask(c, line)
+    c:write(line .. '\n')
+    return (c:read({delimiter = {'...\n', ';'}, timeout = 2}) or 'nil'):gsub('\n', ' ')
+end
+print('a', ask(a, '\\set output lua'))
+print('b', ask(b, '1 + 1'))
+print('a', ask(a, "require('console').delimiter('$$')"))
+print('b', ask(b, '2 + 2'))
+print('a', ask(a, '3 + 3$$'))
+os.exit(0)
+"""
+
+
+def test_clients_of_a_console_served_before_box_cfg_have_settings_of_their_own(tmp_path):
+    """Each client of a console listened on before box.cfg has its own output
+    format and delimiter, as in 2.6 (they shared the server session's)."""
+    lines = same_output_on_both(tmp_path, "two_clients.lua", TWO_CLIENTS, 5)
+    assert lines[1] == "b\t--- - 2 ... \t3", lines
+
+
 SERVER_CONSOLE_FIBER = r"""
 local console, socket, fiber, yaml = require('console'), require('socket'), require('fiber'), require('yaml')
 box.cfg{work_dir = os.getenv('WORK'), log = 'server.log'}
