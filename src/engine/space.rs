@@ -369,13 +369,23 @@ impl Space {
         self.indexes.values().flat_map(|ix| ix.def.tuple_parts().iter()).filter(move |p| p.field_no as usize == field)
     }
 
+    /// Whether a missing `field` is refused for itself. As in 2.6, only a leaf of the
+    /// format's tree is: a field an index reaches inside by a path is required
+    /// through those places alone (a nullable one lets the whole field be absent).
     fn is_required(&self, field: usize) -> bool {
-        let in_format = self.def.format.get(field).is_some_and(|f| !f.nullable);
-        in_format || self.parts_on_field(field).any(|p| !p.nullable && p.path.is_none())
+        self.is_required_by_format(field) || self.parts_on_field(field).any(|p| !p.nullable && p.path.is_none())
+    }
+
+    fn is_required_by_format(&self, field: usize) -> bool {
+        self.def.format.get(field).is_some_and(|f| !f.nullable) && !self.has_paths_inside(field)
+    }
+
+    fn has_paths_inside(&self, field: usize) -> bool {
+        self.parts_on_field(field).any(|p| p.path.is_some())
     }
 
     fn required_field_count(&self) -> usize {
-        let by_format = self.def.format.iter().rposition(|f| !f.nullable).map_or(0, |i| i + 1);
+        let by_format = (0..self.def.format.len()).rposition(|i| self.is_required_by_format(i)).map_or(0, |i| i + 1);
         let by_index = self
             .indexes
             .values()

@@ -9,7 +9,7 @@ read, `index.parts` and `_index` row; then a second script restarts on the same
 data and reads through the indexes again. Maps are printed with sorted keys (Lua
 table order differs between the two servers' LuaJIT builds).
 """
-from conftest import LUA_SHOW_SORTED, LUA_TRY, scripts_in_turn_on_both
+from conftest import LUA_SHOW_SORTED, LUA_TRY, same_output_on_both, scripts_in_turn_on_both
 
 SHOW = LUA_SHOW_SORTED + LUA_TRY
 
@@ -210,3 +210,35 @@ def test_indexes_on_paths_match_tarantool(tmp_path):
     assert "in one index, but type" in text and "invalid path" in text
     assert any(line.startswith("after restart sk\tok\t{1={") for line in tarantool)
     assert "mk counts\tok\t4 4 4 4" in text, [line for line in tarantool if "mk counts" in line]
+
+
+REQUIRED_THROUGH_PATHS = r"""
+box.cfg{log_level = 1}
+-- As 2.6: a field an index reaches inside by a path is required only through those
+-- places (its format's is_nullable = false notwithstanding): a nullable place lets
+-- the whole field be absent, a missing required one is named by its path.
+local function show(s, t) print(pcall(s.insert, s, t)) end
+local s = box.schema.space.create('t', {format = {{'id', 'unsigned'}, {'m', 'any'}, {'n', 'string', is_nullable = true}}})
+s:create_index('pk')
+s:create_index('path', {parts = {{2, 'unsigned', path = 'a.b'}}, unique = false})
+show(s, {1})
+show(s, {2, {a = {c = 1}}})
+show(s, {3, {}})
+local s2 = box.schema.space.create('t2', {format = {{'id', 'unsigned'}, {'m', 'map'}}})
+s2:create_index('pk')
+s2:create_index('path', {parts = {{2, 'unsigned', path = 'a', is_nullable = true}}, unique = false})
+show(s2, {1})
+show(s2, {2, {}})
+show(s2, {3, box.NULL})
+local s3 = box.schema.space.create('t3', {format = {{'id', 'unsigned'}, {'m', 'any'}, {'k', 'unsigned'}}})
+s3:create_index('pk')
+s3:create_index('path', {parts = {{2, 'unsigned', path = 'a', is_nullable = true}}, unique = false})
+show(s3, {1})
+show(s3, {1, box.NULL, 5})
+show(s3, {2, {b = 1}, 5})
+os.exit(0)
+"""
+
+
+def test_a_field_with_paths_inside_is_required_through_them(tmp_path):
+    same_output_on_both(tmp_path, "required.lua", REQUIRED_THROUGH_PATHS, 9)
