@@ -908,13 +908,36 @@ function space_methods:format(fmt)
     if type(fmt) ~= 'table' then raise(1, 'Illegal parameters, format should be a table') end
     box.space._space:update({self.id}, {{'=', 7, internal.normalize_format(fmt)}})
 end
-function space_methods:frommap(m)
-    if type(self) ~= 'table' or self.id == nil or type(m) ~= 'table' then
-        error('Usage: space:frommap(map, opts)', 0)
+-- space:frommap(map[, {table = bool}]): a tuple of the space's format from the
+-- map's named fields (those left out are nils; trailing ones are not there), or
+-- with `table` the Lua table it is made of; nil and why when a name is not in the
+-- format or the tuple does not fit the space (2.6's messages).
+function space_methods.frommap(...)
+    local argc, self, m, opts = select('#', ...), ...
+    local usage = 'Usage: space:frommap(map, opts)'
+    if argc < 2 or argc > 3 or type(m) ~= 'table' then error(usage, 0) end
+    local as_table = false
+    if argc == 3 then
+        if type(opts) ~= 'table' or (opts.table ~= nil and type(opts.table) ~= 'boolean') then error(usage, 0) end
+        as_table = opts.table == true
     end
-    local t = {}
-    for i, f in ipairs(self._format) do t[i] = m[f.name] == nil and box.NULL or m[f.name] end
-    return box.tuple.new(t)
+    local id = type(self) == 'table' and tonumber(self.id) or 0
+    local space = box.space[id]
+    if space == nil then return nil, string.format("Space with id '%d' doesn't exist", id) end
+    local fieldno = {}
+    for i, f in ipairs(space._format or {}) do fieldno[f.name] = i end
+    local t = require('table.new')(#(space._format or {}), 0)
+    for k, v in pairs(m) do
+        local name = tostring(k)
+        if fieldno[name] == nil then return nil, string.format("Unknown field '%s'", name) end
+        t[fieldno[name]] = v
+    end
+    local tuple, _, message = internal.native.tuple_new(t, nil, true)
+    if tuple == nil then return nil, message end
+    local ok, checked = pcall(op, 'space_tuple', id, tuple)
+    if not ok then return nil, type(checked) == 'string' and checked or checked.message end
+    if as_table then return t end
+    return checked
 end
 
 fill_space = function(s, info)

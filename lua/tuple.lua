@@ -11,15 +11,17 @@ local methods = {}
 
 local function raise(code, message) error(make_error(code, message), 3) end
 
-local function new_tuple(v)
-    local t, code, message = native.tuple_new(v)
+-- `never_sparse`: a sparse table in a field is an array with nils (as 2.6's
+-- box.tuple.new of one table), not a map (as its box.tuple.new(a, b, ...)).
+local function new_tuple(v, never_sparse)
+    local t, code, message = native.tuple_new(v, nil, never_sparse)
     if t == nil and code == nil then error(box.internal.encode_failure(message), 0) end
     if t == nil then raise(code, message) end
     return t
 end
 
 function box.tuple.new(...)
-    if select('#', ...) == 1 and type((...)) == 'table' then return new_tuple((...)) end
+    if select('#', ...) == 1 and type((...)) == 'table' then return new_tuple((...), true) end
     return new_tuple({...})
 end
 

@@ -590,6 +590,14 @@ fn run(lua: &Lua, cx: &mut Context, op: &str, args: &[Value]) -> Result<Value, F
             }
             tuple_value(lua, bytes.into(), &Rc::new(TupleFormat::default()))?
         }
+        // A tuple checked against a space's format and indexes, with its field names
+        // (`space:frommap()`, as 2.6 makes it with the space's format).
+        "space_tuple" => {
+            let space = engine.space(u32_arg(1)?)?;
+            let bytes = bytes_of(args, 2)?;
+            space.validate(&bytes)?;
+            tuple_value(lua, bytes.into(), &format_of(space, engine.schema_version()))?
+        }
         "is_tuple" => Value::Boolean(super::is_tuple(args.get(1).unwrap_or(&Value::Nil))),
         "idem_lookup" => idem_lookup(lua, cx, args)?,
         "idem_store" => {

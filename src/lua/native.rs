@@ -18,6 +18,7 @@ use crate::engine::space::Space;
 use crate::engine::tuple::split;
 use crate::engine::update;
 use crate::error::{code, BoxResult};
+use crate::protocol::msgpack::Reader;
 
 /// An OS error's text as strerror(3) gives it (Rust's own adds " (os error N)").
 pub(crate) fn strerror(e: &std::io::Error) -> String {
@@ -223,8 +224,30 @@ pub fn create(lua: &Lua) -> mlua::Result<Table> {
     )?;
     t.set(
         "tuple_new",
-        lua.create_function(|lua, (v, format): (Value, Option<mlua::UserDataRef<NamedFormat>>)| {
-            tuple_new(lua, &v, format.map_or_else(|| Rc::new(TupleFormat::default()), |f| f.0.clone()))
+        lua.create_function(
+            |lua, (v, format, never_sparse): (Value, Option<mlua::UserDataRef<NamedFormat>>, Option<bool>)| {
+                let mut options = serializer::module_options();
+                if never_sparse == Some(true) {
+                    options.encode_sparse_ratio = 0;
+                }
+                let format = format.map_or_else(|| Rc::new(TupleFormat::default()), |f| f.0.clone());
+                tuple_new(lua, &v, format, &options)
+            },
+        )?,
+    )?;
+    // tuple_from_msgpack(bytes): a tuple of an encoded array as it is (the order of a
+    // map inside kept), as 2.6 makes one of a record's key or tuple; nil for
+    // anything else than one whole array.
+    t.set(
+        "tuple_from_msgpack",
+        lua.create_function(|lua, raw: LuaString| {
+            let bytes = raw.as_bytes();
+            let is_array = Reader::new(&bytes).read_array_len().is_ok();
+            let whole = is_array && Reader::new(&bytes).skip().is_ok_and(|v| v.len() == bytes.len());
+            if !whole {
+                return Ok(Value::Nil);
+            }
+            Ok(Value::UserData(lua.create_userdata(LuaTuple(bytes.to_vec().into(), Rc::default()))?))
         })?,
     )?;
     t.set(
@@ -271,11 +294,19 @@ pub fn create(lua: &Lua) -> mlua::Result<Table> {
 pub struct FiberCount(pub usize);
 
 /// `box.tuple.new(t)`: a tuple from a Lua array (or a scalar, as a one-field tuple),
-/// its fields named by `format` (net.box's tuples take their space's names).
+/// its fields named by `format` (net.box's tuples take their space's names), encoded
+/// with `options`. 2.6 encodes `box.tuple.new(table)` and `space:frommap()` with
+/// msgpack's options but `encode_sparse_ratio = 0` (Lua's `tuple_new(t, nil, true)`):
+/// a sparse table in any field is an array with nils there, not a map.
 /// A value msgpack cannot encode gives no code, and why as the message.
-fn tuple_new(lua: &Lua, v: &Value, format: Rc<TupleFormat>) -> mlua::Result<(Value, Value, Value)> {
+fn tuple_new(
+    lua: &Lua,
+    v: &Value,
+    format: Rc<TupleFormat>,
+    options: &serializer::Options,
+) -> mlua::Result<(Value, Value, Value)> {
     let mut bytes = Vec::new();
-    if let Err(e) = convert::encode(&mut bytes, v) {
+    if let Err(e) = convert::encode_with(&mut bytes, v, options) {
         let mlua::Error::RuntimeError(why) = e else { return Err(e) };
         return Ok((Value::Nil, Value::Nil, Value::String(lua.create_string(why)?)));
     }

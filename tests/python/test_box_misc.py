@@ -496,3 +496,42 @@ def test_open_fio_and_popen_handles_at_exit_do_not_crash_the_state_close(tmp_pat
     for _ in range(3):
         r = subprocess.run([ONCEBOX, str(script)], capture_output=True, text=True, timeout=60, cwd=tmp_path)
         assert (r.returncode, r.stdout) == (0, "done\n"), r.stderr
+
+
+FROMMAP = r"""
+box.cfg{log_level = 1}
+""" + LUA_PRINT_COUNTED + r"""
+local s = box.schema.space.create('t', {format = {{'id', 'unsigned'}, {'m', 'any'}, {'n', 'string', is_nullable = true}}})
+s:create_index('pk')
+s:create_index('path', {parts = {{2, 'unsigned', path = 'a.b', is_nullable = true}}, unique = false})
+-- Fields left out are nils (trailing ones not there), then checked against the format.
+p(s:frommap({id = 1}))
+p(s:frommap({id = 1, n = 'x'}))
+p(s:frommap({id = 1, m = {a = {b = 5}}, n = 'x'}))
+p(s:frommap({id = 1, m = {a = {b = 'no'}}}))
+p(s:frommap({id = 'x'}))
+p(s:frommap({m = 'x'}))
+p(s:frommap({id = 1, zz = 2}))
+p(s:frommap({[1] = 5}))
+-- {table = true}: the table the tuple is made of (a field left out is a hole).
+local u = box.schema.space.create('u', {format = {{'id', 'unsigned'}, {'m', 'any', is_nullable = true}, {'n', 'string'}}})
+u:create_index('pk')
+local t = u:frommap({id = 1, n = 'x'}, {table = true})
+p(type(t), t[1], t[2], t[3])
+p(u:frommap({id = 1, n = 'x'}, {table = false}))
+p(u:frommap({id = 1, m = {[1] = 1, [3] = 3}, n = 'x'}))
+p(u:frommap({id = 1}))
+p(pcall(s.frommap, s))
+p(pcall(s.frommap, s, {id = 1}, {table = 1}))
+p(pcall(s.frommap, s, {id = 1}, 5))
+p(pcall(s.frommap, s, 5))
+p(pcall(s.frommap, s, {id = 1}, {}, {}))
+p(pcall(s.frommap, s, {id = 1}, nil))
+s:drop()
+p(s:frommap({id = 1}))
+os.exit()
+"""
+
+
+def test_frommap_checks_the_format_and_gives_tables_as_2_6(tmp_path):
+    same_output_on_both(tmp_path, "frommap.lua", FROMMAP, 19)
