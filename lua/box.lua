@@ -951,15 +951,40 @@ fill_space = function(s, info)
     s.is_local = info.is_local
     -- As 2.6: a space takes writes once it has a primary key.
     s.enabled = info.index[0] ~= nil
-    for k in pairs(s.index) do s.index[k] = nil end
-    for iid, ix in pairs(info.index) do
+    -- As 2.6, an index keeps its object (a reference to it sees the change).
+    local kept = {}
+    for k, v in pairs(s.index) do
+        if type(k) == 'number' and info.index[k] ~= nil then kept[k] = v end
+        s.index[k] = nil
+    end
+    local ids = {}
+    for iid in pairs(info.index) do ids[#ids + 1] = iid end
+    table.sort(ids)
+    for _, iid in ipairs(ids) do
+        local ix = info.index[iid]
         local engine_mt = info.engine == 'vinyl' and vinyl_index_mt or memtx_index_mt
-        local index = setmetatable({id = iid, name = ix.name, type = ix.type, unique = ix.unique,
-                                    space_id = info.id, parts = ix.parts, dimension = ix.dimension, func = ix.func},
-                                   object_mt(engine_mt, {__call = engine_mt.__call, __pairs = engine_mt.pairs}))
-        if iid == 0 and info.sequence_id ~= nil then
-            index.sequence_id, index.sequence_fieldno = info.sequence_id, info.sequence_field + 1
+        -- Fields one by one, in the order 2.6's lbox_fillspace sets them (with its
+        -- nils: setting one makes a key all the same), so that the object iterates
+        -- and prints as there.
+        local index = kept[iid]
+        if index == nil then
+            index = setmetatable({}, object_mt(engine_mt, {__call = engine_mt.__call, __pairs = engine_mt.pairs}))
         end
+        if ix.unique ~= nil then
+            rawset(index, 'unique', ix.unique)
+        elseif ix.dimension ~= nil then
+            rawset(index, 'dimension', ix.dimension)
+        end
+        if ix.func ~= nil then rawset(index, 'func', ix.func) end
+        rawset(index, 'type', ix.type)
+        rawset(index, 'id', iid)
+        rawset(index, 'space_id', info.id)
+        rawset(index, 'name', ix.name)
+        rawset(index, 'parts', ix.parts)
+        local sequenced = iid == 0 and info.sequence_id ~= nil
+        rawset(index, 'sequence_id', sequenced and info.sequence_id or nil)
+        rawset(index, 'sequence_fieldno', sequenced and info.sequence_field + 1 or nil)
+        rawset(index, 'sequence_path', nil)
         s.index[iid] = index
         s.index[ix.name] = index
     end

@@ -250,6 +250,13 @@ end
 
 
 
+-- Reply converters that pass the rows to `tuples`: their requests ask for the rows as tuples.
+local tuple_converters = setmetatable({}, {__mode = 'k'})
+local function tuple_converter(convert)
+    tuple_converters[convert] = true
+    return convert
+end
+
 -- Sends a request; the reply's data, converted by `convert` (nil: as it is).
 -- With opts.is_async, a future of it instead; opts.on_push gets each push message.
 function conn_mt:_request(ty, body, opts, convert, method)
@@ -271,7 +278,7 @@ function conn_mt:_request(ty, body, opts, convert, method)
     -- {buffer = ibuf}: the reply body's bytes go into it (`skip_header`: the data alone).
     local buf = opts and opts.buffer
     local skip_header = opts and opts.skip_header
-    local raw = buf ~= nil or nil
+    local raw = buf ~= nil or (tuple_converters[convert] and 'tuples') or nil
     local on_push = opts and opts.on_push
     local async = opts and (opts.is_async or (on_push ~= nil and internal.fiber_can_yield()))
     local encoded, unencodable = self._h:encode(ty, body, token, timeout)
@@ -477,13 +484,17 @@ end
 
 -- Rows become box.tuple objects, their fields named by `format` (a space's, from
 -- its _vspace row; none for call_16); a row no tuple can hold stays as it is.
+-- The reply of a request whose converter calls this comes with its rows as tuples
+-- of the bytes sent (see `tuple_converters`), so a map in a field keeps its order.
 local function tuples(data, format)
     local out = {}
     for i, row in ipairs(data or {}) do
-        out[i] = internal.native.tuple_new(type(row) == 'table' and row or {row}, format) or row
+        local whole = type(row) == 'table' or box.tuple.is(row)
+        out[i] = internal.native.tuple_new(whole and row or {row}, format) or row
     end
     return out
 end
+
 
 -- The names a space's tuples get (2.6 keeps its tuple format in the same field).
 local function format_cdata(format)
@@ -496,17 +507,17 @@ end
 
 -- Reply converters: the rows as tuples of `space`, or the first of them.
 local function space_tuples(space)
-    return function(data) return tuples(data, space._format_cdata) end
+    return tuple_converter(function(data) return tuples(data, space._format_cdata) end)
 end
 local function first_space_tuple(space)
-    return function(data) return tuples(data, space._format_cdata)[1] end
+    return tuple_converter(function(data) return tuples(data, space._format_cdata)[1] end)
 end
 
 -- The 1.6 forms (deprecated in 2.6, still there): call_16 sends CALL_16 and
 -- returns the reply's tuples; eval_16 takes its arguments as values.
 function conn_mt:call_16(name, ...)
     return (self:_request(T.CALL_16, {[K.FUNCTION_NAME] = tostring(name), [K.TUPLE] = seq({...})}, nil,
-                          function(data) return tuples(data) end, 'call_16'))
+                          tuple_converter(function(data) return tuples(data) end), 'call_16'))
 end
 
 function conn_mt:eval_16(expr, ...)
@@ -568,11 +579,11 @@ function index_mt:get(key, opts)
     no_buffer(opts, 'get', 1527)
     opts = opts or {}
     local body = select_body(self, key, {limit = 2})
-    return self._conn:_request(T.SELECT, body, opts, function(data)
+    return self._conn:_request(T.SELECT, body, opts, tuple_converter(function(data)
         local rows = tuples(data, self.space._format_cdata)
         if #rows > 1 then box.error(box.error.MORE_THAN_ONE_TUPLE) end
         return rows[1]
-    end, 'get')
+    end), 'get')
 end
 
 function index_mt:min(key, opts)
@@ -639,11 +650,13 @@ function space_mt:len(opts) return self.index[0]:count(nil, opts) end
 -- Reads the server's _vspace and _vindex: conn.space[name|id], space.index[name|id].
 -- A part of an _index row (either form) as 2.6's net.box shows it: 1-based
 -- fieldno, type, is_nullable, and the collation by name.
+-- Its fields are set in 2.6's order, so that the table iterates (and prints) as there.
 local function remote_part(part, collations)
-    if part[1] ~= nil then
-        return {fieldno = part[1] + 1, type = part[2], is_nullable = false}
-    end
-    local out = {fieldno = (part.field or 0) + 1, type = part.type, is_nullable = part.is_nullable == true}
+    local out = {
+        type = part[2] or part.type,
+        fieldno = (part[1] or part.field or 0) + 1,
+        is_nullable = part.is_nullable or false,
+    }
     if part.collation ~= nil then out.collation = collations[part.collation] end
     return out
 end
@@ -672,11 +685,19 @@ function conn_mt:reload_schema()
     for _, row in ipairs(spaces or {}) do
         local opts = type(row[6]) == 'table' and row[6] or {}
         local s = rawget(known, row[1]) or setmetatable({}, space_mt)
-        s.id, s.name, s.engine, s.field_count = row[1], row[3], row[4], row[5]
-        s.enabled, s.temporary, s.is_sync = true, opts.temporary == true, opts.is_sync == true
+        -- One by one, in 2.6's order (see remote_part).
+        s.id = row[1]
+        s.name = row[3]
+        s.engine = row[4]
+        s.field_count = row[5]
+        s.enabled = true
+        s.index = {}
+        s.temporary = opts.temporary == true
+        s.is_sync = opts.is_sync == true
         s._format = type(row[7]) == 'table' and row[7] or {}
         s._format_cdata = format_cdata(s._format)
-        s._conn, s.connection, s.index = self, self, {}
+        s.connection = self
+        s._conn = self
         space[s.id], space[s.name] = s, s
     end
     for _, row in ipairs(indexes or {}) do
@@ -686,9 +707,11 @@ function conn_mt:reload_schema()
             for i, part in ipairs(type(row[6]) == 'table' and row[6] or {}) do
                 parts[i] = remote_part(part, collations)
             end
-            local ix = setmetatable({id = row[2], name = row[3], type = string.upper(row[4]),
-                                     unique = type(row[5]) == 'table' and row[5].unique, parts = parts, space = s},
-                                    index_mt)
+            -- Made as 2.6 makes it (see remote_part).
+            local ix = {space = row[1], id = row[2], name = row[3], type = string.upper(row[4]), parts = parts}
+            ix.unique = type(row[5]) == 'table' and not not row[5].unique
+            ix.space = s
+            setmetatable(ix, index_mt)
             s.index[ix.id], s.index[ix.name] = ix, ix
         end
     end

@@ -4,6 +4,8 @@
 -- What tarantoolctl cat and play read files with. (The file is read whole.)
 
 local msgpack = require('msgpack')
+local table_new = require('table.new')
+local tuple_from_msgpack = box.internal.native.tuple_from_msgpack
 
 local TYPE_NAMES = {'SELECT', 'INSERT', 'REPLACE', 'UPDATE', 'DELETE', 'CALL_16', 'AUTH', 'EVAL', 'UPSERT', 'CALL',
                     'EXECUTE', 'NOP', 'PREPARE'}
@@ -28,7 +30,9 @@ local function header_of(raw)
         tsn = lsn - h[H_TSN]
         commit = bit.band(h[H_FLAGS] or 0, FLAG_COMMIT) ~= 0
     end
-    local header = {type = TYPE_NAMES[ty] or ty}
+    -- Made and filled as 2.6 fills it, so that its keys iterate (and print) in 2.6's order.
+    local header = table_new(0, 8)
+    header.type = TYPE_NAMES[ty] or ty
     if (h[H_SYNC] or 0) ~= 0 then header.sync = h[H_SYNC] end
     if lsn ~= 0 then header.lsn = lsn end
     if (h[H_REPLICA_ID] or 0) ~= 0 then header.replica_id = h[H_REPLICA_ID] end
@@ -40,12 +44,13 @@ local function header_of(raw)
 end
 
 -- The body's fields in the map's order (as 2.6 fills its table); the key and the
--- tuple as tuples.
+-- tuple as tuples of their bytes.
 local function body_of(ty, pairs_list)
     local body = {}
     for i = 1, #pairs_list, 2 do
-        local k, v = pairs_list[i], msgpack.decode(pairs_list[i + 1])
-        if (k == KEY or k == TUPLE) and type(v) == 'table' then v = box.tuple.new(v) end
+        local k, raw = pairs_list[i], pairs_list[i + 1]
+        local v = (k == KEY or k == TUPLE) and tuple_from_msgpack(raw) or nil
+        if v == nil then v = msgpack.decode(raw) end
         body[DML[ty] and BODY_KEYS[k] or k] = v
     end
     return body
@@ -65,7 +70,8 @@ function xlog.pairs(...)
         local raw_header, raw_body = c:next()
         if raw_header == nil then return end
         local lsn, ty, header = header_of(raw_header)
-        local record = {HEADER = header}
+        local record = table_new(0, 8)
+        record.HEADER = header
         if raw_body ~= nil then record.BODY = body_of(ty, raw_body) end
         return lsn, record
     end

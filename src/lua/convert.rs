@@ -635,6 +635,28 @@ pub fn decode(lua: &Lua, r: &mut Reader<'_>, depth: usize) -> mlua::Result<Value
 
 /// Decodes one msgpack value into Lua with `options` (a serializer instance's).
 pub fn decode_with(lua: &Lua, r: &mut Reader<'_>, depth: usize, options: &Options) -> mlua::Result<Value> {
+    decode_value(lua, r, depth, options, Tables::Presized)
+}
+
+/// Decodes a tuple's field (`t[i]`, `t:totable()`, `t:unpack()`) as 2.6 does, through
+/// its Lua decoder (msgpackffi): each table starts empty and grows key by key.
+pub fn decode_tuple_field(lua: &Lua, r: &mut Reader<'_>) -> mlua::Result<Value> {
+    decode_value(lua, r, 1, &serializer::module_options(), Tables::Grown)
+}
+
+/// How decoded tables are made. Lua's `pairs()` order depends on it: a map
+/// `{1: a, 20: b}` in a table sized for two keys iterates 20 first, in one grown
+/// key by key 1 first (1 moves to the array part when the table grows).
+#[derive(Debug, Clone, Copy)]
+enum Tables {
+    /// Sized for their members first, as 2.6's C decoder (`msgpack.decode`, call
+    /// arguments, net.box replies).
+    Presized,
+    /// Empty at first, as 2.6's msgpackffi decoder.
+    Grown,
+}
+
+fn decode_value(lua: &Lua, r: &mut Reader<'_>, depth: usize, options: &Options, tables: Tables) -> mlua::Result<Value> {
     let bad = |_| mlua::Error::runtime(INVALID_MSGPACK);
     if depth > MAX_DECODE_DEPTH {
         return Err(mlua::Error::runtime("too many nested values to decode"));
@@ -688,9 +710,12 @@ pub fn decode_with(lua: &Lua, r: &mut Reader<'_>, depth: usize, options: &Option
         }
         MpType::Array => {
             let n = r.read_array_len().map_err(bad)?;
-            let t = lua.create_table_with_capacity(n.min(1 << 16) as usize, 0)?;
+            let t = match tables {
+                Tables::Presized => lua.create_table_with_capacity(n.min(1 << 16) as usize, 0)?,
+                Tables::Grown => lua.create_table()?,
+            };
             for i in 1..=n {
-                t.raw_set(i, decode_with(lua, r, depth + 1, options)?)?;
+                t.raw_set(i, decode_value(lua, r, depth + 1, options, tables)?)?;
             }
             if options.decode_save_metatables {
                 t.set_metatable(Some(hint_mt(lua, true)?))?;
@@ -699,10 +724,13 @@ pub fn decode_with(lua: &Lua, r: &mut Reader<'_>, depth: usize, options: &Option
         }
         MpType::Map => {
             let n = r.read_map_len().map_err(bad)?;
-            let t = lua.create_table_with_capacity(0, n.min(1 << 16) as usize)?;
+            let t = match tables {
+                Tables::Presized => lua.create_table_with_capacity(0, n.min(1 << 16) as usize)?,
+                Tables::Grown => lua.create_table()?,
+            };
             for _ in 0..n {
-                let k = decode_with(lua, r, depth + 1, options)?;
-                let v = decode_with(lua, r, depth + 1, options)?;
+                let k = decode_value(lua, r, depth + 1, options, tables)?;
+                let v = decode_value(lua, r, depth + 1, options, tables)?;
                 if !matches!(k, Value::Nil) {
                     t.raw_set(k, v)?;
                 }

@@ -914,13 +914,14 @@ fn space_info(lua: &Lua, engine: &Engine, which: Option<&Value>) -> mlua::Result
         }
         let parts = lua.create_table()?;
         for (i, p) in ix.def.parts.iter().enumerate() {
+            // Set in 2.6's order (luaT_push_key_def), so that the table iterates as there.
             let pt = lua.create_table()?;
-            pt.set("fieldno", p.field_no + 1)?;
             pt.set("type", p.ty.name())?;
-            pt.set("is_nullable", p.nullable)?;
+            pt.set("fieldno", p.field_no + 1)?;
             if let Some(path) = &p.path {
                 pt.set("path", path.text())?;
             }
+            pt.set("is_nullable", p.nullable)?;
             // As 2.6 shows a part's collation: by name (binary, the default, unshown).
             match p.collation {
                 Collation::Binary => {}

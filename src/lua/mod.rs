@@ -1650,11 +1650,11 @@ pub(crate) fn deliver_netbox(lua: &Lua, ticket: u64, reply: netbox::NetReply) {
         let f: Function = internal_fn(lua, "netbox_deliver")?;
         #[allow(clippy::cast_precision_loss, reason = "tickets stay far below 2^53")]
         let mut args = vec![Value::Number(ticket as f64)];
-        let raw = netbox::take_raw(ticket);
+        let form = netbox::take_body_form(ticket);
         match reply {
             Ok(reply) => {
                 args.push(Value::Boolean(true));
-                args.extend(netbox::reply_values(lua, &reply, raw)?);
+                args.extend(netbox::reply_values(lua, &reply, form)?);
             }
             Err(message) => {
                 args.push(Value::Boolean(false));

@@ -17,12 +17,13 @@ use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::os::unix::net::UnixStream;
+use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use mlua::{Lua, MultiValue, UserData, UserDataMethods, Value};
+use mlua::{Lua, MultiValue, Table, UserData, UserDataMethods, Value};
 use tokio::sync::mpsc::UnboundedSender;
 
 use super::convert;
@@ -296,7 +297,31 @@ impl NetConn {
 
 /// `request` and `submit`'s arguments: a request from `encode`, and whether the reply
 /// body goes to Lua as its bytes.
-type RequestCall = (mlua::UserDataRef<RequestArgs>, Option<bool>);
+type RequestCall = (mlua::UserDataRef<RequestArgs>, Value);
+
+/// What Lua gets of a reply's body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BodyForm {
+    /// Decoded into Lua values.
+    Decoded,
+    /// Its msgpack bytes as a string (`{buffer = ibuf}`).
+    Bytes,
+    /// Decoded, but each array among the data's (0x30) members a `box.tuple` of its
+    /// bytes as sent, as 2.6's net.box makes a select's or call_16's tuples: a map in a
+    /// field keeps its order, which decoding into a Lua table would lose.
+    Tuples,
+}
+
+impl BodyForm {
+    /// The form Lua asks for: `true` bytes, `'tuples'` tuples, anything else decoded.
+    fn of(v: &Value) -> Self {
+        match v {
+            Value::Boolean(true) => Self::Bytes,
+            Value::String(s) if s.as_bytes().as_ref() == b"tuples" => Self::Tuples,
+            _ => Self::Decoded,
+        }
+    }
+}
 
 /// A request encoded for sending (`encode`): type, body and token as msgpack, and
 /// how long `request` waits for its reply.
@@ -339,19 +364,18 @@ fn request_args(ty: u64, body: &Value, token: &Value, timeout: Option<f64>) -> m
 impl UserData for RequestArgs {}
 
 thread_local! {
-    /// Tickets whose reply body goes to Lua as its bytes (`{buffer = ibuf}`).
-    static RAW_TICKETS: std::cell::RefCell<std::collections::HashSet<u64>> = std::cell::RefCell::default();
+    /// Tickets whose reply body goes to Lua in another form than decoded.
+    static BODY_FORMS: std::cell::RefCell<std::collections::HashMap<u64, BodyForm>> = std::cell::RefCell::default();
 }
 
-/// Whether the reply to `ticket` was asked for as bytes (forgets the ticket).
-pub fn take_raw(ticket: u64) -> bool {
-    RAW_TICKETS.with(|raw| raw.borrow_mut().remove(&ticket))
+/// The form the reply to `ticket` was asked for in (forgets the ticket).
+pub fn take_body_form(ticket: u64) -> BodyForm {
+    BODY_FORMS.with(|forms| forms.borrow_mut().remove(&ticket)).unwrap_or(BodyForm::Decoded)
 }
 
-/// A reply as the Lua values `code, body, pushes, schema version` (bodies decoded, or with `raw`
-/// the body as a string of its msgpack bytes; an empty body is nil; the pushes a
-/// list of their bodies).
-pub fn reply_values(lua: &Lua, reply: &Reply, raw: bool) -> mlua::Result<MultiValue> {
+/// A reply as the Lua values `code, body, pushes, schema version` (the body in `form`;
+/// an empty body is nil; the pushes a list of their decoded bodies).
+pub fn reply_values(lua: &Lua, reply: &Reply, form: BodyForm) -> mlua::Result<MultiValue> {
     let decode = |bytes: &[u8]| -> mlua::Result<Value> {
         if bytes.is_empty() {
             return Ok(Value::Nil);
@@ -363,10 +387,50 @@ pub fn reply_values(lua: &Lua, reply: &Reply, raw: bool) -> mlua::Result<MultiVa
         pushes.raw_set(i + 1, decode(push)?)?;
     }
     #[allow(clippy::cast_precision_loss, reason = "reply codes are small")]
-    let body = if raw { Value::String(lua.create_string(&reply.body)?) } else { decode(&reply.body)? };
+    let body = match form {
+        BodyForm::Bytes => Value::String(lua.create_string(&reply.body)?),
+        BodyForm::Decoded => decode(&reply.body)?,
+        BodyForm::Tuples => {
+            let body = decode(&reply.body)?;
+            if let (Value::Table(t), Some(rows)) = (&body, data_members(&reply.body)) {
+                t.raw_set(key::DATA, data_tuples(lua, &rows)?)?;
+            }
+            body
+        }
+    };
     #[allow(clippy::cast_precision_loss, reason = "schema versions stay far below 2^53")]
     let schema_version = Value::Number(reply.schema_version as f64);
     Ok(MultiValue::from_vec(vec![Value::Number(reply.code as f64), body, Value::Table(pushes), schema_version]))
+}
+
+/// The members of a reply body's data (0x30) when it is an array, as bytes.
+fn data_members(body: &[u8]) -> Option<Vec<&[u8]>> {
+    let mut r = Reader::new(body);
+    for _ in 0..r.read_map_len().ok()? {
+        let k = r.read_uint().ok()?;
+        if k != u64::from(key::DATA) {
+            r.skip().ok()?;
+            continue;
+        }
+        let n = r.read_array_len().ok()?;
+        return (0..n).map(|_| r.skip()).collect::<Result<Vec<_>, _>>().ok();
+    }
+    None
+}
+
+/// A Lua list of `rows`: each array a tuple of its bytes, anything else decoded.
+fn data_tuples(lua: &Lua, rows: &[&[u8]]) -> mlua::Result<Table> {
+    let list = lua.create_table_with_capacity(rows.len(), 0)?;
+    for (i, row) in rows.iter().enumerate() {
+        let v = if matches!(row.first(), Some(0x90..=0x9f | 0xdc | 0xdd)) {
+            let tuple = super::tuple::LuaTuple(row.to_vec().into(), Rc::default());
+            Value::UserData(lua.create_userdata(tuple)?)
+        } else {
+            convert::decode(lua, &mut Reader::new(row), 0)?
+        };
+        list.raw_set(i + 1, v)?;
+    }
+    Ok(list)
 }
 
 /// Reads one reply frame; or why the connection cannot go on.
@@ -403,9 +467,9 @@ impl UserData for NetConn {
                 Err(e) => Err(e),
             }
         });
-        // request(encoded[, raw]) -> code, body, pushes (Lua tables; with raw the
-        // body's bytes): blocks until the reply.
-        methods.add_method_mut("request", |lua, this, (args, raw): RequestCall| {
+        // request(encoded[, form]) -> code, body, pushes (Lua tables; the body in the
+        // form `BodyForm::of(form)` says): blocks until the reply.
+        methods.add_method_mut("request", |lua, this, (args, form): RequestCall| {
             let (tx, rx) = mpsc::channel();
             this.submit(&args, ReplyTo::Direct(tx))?;
             let outcome = match timeout_of(args.timeout) {
@@ -413,16 +477,16 @@ impl UserData for NetConn {
                 None => rx.recv().map_err(|_| false),
             };
             match outcome {
-                Ok(Ok(reply)) => reply_values(lua, &reply, raw.unwrap_or(false)),
+                Ok(Ok(reply)) => reply_values(lua, &reply, BodyForm::of(&form)),
                 Ok(Err(e)) => Err(mlua::Error::runtime(e)),
                 // Timed out: nothing (the caller raises TIMEOUT); the late reply is dropped.
                 Err(true) => Ok(MultiValue::new()),
                 Err(false) => Err(mlua::Error::runtime("Connection closed")),
             }
         });
-        // submit(encoded[, raw]) -> ticket: the reply reaches the TX thread later
+        // submit(encoded[, form]) -> ticket: the reply reaches the TX thread later
         // (box.internal.netbox_deliver), while the calling fiber waits.
-        methods.add_method_mut("submit", |lua, this, (args, raw): RequestCall| {
+        methods.add_method_mut("submit", |lua, this, (args, form): RequestCall| {
             let notify = lua
                 .app_data_ref::<TxNotify>()
                 .map(|n| n.0.clone())
@@ -430,8 +494,9 @@ impl UserData for NetConn {
             let ticket = NEXT_TICKET.fetch_add(1, Ordering::Relaxed);
             // The waiting fiber keeps the time; a late reply finds nobody and is dropped.
             this.submit(&args, ReplyTo::Tx(ticket, notify))?;
-            if raw == Some(true) {
-                RAW_TICKETS.with(|tickets| tickets.borrow_mut().insert(ticket));
+            let form = BodyForm::of(&form);
+            if form != BodyForm::Decoded {
+                BODY_FORMS.with(|forms| forms.borrow_mut().insert(ticket, form));
             }
             Ok(ticket)
         });

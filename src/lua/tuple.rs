@@ -53,14 +53,14 @@ impl LuaTuple {
     fn field(&self, lua: &Lua, n: usize) -> mlua::Result<Value> {
         let fields = split(&self.0).map_err(|e| mlua::Error::runtime(e.message))?;
         match n.checked_sub(1).and_then(|i| fields.get(i)) {
-            Some(raw) => convert::decode(lua, &mut Reader::new(raw), 1),
+            Some(raw) => convert::decode_tuple_field(lua, &mut Reader::new(raw)),
             None => Ok(Value::Nil),
         }
     }
 
     fn all(&self, lua: &Lua) -> mlua::Result<Vec<Value>> {
         let fields = split(&self.0).map_err(|e| mlua::Error::runtime(e.message))?;
-        fields.iter().map(|raw| convert::decode(lua, &mut Reader::new(raw), 1)).collect()
+        fields.iter().map(|raw| convert::decode_tuple_field(lua, &mut Reader::new(raw))).collect()
     }
 
     /// Fields `from` to `to` (1-based, inclusive; the whole tuple by default).

@@ -191,8 +191,8 @@ end
 """
 
 
-# show(v): a value as text, maps with sorted keys (Lua table order differs between
-# the two servers' LuaJIT builds), tuples as their fields, box.error objects as
+# show(v): a value as text, maps with sorted keys (so that a check does not hang on
+# how a table was built), tuples as their fields, box.error objects as
 # "error <message>".
 LUA_SHOW_SORTED = r"""
 local function show(v)

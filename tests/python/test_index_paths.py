@@ -6,8 +6,8 @@ The same Lua script runs on both: it creates indexes on places inside fields
 (TREE and HASH, unique or not, nullable, paths through maps and arrays), inserts,
 updates, upserts, replaces and deletes tuples, and prints every result, error, index
 read, `index.parts` and `_index` row; then a second script restarts on the same
-data and reads through the indexes again. Maps are printed with sorted keys (Lua
-table order differs between the two servers' LuaJIT builds).
+data and reads through the indexes again. Maps are printed with sorted keys
+(test_table_order.py checks the order itself).
 """
 from conftest import LUA_SHOW_SORTED, LUA_TRY, same_output_on_both, scripts_in_turn_on_both
 

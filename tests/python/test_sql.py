@@ -1,7 +1,7 @@
 """SQL (`box.execute`, IPROTO EXECUTE) compared with real Tarantool 2.6.
 
 The Lua script runs the same statements on both servers and prints each result
-in a fixed order (Lua's table order differs between the two LuaJITs): result
+in a fixed order (not hanging on how each table was built): result
 columns' names and types, rows, row counts and autoincremented ids, or the error's
 code and message; then the catalogue rows CREATE TABLE and CREATE INDEX wrote.
 Over IPROTO, each EXECUTE reply body must be byte-identical (a `double` column's
