@@ -477,7 +477,8 @@ def test_log_settings_and_box_cfg_log_options_follow_each_other_as_2_6(tmp_path)
     syslog; 2.6's texts for bad values; a format error points at the caller; a
     logged table loses the line's own keys; lines stop at 16 KiB; log.rotate()
     reopens the file and says so."""
-    same_output_on_both(tmp_path, "log_settings.lua", LOG_SETTINGS, 28)
+    # (2.6 aborts now and then in log_destroy as it exits, the output complete.)
+    same_output_on_both(tmp_path, "log_settings.lua", LOG_SETTINGS, 28, tarantool_may_abort_at_exit=True)
 
 
 def test_open_fio_and_popen_handles_at_exit_do_not_crash_the_state_close(tmp_path):
