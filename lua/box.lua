@@ -926,7 +926,7 @@ function space_methods.frommap(...)
     if space == nil then return nil, string.format("Space with id '%d' doesn't exist", id) end
     local fieldno = {}
     for i, f in ipairs(space._format or {}) do fieldno[f.name] = i end
-    local t = require('table.new')(#(space._format or {}), 0)
+    local t = internal.table_new(#(space._format or {}), 0)
     for k, v in pairs(m) do
         local name = tostring(k)
         if fieldno[name] == nil then return nil, string.format("Unknown field '%s'", name) end
@@ -2592,10 +2592,19 @@ function box.backup.stop() op('backup_stop') end
 -- and no vinyl): data is the tuples' bytes, index the index structures' estimate,
 -- lua the Lua heap; there is no tuple cache and no transaction memory to speak of.
 local TUPLE_HEADER_BYTES = 16
+-- (These tables are made and filled as 2.6's C code does, so that they iterate and
+-- print in its order: see test_table_order.py.)
+internal.table_new = require('table.new')
 local function box_info_memory()
     local m = op('memory')
-    return {cache = 0, data = m.data, index = m.index, lua = math.floor(collectgarbage('count') * 1024),
-            net = 0, tx = 0}
+    local t = internal.table_new(0, 6)
+    t.data = m.data
+    t.index = m.index
+    t.cache = 0
+    t.tx = 0
+    t.net = 0
+    t.lua = math.floor(collectgarbage('count') * 1024)
+    return t
 end
 
 -- box.slab.info(): "items" are the tuples (their bytes, and their allocations
@@ -2611,9 +2620,17 @@ function box.slab.info()
     local items_size = m.data + m.tuples * TUPLE_HEADER_BYTES
     local arena = items_size + m.index
     local quota = box.cfg.memtx_memory or 268435456
-    return {items_size = items_size, items_used = m.data, items_used_ratio = ratio(m.data, items_size),
-            arena_size = arena, arena_used = arena, arena_used_ratio = ratio(arena, arena),
-            quota_size = quota, quota_used = m.quota_used, quota_used_ratio = ratio(m.quota_used, quota)}
+    local t = {}
+    t.items_size = items_size
+    t.items_used = m.data
+    t.items_used_ratio = ratio(m.data, items_size)
+    t.arena_size = arena
+    t.arena_used = arena
+    t.arena_used_ratio = ratio(arena, arena)
+    t.quota_size = quota
+    t.quota_used = m.quota_used
+    t.quota_used_ratio = ratio(m.quota_used, quota)
+    return t
 end
 -- Per size class in 2.6; oncebox's allocator has none to list.
 function box.slab.stats() return {} end
@@ -2623,7 +2640,11 @@ function box.slab.check() end
 box.runtime = {}
 function box.runtime.info()
     local lua = math.floor(collectgarbage('count') * 1024)
-    return {lua = lua, used = lua, maxalloc = 4398046510080}
+    local t = {}
+    t.used = lua
+    t.maxalloc = 4398046510080
+    t.lua = lua
+    return t
 end
 
 -- A box.info item that is called for its figures (2.6's are callable tables).
@@ -2632,15 +2653,26 @@ local function callable(fn) return setmetatable({}, {__call = function(_, ...) r
 -- A vclock: a map from replica id to lsn (2.6 encodes it as a map, `{1: 5}`).
 local function vclock(lsn)
     lsn = lsn or op('lsn')
-    return map(lsn > 0 and {[1] = lsn} or {})
+    local t = internal.table_new(0, lsn > 0 and 1 or 0)
+    if lsn > 0 then t[1] = lsn end
+    return map(t)
 end
 
 -- box.info.gc(): the last checkpoint (oncebox applies the log to its rows every
 -- checkpoint_wal_threshold bytes, and keeps no older checkpoint); nothing holds it.
 local box_info_gc = callable(function()
     local lsn = op('checkpoint_lsn')
-    return {checkpoint_is_in_progress = false, signature = lsn, vclock = vclock(lsn), consumers = {},
-            checkpoints = {{references = {}, signature = lsn, vclock = vclock(lsn)}}}
+    local t = {}
+    t.vclock = vclock(lsn)
+    t.signature = lsn
+    t.checkpoint_is_in_progress = false
+    local checkpoint = internal.table_new(0, 2)
+    checkpoint.vclock = vclock(lsn)
+    checkpoint.signature = lsn
+    checkpoint.references = {}
+    t.checkpoints = {checkpoint}
+    t.consumers = {}
+    return t
 end)
 
 -- No SQL: an empty prepared statement cache.
@@ -2687,23 +2719,39 @@ box.info = setmetatable({package = 'Tarantool', version = _TARANTOOL}, {__index 
     if k == 'vclock' then return vclock() end
     if k == 'replication' then
         -- By replica id, a map as in 2.6 (in block style).
-        return setmetatable({[1] = {id = 1, uuid = op('instance_uuid'), lsn = op('lsn')}}, {__serialize = 'mapping'})
+        local replica = internal.table_new(0, 16)
+        replica.id = 1
+        replica.uuid = op('instance_uuid')
+        replica.lsn = op('lsn')
+        return setmetatable({[1] = replica}, {__serialize = 'mapping'})
     end
     if k == 'cluster' then
         local row = op('cluster_row')
-        return {uuid = row and row[2]}
+        local t = internal.table_new(0, 2)
+        t.uuid = row and row[2]
+        return t
     end
     if k == 'pid' then return require('tarantool').pid() end
     -- Whole seconds, counted from 1 as 2.6's (uptime + 1).
     if k == 'uptime' then return math.floor(require('tarantool').uptime()) + 1 end
     -- 1.6's name for this instance's own entry, still answered (not listed) in 2.6.
-    if k == 'server' then return {id = 1, uuid = op('instance_uuid'), lsn = op('lsn'), ro = op('is_read_only')} end
+    if k == 'server' then
+        local t = internal.table_new(0, 2)
+        t.id = 1
+        t.uuid = op('instance_uuid')
+        t.lsn = op('lsn')
+        t.ro = op('is_read_only')
+        return t
+    end
     return nil
 end, __call = function(self)
-    local all = {replication_anon = {count = 0}}
-    for _, k in ipairs({'cluster', 'gc', 'id', 'listen', 'lsn', 'memory', 'package', 'pid', 'replication', 'ro',
-                        'signature', 'sql', 'status', 'uptime', 'uuid', 'vclock', 'version', 'vinyl'}) do
-        all[k] = self[k]
+    -- In 2.6's order, `listen` set even when nil (as 2.6 sets it: the key is made all the same).
+    local all = {}
+    all.version = _TARANTOOL
+    all.package = 'Tarantool'
+    for _, k in ipairs({'id', 'uuid', 'lsn', 'signature', 'vclock', 'ro', 'replication', 'replication_anon',
+                        'status', 'uptime', 'pid', 'cluster', 'memory', 'gc', 'vinyl', 'sql', 'listen'}) do
+        if k == 'replication_anon' then all[k] = {count = 0} else all[k] = self[k] end
     end
     return setmetatable(all, {__index = function(_, k) if k == 'server' then return self.server end end})
 end})
@@ -2760,22 +2808,45 @@ local cfg_known = {
 local cfg_values = nil
 
 -- 2.6's defaults, reported by box.cfg before an option is set and restored by
--- setting it to box.NULL.
-local cfg_defaults = {
-    background = false, checkpoint_count = 2, checkpoint_interval = 3600, checkpoint_wal_threshold = 1e18,
-    coredump = false, feedback_enabled = true, feedback_host = 'https://feedback.tarantool.io',
-    feedback_interval = 3600, force_recovery = false, hot_standby = false, log_format = 'plain', log_level = 5,
-    memtx_dir = '.', memtx_max_tuple_size = 1048576, memtx_memory = 268435456, memtx_min_tuple_size = 16,
-    net_msg_max = 768, vinyl_dir = '.', wal_dir = '.',
-    read_only = false, readahead = 16320, replication_anon = false, replication_connect_timeout = 30,
-    replication_skip_conflict = false, replication_sync_lag = 10, replication_sync_timeout = 300,
-    replication_synchro_quorum = 1, replication_synchro_timeout = 5, replication_timeout = 1,
-    slab_alloc_factor = 1.05, sql_cache_size = 5242880, strip_core = true, too_long_threshold = 0.5,
-    vinyl_bloom_fpr = 0.05, vinyl_cache = 134217728, vinyl_max_tuple_size = 1048576, vinyl_memory = 134217728,
-    vinyl_page_size = 8192, vinyl_read_threads = 1, vinyl_run_count_per_level = 2, vinyl_run_size_ratio = 3.5,
-    vinyl_timeout = 60, vinyl_write_threads = 4, wal_dir_rescan_delay = 2, wal_max_size = 268435456,
-    wal_mode = 'write', worker_pool_threads = 4,
-}
+-- setting it to box.NULL. The keys are 2.6's default_cfg's, in its order and with
+-- its nils: box.cfg is filled by iterating this table (see cfg_publish), so it
+-- must iterate as 2.6's does.
+-- (Filled key by key, nils included, into a table made for one key: so 2.6's
+-- LuaJIT parser builds its literal's template, growing it, a key with a nil value
+-- holding a place until a later key or a resize takes it. Our LuaJIT's parser
+-- keeps such places, so a literal would not iterate alike.)
+local cfg_defaults = internal.table_new(0, 1)
+for _, option in ipairs({
+    {'listen'}, {'memtx_memory', 268435456}, {'strip_core', true}, {'memtx_min_tuple_size', 16},
+    {'memtx_max_tuple_size', 1048576}, {'slab_alloc_factor', 1.05}, {'work_dir'}, {'memtx_dir', '.'},
+    {'wal_dir', '.'}, {'vinyl_dir', '.'}, {'vinyl_memory', 134217728}, {'vinyl_cache', 134217728},
+    {'vinyl_max_tuple_size', 1048576}, {'vinyl_read_threads', 1}, {'vinyl_write_threads', 4},
+    {'vinyl_timeout', 60}, {'vinyl_run_count_per_level', 2}, {'vinyl_run_size_ratio', 3.5}, {'vinyl_range_size'},
+    {'vinyl_page_size', 8192}, {'vinyl_bloom_fpr', 0.05}, {'io_collect_interval'}, {'readahead', 16320},
+    {'snap_io_rate_limit'}, {'too_long_threshold', 0.5}, {'wal_mode', 'write'}, {'wal_max_size', 268435456},
+    {'wal_dir_rescan_delay', 2}, {'force_recovery', false}, {'replication'}, {'instance_uuid'},
+    {'replicaset_uuid'}, {'custom_proc_title'}, {'pid_file'}, {'background', false}, {'username'},
+    {'coredump', false}, {'read_only', false}, {'hot_standby', false}, {'checkpoint_interval', 3600},
+    {'checkpoint_wal_threshold', 1e18}, {'checkpoint_count', 2}, {'worker_pool_threads', 4},
+    {'replication_timeout', 1}, {'replication_sync_lag', 10}, {'replication_sync_timeout', 300},
+    {'replication_synchro_quorum', 1}, {'replication_synchro_timeout', 5}, {'replication_connect_timeout', 30},
+    {'replication_connect_quorum'}, {'replication_skip_conflict', false}, {'replication_anon', false},
+    {'feedback_enabled', true}, {'feedback_host', 'https://feedback.tarantool.io'}, {'feedback_interval', 3600},
+    {'net_msg_max', 768}, {'sql_cache_size', 5242880},
+}) do
+    rawset(cfg_defaults, option[1], option[2])
+end
+-- The log module's options, which 2.6 asks the log module for after the others
+-- (in this table's order; its values are not constants there either), with
+-- their defaults.
+local cfg_log_options = {log = {}, log_nonblock = {}, log_level = {5}, log_format = {'plain'}}
+
+-- An option's default.
+local function cfg_default(k)
+    local v = cfg_defaults[k]
+    if v == nil and cfg_log_options[k] ~= nil then v = cfg_log_options[k][1] end
+    return v
+end
 
 -- nil or box.NULL: "no value" (an option's default).
 local function is_null(v)
@@ -2906,8 +2977,21 @@ local function check_cfg_limits(limits, k, v, get)
     end
 end
 
--- The options as box.cfg's own fields too, so that pairs(box.cfg) lists them as in 2.6.
+-- The options as box.cfg's own fields too, so that pairs(box.cfg) lists them as in
+-- 2.6: the first time in the order 2.6 fills its table in (a script's first
+-- box.cfg{} options as given, then the defaults missing, then the log module's,
+-- a nil among them making its key all the same), so that it iterates as there.
 local function cfg_publish()
+    if not internal.cfg_published then
+        internal.cfg_published = true
+        for _, k in ipairs(internal.first_cfg_keys or {}) do rawset(box.cfg, k, cfg_values[k]) end
+        for k in pairs(cfg_defaults) do
+            if rawget(box.cfg, k) == nil then rawset(box.cfg, k, cfg_values[k]) end
+        end
+        for k in pairs(cfg_log_options) do
+            if rawget(box.cfg, k) == nil then rawset(box.cfg, k, cfg_values[k]) end
+        end
+    end
     for k, v in pairs(cfg_values) do rawset(box.cfg, k, v) end
 end
 
@@ -2915,6 +2999,7 @@ local function cfg_load()
     if cfg_values ~= nil then return end
     cfg_values = {}
     for k, v in pairs(cfg_defaults) do cfg_values[k] = v end
+    for k, v in pairs(cfg_log_options) do cfg_values[k] = v[1] end
     for k, v in pairs(op('cfg_initial')) do
         if k == 'listen_bound' then
             internal.listen_bound = internal.listen_bound or v
@@ -3002,14 +3087,16 @@ function internal.check_first_cfg(opts)
     if opts ~= nil and type(opts) ~= 'table' then
         error("bad argument #1 to 'pairs' (table expected, got " .. type(opts) .. ')', 2)
     end
-    local given = {}
+    local given, keys = {}, {}
     for k, v in pairs(cfg_renamed(opts or {})) do
         check_cfg_value(k, v)
         if v ~= '' then given[k] = v end
+        keys[#keys + 1] = k
     end
+    internal.first_cfg_keys = keys
     local function get(k)
         if given[k] ~= nil then return given[k] end
-        return cfg_defaults[k]
+        return cfg_default(k)
     end
     for k in pairs(cfg_limits) do check_cfg_limits(cfg_limits, k, get(k), get) end
     check_log_options(given)
@@ -3152,7 +3239,7 @@ box.cfg = setmetatable({}, {
         -- As 2.6: an option fixed at start refuses any other value, '' included.
         for k, v in pairs(opts) do
             local current = cfg_values[k]
-            if current == nil then current = cfg_defaults[k] end
+            if current == nil then current = cfg_default(k) end
             if not cfg_dynamic[k] and not LOG_OPTIONS[k] and current ~= v then
                 raise(58, "Can't set option '%s' dynamically", k)
             end
@@ -3160,7 +3247,7 @@ box.cfg = setmetatable({}, {
         -- box.NULL and '' restore an option's default; an empty listen stops listening.
         local new = {}
         for k, v in pairs(opts) do
-            if is_null(v) or v == '' then v = cfg_defaults[k] end
+            if is_null(v) or v == '' then v = cfg_default(k) end
             new[k] = v
         end
         local function get(k)
@@ -3178,8 +3265,8 @@ box.cfg = setmetatable({}, {
             if string.sub(k, 1, 12) == 'idempotency_' and v ~= nil then op('idem_cfg', k, v) end
             if k == 'read_only' then op('set_read_only', v) end
             if k == 'replication' then
-                follow_sources(v or {}, get('replication_connect_timeout') or cfg_defaults.replication_connect_timeout,
-                               get('replication_timeout') or cfg_defaults.replication_timeout,
+                follow_sources(v or {}, get('replication_connect_timeout') or cfg_default('replication_connect_timeout'),
+                               get('replication_timeout') or cfg_default('replication_timeout'),
                                get('replication_connect_quorum'))
             end
             if k == 'custom_proc_title' then package.loaded.title.update{custom_title = v} end

@@ -1025,11 +1025,12 @@ fn idem_cfg(lua: &Lua, cx: &mut Context, key: &str, v: Value) -> Result<(), Fail
 
 /// One `box.stat()` / `box.stat.net()` entry: `{total, rps}`, and `current` when given.
 fn counter_table(lua: &Lua, total: u64, rps: u64, current: Option<u64>) -> mlua::Result<Table> {
+    // Set in 2.6's order (fill_stat_item), so that it iterates as there.
     let entry = lua.create_table()?;
     #[allow(clippy::cast_precision_loss, reason = "counters stay far below 2^53")]
     {
-        entry.set("total", total as f64)?;
         entry.set("rps", rps as f64)?;
+        entry.set("total", total as f64)?;
         if let Some(current) = current {
             entry.set("current", current as f64)?;
         }

@@ -74,4 +74,13 @@ function return_sparse() local r = {} r[1] = 1 r[20] = 1 return r end
 local r = c:call_16('return_sparse')
 print(hex(msgpack.encode(r[1])), keys(r[1][1]), yaml.encode(r))
 c:close()
+
+-- What the console prints most: box.info, box.cfg, box.stat and friends (their keys;
+-- the values are each server's own).
+print('info', keys(box.info()))
+print('memory', keys(box.info.memory()), 'gc', keys(box.info.gc()), 'replica', keys(box.info.replication[1]))
+print('cfg', keys(box.cfg))
+print('stat', keys(box.stat()), keys(box.stat().SELECT))
+print('net', keys(box.stat.net()), keys(box.stat.net().CONNECTIONS))
+print('slab', keys(box.slab.info()), 'runtime', keys(box.runtime.info()))
 os.exit(0)
