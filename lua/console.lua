@@ -1855,17 +1855,23 @@ local function new_json()
     local module = package.loaded.json
     if module ~= nil then json.array_mt, json.map_mt = module.array_mt, module.map_mt end
 
+    -- A bad argument as 2.6's C functions report one (luaL_argerror): named as the
+    -- caller called the function, at the calling Lua line.
+    local function bad_argument(why)
+        error(string.format("bad argument #1 to '%s' (%s)", debug.getinfo(2, 'n').name or '?', why), 3)
+    end
+
     function json.encode(...)
         local n, v, opts = select('#', ...), ...
-        if n ~= 1 and n ~= 2 then error("bad argument #1 to '?' (expected 1 or 2 arguments)", 0) end
+        if n ~= 1 and n ~= 2 then bad_argument('expected 1 or 2 arguments') end
         return json_encode(v, 0, call_options(json.cfg, n, opts))
     end
 
     function json.decode(...)
         local n, s, opts = select('#', ...), ...
-        if n ~= 1 and n ~= 2 then error("bad argument #1 to '?' (expected 1 or 2 arguments)", 0) end
+        if n ~= 1 and n ~= 2 then bad_argument('expected 1 or 2 arguments') end
         if type(s) == 'number' then s = tostring(s) end
-        if type(s) ~= 'string' then error(string.format("bad argument #1 to '?' (string expected, got %s)", type(s)), 0) end
+        if type(s) ~= 'string' then bad_argument(string.format('string expected, got %s', type(s))) end
         local cfg = call_options(json.cfg, n, opts)
         local ok, r = pcall(json_decoder, s, cfg.decode_max_depth, cfg.decode_invalid_numbers,
                             cfg.decode_save_metatables)

@@ -640,6 +640,7 @@ local function without_hints(v)
     return v
 end
 
+-- (Raised at the calling Lua line, as 2.6's C functions raise them through luaL_error.)
 local ENCODE_USAGE = 'Usage: encode(object, {tag_prefix = <string>, tag_handle = <string>})'
 local DECODE_USAGE = 'Usage: yaml.decode(document, [{tag_only = boolean}])'
 
@@ -681,14 +682,14 @@ local function new_yaml()
     -- begins with their %TAG directive (a bad one gives nil and why, as 2.6).
     function y.encode(...)
         local n, v, opts = select('#', ...), ...
-        if n == 0 then error(ENCODE_USAGE, 0) end
+        if n == 0 then error(ENCODE_USAGE, 2) end
         if opts == nil then return encode(v, y.cfg) end
-        if type(opts) ~= 'table' then error(ENCODE_USAGE, 0) end
+        if type(opts) ~= 'table' then error(ENCODE_USAGE, 2) end
         local handle, prefix = opts.tag_handle, opts.tag_prefix
         for _, x in ipairs({handle or false, prefix or false}) do
-            if x ~= false and type(x) ~= 'string' and type(x) ~= 'number' then error(ENCODE_USAGE, 0) end
+            if x ~= false and type(x) ~= 'string' and type(x) ~= 'number' then error(ENCODE_USAGE, 2) end
         end
-        if (handle == nil) ~= (prefix == nil) then error(ENCODE_USAGE, 0) end
+        if (handle == nil) ~= (prefix == nil) then error(ENCODE_USAGE, 2) end
         if handle == nil then return encode(v, y.cfg) end
         handle, prefix = tostring(handle), tostring(prefix)
         local problem = tag_problem(handle, prefix)
@@ -701,8 +702,8 @@ local function new_yaml()
     function y.decode(...)
         local s, opts = ...
         if type(s) == 'number' then s = tostring(s) end
-        if type(s) ~= 'string' then error(DECODE_USAGE, 0) end
-        if opts ~= nil and type(opts) ~= 'table' then error(DECODE_USAGE, 0) end
+        if type(s) ~= 'string' then error(DECODE_USAGE, 2) end
+        if opts ~= nil and type(opts) ~= 'table' then error(DECODE_USAGE, 2) end
         if opts ~= nil and opts.tag_only == true then return first_tag(s) end
         local cfg = y.cfg
         if cfg.decode_save_metatables and cfg.decode_invalid_numbers then return decode(s) end

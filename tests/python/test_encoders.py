@@ -780,3 +780,28 @@ def test_unencodable_values_are_refused_as_2_6(tmp_path):
     assert tarantool[0] == "false | builtin/msgpackffi.lua:292: can not encode Lua type: 'function'"
     assert tarantool[10] == "false | builtin/box/net_box.lua:549: unsupported Lua type 'function'"
     assert tarantool[15] == "true | true"
+
+
+USAGE_ERRORS = r"""
+-- As 2.6's C functions raise them: at the calling Lua line (none when pcall calls
+-- the function itself), a bad argument named as the caller named the function.
+local json, yaml, msgpack = require('json'), require('yaml'), require('msgpack')
+local function show(f, ...) print(pcall(f, ...)) end
+show(yaml.encode)
+show(json.encode)
+show(json.decode, {})
+show(function() local r = yaml.encode() return r end)
+show(function() local r = yaml.encode(1, 2) return r end)
+show(function() local r = yaml.decode() return r end)
+show(function() local r = yaml.decode('x', 5) return r end)
+show(function() local r = json.encode() return r end)
+show(function() local r = json.decode() return r end)
+show(function() local r = json.decode({}) return r end)
+show(function() local enc = json.encode local r = enc(1, 2, 3) return r end)
+show(function() local r = msgpack.encode() return r end)
+os.exit(0)
+"""
+
+
+def test_usage_errors_say_where_as_2_6(tmp_path):
+    same_output_on_both(tmp_path, "usage.lua", USAGE_ERRORS, 12)
