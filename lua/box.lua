@@ -2508,16 +2508,22 @@ function box.session.su(user, fn, ...)
     if found ~= nil and found.type ~= 'user' then found = nil end
     local uid = type(user) == 'number' and user or (found and found.id)
     if uid == nil then raise(45, "User '%s' is not found", tostring(user)) end
-    local prev = op('su', uid)
-    local locals = internal.fiber_locals()
-    local outer = locals.su_uid
     if fn == nil then
         -- As 2.6: the session's own user changes too (box.session.user() names it),
         -- for its later requests and console lines as well.
-        locals.su_uid = nil
+        op('su', uid)
+        internal.fiber_locals().su_uid = nil
         op('session_su', uid)
         return
     end
+    return internal.run_as(uid, fn, ...)
+end
+-- Runs fn(...) with `uid` as the effective user (box.session.uid() still the
+-- session's own), then puts the effective user back, whatever fn did.
+function internal.run_as(uid, fn, ...)
+    local prev = op('su', uid)
+    local locals = internal.fiber_locals()
+    local outer = locals.su_uid
     locals.su_uid = outer or prev
     local r = {pcall(fn, ...)}
     op('su', prev)
@@ -3356,6 +3362,14 @@ function func_methods:call(args)
     if fn == nil then fn, object = resolve_function(self.name) end
     if fn == nil then raise(33, "Procedure '%s' is not defined", self.name) end
     args = args or {}
+    if self.setuid then
+        -- As a CALL of it: with its owner's rights.
+        local row = as_admin(function() return box.space._func.index.name:get(self.name) end)
+        if row ~= nil then
+            if object ~= nil then return internal.run_as(row[2], fn, object, unpack(args, 1, table.maxn(args))) end
+            return internal.run_as(row[2], fn, unpack(args, 1, table.maxn(args)))
+        end
+    end
     if object ~= nil then return fn(object, unpack(args, 1, table.maxn(args))) end
     return fn(unpack(args, 1, table.maxn(args)))
 end

@@ -112,8 +112,9 @@ local function note_schema_version(conn, version)
 end
 
 -- Fibers waiting for replies, and futures, by ticket; each reply is delivered here.
+-- As in 2.6, a future nobody holds any more is garbage (its reply, dropped).
 local await_reply, deliver_reply
-local futures = {}
+local futures = setmetatable({}, {__mode = 'v'})
 function internal.netbox_deliver(ticket, ok, code, body, pushes, schema_version)
     local future = futures[ticket]
     if future ~= nil then
@@ -206,7 +207,13 @@ function future_mt:result()
     return o.result[2]
 end
 
+-- A time-out that is not a number of seconds, refused with 2.6's message and place.
+local function check_timeout(timeout, usage)
+    if timeout and (type(timeout) ~= 'number' or timeout < 0) then error(usage, 0) end
+end
+
 function future_mt:wait_result(timeout)
+    check_timeout(timeout, 'builtin/box/net_box.lua:408: Usage: future:wait_result(timeout)')
     local deadline = timeout and (require('fiber').clock() + timeout)
     while self.outcome == nil and not self.discarded do
         local left = deadline and (deadline - require('fiber').clock())
@@ -226,6 +233,7 @@ local function push_message(push) return push and push[K.DATA] and push[K.DATA][
 -- Iterates the pushes as they come, then the result: (1, push), ..., (n + 1,
 -- result); an error (a time-out too) is (box.NULL, error), once.
 function future_mt:pairs(timeout)
+    check_timeout(timeout, 'builtin/box/net_box.lua:391: Usage: future:pairs(timeout)')
     local fiber = require('fiber')
     local deadline = timeout and (fiber.clock() + timeout)
     local i, done = 0, false

@@ -232,3 +232,34 @@ def test_index_count_takes_the_iterator_as_2_6(tmp_path):
     lines = cases_on_both(tmp_path, "netbox_count_cases.lua", 6)
     assert lines[1] == "iterator\t3\t1\t5"
     assert lines[3] == "async\t1"
+
+
+FUTURES = r"""
+box.cfg{listen = os.getenv('LISTEN'), log_level = 1}
+box.schema.user.grant('guest', 'super', nil, nil, {if_not_exists = true})
+local fiber = require('fiber')
+local cond
+function long_function(...) cond = fiber.cond() cond:wait() return ... end
+local function finish() while not cond do fiber.sleep(0.01) end cond:signal() cond = nil end
+local c = require('net.box').connect(box.cfg.listen)
+-- As in 2.6, a future nobody holds is garbage, though its request is pending.
+local weak = setmetatable({}, {__mode = 'v'})
+weak.future = c:call('long_function', {1, 2, 3}, {is_async = true})
+print(weak.future ~= nil)
+collectgarbage() collectgarbage()
+print(weak.future == nil)
+finish()
+local future = c:call('long_function', {1, 2, 3}, {is_async = true})
+collectgarbage()
+finish()
+print(future:wait_result(10)[3])
+-- A time-out that is not a number of seconds is a usage error.
+for _, t in ipairs({true, '100', -1}) do print(pcall(future.wait_result, future, t)) end
+for _, t in ipairs({true, -1}) do print(pcall(future.pairs, future, t)) end
+c:close()
+os.exit(0)
+"""
+
+
+def test_futures_are_garbage_when_dropped_and_check_time_outs_as_2_6(tmp_path):
+    same_output_on_both(tmp_path, "futures.lua", FUTURES, 8)

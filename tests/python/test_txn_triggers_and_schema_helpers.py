@@ -190,3 +190,31 @@ os.exit(0)
 def test_persistent_lua_functions(tmp_path):
     lines = same_output_on_both(tmp_path, "persistent_functions.lua", PERSISTENT_FUNCTIONS, 21)
     assert "2: true | 3" in lines, lines
+
+
+SETUID_FUNC_CALL = r"""
+box.cfg{log_level = 1}
+""" + LUA_PRINT_COUNTED + r"""
+-- A setuid persistent function called through box.func runs with its owner's
+-- rights, as a CALL of it does: what it calls is checked against the owner.
+box.schema.func.create('inner', {language = 'LUA', body = 'function() return "inner ran" end'})
+box.schema.user.grant('guest', 'read, write', 'space', '_func')
+box.schema.user.grant('guest', 'create', 'function')
+box.session.su('guest')
+box.schema.func.create('outer', {language = 'LUA', setuid = true,
+                                 body = 'function() return box.session.euid(), box.session.uid(), box.func.inner:call() end'})
+box.schema.func.create('who', {language = 'LUA', setuid = true,
+                               body = 'function() return box.session.euid(), box.session.uid() end'})
+box.session.su('admin')
+p(pcall(box.func.outer.call, box.func.outer))
+p(box.func.who:call())
+p(box.session.euid(), box.session.uid())
+box.schema.user.grant('guest', 'execute', 'function', 'inner')
+p(pcall(box.func.outer.call, box.func.outer))
+p(box.session.euid(), box.session.uid())
+os.exit(0)
+"""
+
+
+def test_a_setuid_function_called_from_lua_runs_as_its_owner(tmp_path):
+    same_output_on_both(tmp_path, "setuid.lua", SETUID_FUNC_CALL, 5)
