@@ -1,9 +1,11 @@
 -- tap: Tarantool 2.6's TAP (Test Anything Protocol) module for test scripts.
 -- tap.test(name[, fn, ...]) makes a test; its methods print `ok - name` /
 -- `not ok - name` lines (TAP version 13, subtests indented by four spaces) with a
--- YAML block of details after a failure. The details are the checked values
--- (expected, got, path...); the stack trace Tarantool adds (frames of its own
--- builtin tap.lua among them) is left out.
+-- YAML block of details after a failure: the checked values (expected, got,
+-- path...) and, as 2.6 adds them, the stack (`trace`: each frame's source, the
+-- line its function begins at, what and name) with the `filename` and `line` of
+-- its outermost frame. The details are filled in 2.6's order, so that they print
+-- in its order (the frames of this module carry its own line numbers).
 
 local type = type -- the builtin, not the one user code sees (box.lua)
 -- As 2.6's: the details encode any Lua value (a function as its tostring()).
@@ -19,33 +21,36 @@ local tap = {}
 local methods = {}
 local test_mt = {__index = methods}
 
-local DETAIL_ORDER = {'path', 'strict', 'expected', 'got', 'unexpected', 'planned', 'run', 'failed'}
-
 local function indent(t) return string.rep(' ', 4 * t.level) end
 
 local function write(t, line) io.write(indent(t), line, '\n') end
 
-local function details(t, extra)
-    local keys, seen = {}, {}
-    for _, k in ipairs(DETAIL_ORDER) do
-        if extra[k] ~= nil then keys[#keys + 1], seen[k] = k, true end
+-- The frames from `level` out, as 2.6's tap records them.
+local function traceback(level)
+    local trace = {}
+    level = level or 3
+    while true do
+        local info = debug.getinfo(level, 'nSl')
+        if not info then break end
+        -- oncebox runs a script's main chunk through xpcall in a wrapper of its
+        -- own; 2.6 runs it from C, so the main chunk is the last frame.
+        if info.source == '=script' then
+            if #trace > 0 and trace[#trace].what == 'C' then table.remove(trace) end
+            break
+        end
+        local frame = {
+            source = info.source,
+            src = info.short_src,
+            line = info.linedefined or 0,
+            what = info.what,
+            name = info.name,
+            namewhat = info.namewhat,
+            filename = info.source:sub(1, 1) == '@' and info.source:sub(2) or 'eval',
+        }
+        table.insert(trace, frame)
+        level = level + 1
     end
-    local rest = {}
-    for k in pairs(extra) do
-        if not seen[k] then rest[#rest + 1] = k end
-    end
-    table.sort(rest, function(a, b) return tostring(a) < tostring(b) end)
-    for _, k in ipairs(rest) do keys[#keys + 1] = k end
-    local pad = indent(t) .. '  '
-    io.write(pad, '---\n')
-    for _, k in ipairs(keys) do
-        local doc = yaml.encode({[k] = extra[k]})
-        local body = string.match(doc, '^%-%-%-\n(.*)\n%.%.%.\n$') or doc
-        -- Blank lines left out, as 2.6 prints the YAML (a line break in a
-        -- quoted string is one in YAML).
-        for line in string.gmatch(body, '[^\n]+') do io.write(pad, line, '\n') end
-    end
-    io.write(pad, '...\n')
+    return trace
 end
 
 function methods:ok(cond, name, extra)
@@ -56,7 +61,14 @@ function methods:ok(cond, name, extra)
     end
     self.failed = self.failed + 1
     write(self, 'not ok - ' .. tostring(name))
-    details(self, type(extra) == 'table' and extra or {})
+    extra = type(extra) == 'table' and extra or {}
+    if self.trace then
+        extra.trace = traceback()
+        extra.filename = extra.trace[#extra.trace].filename
+        extra.line = extra.trace[#extra.trace].line
+    end
+    if next(extra) == nil then return false end
+    for line in yaml.encode(extra):gmatch('[^\n]+') do io.write(indent(self), '  ', line, '\n') end
     return false
 end
 
@@ -79,19 +91,20 @@ end
 -- wants both values of one type.
 function methods:is(got, expected, name, extra)
     extra = extra or {}
-    extra.expected, extra.got = expected, got
+    extra.got = got
+    extra.expected = expected
     local same = (self.strict == false or type(got) == type(expected)) and got == expected
     return self:ok(same, name, extra)
 end
 
 function methods:isnt(got, unexpected, name, extra)
     extra = extra or {}
-    extra.unexpected, extra.got = unexpected, got
+    extra.got = got
+    extra.unexpected = unexpected
     local differ = (self.strict == true and type(got) ~= type(unexpected)) or got ~= unexpected
     return self:ok(differ, name, extra)
 end
 
-local ffi = require('ffi')
 
 -- Whether `got` and `expected` are deeply equal, by 2.6's rules: numbers by value
 -- (NaN equals NaN), ffi booleans as booleans, tables key by key (keys `got` lacks
@@ -99,7 +112,8 @@ local ffi = require('ffi')
 -- The first difference is left in `extra`: got, expected and the path walked to it.
 local function deep_equal(got, expected, extra)
     if type(got) == 'number' or type(expected) == 'number' then
-        extra.got, extra.expected = got, expected
+        extra.got = got
+        extra.expected = expected
         -- NaN is the only value not equal to itself.
         if got ~= got and expected ~= expected then return true end
         return got == expected
@@ -107,11 +121,13 @@ local function deep_equal(got, expected, extra)
     if ffi.istype('bool', got) then got = got == 1 end
     if ffi.istype('bool', expected) then expected = expected == 1 end
     if extra.strict and type(got) ~= type(expected) then
-        extra.got, extra.expected = type(got), type(expected)
+        extra.got = type(got)
+        extra.expected = type(expected)
         return false
     end
     if type(got) ~= 'table' or type(expected) ~= 'table' then
-        extra.got, extra.expected = got, expected
+        extra.got = got
+        extra.expected = expected
         return got == expected
     end
     local path = extra.path or '/'
@@ -123,7 +139,8 @@ local function deep_equal(got, expected, extra)
     end
     for k, v in pairs(expected) do
         if not seen[k] and (extra.strict or v ~= box.NULL) then
-            extra.expected, extra.got = 'key ' .. tostring(k), 'nil'
+            extra.expected = 'key ' .. tostring(k)
+            extra.got = 'nil'
             return false
         end
     end
@@ -133,27 +150,30 @@ end
 
 function methods:is_deeply(got, expected, name, extra)
     extra = extra or {}
-    extra.got, extra.expected, extra.strict = got, expected, self.strict
+    extra.got = got
+    extra.expected = expected
+    extra.strict = self.strict
     return self:ok(deep_equal(got, expected, extra), name, extra)
 end
 
 function methods:like(got, pattern, name, extra)
     extra = extra or {}
-    extra.got, extra.expected = got, pattern
+    extra.got = got
+    extra.expected = pattern
     return self:ok(string.match(tostring(got), pattern) ~= nil, name, extra)
 end
 
 function methods:unlike(got, pattern, name, extra)
     extra = extra or {}
-    extra.got, extra.expected = got, pattern
+    extra.got = got
+    extra.expected = pattern
     return self:ok(string.match(tostring(got), pattern) == nil, name, extra)
 end
 
 for _, ty in ipairs({'number', 'string', 'table', 'boolean', 'function'}) do
+    -- (As 2.6's, through is().)
     methods['is' .. ty] = function(self, v, name, extra)
-        extra = extra or {}
-        extra.expected, extra.got = ty, type(v)
-        return self:ok(type(v) == ty, name, extra)
+        return self:is(type(v), ty, name, extra)
     end
 end
 
@@ -190,14 +210,16 @@ function methods:iscdata(v, ctype, name, extra)
     return self:ok(false, name, extra)
 end
 
-local function new_test(parent, name, fn, ...)
+local function new_test(parent, name, fun, ...)
+    -- (As 2.6's: a subtest is not strict whatever its parent is, and records
+    -- frames if its parent does.)
     local t = setmetatable({
         parent = parent, name = name, level = parent and parent.level + 1 or 0,
-        total = 0, failed = 0, planned = 0, strict = parent and parent.strict or false,
+        total = 0, failed = 0, planned = 0, trace = parent == nil and true or parent.trace, strict = false,
     }, test_mt)
-    if fn == nil then return t end
+    if fun == nil then return t end
     t:diag('%s', tostring(name))
-    fn(t, ...)
+    fun(t, ...)
     t:diag('%s: end', tostring(name))
     return t:check()
 end

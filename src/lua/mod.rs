@@ -139,7 +139,7 @@ const MODULES: [(&str, &str); 35] = [
     ("=fun.lua", include_str!("../../lua/fun.lua")),
     ("=builtin/internal.trigger.lua", include_str!("../../lua/trigger.lua")),
     ("=yaml.lua", include_str!("../../lua/yaml.lua")),
-    ("=tap.lua", include_str!("../../lua/tap.lua")),
+    ("@builtin/tap.lua", include_str!("../../lua/tap.lua")),
     ("=tuple.lua", include_str!("../../lua/tuple.lua")),
     ("=strict.lua", include_str!("../../lua/strict.lua")),
     ("=errno.lua", include_str!("../../lua/errno.lua")),
