@@ -535,17 +535,37 @@ function fiber.testcancel()
     local f = current
     if f and f.cancelled then error(cancelled_error(), 0) end
 end
-function fiber.info()
-    local t = {}
-    for fid, f in pairs(fibers) do
-        t[fid] = {name = f.name_, fid = fid, csw = 0, memory = {total = 0, used = 0}}
+-- One fiber's entry of fiber.info(), with 2.6's fields set in its order (so that
+-- it iterates and prints as there); the figures are zeros here, the backtrace
+-- (a list of frames in 2.6) empty.
+local function fiber_stat(fid, name, backtrace)
+    local stat = {}
+    stat.name = name
+    stat.fid = fid
+    stat.csw = 0
+    stat.time = 0
+    local memory = {}
+    memory.used = 0
+    memory.total = 0
+    stat.memory = memory
+    if backtrace then stat.backtrace = {} end
+    return stat
+end
+
+-- fiber.info([{backtrace = bool}]) (or `bt`), as 2.6: every fiber by id, in block style.
+function fiber.info(opts)
+    local backtrace = true
+    if type(opts) == 'table' then
+        local wanted = opts.backtrace
+        if wanted == nil then wanted = opts.bt end
+        if wanted ~= nil then backtrace = wanted ~= false end
     end
+    local t = {}
+    for fid, f in pairs(fibers) do t[fid] = fiber_stat(fid, f.name_, backtrace) end
     -- A script's main chunk before box.cfg is a fiber too (it joins `fibers` at box.cfg).
     local main = inline_main()
-    if main ~= nil and t[main.fid] == nil then
-        t[main.fid] = {name = main.name_, fid = main.fid, csw = 0, memory = {total = 0, used = 0}}
-    end
-    return t
+    if main ~= nil and t[main.fid] == nil then t[main.fid] = fiber_stat(main.fid, main.name_, backtrace) end
+    return setmetatable(t, {__serialize = 'mapping'})
 end
 function fiber.top()
     if not top_enabled then error('fiber.top() is disabled. Enable it with fiber.top_enable() first', 2) end

@@ -83,4 +83,8 @@ print('cfg', keys(box.cfg))
 print('stat', keys(box.stat()), keys(box.stat().SELECT))
 print('net', keys(box.stat.net()), keys(box.stat.net().CONNECTIONS))
 print('slab', keys(box.slab.info()), 'runtime', keys(box.runtime.info()))
+local fiber = require('fiber')
+local me = fiber.info()[fiber.id()]
+print('fiber', keys(me), keys(me.memory), keys(fiber.info({bt = false})[fiber.id()]),
+      getmetatable(fiber.info()).__serialize)
 os.exit(0)

@@ -12,4 +12,4 @@ from conftest import same_output_on_both
 
 def test_tables_iterate_and_encode_as_on_2_6(tmp_path):
     source = (Path(__file__).parent / "table_order_cases.lua").read_text()
-    same_output_on_both(tmp_path, "table_order_cases.lua", source, 46)
+    same_output_on_both(tmp_path, "table_order_cases.lua", source, 47)
