@@ -1533,10 +1533,12 @@ end
 local escapes = {['"'] = '\\"', ['\\'] = '\\\\', ['\b'] = '\\b', ['\f'] = '\\f', ['\n'] = '\\n',
                  ['\r'] = '\\r', ['\t'] = '\\t', ['/'] = '\\/'}
 
+local function escape(c) return escapes[c] or string.format('\\u%04x', string.byte(c)) end
+
 local function json_string(s)
-    return '"' .. string.gsub(s, '[%c"\\/]', function(c)
-        return escapes[c] or string.format('\\u%04x', string.byte(c))
-    end) .. '"'
+    -- (Most strings have nothing to escape: no gsub for them.)
+    if not string.find(s, '[%c"\\/]') then return '"' .. s .. '"' end
+    return '"' .. string.gsub(s, '[%c"\\/]', escape) .. '"'
 end
 
 -- A value that is no JSON value (a function, a userdata): its tostring() with
@@ -1567,6 +1569,11 @@ local function json_key(k)
 end
 
 local function json_encode(v, depth, cfg)
+    -- Plain strings and numbers first: most values are, and none of the checks
+    -- below (nulls, cdata, extensions, tuples, hooks) concerns them.
+    local plain = type(v)
+    if plain == 'string' then return json_string(v) end
+    if plain == 'number' then return json_number(v, cfg) end
     if is_null(v) then return 'null' end
     v = scalar_of_cdata(v)
     local ty = type(v)
@@ -1650,6 +1657,13 @@ local function json_decoder(s, max_depth, invalid_numbers, hints)
     local function string_token()
         local start = pos
         pos = pos + 1
+        -- (Most strings have no escape: their text as it is.)
+        local close = string.find(s, '["\\%z]', pos)
+        if close and byte(close) == 34 then
+            local text = string.sub(s, pos, close - 1)
+            pos = close + 1
+            return 'T_STRING', text, start
+        end
         local parts, n = {}, 0
         while true do
             local q = string.find(s, '["\\%z]', pos) or #s + 1
