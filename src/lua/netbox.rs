@@ -295,8 +295,8 @@ impl NetConn {
     }
 }
 
-/// `request` and `submit`'s arguments: a request from `encode`, and whether the reply
-/// body goes to Lua as its bytes.
+/// `request` and `submit`'s arguments: a request from `encode`, and the form its reply
+/// body goes to Lua in ([`BodyForm::of`]).
 type RequestCall = (mlua::UserDataRef<RequestArgs>, Value);
 
 /// What Lua gets of a reply's body.
@@ -390,13 +390,17 @@ pub fn reply_values(lua: &Lua, reply: &Reply, form: BodyForm) -> mlua::Result<Mu
     let body = match form {
         BodyForm::Bytes => Value::String(lua.create_string(&reply.body)?),
         BodyForm::Decoded => decode(&reply.body)?,
-        BodyForm::Tuples => {
-            let body = decode(&reply.body)?;
-            if let (Value::Table(t), Some(rows)) = (&body, data_members(&reply.body)) {
-                t.raw_set(key::DATA, data_tuples(lua, &rows)?)?;
+        BodyForm::Tuples => match data_members(&reply.body) {
+            // The other keys decoded, the data's rows not: tuples of their bytes.
+            Some(rows) => {
+                let body = decode(&without_data(&reply.body))?;
+                if let Value::Table(t) = &body {
+                    t.raw_set(key::DATA, data_tuples(lua, &rows)?)?;
+                }
+                body
             }
-            body
-        }
+            None => decode(&reply.body)?,
+        },
     };
     #[allow(clippy::cast_precision_loss, reason = "schema versions stay far below 2^53")]
     let schema_version = Value::Number(reply.schema_version as f64);
@@ -416,6 +420,29 @@ fn data_members(body: &[u8]) -> Option<Vec<&[u8]>> {
         return (0..n).map(|_| r.skip()).collect::<Result<Vec<_>, _>>().ok();
     }
     None
+}
+
+/// A reply body (a map) with its data (0x30) left out, so that decoding it does not
+/// decode the rows; the body as it is when it is not a well-formed map.
+fn without_data(body: &[u8]) -> Vec<u8> {
+    let kept = (|| {
+        let mut r = Reader::new(body);
+        let n = r.read_map_len().ok()?;
+        let mut pairs = Vec::with_capacity(n as usize);
+        for _ in 0..n {
+            let before = r.position();
+            let k = r.read_uint().ok()?;
+            r.skip().ok()?;
+            if k != u64::from(key::DATA) {
+                pairs.push(&body[before..r.position()]);
+            }
+        }
+        let mut out = Vec::with_capacity(body.len());
+        write::map_len(&mut out, u32::try_from(pairs.len()).ok()?);
+        pairs.iter().for_each(|p| out.extend_from_slice(p));
+        Some(out)
+    })();
+    kept.unwrap_or_else(|| body.to_vec())
 }
 
 /// A Lua list of `rows`: each array a tuple of its bytes, anything else decoded.
@@ -542,4 +569,38 @@ pub fn register(lua: &Lua) -> mlua::Result<()> {
     })?;
     let internal: mlua::Table = lua.globals().get::<mlua::Table>("box")?.get("internal")?;
     internal.set("netbox_connect", f)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `{0x00: 5, 0x30: [[1, {20: 1, 1: 1}], 7], 0x31: 9}`, the data's map in that order.
+    fn body() -> Vec<u8> {
+        let mut b = vec![0x83, 0x00, 0x05, key::DATA, 0x92];
+        b.extend_from_slice(&[0x92, 0x01, 0x82, 0x14, 0x01, 0x01, 0x01]);
+        b.extend_from_slice(&[0x07, 0x31, 0x09]);
+        b
+    }
+
+    #[test]
+    fn data_rows_are_found_as_bytes_and_left_out_of_the_rest() {
+        let b = body();
+        let rows = data_members(&b).expect("a data array");
+        assert_eq!(rows, vec![&[0x92, 0x01, 0x82, 0x14, 0x01, 0x01, 0x01][..], &[0x07][..]]);
+        assert_eq!(without_data(&b), vec![0x82, 0x00, 0x05, 0x31, 0x09]);
+        // Not a map: nothing found, nothing removed.
+        assert_eq!(data_members(&[0x91, 0x01]), None);
+        assert_eq!(without_data(&[0x91, 0x01]), vec![0x91, 0x01]);
+    }
+
+    #[test]
+    fn rows_become_tuples_of_their_bytes() {
+        let lua = Lua::new();
+        let b = body();
+        let list = data_tuples(&lua, &data_members(&b).expect("a data array")).expect("a list");
+        let first: mlua::AnyUserData = list.get(1).expect("a tuple");
+        assert_eq!(&*first.borrow::<super::super::tuple::LuaTuple>().expect("a tuple").0, &b[5..12]);
+        assert_eq!(list.get::<i64>(2).expect("a number"), 7);
+    }
 }
