@@ -3354,6 +3354,9 @@ local function resolve_function(name)
     return value
 end
 
+-- Each box.func object's owner (not a field of its own, as in 2.6).
+local func_owners = setmetatable({}, {__mode = 'k'})
+
 function func_methods:call(args)
     if args ~= nil and type(args) ~= 'table' then error('Use func:call(table)', 2) end
     -- The caller needs the right to execute it, as a CALL does.
@@ -3362,16 +3365,12 @@ function func_methods:call(args)
     if fn == nil then fn, object = resolve_function(self.name) end
     if fn == nil then raise(33, "Procedure '%s' is not defined", self.name) end
     args = args or {}
-    if self.setuid then
-        -- As a CALL of it: with its owner's rights.
-        local row = as_admin(function() return box.space._func.index.name:get(self.name) end)
-        if row ~= nil then
-            if object ~= nil then return internal.run_as(row[2], fn, object, unpack(args, 1, table.maxn(args))) end
-            return internal.run_as(row[2], fn, unpack(args, 1, table.maxn(args)))
-        end
-    end
-    if object ~= nil then return fn(object, unpack(args, 1, table.maxn(args))) end
-    return fn(unpack(args, 1, table.maxn(args)))
+    local run = fn
+    if object ~= nil then run = function(...) return fn(object, ...) end end
+    -- A setuid function runs with its owner's rights, as a CALL of it does.
+    local owner = self.setuid and func_owners[self] or nil
+    if owner ~= nil then return internal.run_as(owner, run, unpack(args, 1, table.maxn(args))) end
+    return run(unpack(args, 1, table.maxn(args)))
 end
 
 function func_methods:drop() box.schema.func.drop(self.name) end
@@ -3397,8 +3396,10 @@ box.func = setmetatable({}, {__index = function(_, name)
     if type(name) ~= 'string' then return nil end
     local row = as_admin(function() return box.space._func.index.name:get(name) end)
     if row == nil then return nil end
-    return setmetatable({id = row[1], name = row[3], setuid = row[4] == 1 or row[4] == true,
-                         language = string.upper(tostring(row[5] or 'LUA'))}, func_methods)
+    local func = setmetatable({id = row[1], name = row[3], setuid = row[4] == 1 or row[4] == true,
+                               language = string.upper(tostring(row[5] or 'LUA'))}, func_methods)
+    func_owners[func] = row[2]
+    return func
 end})
 
 -- box.stat(): operations counted since start (or box.stat.reset()), each with its
