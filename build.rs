@@ -28,6 +28,12 @@ const LIBRARY_NAME: &str = "oncebox_luajit";
 /// keeps it from being replaced by a second hash on long collision chains: the same
 /// keys inserted the same way iterate as in 2.6. As in 2.6, a client that chooses
 /// many keys of one hash can make a table slow (hash flooding).
+///
+/// Upstream LuaJIT also rounds a number it formats (`tostring`, `string.format`
+/// `%g`/`%e`/`%f`) to even where the digits cut off are exactly half a unit;
+/// 2.6's rounds those half away from zero, as LuaJIT did before (`%.0f` of 0.5 is
+/// `1`, `tostring(123456789012345)` is `1.2345678901235e+14`). The last three
+/// changes put that rounding back.
 const PATCHES: &[(&str, &str, &str)] = &[
     (
         "lj_str.c",
@@ -40,6 +46,13 @@ const PATCHES: &[(&str, &str, &str)] = &[
         "    a = *(const uint8_t *)str;\n    h ^= *(const uint8_t *)(str+len-1);\n    b = *(const uint8_t *)(str+(len>>1));",
         "    a = *(const int8_t *)str;\n    h ^= *(const int8_t *)(str+len-1);\n    b = *(const int8_t *)(str+(len>>1));",
     ),
+    (
+        "lj_strfmt_num.c",
+        "      /* Must not limit precision here or nd_round cannot round to even.\n      ** stop1 = 63 - (int32_t)STRFMT_PREC(sf) / 9;\n      */",
+        "      stop1 = 63 - (int32_t)STRFMT_PREC(sf) / 9;",
+    ),
+    ("lj_strfmt_num.c", "ndhi = nd_round(nd, ndlo, ndhi, nde - prec - 1);", "ndhi = nd_add_m10e(nd, ndhi, 5, nde - prec - 1);"),
+    ("lj_strfmt_num.c", "ndhi = nd_round(nd, ndlo, ndhi, 0 - prec - 1);", "ndhi = nd_add_m10e(nd, ndhi, 5, 0 - prec - 1);"),
 ];
 
 /// Compile-time settings: string ids without reseeding (`STRID=0`), as the patch
