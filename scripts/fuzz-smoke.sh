@@ -9,10 +9,14 @@ if ! command -v cargo-fuzz >/dev/null 2>&1; then
 fi
 corpus="$(mktemp -d)"
 xlog_corpus="$(mktemp -d)"
-trap 'rm -rf "$corpus" "$xlog_corpus"' EXIT
+json_corpus="$(mktemp -d)"
+trap 'rm -rf "$corpus" "$xlog_corpus" "$json_corpus"' EXIT
 cp fuzz/seeds/* "$corpus/"
 cp fuzz/seeds-xlog/* "$xlog_corpus/"
+cp fuzz/seeds-json/* "$json_corpus/"
 cd fuzz
 cargo fuzz run --sanitizer none frame_and_request "$corpus" -- -max_total_time="$seconds" 2>&1 | tail -n 3
 # Tarantool's log files (xlog.pairs, tarantoolctl cat): a shorter run.
 cargo fuzz run --sanitizer none tarantool_xlog "$xlog_corpus" -- -max_total_time="$((seconds / 2 + 1))" 2>&1 | tail -n 3
+# json.decode's reader: a shorter run.
+cargo fuzz run --sanitizer none json_text "$json_corpus" -- -max_total_time="$((seconds / 4 + 1))" 2>&1 | tail -n 3

@@ -64,6 +64,47 @@ pub fn tarantool_xlog(data: &[u8]) {
     while transactions.next_rows().is_some() {}
 }
 
+/// Reads `data` as `json.decode`'s text (its first byte chooses the options).
+pub fn json_text(data: &[u8]) {
+    let Some((&options, text)) = data.split_first() else { return };
+    let max_depth = usize::from(options & 0x7f) * 64;
+    let _ = crate::lua::json_decode::decode(text, max_depth, options & 0x80 != 0, &mut Discard);
+}
+
+/// A [`crate::lua::json_decode::Sink`] that keeps nothing.
+struct Discard;
+
+impl crate::lua::json_decode::Sink for Discard {
+    type Value = ();
+    type Table = ();
+    type Error = ();
+    fn string(&mut self, _: &[u8]) -> Result<(), ()> {
+        Ok(())
+    }
+    fn number(&mut self, _: f64) -> Result<(), ()> {
+        Ok(())
+    }
+    fn integer(&mut self, _: crate::lua::json_decode::Integer) -> Result<(), ()> {
+        Ok(())
+    }
+    fn boolean(&mut self, _: bool) -> Result<(), ()> {
+        Ok(())
+    }
+    fn null(&mut self) -> Result<(), ()> {
+        Ok(())
+    }
+    fn table(&mut self, _: bool) -> Result<(), ()> {
+        Ok(())
+    }
+    fn set_field(&mut self, (): &(), _: &[u8], (): ()) -> Result<(), ()> {
+        Ok(())
+    }
+    fn set_index(&mut self, (): &(), _: usize, (): ()) -> Result<(), ()> {
+        Ok(())
+    }
+    fn finish(&mut self, (): ()) {}
+}
+
 fn run(engine: &mut Engine, req: &Request<'_>) {
     let admin = engine.credentials(user_id::ADMIN);
     // Only the fuzzer's own space: DDL on the catalogue is exercised by the tests.

@@ -594,7 +594,7 @@ const INT64_MAKER: &str = "oncebox.int64";
 
 /// An integer as LuaJIT's `uint64_t` cdata, or `int64_t` when `negative` (`bits`
 /// then hold its two's complement), as 2.6's decoders give large integers.
-fn big_integer(lua: &Lua, negative: bool, bits: u64) -> mlua::Result<Value> {
+pub(crate) fn big_integer(lua: &Lua, negative: bool, bits: u64) -> mlua::Result<Value> {
     let make = match lua.named_registry_value::<Option<mlua::Function>>(INT64_MAKER)? {
         Some(f) => f,
         None => {

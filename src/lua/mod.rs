@@ -17,6 +17,8 @@ pub mod decimal;
 pub mod dispatch;
 pub mod fio;
 pub mod inbox;
+pub mod json;
+pub mod json_decode;
 pub mod key_def;
 pub mod key_functions;
 pub mod native;

@@ -105,6 +105,21 @@ pub fn create(lua: &Lua) -> mlua::Result<Table> {
             })
         })?,
     )?;
+    t.set(
+        "json_decode",
+        // The value, or nil and 2.6's message (lua/console.lua raises it as json.decode's).
+        lua.create_function({
+            let decoder = super::json::Decoder::new(lua)?;
+            move |lua, (text, max_depth, invalid_numbers, save_metatables): (LuaString, f64, bool, bool)| {
+                #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "saturates; negative is 0")]
+                let max_depth = max_depth.max(0.0) as usize;
+                Ok(match decoder.decode(lua, &text.as_bytes(), max_depth, invalid_numbers, save_metatables)? {
+                    Ok(v) => (v, Value::Nil),
+                    Err(why) => (Value::Nil, Value::String(lua.create_string(why)?)),
+                })
+            }
+        })?,
+    )?;
     t.set("crc32c", lua.create_function(|_, (crc, data): (u32, LuaString)| Ok(crc32c_update(crc, &data.as_bytes())))?)?;
     t.set("murmur", lua.create_function(|_, (data, seed): (LuaString, u32)| Ok(murmur3_32(&data.as_bytes(), seed)))?)?;
     t.set("guava", lua.create_function(|_, (state, buckets): (i64, i32)| Ok(guava(state, buckets)))?)?;
