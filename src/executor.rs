@@ -285,6 +285,9 @@ pub struct Executor {
     atomic: bool,
     /// Fibers are ready to run now: poll messages instead of blocking.
     fibers_ready: bool,
+    /// The last batch evicted idempotency records over the limits or the lifetime:
+    /// while no message waits, the loop goes on evicting instead of blocking.
+    evicting: bool,
     /// Where the alarm thread sends wake-ups (the TX channel), and the thread once started.
     wake_notify: Option<UnboundedSender<TxMessage>>,
     alarm: Option<Alarm>,
@@ -375,6 +378,7 @@ impl Executor {
             parked: None,
             atomic: false,
             fibers_ready: false,
+            evicting: false,
             wake_notify: None,
             alarm: None,
             script: None,
@@ -630,7 +634,9 @@ impl Executor {
         self.end_batch();
         // Stops once shutting down (a signal, the script's end, os.exit) with nothing in flight.
         while !(self.shutting_down && self.in_flight.is_empty()) {
-            let first = if self.fibers_ready {
+            // Fibers ready to run, or a backlog of records to evict: look for a
+            // message, and go on without one.
+            let first = if self.fibers_ready || self.evicting {
                 match rx.try_recv() {
                     Ok(msg) => Some(msg),
                     Err(tokio::sync::mpsc::error::TryRecvError::Empty) => None,
@@ -1042,7 +1048,11 @@ impl Executor {
     /// records with every batch, so the window keeps to its limits and its lifetime
     /// however fast tokens come (the per-second tick alone evicts at most
     /// [`EVICTIONS_PER_TICK`] a second). The evictions join the open commit group.
+    /// While a step evicts, the loop runs batches without messages too, so a
+    /// backlog (a million tokens outliving their lifetime together) goes in steps
+    /// between requests rather than a thousand a second.
     fn evict_over_limits(&mut self) {
+        self.evicting = false;
         if self.wal_failed.is_some()
             || self.shutting_down
             || !(self.window.over_limits(&self.engine) || self.window.front_outlived())
@@ -1050,6 +1060,7 @@ impl Executor {
             return;
         }
         let evicted = self.window.evict_step(&mut self.engine, EVICTIONS_PER_BATCH);
+        self.evicting = evicted.count > 0;
         if evicted.count > 0 {
             tracing::debug!(evicted = evicted.count, "idempotency records evicted over the limits");
             // The window counted these itself: no recount (a scan of every record).
