@@ -253,7 +253,8 @@ local function number(n, precision)
     end
     if n == 0 then return '0' end
     if n == math.floor(n) and n >= -2^63 and n < 2^64 then return string.format('%.0f', n) end
-    return string.format('%.' .. (precision or 14) .. 'g', n)
+    -- printf's %g (ties to even), as 2.6's fpconv_g_fmt: not LuaJIT's string.format.
+    return box.internal.native.format_number(n, precision or 14)
 end
 
 local SEQUENCE_HINTS = {seq = true, sequence = true, array = true}
@@ -290,7 +291,9 @@ local function sequence_length(t, cfg)
     for k in pairs(t) do
         if type(k) ~= 'number' or k < 1 or k ~= math.floor(k) then return nil end
         count = count + 1
-        if k > max then max = k end
+        -- 2.6 keeps the greatest key in a uint32_t (the low 32 bits of a key
+        -- below 2^63, 0 past it): {[2^53] = 1} is an empty array there.
+        if k > max then max = k < 2^63 and k % 4294967296 or 0 end
     end
     local ratio, safe = 2, 10
     if cfg ~= nil then ratio, safe = cfg.encode_sparse_ratio, cfg.encode_sparse_safe end
@@ -456,10 +459,31 @@ end
 local function put(w, text)
     w.out[#w.out + 1] = text
     local last_break = string.find(text, '\n[^\n]*$')
-    w.column = last_break and #text - last_break or w.column + #text
+    local tail = last_break and string.sub(text, last_break + 1) or text
+    -- Columns count characters, as libyaml counts them: UTF-8 continuation bytes add none.
+    local width = #tail
+    if string.find(tail, '[\128-\191]') then width = width - select(2, string.gsub(tail, '[\128-\191]', '')) end
+    w.column = last_break and width or w.column + width
 end
 
 local flow_into
+
+-- Whether libyaml writes `k` as a complex key ("? key" then ": value"): a string
+-- with a line break (\r, \n, LS, PS) or longer than 128 bytes is no simple key;
+-- one written as !!binary counts by its base64 text.
+local function is_complex_key(k)
+    if type(k) ~= 'string' then return false end
+    if not is_printable_text(k) then return 4 * math.ceil(#k / 3) > 128 end
+    return #k > 128 or string.find(k, '[\r\n]') ~= nil or string.find(k, '\226\128[\168\169]') ~= nil
+end
+
+-- A flow mapping's key and the colon after it.
+local function flow_key(w, k, ext_as_null)
+    local complex = is_complex_key(k)
+    if complex then put(w, '? ') end
+    flow_into(w, k, ext_as_null, true)
+    put(w, complex and ' : ' or ': ')
+end
 
 -- A scalar's text in a flow collection, or nil for a collection; `key`: as a
 -- mapping's key (libyaml's simple key: never folded).
@@ -545,8 +569,7 @@ flow_into = function(w, v, ext_as_null, key)
             if ordered == ORDERED_ARRAY then
                 flow_into(w, v[i], ext_as_null)
             else
-                flow_into(w, v.keys[i], ext_as_null, true)
-                put(w, ': ')
+                flow_key(w, v.keys[i], ext_as_null)
                 flow_into(w, v.values[i], ext_as_null)
             end
         end
@@ -573,8 +596,7 @@ flow_into = function(w, v, ext_as_null, key)
         for k, x in pairs(v) do
             if not first then put(w, ',') end
             item_start(w, not first)
-            flow_into(w, k, ext_as_null, true)
-            put(w, ': ')
+            flow_key(w, k, ext_as_null)
             flow_into(w, x, ext_as_null)
             first = false
         end
@@ -650,11 +672,12 @@ encode_plain = function(v, indent, col)
         local key = type(k) == 'string' and (k == '' and "''" or string_scalar(k, false, indent, -1e9)) or flow(k)
         -- An alias as a key stands apart from its colon, as libyaml writes it.
         local prefix = (#lines == 0 and '' or pad) .. key .. (string.sub(key, 1, 1) == '*' and ' :' or ':')
-        if type(k) == 'string' and string.find(k, '\n') then
-            -- A multi-line key is a complex key: "? key" then ": value" (a block value compacted).
+        if is_complex_key(k) then
+            -- A complex key: "? key" then ": value" (a block value compacted).
             lines[#lines + 1] = (#lines == 0 and '' or pad) .. '? ' .. string_scalar(k, false, indent + 2, indent + 2)
                 .. '\n' .. pad .. ': ' .. encode(x, indent + 2, indent + 2)
-        elseif type(x) == 'table' and not box.tuple.is(x) and next(x) ~= nil and not flow_hinted(x) then
+        elseif type(x) == 'table' and not box.tuple.is(x) and next(x) ~= nil and sequence_length(x, opts) ~= 0
+            and not flow_hinted(x) then
             -- An anchor or an alias stands after the key.
             local anchor, alias = anchor_of(x)
             if alias then
@@ -1453,7 +1476,7 @@ function yaml.is_block(v, cfg)
     return with_options(cfg, function()
         -- What __serialize gives is laid out instead.
         v = follow_hooks(v, opts.encode_load_metatables)
-        if type(v) ~= 'table' or next(v) == nil then return false end
+        if type(v) ~= 'table' or next(v) == nil or sequence_length(v, opts) == 0 then return false end
         return not flow_hinted(v)
     end)
 end
@@ -1557,14 +1580,17 @@ local function json_number(v, cfg)
     end
     if v == 0 then return '0' end
     if math.floor(v) == v and v >= -2^63 and v < 2^64 then return string.format('%.0f', v) end
-    return string.format('%.' .. cfg.encode_number_precision .. 'g', v)
+    return box.internal.native.format_number(v, cfg.encode_number_precision)
 end
 
--- A map key as 2.6's encoder writes it: a string, or an integer (a number or a
--- 64-bit cdata) in full; anything else, a fractional number too, is refused.
+-- A map key as 2.6's encoder writes it: a string, or an integer (a number of
+-- int64_t's or uint64_t's range, or a 64-bit cdata) in full; anything else, a
+-- fractional number too, is refused.
 local function json_key(k)
     if type(k) == 'string' then return k end
-    if type(k) == 'number' and k == math.floor(k) and k >= -2^63 and k < 2^63 then return string.format('%d', k) end
+    if type(k) == 'number' and k == math.floor(k) and k >= -2^63 and k < 2^64 then
+        return k == 0 and '0' or string.format('%.0f', k)
+    end
     return cdata_integer(k) or error('table key must be a number or string', 0)
 end
 
@@ -1617,6 +1643,10 @@ end
 -- yaml.lua's double-quoted strings encode their \u escapes with it too.
 box.internal.utf8_char = utf8_char
 
+-- What lua-cjson raises itself (before a quoted type name), at the caller's line.
+local JSON_REFUSALS = {['Too high nest level'] = true, ['table key must be a number or string'] = true,
+    ['unsupported Lua type '] = true}
+
 -- A json serializer: `cfg` and the functions that follow it. array_mt and map_mt
 -- (shared with msgpack and yaml) are the module's, set from Rust.
 local function new_json()
@@ -1633,7 +1663,11 @@ local function new_json()
     function json.encode(...)
         local n, v, opts = select('#', ...), ...
         if n ~= 1 and n ~= 2 then bad_argument('expected 1 or 2 arguments') end
-        return json_encode(v, 0, call_options(json.cfg, n, opts))
+        local ok, r = pcall(json_encode, v, 0, call_options(json.cfg, n, opts))
+        if ok then return r end
+        -- lua-cjson's own refusals are raised at the caller's line (luaL_error),
+        -- the serializer's (sparse arrays, NaN, __serialize) and hooks' as they are.
+        error(r, type(r) == 'string' and JSON_REFUSALS[r:match("^[^']*")] and 2 or 0)
     end
 
     function json.decode(...)

@@ -110,7 +110,7 @@ impl Decimal {
         if !v.is_finite() {
             return None;
         }
-        Self::parse(&format_g15(v))
+        Self::parse(&crate::printf::format_g(v, 15))
     }
 
     /// An integer, exactly.
@@ -369,35 +369,6 @@ impl std::fmt::Display for Decimal {
     }
 }
 
-/// `%.15g` of a finite double, as C's printf writes it.
-#[must_use]
-pub fn format_g15(v: f64) -> String {
-    const DIGITS: i32 = 15;
-    if v == 0.0 {
-        return if v.is_sign_negative() { "-0".into() } else { "0".into() };
-    }
-    let scientific = format!("{:.*e}", DIGITS as usize - 1, v);
-    let (mantissa, exponent) = scientific.split_once('e').unwrap_or((&scientific, "0"));
-    let exponent: i32 = exponent.parse().unwrap_or(0);
-    if !(-4..DIGITS).contains(&exponent) {
-        let mantissa = strip_fraction_zeros(mantissa);
-        let sign = if exponent < 0 { '-' } else { '+' };
-        format!("{mantissa}e{sign}{:02}", exponent.abs())
-    } else {
-        let fixed = format!("{:.*}", usize::try_from(DIGITS - 1 - exponent).unwrap_or(0), v);
-        strip_fraction_zeros(&fixed).to_string()
-    }
-}
-
-/// `1.500` -> `1.5`, `2.000` -> `2`; text without a point is unchanged.
-fn strip_fraction_zeros(s: &str) -> &str {
-    if s.contains('.') {
-        s.trim_end_matches('0').trim_end_matches('.')
-    } else {
-        s
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -463,9 +434,6 @@ mod tests {
         assert_eq!(Decimal::from_f64(2f64.powi(53)).map(|v| v.to_string()), Some("9007199254740990".into()));
         assert_eq!(Decimal::from_f64(-1.5e-5).map(|v| v.to_string()), Some("-0.000015".into()));
         assert!(Decimal::from_f64(f64::INFINITY).is_none() && Decimal::from_f64(1e300).is_none());
-        assert_eq!(format_g15(1e20), "1e+20");
-        assert_eq!(format_g15(123.456), "123.456");
-        assert_eq!(format_g15(-0.0), "-0");
         assert_eq!(d("0.1").compare_f64(0.1), Ordering::Equal);
         assert_eq!(d("1").compare_f64(f64::NAN), Ordering::Greater);
         assert_eq!(d("1").compare_f64(1e300), Ordering::Less);

@@ -27,6 +27,7 @@ pub mod lua;
 pub mod pid_file;
 #[allow(unsafe_code, reason = "a prefetch is an intrinsic, unsafe to call though it reads nothing; see the module")]
 pub mod prefetch;
+pub mod printf;
 pub mod protocol;
 pub mod script;
 pub mod server;

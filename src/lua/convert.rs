@@ -354,13 +354,18 @@ impl Encoder<'_> {
             if !in_order && (index < 1.0 || index.floor() != index) {
                 return Ok(None);
             }
-            #[allow(
-                clippy::cast_possible_truncation,
-                clippy::cast_sign_loss,
-                reason = "checked positive; huge saturates"
-            )]
-            let index = index as usize;
-            max = max.max(index);
+            // 2.6 keeps the greatest key in a uint32_t, from the low 32 bits of a
+            // key below 2^63 and 0 past it: {[2^53] = 1} is an empty array there.
+            #[allow(clippy::cast_precision_loss, reason = "below 2^32: exact")]
+            if index > max as f64 {
+                #[allow(
+                    clippy::cast_possible_truncation,
+                    clippy::cast_sign_loss,
+                    reason = "integral, positive and below 2^63: exact; the low 32 bits kept on purpose"
+                )]
+                let low_bits = if index < 9.223_372_036_854_776e18 { (index as u64) & 0xffff_ffff } else { 0 };
+                max = usize::try_from(low_bits).unwrap_or(usize::MAX);
+            }
         }
         let (ratio, safe) = (self.options.encode_sparse_ratio as usize, self.options.encode_sparse_safe as usize);
         if ratio > 0 && max > count.saturating_mul(ratio) && max > safe {

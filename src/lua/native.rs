@@ -120,6 +120,16 @@ pub fn create(lua: &Lua) -> mlua::Result<Table> {
             }
         })?,
     )?;
+    t.set(
+        "format_number",
+        // A serialized double as 2.6 writes one (fpconv_g_fmt: printf's `%.Ng`,
+        // `encode_number_precision` digits, 14 when that is not 1 to 14).
+        lua.create_function(|_, (n, precision): (f64, f64)| {
+            let digits = if (1.0..=14.0).contains(&precision) { precision } else { 14.0 };
+            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "1 to 14")]
+            Ok(crate::printf::format_g(n, digits as usize))
+        })?,
+    )?;
     t.set("crc32c", lua.create_function(|_, (crc, data): (u32, LuaString)| Ok(crc32c_update(crc, &data.as_bytes())))?)?;
     t.set("murmur", lua.create_function(|_, (data, seed): (LuaString, u32)| Ok(murmur3_32(&data.as_bytes(), seed)))?)?;
     t.set("guava", lua.create_function(|_, (state, buckets): (i64, i32)| Ok(guava(state, buckets)))?)?;

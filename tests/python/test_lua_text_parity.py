@@ -21,3 +21,20 @@ def test_json_decode_reads_texts_as_2_6(tmp_path):
 def test_numbers_are_formatted_as_on_2_6(tmp_path):
     source = (HERE / "number_format_cases.lua").read_text()
     same_output_on_both(tmp_path, "number_format_cases.lua", source, 3001)
+
+
+def test_json_encode_writes_values_as_2_6(tmp_path):
+    """json.encode over 3,000 generated values under several options: lua-cjson's
+    number keys (int64_t's and uint64_t's range), its precision clamp (1 to 14),
+    its refusals at the caller's line, and tables shaped as 2.6's luaL_tofield
+    shapes them (the greatest key kept in a uint32_t)."""
+    source = (HERE / "json_encode_cases.lua").read_text()
+    same_output_on_both(tmp_path, "json_encode_cases.lua", source, 3005)
+
+
+def test_serializers_write_numbers_keys_and_lines_as_2_6(tmp_path):
+    """Doubles through printf (ties to even) in JSON, YAML and a tuple's text, while
+    tostring rounds them away from zero; msgpack and YAML table shapes; libyaml's
+    complex keys and its columns counted in characters."""
+    source = (HERE / "serializer_text_cases.lua").read_text()
+    same_output_on_both(tmp_path, "serializer_text_cases.lua", source, 46)
