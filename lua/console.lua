@@ -1600,7 +1600,11 @@ local function json_encode(v, depth, cfg)
     local plain = type(v)
     if plain == 'string' then return json_string(v) end
     if plain == 'number' then return json_number(v, cfg) end
-    if is_null(v) then return 'null' end
+    -- nil, a `void *` NULL (box.NULL) or a NULL light userdata, as lua-cjson has
+    -- them; a NULL of another pointer type is a cdata it has no form for.
+    if rawequal(v, nil) or ((plain == 'userdata' or (plain == 'cdata' and ffi.istype('void *', v))) and v == box.NULL) then
+        return 'null'
+    end
     v = scalar_of_cdata(v)
     local ty = type(v)
     if ty == 'boolean' then return tostring(v) end

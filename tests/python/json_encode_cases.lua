@@ -47,5 +47,11 @@ for _, v in ipairs({0/0, -(0/0), math.huge, -math.huge}) do
   print(pcall(json.encode, v), pcall(json.encode, {v}), pcall(json.encode, v, {encode_invalid_numbers = false}))
 end
 print(pcall(json.encode, {[1.5] = 1}), pcall(json.encode, {[true] = 1}), pcall(json.encode, print), pcall(json.encode, print, {encode_use_tostring = true}) ~= nil)
+-- Tuples as their fields, errors as their messages, hooks followed.
+local t = box.tuple.new({1, 'a', {x = 1}, {1, 2}, box.NULL, 1.5, 123456789012345678, {}})
+print(json.encode(t), json.encode({t, {t}}), json.encode({e = box.error.new({code = 1, reason = 'boom'})}))
+local hooked = setmetatable({}, {__serialize = function() return {1, 2, setmetatable({}, {__serialize = 'map'})} end})
+print(json.encode(hooked), json.encode({hooked}, {encode_load_metatables = false}), pcall(json.encode, ffi.cast('char *', 0)))
+print(json.encode({ffi.cast('void *', 0), ffi.new('int64_t', -5), ffi.new('uint64_t', 5), require('decimal').new('1.50')}))
 
 os.exit(0)
