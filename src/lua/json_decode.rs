@@ -420,14 +420,22 @@ impl<'s, S: Sink> Reader<'s, '_, S> {
         }
     }
 
-    fn object(&mut self) -> Result<S::Value, DecodeError<S::Error>> {
-        let t = self.sink.table(false)?;
-        self.descend(false)?;
-        let (mut token, mut at) = self.token();
-        if matches!(token, Token::ObjEnd) {
-            self.ascend(false);
-            return Ok(self.sink.finish(t));
+    /// Opens a container: its table, and its first token unless it closes at once.
+    #[allow(clippy::type_complexity, reason = "a table and an optional token")]
+    fn open(&mut self, array: bool) -> Result<(S::Table, Option<(Token<'s>, usize)>), DecodeError<S::Error>> {
+        let t = self.sink.table(array)?;
+        self.descend(array)?;
+        let (token, at) = self.token();
+        if matches!((&token, array), (Token::ObjEnd, false) | (Token::ArrEnd, true)) {
+            self.ascend(array);
+            return Ok((t, None));
         }
+        Ok((t, Some((token, at))))
+    }
+
+    fn object(&mut self) -> Result<S::Value, DecodeError<S::Error>> {
+        let (t, first) = self.open(false)?;
+        let Some((mut token, mut at)) = first else { return Ok(self.sink.finish(t)) };
         loop {
             let Token::Str(key) = token else { return Err(self.fail("object key string", &token, at)) };
             let (colon, colon_at) = self.token();
@@ -445,13 +453,8 @@ impl<'s, S: Sink> Reader<'s, '_, S> {
     }
 
     fn array(&mut self) -> Result<S::Value, DecodeError<S::Error>> {
-        let t = self.sink.table(true)?;
-        self.descend(true)?;
-        let (mut token, mut at) = self.token();
-        if matches!(token, Token::ArrEnd) {
-            self.ascend(true);
-            return Ok(self.sink.finish(t));
-        }
+        let (t, first) = self.open(true)?;
+        let Some((mut token, mut at)) = first else { return Ok(self.sink.finish(t)) };
         let mut n = 0;
         loop {
             n += 1;

@@ -351,6 +351,15 @@ def test_count_limit_holds_while_tokens_come_faster_than_the_tick_evicts(ob):
     assert counter(c, 1) == 3000
 
 
+def pipelined_increments(c, prefix, n):
+    """`n` increments of counter 1 sent at once, tokens `prefix`-0.., all executed."""
+    c.sock.sendall(b"".join(packet(UPDATE, i + 1, {0x10: SPACE, 0x20: [1], 0x21: [["+", 1, 1]]}, _12=f"{prefix}-{i}")
+                            for i in range(n)))
+    for _ in range(n):
+        assert c.recv()[0][0] == 0
+    c.sync = n
+
+
 @pytest.mark.parametrize("ob", [("--idempotency-lifetime", "1")], indirect=True)
 def test_lifetime_holds_while_tokens_come_faster_than_the_tick_evicts(ob):
     """A record older than the lifetime is forgotten before an eviction step reaches
@@ -358,11 +367,7 @@ def test_lifetime_holds_while_tokens_come_faster_than_the_tick_evicts(ob):
     evicts at most 1000 records a second)."""
     c = admin(ob)
     n = 4000
-    c.sock.sendall(b"".join(packet(UPDATE, i + 1, {0x10: SPACE, 0x20: [1], 0x21: [["+", 1, 1]]}, _12=f"old-{i}")
-                            for i in range(n)))
-    for _ in range(n):
-        assert c.recv()[0][0] == 0
-    c.sync = n
+    pipelined_increments(c, "old", n)
     time.sleep(1.5)
     # The newest of them has outlived the lifetime though no tick could reach it:
     # its token is free again, so another request under it runs instead of a mismatch.
@@ -385,11 +390,7 @@ def test_a_backlog_of_outlived_records_goes_while_the_server_is_idle(ob):
     thousand records a second, at the tick, and 20,000 took 20 s.)"""
     c = admin(ob)
     n = 20000
-    c.sock.sendall(b"".join(packet(UPDATE, i + 1, {0x10: SPACE, 0x20: [1], 0x21: [["+", 1, 1]]}, _12=f"idle-{i}")
-                            for i in range(n)))
-    for _ in range(n):
-        assert c.recv()[0][0] == 0
-    c.sync = n
+    pipelined_increments(c, "idle", n)
     # Nothing is sent while they outlive the lifetime (1 s) and are evicted.
     time.sleep(3)
     h, b, _ = c.request(EVAL, {0x27: "return box.space._idempotency:len()", 0x21: []})
