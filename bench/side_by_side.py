@@ -726,21 +726,6 @@ the data succeeds.
   0.81x -> 1.00x (`--workloads call,select --rounds 5`, 06:10). The pooled fiber's
   table was rehashed at every end of a CALL (setting its missing `storage` key to
   nil adds the key to a full table): 4% of TX, gone.
-- 7 December: the host behaves otherwise than in the runs above. In a first run at
-  7819be7 (before 0edff57) Tarantool's depth-1 select went 12k -> 27.7k ops/s (p99
-  125 -> 69 us) while oncebox's fell 29.9k -> 20.9k (p99 93 -> 137): waking a
-  sleeping thread had become cheap, and oncebox's TX thread, which polled its
-  channel for 50 us after a read of one request (so as not to sleep through a
-  slow wake-up), now only took the cores the client and the network thread
-  needed (26.8 us of TX CPU per depth-1 select). TX now sleeps at once:
-  `bench/cpu_per_op.py --bench-args '--connections 1 --depth 1'`, alternating
-  binaries, select 20.7k/21.8k -> 33.7k/33.1k ops/s, p99 140/121 -> 64/64 us;
-  replace 13.7k/14.3k -> 21.3k/22.6k, p99 163/162 -> 98/86 us; pipelined ping and
-  replace within the spread. The same first run had pipelined ratios of 0.94x
-  (upsert) to 1.29x (ping) with `wal_mode = 'write'` and 1.02x to 1.25x with
-  `fsync`, tokened replaces 2.27x and 3.0x Tarantool's Lua dedup and 0.52x and
-  0.69x oncebox's plain replace (write, fsync). The figures above are the run
-  after the change.
 - Memory: a tuple in a TREE over one unsigned field costs the tuple itself (its bytes
   and 16 bytes of reference counts) and a 24-byte tree entry; other TREE keys are
   decoded (72 bytes an entry). Entries inserted in key order leave the B-tree's nodes

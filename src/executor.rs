@@ -308,6 +308,11 @@ pub struct Executor {
     /// with: read once per message, not per request (a batch takes well under a
     /// millisecond, the clock's unit).
     message_clock_ms: Option<u64>,
+    /// Whether the last read brought one request only: a client waiting for each
+    /// reply, whose next request the thread polls for before sleeping
+    /// ([`receive_spinning`]). Pipelining clients send several per read, and then a
+    /// spinning thread would take a core from the threads feeding it.
+    latency_bound: bool,
 }
 
 /// Requests from the TX thread to the network side.
@@ -383,6 +388,7 @@ impl Executor {
             reader_pings: 0,
             read_handled: None,
             message_clock_ms: None,
+            latency_bound: false,
             engine: Box::new(engine),
             sessions: IdMap::default(),
             dirty: Vec::new(),
@@ -637,12 +643,8 @@ impl Executor {
                     Err(tokio::sync::mpsc::error::TryRecvError::Disconnected) => break,
                 }
             } else {
-                // (Polling a while before sleeping, for clients that wait for each
-                // reply, paid once wake-ups were slow on this VM; on its host since
-                // 7 December it took the cores the client and the network thread
-                // needed: depth-1 select 21k ops/s, p99 140 us polling, 33k and 64 us
-                // not; bench/cpu_per_op.py.)
-                match rx.blocking_recv() {
+                let received = if self.latency_bound { receive_spinning(&mut rx) } else { rx.blocking_recv() };
+                match received {
                     Some(msg) => Some(msg),
                     None => break,
                 }
@@ -847,6 +849,7 @@ impl Executor {
             }
             TxMessage::Requests { session_id, packets } => {
                 self.read_handled = Some((session_id, packets.len()));
+                self.latency_bound = packets.len() == 1;
                 self.warm_tokens(session_id, &packets);
                 for packet in packets {
                     match packet {
@@ -1780,6 +1783,27 @@ impl Executor {
     fn reply_tuple(&self, out: &mut Vec<u8>, sync: u64, tuple: Option<&crate::engine::tuple::Tuple>) {
         let sv = self.engine.schema_version();
         response::ok_data(out, sync, sv, tuple.into_iter().map(|t| &t[..]));
+    }
+}
+
+/// How long the TX thread polls for its next message before it sleeps.
+const SPIN_BEFORE_SLEEP: std::time::Duration = std::time::Duration::from_micros(50);
+
+/// The next message, polled for [`SPIN_BEFORE_SLEEP`] before sleeping for it: a
+/// request that comes soon after the last reply (a client waiting for each
+/// reply) finds the thread awake, not asleep on a halted core it takes tens of
+/// microseconds to wake on a VM. `None` when every sender is gone.
+fn receive_spinning(rx: &mut UnboundedReceiver<TxMessage>) -> Option<TxMessage> {
+    let start = std::time::Instant::now();
+    loop {
+        match rx.try_recv() {
+            Ok(msg) => return Some(msg),
+            Err(tokio::sync::mpsc::error::TryRecvError::Disconnected) => return None,
+            Err(tokio::sync::mpsc::error::TryRecvError::Empty) if start.elapsed() < SPIN_BEFORE_SLEEP => {
+                std::hint::spin_loop();
+            }
+            Err(tokio::sync::mpsc::error::TryRecvError::Empty) => return rx.blocking_recv(),
+        }
     }
 }
 
