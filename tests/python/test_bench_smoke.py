@@ -5,7 +5,10 @@ without errors and that the chart is drawn.
 """
 import json
 import os
+import shutil
 import subprocess
+
+import pytest
 
 from conftest import ADMIN_PASSWORD, ROOT
 
@@ -37,6 +40,19 @@ def test_bench_tool_loads_tokens_and_checks(oncebox):
     out = subprocess.run(base + ["--seconds", "0", "--check", "assert(box.space._idempotency:len() > 10 ^ 9)"],
                          capture_output=True, text=True, timeout=60)
     assert out.returncode != 0 and "assertion failed" in out.stderr, out.stderr
+
+
+def test_dedup_window_runs_both_servers_with_bounded_stores():
+    """bench/dedup_window.py on a tiny window: every row measured, and its checks that
+    the bounded Lua dedup and `_idempotency` stay within the window held."""
+    if not shutil.which("tarantool"):
+        pytest.skip("real tarantool is not installed")
+    out = subprocess.run(["python3", os.path.join(ROOT, "bench", "dedup_window.py"), "--window", "300",
+                          "--rounds", "1", "--seconds", "0.3", "--warmup", "0.5"],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "Tarantool 2.6, Lua dedup, window 300:" in out.stdout, out.stdout
+    assert "oncebox / (Tarantool 2.6, Lua dedup, window 300):" in out.stdout, out.stdout
 
 
 def test_chart_draws_results(tmp_path):
