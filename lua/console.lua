@@ -36,6 +36,8 @@ local function single_quoted(s, indent, col)
                 out[#out + 1] = string.rep(' ', indent)
                 column, breaks = indent, false
             end
+            -- A character at a time: a column each, as libyaml counts.
+            c = string.match(s, '^[\192-\255][\128-\191]*', i) or c
             if c == ' ' and column > BEST_WIDTH and i > 1 and i < n and string.sub(s, i + 1, i + 1) ~= ' '
                     and string.sub(s, i - 1, i - 1) ~= ' ' then
                 out[#out + 1] = '\n' .. string.rep(' ', indent)
@@ -47,7 +49,7 @@ local function single_quoted(s, indent, col)
                 out[#out + 1] = c
                 column = column + 1
             end
-            i = i + 1
+            i = i + #c
         end
     end
     if breaks then out[#out + 1] = string.rep(' ', indent) end
@@ -146,8 +148,10 @@ end
 local function plain(s, indent, col)
     if col == nil or col + #s <= BEST_WIDTH or not string.find(s, ' ') then return s end
     local out, column, n = {}, col, #s
-    for i = 1, n do
-        local c = string.sub(s, i, i)
+    local i = 1
+    while i <= n do
+        -- A character at a time: a column each, as libyaml counts.
+        local c = string.match(s, '^[\192-\255][\128-\191]*', i) or string.sub(s, i, i)
         if c == ' ' and column > BEST_WIDTH and i > 1 and i < n and string.sub(s, i + 1, i + 1) ~= ' '
                 and string.sub(s, i - 1, i - 1) ~= ' ' then
             out[#out + 1] = '\n' .. string.rep(' ', indent)
@@ -156,6 +160,7 @@ local function plain(s, indent, col)
             out[#out + 1] = c
             column = column + 1
         end
+        i = i + #c
     end
     return table.concat(out)
 end
@@ -449,6 +454,12 @@ local function anchor_of(v)
     return '*' .. r, true
 end
 
+-- The columns `s` takes: libyaml counts characters, so UTF-8 continuation bytes add none.
+local function columns(s)
+    if not string.find(s, '[\128-\191]') then return #s end
+    return #s - select(2, string.gsub(s, '[\128-\191]', ''))
+end
+
 -- Flow style, written into `w` as libyaml writes it: {out = the text so far,
 -- column = where it ends, indent = the enclosing collection's indentation,
 -- fold = whether lines break at the width}. An item or a key that would start
@@ -458,12 +469,17 @@ end
 -- decimals and uuids as null, as 2.6 writes a tuple's tostring (never folded).
 local function put(w, text)
     w.out[#w.out + 1] = text
-    local last_break = string.find(text, '\n[^\n]*$')
-    local tail = last_break and string.sub(text, last_break + 1) or text
-    -- Columns count characters, as libyaml counts them: UTF-8 continuation bytes add none.
-    local width = #tail
-    if string.find(tail, '[\128-\191]') then width = width - select(2, string.gsub(tail, '[\128-\191]', '')) end
-    w.column = last_break and width or w.column + width
+    -- A line or paragraph separator written raw (in a quoted string) is a line
+    -- break to libyaml as well: its column starts again after one.
+    local tail = string.match(text, '\n([^\n]*)$')
+    if string.find(text, SEPARATOR) then
+        local rest, cut = tail or text, nil
+        for after in string.gmatch(rest, SEPARATOR .. '()') do cut = after end
+        if cut ~= nil then tail = string.sub(rest, cut) end
+    end
+    local last_break = tail ~= nil
+    tail = tail or text
+    w.column = last_break and columns(tail) or w.column + columns(tail)
 end
 
 local flow_into
@@ -477,12 +493,18 @@ local function is_complex_key(k)
     return #k > 128 or string.find(k, '[\r\n]') ~= nil or string.find(k, '\226\128[\168\169]') ~= nil
 end
 
--- A flow mapping's key and the colon after it.
+-- A flow mapping's key and the colon after it: a complex key's colon starts a
+-- line of its own, at the items' indentation, when the key ends past the width.
 local function flow_key(w, k, ext_as_null)
     local complex = is_complex_key(k)
     if complex then put(w, '? ') end
     flow_into(w, k, ext_as_null, true)
-    put(w, complex and ' : ' or ': ')
+    if not complex then return put(w, ': ') end
+    if w.fold and w.column > BEST_WIDTH then
+        put(w, '\n' .. string.rep(' ', w.indent) .. ': ')
+    else
+        put(w, ' : ')
+    end
 end
 
 -- A scalar's text in a flow collection, or nil for a collection; `key`: as a
@@ -674,8 +696,9 @@ encode_plain = function(v, indent, col)
         local prefix = (#lines == 0 and '' or pad) .. key .. (string.sub(key, 1, 1) == '*' and ' :' or ':')
         if is_complex_key(k) then
             -- A complex key: "? key" then ": value" (a block value compacted).
+            local item = encode(x, indent + 2, indent + 2)
             lines[#lines + 1] = (#lines == 0 and '' or pad) .. '? ' .. string_scalar(k, false, indent + 2, indent + 2)
-                .. '\n' .. pad .. ': ' .. encode(x, indent + 2, indent + 2)
+                .. '\n' .. pad .. (item == '' and ':' or ': ' .. item)
         elseif type(x) == 'table' and not box.tuple.is(x) and next(x) ~= nil and sequence_length(x, opts) ~= 0
             and not flow_hinted(x) then
             -- An anchor or an alias stands after the key.
@@ -691,7 +714,7 @@ encode_plain = function(v, indent, col)
                 end
             end
         else
-            local item = encode(x, indent + 2, indent + #key + 2)
+            local item = encode(x, indent + 2, indent + columns(key) + 2)
             lines[#lines + 1] = item == '' and prefix or prefix .. ' ' .. item
         end
     end

@@ -32,6 +32,15 @@ def test_json_encode_writes_values_as_2_6(tmp_path):
     same_output_on_both(tmp_path, "json_encode_cases.lua", source, 3008)
 
 
+def test_yaml_encode_folds_lines_as_2_6(tmp_path):
+    """yaml.encode over 3,000 generated values and 400 long multi-byte sentences:
+    lines folded at 80 columns counted in characters (not bytes), a raw line or
+    paragraph separator starting the column again, a complex key's colon on a line
+    of its own past the width, and no space after a colon with nothing behind it."""
+    source = (HERE / "yaml_encode_cases.lua").read_text()
+    same_output_on_both(tmp_path, "yaml_encode_cases.lua", source, 29690)
+
+
 def test_serializers_write_numbers_keys_and_lines_as_2_6(tmp_path):
     """Doubles through printf (ties to even) in JSON, YAML and a tuple's text, while
     tostring rounds them away from zero; msgpack and YAML table shapes; libyaml's
