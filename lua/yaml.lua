@@ -1,8 +1,10 @@
 -- yaml: Tarantool 2.6's yaml module. encode renders one document with the console's
 -- emitter (lua/console.lua), so both write the same YAML; decode reads the common
 -- subset: block mappings and sequences, flow collections, plain, quoted and block
--- (| and >) scalars, comments, document markers. Anchors, aliases and tags are
--- skipped rather than resolved. Scalars resolve as Tarantool's decoder does: only
+-- (| and >) scalars, comments, document markers, anchors and aliases (as 2.6's
+-- loader: an alias is the very table its anchor named, or the string; an anchor on
+-- a null, boolean, number or tagged scalar names nothing); other tags than !!str
+-- and !!binary are dropped. Scalars resolve as Tarantool's decoder does: only
 -- null/~, true/false/yes/no are special; numbers are decimal, hex, inf or nan.
 
 local type = type -- the builtin, not the one user code sees (box.lua)
@@ -92,14 +94,51 @@ local function resolve_plain(s)
     return s
 end
 
+-- The anchors of the document being read: name -> the table or string it names.
+local anchors = {}
+-- An anchor read before its node, which the node takes when it is made.
+local pending_anchor = nil
+
+-- `v`, named by the pending anchor if there is one: a table always, a string
+-- unless `unnamed` (2.6 names no null, boolean, number or tagged scalar).
+local function anchored(v, unnamed)
+    local name = pending_anchor
+    if name ~= nil then
+        pending_anchor = nil
+        if not unnamed and (type(v) == 'table' or type(v) == 'string') then anchors[name] = v end
+    end
+    return v
+end
+
+-- The value an alias (`*name`) stands for.
+local function alias(name)
+    local v = anchors[name]
+    if v == nil then error('invalid reference: ' .. name, 0) end
+    return v
+end
+
+-- Takes an anchor off the front of `s` (before or after a tag), left pending; the
+-- tag stays.
+local function take_anchor(s)
+    local tag, name, rest = string.match(s, '^(![^%s]*%s+)&([^%s]+)%s*(.*)$')
+    if tag == nil then
+        name, rest = string.match(s, '^&([^%s]+)%s*(.*)$')
+        tag = ''
+    end
+    if name == nil then return s end
+    pending_anchor = name
+    return tag .. rest
+end
+
+-- Takes the tags (dropped) and an anchor (left pending) off the front of `s`.
 local function strip_props(s)
-    -- Tags (!!str) and anchors (&a) before a value are dropped.
     while true do
-        local rest = string.match(s, '^[!&][^%s]*%s+(.*)$')
-        if rest == nil then
-            if string.find(s, '^[!&][^%s]*$') then return '' end
-            return s
+        local prop, rest = string.match(s, '^([!&][^%s]*)%s+(.*)$')
+        if prop == nil then
+            prop, rest = string.match(s, '^([!&][^%s]*)$'), ''
+            if prop == nil then return s end
         end
+        if string.sub(prop, 1, 1) == '&' then pending_anchor = string.sub(prop, 2) end
         s = rest
     end
 end
@@ -196,6 +235,15 @@ end
 
 -- Where a mapping key ends in `text` (the position of its ':'), or nil.
 local function key_end(text)
+    -- After node properties (a tag, an anchor), a flow collection starts no key.
+    local props_end = 1
+    while true do
+        local after = string.match(text, '^[!&][^%s]*%s+()', props_end)
+        if after == nil then break end
+        props_end = after
+    end
+    local first = string.sub(text, props_end, props_end)
+    if props_end > 1 and (first == '[' or first == '{') then return nil end
     local c = string.sub(text, 1, 1)
     local start = 1
     if c == '"' or c == "'" then
@@ -271,7 +319,7 @@ local function parse_flow(text, line)
         pos = j + 1
         local s = fold(table.concat(buf))
         if q == '"' then s = unescape_double(s, line) end
-        return s
+        return anchored(s)
     end
     local function plain(in_flow)
         local stop = in_flow and '[,%[%]{}]' or nil
@@ -288,22 +336,33 @@ local function parse_flow(text, line)
         end
         local s = string.gsub(string.gsub(string.sub(text, pos, j - 1), '^%s+', ''), '%s+$', '')
         pos = j
-        return resolve_plain(fold(s))
+        local v = resolve_plain(fold(s))
+        return anchored(v, v == '')
     end
     value = function(in_flow)
         ws()
         local c = string.sub(text, pos, pos)
-        if c == '!' or c == '&' then
-            local tag = string.match(text, '^[^%s]*', pos)
-            local rest = string.match(text, '^[^%s]*%s*()', pos)
-            pos = rest
-            if tag == '!!binary' then return binary(value(in_flow)) end
+        while c == '!' or c == '&' do
+            local prop = string.match(text, '^[^%s]*', pos)
+            pos = string.match(text, '^[^%s]*%s*()', pos)
+            if prop == '!!binary' then
+                -- (A tagged scalar takes no anchor in 2.6.)
+                pending_anchor = nil
+                return binary(value(in_flow))
+            end
+            if c == '&' then pending_anchor = string.sub(prop, 2) end
             ws()
             c = string.sub(text, pos, pos)
         end
+        if c == '*' then
+            local name = string.match(text, in_flow and '^%*([^%s,%[%]{}]+)' or '^%*([^%s]+)', pos)
+            if name == nil then fail('did not find expected alphabetic or numeric character', line) end
+            pos = pos + 1 + #name
+            return alias(name)
+        end
         if c == '[' then
             pos = pos + 1
-            local t = setmetatable({}, yaml.array_mt)
+            local t = anchored(setmetatable({}, yaml.array_mt))
             while true do
                 ws()
                 local d = string.sub(text, pos, pos)
@@ -320,7 +379,7 @@ local function parse_flow(text, line)
             end
         elseif c == '{' then
             pos = pos + 1
-            local t = setmetatable({}, yaml.map_mt)
+            local t = anchored(setmetatable({}, yaml.map_mt))
             while true do
                 ws()
                 local d = string.sub(text, pos, pos)
@@ -433,20 +492,31 @@ end
 
 -- An inline value starting at line `self.i` (text `text`); may continue on deeper lines.
 function Parser:inline(text, indent)
+    text = take_anchor(text)
     local encoded = string.match(text, '^!!binary%s+(.*)$') or (text == '!!binary' and '')
-    if encoded then return binary(self:inline(encoded, indent)) end
+    -- (A tagged scalar takes no anchor in 2.6.)
+    if encoded then
+        pending_anchor = nil
+        return binary(self:inline(encoded, indent))
+    end
     if string.find(text, '^!!str%s') then
         -- An explicit string tag: the plain text as it stands.
         local raw = strip_comment(string.gsub(string.sub(text, 6), '^%s+', ''))
+        local name = pending_anchor
+        pending_anchor = nil
         local v = self:inline(raw, indent)
-        if type(v) == 'table' or type(v) == 'string' then return v end
+        if type(v) == 'table' then
+            pending_anchor = name
+            return anchored(v)
+        end
+        if type(v) == 'string' then return v end
         return raw
     end
     text = strip_props(text)
     local c = string.sub(text, 1, 1)
     if c == '|' or c == '>' then
         self.i = self.i + 1
-        return self:block_scalar(text, indent)
+        return anchored(self:block_scalar(text, indent))
     end
     local line = self:lineno()
     self.i = self.i + 1
@@ -473,7 +543,8 @@ function Parser:inline(text, indent)
     end
     while #parts > 1 and parts[#parts] == '' do parts[#parts] = nil end
     if #parts == 1 then return parse_flow(parts[1], line) end
-    return resolve_plain(fold(table.concat(parts, '\n')))
+    local v = resolve_plain(fold(table.concat(parts, '\n')))
+    return anchored(v, v == '')
 end
 
 -- The node at the current line, which must be indented more than `parent`.
@@ -488,6 +559,7 @@ end
 -- The value after "- " or "key: ": `rest` inline, or a nested node.
 function Parser:value_after(rest, indent, col, in_mapping)
     -- (A !!binary scalar's text may be on the lines below.)
+    rest = take_anchor(rest)
     if string.find(rest, '^!!str%s') or string.find(rest, '^!!binary%s') or rest == '!!binary' then
         return self:inline(rest, indent)
     end
@@ -500,6 +572,8 @@ function Parser:value_after(rest, indent, col, in_mapping)
             return self:sequence(indent)
         end
         if next_indent ~= nil and next_indent > indent then return self:node(indent) end
+        -- An anchor on nothing names nothing (2.6 names no empty scalar).
+        pending_anchor = nil
         return nil
     end
     -- "- a: 1" or "- - x": a nested block starting inside the line (not after "key: ").
@@ -513,7 +587,7 @@ function Parser:value_after(rest, indent, col, in_mapping)
 end
 
 function Parser:sequence(indent)
-    local t = setmetatable({}, yaml.array_mt)
+    local t = anchored(setmetatable({}, yaml.array_mt))
     while true do
         local i, text = self:peek()
         if i ~= indent or not (text == '-' or string.find(text, '^%-%s')) then break end
@@ -530,7 +604,7 @@ function Parser:sequence(indent)
 end
 
 function Parser:mapping(indent)
-    local t = setmetatable({}, yaml.map_mt)
+    local t = anchored(setmetatable({}, yaml.map_mt))
     while true do
         local i, text = self:peek()
         if i ~= indent then break end
@@ -607,6 +681,8 @@ local function decode(s)
     if #docs == 0 then return nil end
     local out = {}
     for d, doc in ipairs(docs) do
+        -- Anchors name nodes of their own document only.
+        anchors, pending_anchor = {}, nil
         local p = new_parser(doc.lines, doc.first)
         p.no_final_newline = d == #docs and string.sub(s, -1) ~= '\n'
         local v
@@ -618,25 +694,33 @@ local function decode(s)
         end
         out[d] = v
     end
+    anchors = {}
     return unpack(out, 1, #docs)
 end
 
 -- Refuses NaN and ±inf in what decode gave (decode_invalid_numbers off), as 2.6 does.
-local function check_finite(v)
+-- (`seen`: tables already checked; an alias makes a table appear again, or in itself.)
+local function check_finite(v, seen)
     if type(v) == 'number' and (v ~= v or v == math.huge or v == -math.huge) then
         error('number must not be NaN or Inf', 0)
     end
     if type(v) == 'table' then
-        for k, x in pairs(v) do check_finite(k) check_finite(x) end
+        seen = seen or {}
+        if seen[v] then return end
+        seen[v] = true
+        for k, x in pairs(v) do check_finite(k, seen) check_finite(x, seen) end
     end
 end
 
 -- Takes the array and map metatables off what decode gave (decode_save_metatables off).
-local function without_hints(v)
+local function without_hints(v, seen)
     if type(v) ~= 'table' then return v end
+    seen = seen or {}
+    if seen[v] then return v end
+    seen[v] = true
     local mt = getmetatable(v)
     if mt == yaml.array_mt or mt == yaml.map_mt then setmetatable(v, nil) end
-    for _, x in pairs(v) do without_hints(x) end
+    for _, x in pairs(v) do without_hints(x, seen) end
     return v
 end
 

@@ -41,6 +41,15 @@ def test_yaml_encode_folds_lines_as_2_6(tmp_path):
     same_output_on_both(tmp_path, "yaml_encode_cases.lua", source, 29690)
 
 
+def test_yaml_decode_resolves_anchors_and_aliases_as_2_6(tmp_path):
+    """An alias is the very table its anchor named (what yaml.encode wrote as &0 and
+    *0 comes back shared, a table may hold itself), or the string; an anchor on a
+    null, boolean, number, empty or tagged scalar names nothing, nor does one of an
+    earlier document: 2.6's `invalid reference: name`."""
+    source = (HERE / "yaml_alias_cases.lua").read_text()
+    same_output_on_both(tmp_path, "yaml_alias_cases.lua", source, 30)
+
+
 def test_serializers_write_numbers_keys_and_lines_as_2_6(tmp_path):
     """Doubles through printf (ties to even) in JSON, YAML and a tuple's text, while
     tostring rounds them away from zero; msgpack and YAML table shapes; libyaml's
