@@ -3,9 +3,10 @@
 -- subset: block mappings and sequences, flow collections, plain, quoted and block
 -- (| and >) scalars, comments, document markers, anchors and aliases (as 2.6's
 -- loader: an alias is the very table its anchor named, or the string; an anchor on
--- a null, boolean, number or tagged scalar names nothing); other tags than !!str
--- and !!binary are dropped. Scalars resolve as Tarantool's decoder does: only
--- null/~, true/false/yes/no are special; numbers are decimal, hex, inf or nan.
+-- a null, boolean, number or tagged scalar names nothing), the core scalar tags
+-- (!!str, !!int, !!float, !!bool, !!binary; others are dropped). Untagged scalars
+-- resolve as Tarantool's decoder does: only null/~, true/false/yes/no are special;
+-- numbers are decimal, hex, inf or nan.
 
 local type = type -- the builtin, not the one user code sees (box.lua)
 local emitter = box.internal.yaml
@@ -93,6 +94,31 @@ local function resolve_plain(s)
     end
     return s
 end
+
+-- C's strtod over `s`: its longest number prefix, 0 without one.
+local function strtod(s)
+    local n = tonumber(s)
+    if n ~= nil then return n end
+    local sign, word = string.match(string.lower(s), '^%s*([+-]?)(%a+)')
+    if word ~= nil and string.sub(word, 1, 3) == 'inf' then return sign == '-' and -math.huge or math.huge end
+    if word ~= nil and string.sub(word, 1, 3) == 'nan' then return 0 / 0 end
+    local prefix = string.match(s, '^%s*[+-]?%d*%.?%d*[eE][+-]?%d+') or string.match(s, '^%s*[+-]?%d*%.?%d*')
+    return tonumber(prefix) or 0
+end
+
+-- A scalar's text under a core tag, as 2.6's loader reads it: !!int by strtol
+-- (the leading digits, saturated; 0 without any), !!float by strtod, !!bool true
+-- only for true/yes, !!str as it stands.
+local SCALAR_TAGS = {
+    ['!!str'] = function(s) return s end,
+    ['!!int'] = function(s)
+        local digits = string.match(s, '^%s*([+-]?%d+)')
+        if digits == nil then return 0 end
+        return math.max(math.min(tonumber(digits), 2 ^ 63), -2 ^ 63)
+    end,
+    ['!!float'] = strtod,
+    ['!!bool'] = function(s) return s == 'true' or s == 'yes' end,
+}
 
 -- The anchors of the document being read: name -> the table or string it names.
 local anchors = {}
@@ -321,7 +347,7 @@ local function parse_flow(text, line)
         if q == '"' then s = unescape_double(s, line) end
         return anchored(s)
     end
-    local function plain(in_flow)
+    local function plain(in_flow, raw)
         local stop = in_flow and '[,%[%]{}]' or nil
         local j = pos
         while j <= #text do
@@ -336,12 +362,14 @@ local function parse_flow(text, line)
         end
         local s = string.gsub(string.gsub(string.sub(text, pos, j - 1), '^%s+', ''), '%s+$', '')
         pos = j
+        if raw then return fold(s) end
         local v = resolve_plain(fold(s))
         return anchored(v, v == '')
     end
     value = function(in_flow)
         ws()
         local c = string.sub(text, pos, pos)
+        local scalar_tag
         while c == '!' or c == '&' do
             local prop = string.match(text, '^[^%s]*', pos)
             pos = string.match(text, '^[^%s]*%s*()', pos)
@@ -351,8 +379,15 @@ local function parse_flow(text, line)
                 return binary(value(in_flow))
             end
             if c == '&' then pending_anchor = string.sub(prop, 2) end
+            scalar_tag = SCALAR_TAGS[prop] or scalar_tag
             ws()
             c = string.sub(text, pos, pos)
+        end
+        if scalar_tag ~= nil and c ~= '[' and c ~= '{' and c ~= '*' then
+            -- (A tagged scalar takes no anchor in 2.6.)
+            pending_anchor = nil
+            if c == '"' or c == "'" then return scalar_tag(quoted()) end
+            return scalar_tag(plain(in_flow, true))
         end
         if c == '*' then
             local name = string.match(text, in_flow and '^%*([^%s,%[%]{}]+)' or '^%*([^%s]+)', pos)
@@ -512,12 +547,20 @@ function Parser:inline(text, indent)
         if type(v) == 'string' then return v end
         return raw
     end
+    local tag, tagged = string.match(text, '^(!![%a]+)%s+(.*)$')
+    if SCALAR_TAGS[tag] == nil then tag = nil end
     text = strip_props(text)
     local c = string.sub(text, 1, 1)
     if c == '|' or c == '>' then
         self.i = self.i + 1
+        if tag ~= nil then
+            pending_anchor = nil
+            return SCALAR_TAGS[tag](self:block_scalar(text, indent))
+        end
         return anchored(self:block_scalar(text, indent))
     end
+    -- A tagged scalar on its line: read (tag and all) as flow text is.
+    if tag ~= nil and c ~= '[' and c ~= '{' then text = tag .. ' ' .. tagged end
     local line = self:lineno()
     self.i = self.i + 1
     if c == '[' or c == '{' or c == '"' or c == "'" then
@@ -560,7 +603,7 @@ end
 function Parser:value_after(rest, indent, col, in_mapping)
     -- (A !!binary scalar's text may be on the lines below.)
     rest = take_anchor(rest)
-    if string.find(rest, '^!!str%s') or string.find(rest, '^!!binary%s') or rest == '!!binary' then
+    if SCALAR_TAGS[string.match(rest, '^(!![%a]+)%s')] or string.find(rest, '^!!binary%s') or rest == '!!binary' then
         return self:inline(rest, indent)
     end
     rest = strip_props(rest)

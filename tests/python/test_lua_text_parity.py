@@ -50,6 +50,15 @@ def test_yaml_decode_resolves_anchors_and_aliases_as_2_6(tmp_path):
     same_output_on_both(tmp_path, "yaml_alias_cases.lua", source, 30)
 
 
+def test_yaml_decode_reads_tagged_scalars_as_2_6(tmp_path):
+    """!!int as strtol reads (leading digits, saturated, 0 without any), !!float as
+    strtod, !!bool true for true and yes only, !!str as it stands: plain, quoted and
+    block scalars, in blocks and flows (the tags were dropped, so `!!int 1.5` was 1.5
+    and `!!bool abc` the text abc)."""
+    source = (HERE / "yaml_tag_cases.lua").read_text()
+    same_output_on_both(tmp_path, "yaml_tag_cases.lua", source, 342)
+
+
 def test_serializers_write_numbers_keys_and_lines_as_2_6(tmp_path):
     """Doubles through printf (ties to even) in JSON, YAML and a tuple's text, while
     tostring rounds them away from zero; msgpack and YAML table shapes; libyaml's
