@@ -33,11 +33,13 @@ local peer_dir = fio.pathjoin(fio.cwd(), 'peer')
 fio.mkdir(peer_dir)
 local peer_script = fio.pathjoin(peer_dir, 'peer.lua')
 local f = io.open(peer_script, 'w')
+-- (The peer listens only once whoami is there: a call right after a connect works.)
 f:write(string.format([[
-box.cfg{listen = %q, work_dir = %q, log_level = 1}
+box.cfg{work_dir = %q, log_level = 1}
 box.schema.user.grant('guest', 'super', nil, nil, {if_not_exists = true})
 rawset(_G, 'whoami', function() return 'peer' end)
-]], uri, peer_dir))
+box.cfg{listen = %q}
+]], peer_dir, uri))
 f:close()
 
 local peer
