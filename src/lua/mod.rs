@@ -130,7 +130,7 @@ const CONSOLE: &str = include_str!("../../lua/console.lua");
 const CONSOLE_LUA_OUTPUT: &str = include_str!("../../lua/console_lua_output.lua");
 const NET_BOX: &str = include_str!("../../lua/net_box.lua");
 /// Tarantool's Lua modules, each registered in `package.loaded` by its own file (in load order).
-const MODULES: [(&str, &str); 35] = [
+const MODULES: [(&str, &str); 36] = [
     ("=string.lua", include_str!("../../lua/string.lua")),
     ("=table.lua", include_str!("../../lua/table.lua")),
     ("=fiber.lua", include_str!("../../lua/fiber.lua")),
@@ -140,6 +140,7 @@ const MODULES: [(&str, &str); 35] = [
     ("=builtin/log.lua", include_str!("../../lua/log.lua")),
     ("=fun.lua", include_str!("../../lua/fun.lua")),
     ("=builtin/internal.trigger.lua", include_str!("../../lua/trigger.lua")),
+    ("=yaml_events.lua", include_str!("../../lua/yaml_events.lua")),
     ("=yaml.lua", include_str!("../../lua/yaml.lua")),
     ("@builtin/tap.lua", include_str!("../../lua/tap.lua")),
     ("=tuple.lua", include_str!("../../lua/tuple.lua")),

@@ -1,7 +1,8 @@
 -- yaml.decode's core tags on scalars, as 2.6's loader reads them: !!int takes the
 -- leading digits (strtol: 0 without any, saturated), !!float a number prefix
 -- (strtod), !!bool is true only for true and yes, !!str keeps the text, whatever
--- the scalar's style (plain, quoted, block); tags on collections change nothing.
+-- the scalar's style (plain on one line or several, quoted, block); tags on
+-- collections change nothing.
 -- Run on Tarantool 2.6 and on oncebox; the lines must match.
 local yaml = require('yaml')
 local function show(v)
@@ -25,6 +26,8 @@ for _, tag in ipairs({'!!int', '!!float', '!!bool', '!!str'}) do
     end
     cases[#cases + 1] = 'a: ' .. tag .. ' |\n  12\n  34\nb: 1'
     cases[#cases + 1] = 'a: ' .. tag .. ' [1, 2]'
+    cases[#cases + 1] = 'a: ' .. tag .. ' 12\n  34\nb: 1'
+    cases[#cases + 1] = '- ' .. tag .. ' 2.5\n  x\n\n  y\n- 3'
     cases[#cases + 1] = '- ' .. tag .. ' 7\n- ' .. tag .. ' x'
     cases[#cases + 1] = 'a: &x ' .. tag .. ' 7\nb: *x'
 end
