@@ -314,6 +314,17 @@ local function scan_to_next_token()
     end
 end
 
+-- Takes the rest of a directive's or block scalar header's line: blanks, a
+-- comment, the line break.
+local function end_line(context, start_mark)
+    while is_blank_at(0) do skip() end
+    if at(0) == 35 then
+        while not is_breakz_at(0) do skip() end
+    end
+    if not is_breakz_at(0) then scanner_error(context, start_mark, 'did not find expected comment or line break') end
+    if is_break_at(0) then skip_line() end
+end
+
 local function scan_directive_name(start_mark)
     local name = {}
     while is_alpha(at(0)) do name[#name + 1] = read() end
@@ -432,14 +443,7 @@ local function scan_directive()
     else
         scanner_error('while scanning a directive', start_mark, 'found unknown directive name')
     end
-    while is_blank_at(0) do skip() end
-    if at(0) == 35 then
-        while not is_breakz_at(0) do skip() end
-    end
-    if not is_breakz_at(0) then
-        scanner_error('while scanning a directive', start_mark, 'did not find expected comment or line break')
-    end
-    if is_break_at(0) then skip_line() end
+    end_line('while scanning a directive', start_mark)
     return token
 end
 
@@ -534,14 +538,7 @@ local function scan_block_scalar(literal)
             skip()
         end
     end
-    while is_blank_at(0) do skip() end
-    if at(0) == 35 then
-        while not is_breakz_at(0) do skip() end
-    end
-    if not is_breakz_at(0) then
-        scanner_error('while scanning a block scalar', start_mark, 'did not find expected comment or line break')
-    end
-    if is_break_at(0) then skip_line() end
+    end_line('while scanning a block scalar', start_mark)
     local ind = 0
     if increment > 0 then ind = indent >= 0 and indent + increment or increment end
     local out = {}
@@ -1072,118 +1069,104 @@ function parse_node(block, indentless_sequence)
         block and 'while parsing a block node' or 'while parsing a flow node', start_mark)
 end
 
-local function block_sequence_entry(first)
+-- Takes a collection's start token (for its first entry), its mark kept for errors.
+local function take_start(first)
     if first then
         marks[#marks + 1] = peek().start_mark
         skip_token()
     end
+end
+-- Takes a collection's end token: the event that ends it.
+local function end_collection(type)
+    state = pop_state()
+    pop_mark()
+    skip_token()
+    return {type = type}
+end
+-- Takes an entry's indicator ('-', '?', ':'): the node after it, parsed with
+-- `after` as the state to come back to, or an empty scalar when the next token
+-- is one of `stops`.
+local function node_after(stops, after, block, indentless_sequence)
+    skip_token()
+    if not stops[peek().type] then
+        states[#states + 1] = after
+        return parse_node(block, indentless_sequence)
+    end
+    state = after
+    return empty_scalar()
+end
+
+local BLOCK_SEQUENCE_STOPS = {BLOCK_ENTRY = true, BLOCK_END = true}
+local INDENTLESS_SEQUENCE_STOPS = {BLOCK_ENTRY = true, KEY = true, VALUE = true, BLOCK_END = true}
+local BLOCK_MAPPING_STOPS = {KEY = true, VALUE = true, BLOCK_END = true}
+local FLOW_SEQUENCE_PAIR_STOPS = {VALUE = true, FLOW_ENTRY = true, FLOW_SEQUENCE_END = true}
+local FLOW_SEQUENCE_PAIR_VALUE_STOPS = {FLOW_ENTRY = true, FLOW_SEQUENCE_END = true}
+local FLOW_MAPPING_KEY_STOPS = {VALUE = true, FLOW_ENTRY = true, FLOW_MAPPING_END = true}
+local FLOW_MAPPING_VALUE_STOPS = {FLOW_ENTRY = true, FLOW_MAPPING_END = true}
+
+local function block_sequence_entry(first)
+    take_start(first)
     local token = peek()
     if token.type == 'BLOCK_ENTRY' then
-        skip_token()
-        token = peek()
-        if token.type ~= 'BLOCK_ENTRY' and token.type ~= 'BLOCK_END' then
-            states[#states + 1] = 'BLOCK_SEQUENCE_ENTRY'
-            return parse_node(true, false)
-        end
-        state = 'BLOCK_SEQUENCE_ENTRY'
-        return empty_scalar()
+        return node_after(BLOCK_SEQUENCE_STOPS, 'BLOCK_SEQUENCE_ENTRY', true, false)
     elseif token.type == 'BLOCK_END' then
-        state = pop_state()
-        pop_mark()
-        skip_token()
-        return {type = 'SEQUENCE_END'}
+        return end_collection('SEQUENCE_END')
     end
     parser_error("did not find expected '-' indicator", token.start_mark, 'while parsing a block collection',
         pop_mark())
 end
 local function indentless_sequence_entry()
-    local token = peek()
-    if token.type == 'BLOCK_ENTRY' then
-        skip_token()
-        token = peek()
-        local t = token.type
-        if t ~= 'BLOCK_ENTRY' and t ~= 'KEY' and t ~= 'VALUE' and t ~= 'BLOCK_END' then
-            states[#states + 1] = 'INDENTLESS_SEQUENCE_ENTRY'
-            return parse_node(true, false)
-        end
-        state = 'INDENTLESS_SEQUENCE_ENTRY'
-        return empty_scalar()
+    if peek().type == 'BLOCK_ENTRY' then
+        return node_after(INDENTLESS_SEQUENCE_STOPS, 'INDENTLESS_SEQUENCE_ENTRY', true, false)
     end
     state = pop_state()
     return {type = 'SEQUENCE_END'}
 end
 local function block_mapping_key(first)
-    if first then
-        marks[#marks + 1] = peek().start_mark
-        skip_token()
-    end
+    take_start(first)
     local token = peek()
     if token.type == 'KEY' then
-        skip_token()
-        token = peek()
-        local t = token.type
-        if t ~= 'KEY' and t ~= 'VALUE' and t ~= 'BLOCK_END' then
-            states[#states + 1] = 'BLOCK_MAPPING_VALUE'
-            return parse_node(true, true)
-        end
-        state = 'BLOCK_MAPPING_VALUE'
-        return empty_scalar()
+        return node_after(BLOCK_MAPPING_STOPS, 'BLOCK_MAPPING_VALUE', true, true)
     elseif token.type == 'BLOCK_END' then
-        state = pop_state()
-        pop_mark()
-        skip_token()
-        return {type = 'MAPPING_END'}
+        return end_collection('MAPPING_END')
     end
     parser_error('did not find expected key', token.start_mark, 'while parsing a block mapping', pop_mark())
 end
 local function block_mapping_value()
-    local token = peek()
-    if token.type == 'VALUE' then
-        skip_token()
-        token = peek()
-        local t = token.type
-        if t ~= 'KEY' and t ~= 'VALUE' and t ~= 'BLOCK_END' then
-            states[#states + 1] = 'BLOCK_MAPPING_KEY'
-            return parse_node(true, true)
-        end
-    end
+    if peek().type == 'VALUE' then return node_after(BLOCK_MAPPING_STOPS, 'BLOCK_MAPPING_KEY', true, true) end
     state = 'BLOCK_MAPPING_KEY'
     return empty_scalar()
 end
-local function flow_sequence_entry(first)
-    if first then
-        marks[#marks + 1] = peek().start_mark
-        skip_token()
-    end
+
+-- The token that starts a flow collection's next entry, past the ',' before it
+-- (none before the first), or the collection's end.
+local function next_flow_entry(first, end_type, problem, context)
+    take_start(first)
     local token = peek()
-    if token.type ~= 'FLOW_SEQUENCE_END' then
-        if not first then
-            if token.type == 'FLOW_ENTRY' then
-                skip_token()
-                token = peek()
-            else
-                parser_error("did not find expected ',' or ']'", token.start_mark, 'while parsing a flow sequence',
-                    pop_mark())
-            end
-        end
-        if token.type == 'KEY' then
-            state = 'FLOW_SEQUENCE_ENTRY_MAPPING_KEY'
-            skip_token()
-            return {type = 'MAPPING_START'}
-        elseif token.type ~= 'FLOW_SEQUENCE_END' then
-            states[#states + 1] = 'FLOW_SEQUENCE_ENTRY'
-            return parse_node(false, false)
-        end
+    if token.type ~= end_type and not first then
+        if token.type ~= 'FLOW_ENTRY' then parser_error(problem, token.start_mark, context, pop_mark()) end
+        skip_token()
+        token = peek()
     end
-    state = pop_state()
-    pop_mark()
-    skip_token()
-    return {type = 'SEQUENCE_END'}
+    return token
+end
+
+local function flow_sequence_entry(first)
+    local token = next_flow_entry(first, 'FLOW_SEQUENCE_END', "did not find expected ',' or ']'",
+        'while parsing a flow sequence')
+    if token.type == 'KEY' then
+        -- A single pair ([a: 1]): a flow mapping of its own.
+        state = 'FLOW_SEQUENCE_ENTRY_MAPPING_KEY'
+        skip_token()
+        return {type = 'MAPPING_START'}
+    elseif token.type ~= 'FLOW_SEQUENCE_END' then
+        states[#states + 1] = 'FLOW_SEQUENCE_ENTRY'
+        return parse_node(false, false)
+    end
+    return end_collection('SEQUENCE_END')
 end
 local function flow_sequence_entry_mapping_key()
-    local token = peek()
-    local t = token.type
-    if t ~= 'VALUE' and t ~= 'FLOW_ENTRY' and t ~= 'FLOW_SEQUENCE_END' then
+    if not FLOW_SEQUENCE_PAIR_STOPS[peek().type] then
         states[#states + 1] = 'FLOW_SEQUENCE_ENTRY_MAPPING_VALUE'
         return parse_node(false, false)
     end
@@ -1192,67 +1175,26 @@ local function flow_sequence_entry_mapping_key()
     return empty_scalar()
 end
 local function flow_sequence_entry_mapping_value()
-    local token = peek()
-    if token.type == 'VALUE' then
-        skip_token()
-        token = peek()
-        if token.type ~= 'FLOW_ENTRY' and token.type ~= 'FLOW_SEQUENCE_END' then
-            states[#states + 1] = 'FLOW_SEQUENCE_ENTRY_MAPPING_END'
-            return parse_node(false, false)
-        end
+    if peek().type == 'VALUE' then
+        return node_after(FLOW_SEQUENCE_PAIR_VALUE_STOPS, 'FLOW_SEQUENCE_ENTRY_MAPPING_END', false, false)
     end
     state = 'FLOW_SEQUENCE_ENTRY_MAPPING_END'
     return empty_scalar()
 end
 local function flow_mapping_key(first)
-    if first then
-        marks[#marks + 1] = peek().start_mark
-        skip_token()
+    local token = next_flow_entry(first, 'FLOW_MAPPING_END', "did not find expected ',' or '}'",
+        'while parsing a flow mapping')
+    if token.type == 'KEY' then
+        return node_after(FLOW_MAPPING_KEY_STOPS, 'FLOW_MAPPING_VALUE', false, false)
+    elseif token.type ~= 'FLOW_MAPPING_END' then
+        states[#states + 1] = 'FLOW_MAPPING_EMPTY_VALUE'
+        return parse_node(false, false)
     end
-    local token = peek()
-    if token.type ~= 'FLOW_MAPPING_END' then
-        if not first then
-            if token.type == 'FLOW_ENTRY' then
-                skip_token()
-                token = peek()
-            else
-                parser_error("did not find expected ',' or '}'", token.start_mark, 'while parsing a flow mapping',
-                    pop_mark())
-            end
-        end
-        if token.type == 'KEY' then
-            skip_token()
-            token = peek()
-            local t = token.type
-            if t ~= 'VALUE' and t ~= 'FLOW_ENTRY' and t ~= 'FLOW_MAPPING_END' then
-                states[#states + 1] = 'FLOW_MAPPING_VALUE'
-                return parse_node(false, false)
-            end
-            state = 'FLOW_MAPPING_VALUE'
-            return empty_scalar()
-        elseif token.type ~= 'FLOW_MAPPING_END' then
-            states[#states + 1] = 'FLOW_MAPPING_EMPTY_VALUE'
-            return parse_node(false, false)
-        end
-    end
-    state = pop_state()
-    pop_mark()
-    skip_token()
-    return {type = 'MAPPING_END'}
+    return end_collection('MAPPING_END')
 end
 local function flow_mapping_value(empty)
-    local token = peek()
-    if empty then
-        state = 'FLOW_MAPPING_KEY'
-        return empty_scalar()
-    end
-    if token.type == 'VALUE' then
-        skip_token()
-        token = peek()
-        if token.type ~= 'FLOW_ENTRY' and token.type ~= 'FLOW_MAPPING_END' then
-            states[#states + 1] = 'FLOW_MAPPING_KEY'
-            return parse_node(false, false)
-        end
+    if not empty and peek().type == 'VALUE' then
+        return node_after(FLOW_MAPPING_VALUE_STOPS, 'FLOW_MAPPING_KEY', false, false)
     end
     state = 'FLOW_MAPPING_KEY'
     return empty_scalar()
