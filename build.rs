@@ -8,6 +8,10 @@
 //!   it from the executable that loads them, as they take it from `tarantool`.
 //!   The executable therefore exports LuaJIT's API (and only that) in its
 //!   dynamic symbol table; an exported symbol is also kept by `--gc-sections`.
+//! - LuaJIT's own `jit.*` Lua modules (the profiler `jit.p`, `jit.v`, `jit.dump`,
+//!   ...) of that build, with the `jit.vmdef` its VM generates, are listed in
+//!   `$OUT_DIR/jit_modules.rs` for the executable to embed, as Tarantool embeds
+//!   them (see [`list_jit_modules`]).
 
 use std::env;
 use std::fs;
@@ -16,6 +20,10 @@ use std::process::Command;
 
 /// The library's file name stem, as `.cargo/config.toml`'s `LUA_LIB_NAME` says.
 const LIBRARY_NAME: &str = "oncebox_luajit";
+
+/// The `jit.*` modules Tarantool 2.6 loads at start (`src/lua/init.c`), in its
+/// order, by their file names in LuaJIT's `src/jit`.
+const JIT_MODULES: [&str; 9] = ["vmdef", "bc", "bcsave", "dis_x86", "dis_x64", "dump", "v", "p", "zone"];
 
 /// Source changes, each `(file, text, replacement)`; each text occurs exactly once.
 ///
@@ -86,12 +94,29 @@ fn build_luajit() {
     }
     run_make(&source, &["clean"]);
     let jobs = env::var("NUM_JOBS").unwrap_or_else(|_| "1".to_owned());
-    run_make(&source, &["-j", &jobs, "libluajit.a"]);
+    run_make(&source, &["-j", &jobs, "libluajit.a", "jit/vmdef.lua"]);
+    list_jit_modules(&source.join("jit"), &out_dir.join("jit_modules.rs"));
     let lib_dir = out_dir.join("lib");
     fs::create_dir_all(&lib_dir).expect("create the library directory");
     fs::copy(source.join("libluajit.a"), lib_dir.join(format!("lib{LIBRARY_NAME}.a"))).expect("copy libluajit.a");
     println!("cargo:rustc-link-search=native={}", lib_dir.display());
     println!("cargo:rerun-if-env-changed=CC");
+}
+
+/// Writes `list`: the constant `JIT_MODULES`, each of [`JIT_MODULES`] as its
+/// module name and its text (`include_str!` of the file in `jit_dir`).
+fn list_jit_modules(jit_dir: &Path, list: &Path) {
+    let mut text = String::from(
+        "/// LuaJIT's `jit.*` Lua modules of the linked build: (module name, source).\n\
+         pub const JIT_MODULES: [(&str, &str); 9] = [\n",
+    );
+    for name in JIT_MODULES {
+        let file = jit_dir.join(format!("{name}.lua"));
+        assert!(file.exists(), "LuaJIT's build has no {}", file.display());
+        text.push_str(&format!("    (\"jit.{name}\", include_str!({:?})),\n", file.display().to_string()));
+    }
+    text.push_str("];\n");
+    fs::write(list, text).expect("write the list of jit modules");
 }
 
 /// Replaces `text`, which must occur exactly once in `file`, with `replacement`.

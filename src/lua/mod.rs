@@ -169,6 +169,21 @@ const MODULES: [(&str, &str); 36] = [
     ("=builtin/title.lua", include_str!("../../lua/title.lua")),
 ];
 
+include!(concat!(env!("OUT_DIR"), "/jit_modules.rs"));
+
+/// Loads LuaJIT's `jit.*` modules ([`JIT_MODULES`]) into `package.loaded`, each
+/// called with its name as Tarantool 2.6's start does it (`@builtin/jit.p.lua`).
+fn load_jit_modules(lua: &Lua) -> mlua::Result<()> {
+    let loaded: Table = lua.globals().get::<Table>("package")?.get("loaded")?;
+    for (name, source) in JIT_MODULES {
+        let module: Value = lua.load(source).set_name(format!("@builtin/{name}.lua")).call(name)?;
+        if !module.is_nil() {
+            loaded.set(name, module)?;
+        }
+    }
+    Ok(())
+}
+
 /// How CALL results are shaped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Shape {
@@ -446,6 +461,7 @@ impl LuaRuntime {
         for (name, source) in MODULES {
             lua.load(source).set_name(name).exec().map_err(|e| lua_err(&e))?;
         }
+        load_jit_modules(&lua).map_err(|e| lua_err(&e))?;
         lua.load("box.internal.install_cdata_aware_type()").exec().map_err(|e| lua_err(&e))?;
         let signals = std::rc::Rc::new(dispatch::Signals::default());
         lua.set_app_data(std::rc::Rc::clone(&signals));
