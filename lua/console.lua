@@ -1617,44 +1617,87 @@ local function json_key(k)
     return cdata_integer(k) or error('table key must be a number or string', 0)
 end
 
-local function json_encode(v, depth, cfg)
-    -- Plain strings and numbers first: most values are, and none of the checks
-    -- below (nulls, cdata, extensions, tuples, hooks) concerns them.
+-- Appends `s` to `buf` as a JSON string.
+local function put_json_string(buf, s)
+    -- (Most strings have nothing to escape: no gsub for them.)
+    if not string.find(s, '[%c"\\/]') then
+        buf:put('"', s, '"')
+    else
+        buf:put('"', (string.gsub(s, '[%c"\\/]', escape)), '"')
+    end
+end
+
+-- Appends the JSON text of `v` to `buf` (a string.buffer: nothing is joined
+-- twice, however deep the value).
+local function json_put(buf, v, depth, cfg)
+    -- Plain strings, numbers and booleans first: most values are, and none of the
+    -- checks below (nulls, cdata, extensions, tuples, hooks) concerns them.
     local plain = type(v)
-    if plain == 'string' then return json_string(v) end
-    if plain == 'number' then return json_number(v, cfg) end
+    if plain == 'string' then return put_json_string(buf, v) end
+    if plain == 'number' then return buf:put(json_number(v, cfg)) end
+    if plain == 'boolean' then return buf:put(v and 'true' or 'false') end
     -- nil, a `void *` NULL (box.NULL) or a NULL light userdata, as lua-cjson has
     -- them; a NULL of another pointer type is a cdata it has no form for.
     if rawequal(v, nil) or ((plain == 'userdata' or (plain == 'cdata' and ffi.istype('void *', v))) and v == box.NULL) then
-        return 'null'
+        return buf:put('null')
     end
     v = scalar_of_cdata(v)
     local ty = type(v)
-    if ty == 'boolean' then return tostring(v) end
-    if ty == 'number' then return json_number(v, cfg) end
-    if ty == 'string' then return json_string(v) end
-    if cdata_integer(v) then return cdata_integer(v) end
-    if is_extension(v) then return json_string(tostring(v)) end
+    if ty == 'boolean' then return buf:put(tostring(v)) end
+    if ty == 'number' then return buf:put(json_number(v, cfg)) end
+    if ty == 'string' then return put_json_string(buf, v) end
+    local digits = cdata_integer(v)
+    if digits then return buf:put(digits) end
+    if is_extension(v) then return put_json_string(buf, tostring(v)) end
     if box.tuple.is(v) then v = v:totable() end
     -- A cdata's or userdata's __serialize counts under encode_load_metatables;
     -- a ctype's never does (2.6's gh-1226).
     local hooked = follow_hooks(v, cfg.encode_load_metatables)
-    if not rawequal(hooked, v) then return json_encode(hooked, depth, cfg) end
-    if type(v) ~= 'table' or is_fiber(v) then return json_other(v, cfg) end
+    if not rawequal(hooked, v) then return json_put(buf, hooked, depth, cfg) end
+    if type(v) ~= 'table' or is_fiber(v) then return buf:put(json_other(v, cfg)) end
     if depth >= cfg.encode_max_depth then
-        if cfg.encode_deep_as_nil then return 'null' end
+        if cfg.encode_deep_as_nil then return buf:put('null') end
         error('Too high nest level', 0)
     end
-    local parts = {}
     local n = sequence_length(v, cfg)
     if n then
-        for i = 1, n do parts[i] = json_encode(v[i], depth + 1, cfg) end
-        return '[' .. table.concat(parts, ',') .. ']'
+        buf:put('[')
+        for i = 1, n do
+            if i > 1 then buf:put(',') end
+            json_put(buf, v[i], depth + 1, cfg)
+        end
+        return buf:put(']')
     end
+    buf:put('{')
+    local first = true
     for k, x in pairs(v) do
-        parts[#parts + 1] = json_string(json_key(k)) .. ':' .. json_encode(x, depth + 1, cfg)
+        if not first then buf:put(',') end
+        first = false
+        put_json_string(buf, json_key(k))
+        buf:put(':')
+        json_put(buf, x, depth + 1, cfg)
     end
-    return '{' .. table.concat(parts, ',') .. '}'
+    buf:put('}')
+end
+
+-- The buffer json.encode writes into, kept from call to call; a call made while
+-- it is in use (by a __serialize hook that encodes) takes a new one.
+local json_buffer, json_buffer_busy = require('string.buffer').new(), false
+-- Past this size a kept buffer gives its memory back.
+local JSON_BUFFER_KEPT = 1048576
+
+-- The JSON text of `v` with the options `cfg`: true and the text, or false and
+-- the error raised.
+local function json_encode(v, cfg)
+    local buf = json_buffer_busy and require('string.buffer').new() or json_buffer
+    local busy = json_buffer_busy
+    json_buffer_busy = true
+    buf:reset()
+    local ok, err = pcall(json_put, buf, v, 0, cfg)
+    json_buffer_busy = busy
+    local text = ok and buf:tostring() or err
+    if #buf > JSON_BUFFER_KEPT then buf:free() else buf:reset() end
+    return ok, text
 end
 
 local function utf8_char(cp)
@@ -1690,7 +1733,7 @@ local function new_json()
     function json.encode(...)
         local n, v, opts = select('#', ...), ...
         if n ~= 1 and n ~= 2 then bad_argument('expected 1 or 2 arguments') end
-        local ok, r = pcall(json_encode, v, 0, call_options(json.cfg, n, opts))
+        local ok, r = json_encode(v, call_options(json.cfg, n, opts))
         if ok then return r end
         -- lua-cjson's own refusals are raised at the caller's line (luaL_error),
         -- the serializer's (sparse arrays, NaN, __serialize) and hooks' as they are.
