@@ -149,6 +149,12 @@ pub fn encode(out: &mut Vec<u8>, v: &Value) -> mlua::Result<()> {
 
 /// Appends the msgpack encoding of a Lua value with `options` (a serializer instance's).
 pub fn encode_with(out: &mut Vec<u8>, v: &Value, options: &Options) -> mlua::Result<()> {
+    // Plain data (most of what comes here) is written by a walk of the Lua stack.
+    if let Value::Table(t) = v {
+        if super::plain_encode::encode_table(out, t, options)? {
+            return Ok(());
+        }
+    }
     Encoder { options, frames: 0, hops: 0 }.value(out, v, 0)
 }
 
@@ -507,7 +513,9 @@ fn cdata_value(v: &Value) -> Option<CData> {
     Some(CData::Integer(u64::try_from(n).map_or(Integer::Negative(n), Integer::Unsigned)))
 }
 
-fn number(out: &mut Vec<u8>, n: f64) {
+/// Writes a Lua number: an integral one of the 64-bit range as an integer, others
+/// as a double.
+pub(super) fn number(out: &mut Vec<u8>, n: f64) {
     // Integral values travel as integers, as Tarantool sends them.
     #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "range checked first")]
     if n.fract() == 0.0 && (-9.223_372_036_854_776e18..1.844_674_407_370_955_2e19).contains(&n) {

@@ -1,0 +1,190 @@
+//! msgpack of plain Lua data, written with LuaJIT's C API in one protected call.
+//!
+//! Most values the encoder is given (a tuple's fields, a CALL's result, what
+//! `msgpack.encode` is called with) are tables without metatables holding strings,
+//! numbers, booleans and more such tables. Walking them through mlua's values costs
+//! a registry reference per string and table and a protected call per key; this
+//! walk reads the stack instead. It gives up, writing nothing, at the first thing
+//! that is not plain data (a metatable, a cdata such as `box.NULL`, a userdata, a
+//! function, NaN or ±inf, a table too deep or too sparse for the options): the
+//! general encoder ([`super::convert`]) then writes the whole value, with every
+//! rule and error of its own. Where it does write, it writes what that encoder
+//! writes, byte for byte.
+
+#![allow(unsafe_code, reason = "LuaJIT's C API over a table pushed for the walk; see the SAFETY notes")]
+
+use std::ffi::c_int;
+
+use mlua::{ffi, Table};
+
+use super::serializer::Options;
+use crate::protocol::msgpack::write;
+
+/// Tables nested deeper than this are left to the general encoder (its own
+/// limits and errors apply there); the walk's recursion stays small.
+const MAX_PLAIN_DEPTH: u32 = 64;
+
+/// Writes `t` to `out` when it is plain data: whether it did (when not, `out` is
+/// as it was).
+pub fn encode_table(out: &mut Vec<u8>, t: &Table, options: &Options) -> mlua::Result<bool> {
+    let Some(lua) = t.weak_lua().try_upgrade() else { return Ok(false) };
+    let start = out.len();
+    let mut written = false;
+    // SAFETY: exec_raw runs the closure in a protected call with the table alone
+    // on its stack (index 1); the walk pops what it pushes and calls no Lua code,
+    // and lua_next and lua_rawgeti over a table nobody changes meanwhile raise
+    // nothing.
+    unsafe {
+        lua.exec_raw::<()>(t, |state| {
+            written = Walk { state, options }.table(out, 1, 0).is_some();
+        })?;
+    }
+    if !written {
+        out.truncate(start);
+    }
+    Ok(written)
+}
+
+/// One walk: the stack it reads and the options it follows.
+struct Walk<'a> {
+    state: *mut ffi::lua_State,
+    options: &'a Options,
+}
+
+impl Walk<'_> {
+    /// Writes the value at stack index `index` (absolute), nested `level` tables
+    /// deep; `None` to give up.
+    ///
+    /// # Safety
+    /// `index` is a valid absolute index of `self.state`.
+    unsafe fn value(&self, out: &mut Vec<u8>, index: c_int, level: u32) -> Option<()> {
+        // SAFETY: as the caller promises; strings are read only when they are strings.
+        unsafe {
+            match ffi::lua_type(self.state, index) {
+                ffi::LUA_TNIL => write::nil(out),
+                ffi::LUA_TBOOLEAN => write::bool(out, ffi::lua_toboolean(self.state, index) != 0),
+                ffi::LUA_TNUMBER => number(out, ffi::lua_tonumber(self.state, index))?,
+                ffi::LUA_TSTRING => {
+                    let mut len = 0usize;
+                    let bytes = ffi::lua_tolstring(self.state, index, &raw mut len);
+                    write::str(out, std::slice::from_raw_parts(bytes.cast::<u8>(), len));
+                }
+                ffi::LUA_TTABLE => self.table(out, index, level)?,
+                _ => return None,
+            }
+        }
+        Some(())
+    }
+
+    /// Writes the table at stack index `index` (absolute) as an array or a map,
+    /// as [`super::convert`] decides without a hint; `None` to give up.
+    ///
+    /// # Safety
+    /// `index` is a valid absolute index of `self.state` holding a table.
+    unsafe fn table(&self, out: &mut Vec<u8>, index: c_int, level: u32) -> Option<()> {
+        if level >= MAX_PLAIN_DEPTH || level >= self.options.encode_max_depth {
+            return None;
+        }
+        // SAFETY: as the caller promises; every push is popped before returning.
+        unsafe {
+            if ffi::lua_checkstack(self.state, 4) == 0 {
+                return None;
+            }
+            if ffi::lua_getmetatable(self.state, index) != 0 {
+                ffi::lua_pop(self.state, 1);
+                return None;
+            }
+            if let Some(len) = self.array_len(index)? {
+                write::array_len(out, u32::try_from(len).ok()?);
+                for i in 1..=len {
+                    ffi::lua_rawgeti(self.state, index, ffi::lua_Integer::try_from(i).ok()?);
+                    let written = self.value(out, ffi::lua_gettop(self.state), level + 1);
+                    ffi::lua_pop(self.state, 1);
+                    written?;
+                }
+                return Some(());
+            }
+            let mut body = Vec::new();
+            let mut count = 0u32;
+            ffi::lua_pushnil(self.state);
+            while ffi::lua_next(self.state, index) != 0 {
+                let top = ffi::lua_gettop(self.state);
+                let written =
+                    self.value(&mut body, top - 1, level + 1).and_then(|()| self.value(&mut body, top, level + 1));
+                if written.is_none() {
+                    ffi::lua_pop(self.state, 2);
+                    return None;
+                }
+                ffi::lua_pop(self.state, 1);
+                count += 1;
+            }
+            write::map_len(out, count);
+            out.extend_from_slice(&body);
+        }
+        Some(())
+    }
+
+    /// The table's length as an array (`Some(None)`: a map), as the general
+    /// encoder's `table_shape` decides it; `None` to give up (too sparse for an
+    /// array when the options refuse to make it a map: the general encoder raises).
+    ///
+    /// # Safety
+    /// `index` is a valid absolute index of `self.state` holding a table.
+    unsafe fn array_len(&self, index: c_int) -> Option<Option<usize>> {
+        let (mut count, mut max) = (0usize, 0usize);
+        // SAFETY: as the caller promises; lua_next's pairs are popped as they are
+        // read, the key too when the walk stops early.
+        unsafe {
+            ffi::lua_pushnil(self.state);
+            while ffi::lua_next(self.state, index) != 0 {
+                ffi::lua_pop(self.state, 1);
+                count += 1;
+                let key =
+                    (ffi::lua_type(self.state, -1) == ffi::LUA_TNUMBER).then(|| ffi::lua_tonumber(self.state, -1));
+                #[allow(clippy::cast_precision_loss, reason = "a key count is far below 2^53")]
+                let Some(key) = key.filter(|&k| k == count as f64 || (k >= 1.0 && k.floor() == k)) else {
+                    ffi::lua_pop(self.state, 1);
+                    return Some(None);
+                };
+                // 2.6 keeps the greatest key in a uint32_t, from the low 32 bits of
+                // a key below 2^63 and 0 past it (as `table_shape`).
+                #[allow(clippy::cast_precision_loss, reason = "below 2^32: exact")]
+                if key > max as f64 {
+                    #[allow(
+                        clippy::cast_possible_truncation,
+                        clippy::cast_sign_loss,
+                        reason = "integral, positive and below 2^63: exact; the low 32 bits kept on purpose"
+                    )]
+                    let low_bits = if key < 9.223_372_036_854_776e18 { (key as u64) & 0xffff_ffff } else { 0 };
+                    max = usize::try_from(low_bits).unwrap_or(usize::MAX);
+                }
+            }
+        }
+        let (ratio, safe) = (self.options.encode_sparse_ratio as usize, self.options.encode_sparse_safe as usize);
+        if ratio > 0 && max > count.saturating_mul(ratio) && max > safe {
+            return self.options.encode_sparse_convert.then_some(None);
+        }
+        Some(Some(max))
+    }
+}
+
+/// Writes a Lua number as the general encoder writes the value mlua makes of it:
+/// an integer when it is one exactly (not -0), else through `convert::number`;
+/// `None` for NaN and ±inf (the options decide those).
+fn number(out: &mut Vec<u8>, n: f64) -> Option<()> {
+    if !n.is_finite() {
+        return None;
+    }
+    #[allow(clippy::cast_possible_truncation, clippy::cast_precision_loss, reason = "checked by the round trip")]
+    let exact = n.fract() == 0.0 && (-9.223_372_036_854_776e18..9.223_372_036_854_776e18).contains(&n) && {
+        let i = n as i64;
+        (i as f64).to_bits() == n.to_bits()
+    };
+    if exact {
+        #[allow(clippy::cast_possible_truncation, reason = "exact, checked above")]
+        write::int(out, n as i64);
+    } else {
+        super::convert::number(out, n);
+    }
+    Some(())
+}
