@@ -355,26 +355,10 @@ impl Encoder<'_> {
                 Value::Number(n) => n,
                 _ => return Ok(None),
             };
-            #[allow(clippy::cast_precision_loss, reason = "a key count is far below 2^53")]
-            let in_order = index == count as f64;
-            if !in_order && (index < 1.0 || index.floor() != index) {
-                return Ok(None);
-            }
-            // 2.6 keeps the greatest key in a uint32_t, from the low 32 bits of a
-            // key below 2^63 and 0 past it: {[2^53] = 1} is an empty array there.
-            #[allow(clippy::cast_precision_loss, reason = "below 2^32: exact")]
-            if index > max as f64 {
-                #[allow(
-                    clippy::cast_possible_truncation,
-                    clippy::cast_sign_loss,
-                    reason = "integral, positive and below 2^63: exact; the low 32 bits kept on purpose"
-                )]
-                let low_bits = if index < 9.223_372_036_854_776e18 { (index as u64) & 0xffff_ffff } else { 0 };
-                max = usize::try_from(low_bits).unwrap_or(usize::MAX);
-            }
+            let Some(greatest) = array_index(index, count, max) else { return Ok(None) };
+            max = greatest;
         }
-        let (ratio, safe) = (self.options.encode_sparse_ratio as usize, self.options.encode_sparse_safe as usize);
-        if ratio > 0 && max > count.saturating_mul(ratio) && max > safe {
+        if too_sparse(self.options, count, max) {
             if !self.options.encode_sparse_convert {
                 return Err(mlua::Error::runtime("excessively sparse array"));
             }
@@ -382,6 +366,37 @@ impl Encoder<'_> {
         }
         Ok(Some(max))
     }
+}
+
+/// A table's greatest index as an array once its `count`-th key, `key`, is read
+/// (`max` before it), or `None` when no array has that key (not a positive
+/// integer). 2.6 keeps the greatest key in a uint32_t, from the low 32 bits of a
+/// key below 2^63 and 0 past it: `{[2^53] = 1}` is an empty array there.
+pub(super) fn array_index(key: f64, count: usize, max: usize) -> Option<usize> {
+    #[allow(clippy::cast_precision_loss, reason = "a key count is far below 2^53")]
+    let in_order = key == count as f64;
+    if !in_order && (key < 1.0 || key.floor() != key) {
+        return None;
+    }
+    #[allow(clippy::cast_precision_loss, reason = "below 2^32: exact")]
+    if key <= max as f64 {
+        return Some(max);
+    }
+    #[allow(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        reason = "integral, positive and below 2^63: exact; the low 32 bits kept on purpose"
+    )]
+    let low_bits = if key < 9.223_372_036_854_776e18 { (key as u64) & 0xffff_ffff } else { 0 };
+    Some(usize::try_from(low_bits).unwrap_or(usize::MAX))
+}
+
+/// Whether a table of `count` positive integer keys up to `max` is too sparse to
+/// be an array under `options` (over `encode_sparse_safe` and over
+/// `encode_sparse_ratio` times the count).
+pub(super) fn too_sparse(options: &Options, count: usize, max: usize) -> bool {
+    let (ratio, safe) = (options.encode_sparse_ratio as usize, options.encode_sparse_safe as usize);
+    ratio > 0 && max > count.saturating_mul(ratio) && max > safe
 }
 
 /// Whether `message` is one of the encoder's own refusals (a value msgpack cannot

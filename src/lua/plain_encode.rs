@@ -17,6 +17,7 @@ use std::ffi::c_int;
 
 use mlua::{ffi, Table};
 
+use super::convert::{array_index, too_sparse};
 use super::serializer::Options;
 use crate::protocol::msgpack::write;
 
@@ -141,27 +142,14 @@ impl Walk<'_> {
                 count += 1;
                 let key =
                     (ffi::lua_type(self.state, -1) == ffi::LUA_TNUMBER).then(|| ffi::lua_tonumber(self.state, -1));
-                #[allow(clippy::cast_precision_loss, reason = "a key count is far below 2^53")]
-                let Some(key) = key.filter(|&k| k == count as f64 || (k >= 1.0 && k.floor() == k)) else {
+                let Some(greatest) = key.and_then(|k| array_index(k, count, max)) else {
                     ffi::lua_pop(self.state, 1);
                     return Some(None);
                 };
-                // 2.6 keeps the greatest key in a uint32_t, from the low 32 bits of
-                // a key below 2^63 and 0 past it (as `table_shape`).
-                #[allow(clippy::cast_precision_loss, reason = "below 2^32: exact")]
-                if key > max as f64 {
-                    #[allow(
-                        clippy::cast_possible_truncation,
-                        clippy::cast_sign_loss,
-                        reason = "integral, positive and below 2^63: exact; the low 32 bits kept on purpose"
-                    )]
-                    let low_bits = if key < 9.223_372_036_854_776e18 { (key as u64) & 0xffff_ffff } else { 0 };
-                    max = usize::try_from(low_bits).unwrap_or(usize::MAX);
-                }
+                max = greatest;
             }
         }
-        let (ratio, safe) = (self.options.encode_sparse_ratio as usize, self.options.encode_sparse_safe as usize);
-        if ratio > 0 && max > count.saturating_mul(ratio) && max > safe {
+        if too_sparse(self.options, count, max) {
             return self.options.encode_sparse_convert.then_some(None);
         }
         Some(Some(max))
