@@ -713,8 +713,70 @@ function index_methods:bsize() return op('index_bsize', self.space_id, self.id) 
 function index_methods:stat() return {} end
 function index_methods:compact() end
 -- As in Tarantool, a luafun iterator: `for _, t in s:pairs()` and `s:pairs():map(f):totable()`.
-function index_methods:pairs(key, opts)
-    return package.loaded.fun.iter(self:select(key, opts))
+-- Options other than the iterator are ignored, as 2.6 ignores them.
+--
+-- A TREE index is read as the loop goes, in chunks (PAIRS_FIRST_CHUNK tuples,
+-- doubling up to PAIRS_MAX_CHUNK), so a loop that stops early reads little. What a chunk read ahead may be stale once any index changes (the
+-- loop's body wrote, or a fiber did while it yielded): the iterator then reads
+-- on from after the last tuple it gave, a tuple at a time at first, and so sees
+-- what 2.6's TREE iterator sees (no deleted tuple, a new one ahead, an updated
+-- one as it is now). Other indexes are read whole first.
+do
+    local PAIRS_FIRST_CHUNK, PAIRS_MAX_CHUNK = 2, 1024
+    -- uint32_t *: the count of index entry changes on this thread (engine/index.rs).
+    local entry_changes
+
+    local function is_resumable(index)
+        -- (_session_settings's rows are made by session_setting_rows, whole.)
+        if index.type ~= 'TREE' or index.func ~= nil or index.space_id == SESSION_SETTINGS_ID then return false end
+        for _, part in ipairs(index.parts or {}) do
+            if type(part.path) == 'string' and part.path:find('[*]', 1, true) then return false end
+        end
+        return true
+    end
+
+    -- Reads the chunk after the last tuple given (from the start before the first).
+    local function pairs_read_on(p, size)
+        p.seen = entry_changes[0]
+        local chunk = op('select', p.space_id, p.index_id, p.key, p.iterator, 0, size, p.last)
+        p.chunk, p.at, p.count, p.ended = chunk, 0, #chunk, #chunk < size
+        p.size = math.min(size * 2, PAIRS_MAX_CHUNK)
+    end
+
+    local function pairs_next(p)
+        if entry_changes[0] ~= p.seen then
+            pairs_read_on(p, 1)
+        elseif p.at >= p.count then
+            if p.ended then return nil end
+            pairs_read_on(p, p.size)
+        end
+        local at = p.at + 1
+        local t = p.chunk[at]
+        if t == nil then return nil end
+        p.at, p.last, p.given = at, t, p.given + 1
+        return p.given, t
+    end
+
+    function index_methods:pairs(key, opts)
+        local it = iterator_code(opts or {}, key)
+        local fun = package.loaded.fun
+        if not is_resumable(self) then
+            return fun.iter(op('select', self.space_id, self.id, key, it, 0, 4294967295))
+        end
+        if entry_changes == nil then
+            entry_changes = require('ffi').cast('const uint32_t *', op('entry_changes_address'))
+        end
+        -- The key as it is now (2.6 copies it too): the loop may change the table.
+        if type(key) == 'table' then
+            local copy = {}
+            for k, v in pairs(key) do copy[k] = v end
+            key = copy
+        end
+        local p = {space_id = self.space_id, index_id = self.id, key = key, iterator = it, given = 0}
+        -- The first chunk now: a bad key or iterator is an error of this call, as in 2.6.
+        pairs_read_on(p, PAIRS_FIRST_CHUNK)
+        return fun.wrap(pairs_next, p, 0)
+    end
 end
 index_methods.__call = index_methods.pairs
 

@@ -444,6 +444,27 @@ fn holds_key(parts: &[Part], tuple: &Tuple, key: &[KeyPart]) -> bool {
     split(tuple).and_then(|f| extract_key(parts, &f)).is_ok_and(|k| k[..] == *key)
 }
 
+thread_local! {
+    /// Changes to any index's entries made on this thread so far (wrapping). A Lua
+    /// `pairs()` iterator reads tuples ahead in chunks and reads this counter
+    /// (through its address, see [`entry_changes_address`]) at each step: when it
+    /// moved, what was read ahead may be stale, and the iterator reads on from the
+    /// last tuple it gave, as 2.6's TREE iterator repositions after a change.
+    static ENTRY_CHANGES: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+/// Counts a change to some index's entries (see `ENTRY_CHANGES`).
+fn note_entry_change() {
+    ENTRY_CHANGES.with(|c| c.set(c.get().wrapping_add(1)));
+}
+
+/// Where this thread's count of index entry changes lives, for Lua to read
+/// through the FFI as a `uint32_t` (valid while the thread runs).
+#[must_use]
+pub fn entry_changes_address() -> usize {
+    ENTRY_CHANGES.with(|c| c.as_ptr() as usize)
+}
+
 /// A live index: definition plus entries.
 pub struct Index {
     /// The definition.
@@ -481,6 +502,8 @@ impl Index {
             IndexKind::Rtree { dimension, manhattan } => Storage::Rtree(RtreeStore::new(dimension, manhattan)),
         };
         let multikey = def.func.is_some() || def.parts.iter().any(|p| multikey::split(p).is_some());
+        // A new index may take an old one's place (an alter, a truncation).
+        note_entry_change();
         Self { def, cmp_parts, multikey, storage }
     }
 
@@ -488,6 +511,7 @@ impl Index {
     /// another with the same key fails: takes it out and puts it back, which may
     /// move it in the scan order (other indexes: nothing).
     pub fn reinsert_duplicate(&mut self, key: &Key) {
+        note_entry_change();
         if let Storage::Light(m) = &mut self.storage {
             let parts = &self.cmp_parts;
             m.table.reinsert(key_hash(parts, key), |t| holds_key(parts, t, key));
@@ -638,6 +662,7 @@ impl Index {
 
     /// The slot holding the tuple under a full key of a unique index, if any.
     pub fn get_mut(&mut self, key: &Key) -> Option<&mut Tuple> {
+        note_entry_change();
         let partial = key.len() < self.cmp_parts.len();
         match &mut self.storage {
             Storage::Tree(m) => {
@@ -701,6 +726,7 @@ impl Index {
         match &mut self.storage {
             // A HASH slot keeps the hash and the tuple, not the key.
             Storage::Hash(m) => {
+                note_entry_change();
                 let hash = m.hash_reusing(key, pre);
                 (m.put_hashed(&self.cmp_parts, key, hash, tuple), Some(Prehashed { store: m.id, hash }))
             }
@@ -732,6 +758,7 @@ impl Index {
 
     /// Stores `tuple` under `key` and returns the tuple it replaced.
     pub fn put(&mut self, key: Key, tuple: Tuple) -> Option<Tuple> {
+        note_entry_change();
         match &mut self.storage {
             Storage::Tree(m) => m.insert(key, tuple),
             Storage::Ints(m) => match int_key(&key) {
@@ -751,6 +778,7 @@ impl Index {
     /// room for all of them first. Of entries with equal keys the last one stays, as
     /// inserting them in order would leave it.
     pub fn extend_entries(&mut self, entries: Vec<(Key, Tuple)>) {
+        note_entry_change();
         if matches!(self.storage, Storage::Ints(_)) && !entries.iter().all(|(k, _)| matches!(int_key(k), IntKey::At(_)))
         {
             self.generalize();
@@ -803,6 +831,7 @@ impl Index {
 
     /// Stores `tuple` under an existing entry's key (a replace that keeps the key).
     pub fn swap_tuple(&mut self, key: &Key, tuple: Tuple) {
+        note_entry_change();
         if let (Storage::Ints(m), IntKey::At(u)) = (&mut self.storage, int_key(key)) {
             m.insert(u, tuple);
             return;
@@ -843,6 +872,7 @@ impl Index {
 
     /// [`Self::remove_exact`] with the hash [`Self::put_prehashed`] returned for the entry.
     pub fn remove_exact_prehashed(&mut self, key: &Key, pre: Option<Prehashed>, tuple: &Tuple) -> bool {
+        note_entry_change();
         match &mut self.storage {
             Storage::Hash(m) => return m.remove_exact(key, pre, tuple),
             Storage::Light(m) => return m.remove_exact(&self.cmp_parts, key, tuple),
@@ -858,6 +888,7 @@ impl Index {
     /// Removes the entry holding exactly `tuple`, found by the hash `pre` alone
     /// (no key is built): `None` when `pre` is not this HASH index's.
     pub fn remove_exact_hashed(&mut self, pre: Prehashed, tuple: &Tuple) -> Option<bool> {
+        note_entry_change();
         match &mut self.storage {
             Storage::Hash(m) if m.id == pre.store => Some(m.remove_exact_by_hash(pre.hash, tuple)),
             _ => None,
@@ -866,6 +897,7 @@ impl Index {
 
     /// Removes an entry.
     pub fn remove(&mut self, key: &Key) -> Option<Tuple> {
+        note_entry_change();
         match &mut self.storage {
             Storage::Tree(m) => m.remove(key),
             Storage::Ints(m) => match int_key(key) {
@@ -885,6 +917,7 @@ impl Index {
 
     /// Removes every entry.
     pub fn clear(&mut self) {
+        note_entry_change();
         match &mut self.storage {
             Storage::Tree(m) => m.clear(),
             Storage::Ints(m) => m.clear(),
@@ -990,8 +1023,25 @@ impl Index {
         it: IteratorType,
         key: &Key,
         space_name: &str,
+        visit: impl FnMut(&Tuple) -> bool,
+    ) -> BoxResult<()> {
+        self.scan_after(it, key, space_name, None, visit)
+    }
+
+    /// [`Self::scan`] from after the entry under `after` (an entry key of a tuple
+    /// the same scan met before), as 2.6's TREE iterator goes on after a change:
+    /// TREE indexes only (others are refused).
+    pub fn scan_after(
+        &self,
+        it: IteratorType,
+        key: &Key,
+        space_name: &str,
+        after: Option<&Key>,
         mut visit: impl FnMut(&Tuple) -> bool,
     ) -> BoxResult<()> {
+        if after.is_some() && !matches!(self.storage, Storage::Tree(_) | Storage::Ints(_)) {
+            return Err(BoxError::illegal_params("Only a TREE index's scan goes on after an entry"));
+        }
         match &self.storage {
             // A full key of a unique index names at most one entry: one descent, no bounds to build.
             Storage::Tree(m)
@@ -999,11 +1049,11 @@ impl Index {
                     && key.len() == self.cmp_parts.len()
                     && matches!(it, IteratorType::Eq | IteratorType::Req) =>
             {
-                if let Some(t) = m.get(key) {
+                if let (Some(t), None) = (m.get(key), after) {
                     visit(t);
                 }
             }
-            Storage::Tree(m) => self.scan_tree(m, it, key, space_name, visit)?,
+            Storage::Tree(m) => self.scan_tree(m, it, key, space_name, after, visit)?,
             Storage::Ints(m) => {
                 use std::ops::Bound::{Excluded, Included, Unbounded};
                 use IteratorType::{All, Eq, Ge, Gt, Le, Lt, Req};
@@ -1016,7 +1066,7 @@ impl Index {
                     (IntKey::Nil, Eq | Req | Le | Lt) => None,
                     (IntKey::At(u), Eq | Req) => {
                         // One entry at most: one descent (a range finds both ends).
-                        if let Some(t) = m.get(&u) {
+                        if let (Some(t), None) = (m.get(&u), after) {
                             visit(t);
                         }
                         None
@@ -1028,12 +1078,18 @@ impl Index {
                     (IntKey::Other, _) => {
                         let general: BTreeMap<Key, Tuple> =
                             m.iter().map(|(k, t)| (general_key(*k), t.clone())).collect();
-                        self.scan_tree(&general, it, key, space_name, visit)?;
+                        self.scan_tree(&general, it, key, space_name, after, visit)?;
                         return Ok(());
                     }
                     _ => return Err(self.unsupported_iterator(space_name)),
                 };
-                if let Some((lo, hi, rev)) = range {
+                let after = match after.map(|a| int_key(a)) {
+                    None => None,
+                    Some(IntKey::At(u)) => Some(u),
+                    // No entry is under such a key: nothing follows it.
+                    Some(_) => return Ok(()),
+                };
+                if let Some((lo, hi, rev)) = range.and_then(|(lo, hi, rev)| resumed(lo, hi, rev, after.as_ref())) {
                     visit_each(m.range((lo, hi)).map(|(_, t)| t), rev, visit);
                 }
             }
@@ -1120,6 +1176,7 @@ impl Index {
         it: IteratorType,
         key: &Key,
         space_name: &str,
+        after: Option<&Key>,
         visit: impl FnMut(&Tuple) -> bool,
     ) -> BoxResult<()> {
         let upper = || {
@@ -1147,7 +1204,9 @@ impl Index {
                 _ => return Err(unsupported()),
             }
         };
-        visit_each(m.range((lo, hi)).map(|(_, t)| t), rev, visit);
+        if let Some((lo, hi, rev)) = resumed(lo, hi, rev, after) {
+            visit_each(m.range((lo, hi)).map(|(_, t)| t), rev, visit);
+        }
         Ok(())
     }
 
@@ -1188,6 +1247,45 @@ impl Index {
             ),
         )
     }
+}
+
+/// A scan's range `lo..hi` (walked in reverse when `rev`) narrowed to what comes
+/// after `after` in the walk's direction; `None` when nothing does.
+fn resumed<K: Ord + Clone>(
+    lo: Bound<K>,
+    hi: Bound<K>,
+    rev: bool,
+    after: Option<&K>,
+) -> Option<(Bound<K>, Bound<K>, bool)> {
+    let Some(a) = after else { return Some((lo, hi, rev)) };
+    // Whether bound `b` lets a key beyond `a` through, on the side the walk goes to
+    // (`b` an upper bound when `upper`).
+    let passes = |b: &Bound<K>, upper: bool| match b {
+        Bound::Unbounded => true,
+        Bound::Included(f) => {
+            if upper {
+                a <= f
+            } else {
+                f <= a
+            }
+        }
+        Bound::Excluded(f) => {
+            if upper {
+                a < f
+            } else {
+                f < a
+            }
+        }
+    };
+    // The near bound stays when it is tighter than `a` (it is not, for a key the
+    // same scan met); the far one must leave room past `a`, as BTreeMap::range
+    // refuses ends that cross.
+    let (near, far) = if rev { (&hi, &lo) } else { (&lo, &hi) };
+    if !passes(far, !rev) {
+        return None;
+    }
+    let near = if passes(near, rev) { Bound::Excluded(a.clone()) } else { near.clone() };
+    Some(if rev { (lo, near, rev) } else { (near, hi, rev) })
 }
 
 /// Visits a HASH index's `tuples` in its order until `visit` returns false.
@@ -1358,6 +1456,87 @@ mod tests {
         assert_eq!(ix.iter().count(), 2);
         ix.clear();
         assert!(ix.is_empty());
+    }
+
+    #[test]
+    fn a_scan_goes_on_after_each_entry_it_met() {
+        use crate::protocol::msgpack::write;
+        let part = |field, ty| Part::whole(field, ty, Collation::Binary, false);
+        let def =
+            |unique, parts| IndexDef { id: 0, name: "i".into(), kind: IndexKind::Tree, unique, parts, func: None };
+        let pk = [part(0, FieldType::Unsigned)];
+        // The primary key's own (integers), a scalar one, and a non-unique one on field 2.
+        let mut indexes = [
+            Index::new(def(true, pk.to_vec()), &pk),
+            Index::new(def(true, vec![part(0, FieldType::Scalar)]), &pk),
+            Index::new(def(false, vec![part(1, FieldType::Unsigned)]), &pk),
+        ];
+        for k in [1u64, 2, 4, 5, 8, 9, 13] {
+            let mut t = Vec::new();
+            write::array_len(&mut t, 2);
+            write::uint(&mut t, k);
+            write::uint(&mut t, k % 3);
+            let t = tuple(&t);
+            for index in &mut indexes {
+                let key = index.entry_key(&split(&t).unwrap()).unwrap();
+                index.put(key, t.clone());
+            }
+        }
+        let key_of = |index: &Index, keys: &[u64]| {
+            let mut b = Vec::new();
+            write::array_len(&mut b, keys.len() as u32);
+            for k in keys {
+                write::uint(&mut b, *k);
+            }
+            index.parse_key(&b).unwrap()
+        };
+        for index in &indexes {
+            for probe in [&[][..], &[0], &[1], &[2], &[5], &[6], &[13], &[20]] {
+                let key = key_of(index, probe);
+                for it in 0..7 {
+                    let it = IteratorType::from_code(it).unwrap();
+                    let mut met = Vec::new();
+                    index
+                        .scan(it, &key, "s", |t| {
+                            met.push(t.clone());
+                            true
+                        })
+                        .unwrap();
+                    // After each entry met: the rest, in order; after a key between
+                    // entries (one deleted meanwhile): what follows it.
+                    for (i, t) in met.iter().enumerate() {
+                        let after = index.entry_key(&split(t).unwrap()).unwrap();
+                        let mut rest = Vec::new();
+                        index
+                            .scan_after(it, &key, "s", Some(&after), |t| {
+                                rest.push(t.clone());
+                                true
+                            })
+                            .unwrap();
+                        assert_eq!(rest, met[i + 1..], "{probe:?} {it:?} after {i}");
+                    }
+                }
+            }
+        }
+        // A primary key scan from after 3 (no entry) meets 4 first; GE from 5 after 13: nothing.
+        let ints = &indexes[0];
+        let mut rest = Vec::new();
+        ints.scan_after(IteratorType::Ge, &key_of(ints, &[]), "s", Some(&key_of(ints, &[3])), |t| {
+            rest.push(t.clone());
+            false
+        })
+        .unwrap();
+        assert_eq!(split(&rest[0]).unwrap().first().copied(), Some(&[4u8][..]));
+        let mut none = 0;
+        ints.scan_after(IteratorType::Le, &key_of(ints, &[5]), "s", Some(&key_of(ints, &[9])), |_| {
+            none += 1;
+            true
+        })
+        .unwrap();
+        assert_eq!(none, 4, "LE 5 from after 9 (beyond its start) still starts at 5: 5, 4, 2, 1");
+        // Only a TREE goes on after an entry.
+        let empty = Key::with_capacity(0);
+        assert!(hash_index().scan_after(IteratorType::All, &empty, "s", Some(&empty), |_| true).is_err());
     }
 
     #[test]

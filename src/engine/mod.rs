@@ -841,10 +841,28 @@ impl Engine {
 
     /// SELECT, handing each tuple to `emit` in order instead of collecting them.
     pub fn select_each(&self, creds: &Credentials, req: &Select<'_>, emit: impl FnMut(&Tuple)) -> BoxResult<()> {
-        self.stats.record(stats::OpKind::Select, self.scan_select(creds, req, emit))
+        self.stats.record(stats::OpKind::Select, self.scan_select(creds, req, None, emit))
     }
 
-    fn scan_select(&self, creds: &Credentials, req: &Select<'_>, mut emit: impl FnMut(&Tuple)) -> BoxResult<()> {
+    /// SELECT of what comes after tuple `after` (msgpack, one the same select
+    /// gave) in a TREE index's order: how a Lua `pairs()` reads on in chunks.
+    ///
+    /// # Errors
+    /// As [`Self::select`]; the index is not a TREE, or is multikey.
+    pub fn select_after(&self, creds: &Credentials, req: &Select<'_>, after: &[u8]) -> BoxResult<Vec<Tuple>> {
+        let mut out = Vec::new();
+        let found = self.scan_select(creds, req, Some(after), |t| out.push(t.clone()));
+        self.stats.record(stats::OpKind::Select, found)?;
+        Ok(out)
+    }
+
+    fn scan_select(
+        &self,
+        creds: &Credentials,
+        req: &Select<'_>,
+        after: Option<&[u8]>,
+        mut emit: impl FnMut(&Tuple),
+    ) -> BoxResult<()> {
         let space = self.space(req.space_id)?;
         self.check_space_access(creds, space, privilege::READ)?;
         let it = IteratorType::from_code(req.iterator)?;
@@ -862,6 +880,13 @@ impl Engine {
         let index = space.index(req.index_id)?;
         let source_index = source.index(req.index_id)?;
         let key = index.parse_key(req.key)?;
+        let after = match after {
+            Some(_) if source_index.is_multikey() => {
+                return Err(BoxError::illegal_params("A multikey index's scan does not go on after a tuple"))
+            }
+            Some(raw) => Some(source_index.entry_key(&tuple::split(raw)?)?),
+            None => None,
+        };
         let mut skip = req.offset;
         let limit = req.limit as usize;
         if limit == 0 {
@@ -869,7 +894,7 @@ impl Engine {
         }
         let mut emitted = 0;
         let view = (space.def.engine == EngineKind::Sysview).then_some((space.def.id, source));
-        source_index.scan(it, &key, &space.def.name, |t| {
+        source_index.scan_after(it, &key, &space.def.name, after.as_ref(), |t| {
             if let Some((view_id, src)) = view {
                 if !self.view_shows(creds, view_id, src, t) {
                     return true;

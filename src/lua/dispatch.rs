@@ -426,7 +426,11 @@ fn run(lua: &Lua, cx: &mut Context, op: &str, args: &[Value]) -> Result<Value, F
                 limit: limit.clamp(0.0, f64::from(u32::MAX)) as u32,
                 key: &key,
             };
-            let tuples = engine.select(&creds, &req)?;
+            // A 7th argument: go on after that tuple (a `pairs()` reading on).
+            let tuples = match args.get(7) {
+                None | Some(Value::Nil) => engine.select(&creds, &req)?,
+                Some(_) => engine.select_after(&creds, &req, &bytes_of(args, 7)?)?,
+            };
             let format = format_of(engine.space(req.space_id)?, engine.schema_version());
             let out = lua.create_table_with_capacity(tuples.len(), 0)?;
             for (i, t) in tuples.into_iter().enumerate() {
@@ -773,6 +777,9 @@ fn run(lua: &Lua, cx: &mut Context, op: &str, args: &[Value]) -> Result<Value, F
             Value::Nil
         }
         "txn_mark" => Value::Integer(i64::try_from(engine.pending_changes()).unwrap_or(0)),
+        // For box.lua's pairs(): where the count of index changes is, read as a uint32_t.
+        #[allow(clippy::cast_precision_loss, reason = "user-space addresses are below 2^48")]
+        "entry_changes_address" => Value::Number(crate::engine::index::entry_changes_address() as f64),
         "changes_since" => {
             // {{old, new, space_id}, ...}: the rows changed after the mark, oldest
             // first; only those of `space_id` when one is given.
