@@ -18,6 +18,7 @@
 
 use mlua::{Lua, MetaMethod, Table, UserData, UserDataMethods, Value};
 
+use super::plain_decode::{self, Sizing};
 use super::serializer::{self, Options};
 use super::tuple::LuaTuple;
 use crate::engine::value::UUID_EXT;
@@ -34,7 +35,7 @@ pub const INVALID_MSGPACK: &str = "invalid msgpack";
 pub const MAX_DECODE_DEPTH: usize = 1024;
 
 /// Registry key of `box.NULL`.
-const NULL_KEY: &str = "oncebox.null";
+pub(crate) const NULL_KEY: &str = "oncebox.null";
 
 /// Where `box.NULL` lives in its Lua state (app data), to recognise it without
 /// rendering it.
@@ -599,10 +600,16 @@ fn greatest_index(t: &Table) -> mlua::Result<usize> {
     Ok(max)
 }
 
+/// Registry key of the metatable decoded arrays get.
+pub(crate) const SEQ_MT_KEY: &str = "oncebox.seq_mt";
+
+/// Registry key of the metatable decoded maps get.
+pub(crate) const MAP_MT_KEY: &str = "oncebox.map_mt";
+
 /// The metatable given to decoded maps (`__serialize = 'map'`), or arrays (`'seq'`),
 /// as 2.6's msgpack decoder does: they keep their kind and print in flow style.
 pub fn hint_mt(lua: &Lua, array: bool) -> mlua::Result<Table> {
-    let (key, hint) = if array { ("oncebox.seq_mt", "seq") } else { ("oncebox.map_mt", "map") };
+    let (key, hint) = if array { (SEQ_MT_KEY, "seq") } else { (MAP_MT_KEY, "map") };
     if let Ok(t) = lua.named_registry_value::<Table>(key) {
         return Ok(t);
     }
@@ -615,7 +622,7 @@ pub fn hint_mt(lua: &Lua, array: bool) -> mlua::Result<Table> {
 /// The magnitude from which 2.6 gives Lua an integer as a 64-bit cdata (`5ULL`,
 /// `-5LL`) rather than a number: a double holds integers exactly only up to
 /// 2^53, and LuaJIT prints numbers with 14 significant digits.
-const BIG_INTEGER: u64 = 100_000_000_000_000;
+pub(crate) const BIG_INTEGER: u64 = 100_000_000_000_000;
 
 /// Registry key of the Lua function that makes a 64-bit integer cdata.
 const INT64_MAKER: &str = "oncebox.int64";
@@ -663,33 +670,36 @@ pub fn decode(lua: &Lua, r: &mut Reader<'_>, depth: usize) -> mlua::Result<Value
 
 /// Decodes one msgpack value into Lua with `options` (a serializer instance's).
 pub fn decode_with(lua: &Lua, r: &mut Reader<'_>, depth: usize, options: &Options) -> mlua::Result<Value> {
-    decode_value(lua, r, depth, options, Tables::Presized)
+    if let Some(v) = plain_decode::decode(lua, r, options, Sizing::Presized)? {
+        return Ok(v);
+    }
+    decode_value(lua, r, depth, options, Sizing::Presized)
 }
 
 /// Decodes a tuple's field (`t[i]`, `t:totable()`, `t:unpack()`) as 2.6 does, through
 /// its Lua decoder (msgpackffi): each table starts empty and grows key by key.
 pub fn decode_tuple_field(lua: &Lua, r: &mut Reader<'_>) -> mlua::Result<Value> {
-    decode_value(lua, r, 1, &serializer::module_options(), Tables::Grown)
+    let options = serializer::module_options();
+    if let Some(v) = plain_decode::decode(lua, r, &options, Sizing::Grown)? {
+        return Ok(v);
+    }
+    decode_value(lua, r, 1, &options, Sizing::Grown)
 }
 
-/// How decoded tables are made. Lua's `pairs()` order depends on it: a map
-/// `{1: a, 20: b}` in a table sized for two keys iterates 20 first, in one grown
-/// key by key 1 first (1 moves to the array part when the table grows).
-#[derive(Debug, Clone, Copy)]
-enum Tables {
-    /// Sized for their members first, as 2.6's C decoder (`msgpack.decode`, call
-    /// arguments, net.box replies).
-    Presized,
-    /// Empty at first, as 2.6's msgpackffi decoder.
-    Grown,
-}
-
-fn decode_value(lua: &Lua, r: &mut Reader<'_>, depth: usize, options: &Options, tables: Tables) -> mlua::Result<Value> {
+fn decode_value(lua: &Lua, r: &mut Reader<'_>, depth: usize, options: &Options, tables: Sizing) -> mlua::Result<Value> {
     let bad = |_| mlua::Error::runtime(INVALID_MSGPACK);
     if depth > MAX_DECODE_DEPTH {
         return Err(mlua::Error::runtime("too many nested values to decode"));
     }
-    Ok(match r.peek_type().map_err(bad)? {
+    let Ok(kind) = r.peek_type() else {
+        // The marker msgpack leaves unused, which msgpuck's check lets through as
+        // a value: 2.6's decoder takes it for an extension of type 0.
+        if r.rest().first() == Some(&0xc1) && options.decode_unknown_ext_as_error {
+            return Err(mlua::Error::runtime("Unsuported MsgPack extension type: 0"));
+        }
+        return Err(mlua::Error::runtime(INVALID_MSGPACK));
+    };
+    Ok(match kind {
         MpType::Nil => {
             r.read_nil().map_err(bad)?;
             null(lua)?
@@ -739,8 +749,8 @@ fn decode_value(lua: &Lua, r: &mut Reader<'_>, depth: usize, options: &Options, 
         MpType::Array => {
             let n = r.read_array_len().map_err(bad)?;
             let t = match tables {
-                Tables::Presized => lua.create_table_with_capacity(n.min(1 << 16) as usize, 0)?,
-                Tables::Grown => lua.create_table()?,
+                Sizing::Presized => lua.create_table_with_capacity(n.min(1 << 16) as usize, 0)?,
+                Sizing::Grown => lua.create_table()?,
             };
             for i in 1..=n {
                 t.raw_set(i, decode_value(lua, r, depth + 1, options, tables)?)?;
@@ -753,12 +763,15 @@ fn decode_value(lua: &Lua, r: &mut Reader<'_>, depth: usize, options: &Options, 
         MpType::Map => {
             let n = r.read_map_len().map_err(bad)?;
             let t = match tables {
-                Tables::Presized => lua.create_table_with_capacity(0, n.min(1 << 16) as usize)?,
-                Tables::Grown => lua.create_table()?,
+                Sizing::Presized => lua.create_table_with_capacity(0, n.min(1 << 16) as usize)?,
+                Sizing::Grown => lua.create_table()?,
             };
             for _ in 0..n {
                 let k = decode_value(lua, r, depth + 1, options, tables)?;
                 let v = decode_value(lua, r, depth + 1, options, tables)?;
+                if matches!(k, Value::Number(n) if n.is_nan()) {
+                    return Err(mlua::Error::runtime("table index is NaN"));
+                }
                 if !matches!(k, Value::Nil) {
                     t.raw_set(k, v)?;
                 }

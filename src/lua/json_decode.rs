@@ -10,6 +10,8 @@
 
 use std::borrow::Cow;
 
+use super::convert::BIG_INTEGER;
+
 /// An integer literal as 2.6 gives it to Lua.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Integer {
@@ -80,9 +82,6 @@ const STACK_SLOTS: usize = 7_999;
 /// Deepest nesting read whatever `decode_max_depth` says: arrays more than about
 /// 5,300 deep overflow 2.6's C stack (it crashes); here they get the nesting error.
 const MAX_NESTING: usize = 5_000;
-
-/// The magnitude from which an integer literal is a 64-bit integer.
-const BIG_INTEGER: u64 = 100_000_000_000_000;
 
 /// Decodes `text` into `sink`'s values. `max_depth`: `decode_max_depth`;
 /// `invalid_numbers`: `decode_invalid_numbers`.

@@ -23,6 +23,7 @@ pub mod key_def;
 pub mod key_functions;
 pub mod native;
 pub mod netbox;
+pub mod plain_decode;
 pub mod plain_encode;
 pub mod popen;
 pub mod raw_socket;

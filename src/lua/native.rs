@@ -92,12 +92,17 @@ pub fn create(lua: &Lua) -> mlua::Result<Table> {
         "msgpack_decode",
         // The value at 1-based `pos` and the position after it, or nil when the bytes
         // there are not one whole msgpack value (lua/box.lua checks `pos` first).
-        // Another error than malformed bytes (a refused NaN) is the third result.
+        // Another error than malformed bytes (a refused NaN, a NaN key) is the third
+        // result. As in 2.6, the bytes are checked whole first (msgpuck's mp_check).
         lua.create_function(|lua, (data, pos, options): (LuaString, usize, Value)| {
             let options =
                 serializer::Options { decode_unknown_ext_as_error: true, ..serializer::options_of(&options)? };
             let data = data.as_bytes();
-            let mut r = crate::protocol::msgpack::Reader::new(data.get(pos.saturating_sub(1)..).unwrap_or(&[]));
+            let value = data.get(pos.saturating_sub(1)..).unwrap_or(&[]);
+            if crate::protocol::msgpack::value_end_as_msgpuck(value).is_err() {
+                return Ok((Value::Nil, None, None));
+            }
+            let mut r = crate::protocol::msgpack::Reader::new(value);
             Ok(match convert::decode_with(lua, &mut r, 0, &options) {
                 Ok(v) => (v, Some(pos + r.position()), None),
                 Err(mlua::Error::RuntimeError(why)) if why != convert::INVALID_MSGPACK => (Value::Nil, None, Some(why)),

@@ -405,6 +405,16 @@ pub fn skip_value(buf: &[u8], pos: usize) -> Result<usize, MpError> {
 /// Checks `buf` the way Tarantool's msgpuck `mp_check` does: like [`check_value`],
 /// except that the unused marker 0xc1 passes as a one-byte value.
 pub fn check_value_as_msgpuck(buf: &[u8]) -> Result<(), MpError> {
+    if value_end_as_msgpuck(buf)? == buf.len() {
+        Ok(())
+    } else {
+        Err(MpError::Invalid)
+    }
+}
+
+/// Where the value at the start of `buf` ends, as msgpuck's `mp_check` finds it
+/// (the marker 0xc1 a one-byte value); bytes after it may follow.
+pub fn value_end_as_msgpuck(buf: &[u8]) -> Result<usize, MpError> {
     let mut pos = 0;
     let mut pending: u64 = 1;
     while pending > 0 {
@@ -418,11 +428,7 @@ pub fn check_value_as_msgpuck(buf: &[u8]) -> Result<(), MpError> {
             return Err(MpError::Truncated);
         }
     }
-    if pos == buf.len() {
-        Ok(())
-    } else {
-        Err(MpError::Invalid)
-    }
+    Ok(pos)
 }
 
 /// Checks that `buf` holds exactly one complete, valid value.
