@@ -25,6 +25,8 @@ function box.tuple.new(...)
     return new_tuple({...})
 end
 
+methods.bsize = native.tuple_bsize
+
 -- find([from,] value): the first field equal to value; `from` counts from 0, as in 2.6.
 function methods.find(t, a, b)
     local from, value = 1, a

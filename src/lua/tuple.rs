@@ -12,7 +12,7 @@ use mlua::{Lua, MetaMethod, MultiValue, UserData, UserDataMethods, Value};
 
 use super::convert;
 use crate::engine::space::Space;
-use crate::engine::tuple::{split, Tuple};
+use crate::engine::tuple::{field_at, field_count, split, Tuple};
 use crate::protocol::msgpack::Reader;
 
 /// Registry key of the table of tuple methods written in Lua.
@@ -51,8 +51,8 @@ impl TupleFormat {
 
 impl LuaTuple {
     fn field(&self, lua: &Lua, n: usize) -> mlua::Result<Value> {
-        let fields = split(&self.0).map_err(|e| mlua::Error::runtime(e.message))?;
-        match n.checked_sub(1).and_then(|i| fields.get(i)) {
+        let Some(i) = n.checked_sub(1) else { return Ok(Value::Nil) };
+        match field_at(&self.0, i).map_err(|e| mlua::Error::runtime(e.message))? {
             Some(raw) => convert::decode_tuple_field(lua, &mut Reader::new(raw)),
             None => Ok(Value::Nil),
         }
@@ -142,11 +142,14 @@ fn path_steps(path: &str) -> Option<Vec<PathStep>> {
     (!steps.is_empty()).then_some(steps)
 }
 
-/// `totable`, `unpack` and `tomap` of a tuple, for lua/tuple.lua's methods (which
-/// check the arguments as 2.6 does): `tuple_totable(t, from, to)`,
-/// `tuple_unpack(t, from, to)`, `tuple_tomap(t, names_only)`.
+/// `totable`, `unpack`, `tomap` and `bsize` of a tuple, for lua/tuple.lua's
+/// methods (which check the arguments as 2.6 does): `tuple_totable(t, from, to)`,
+/// `tuple_unpack(t, from, to)`, `tuple_tomap(t, names_only)`, `tuple_bsize(t)`.
+/// (As methods of the userdata they would be looked up before every field, by
+/// mlua, and before a field of the same name, unlike 2.6.)
 pub fn add_natives(lua: &Lua, native: &mlua::Table) -> mlua::Result<()> {
     type Range = (mlua::AnyUserData, Option<usize>, Option<usize>);
+    native.set("tuple_bsize", lua.create_function(|_, t: mlua::AnyUserData| Ok(t.borrow::<LuaTuple>()?.0.len()))?)?;
     native.set(
         "tuple_totable",
         lua.create_function(|lua, (t, from, to): Range| {
@@ -188,9 +191,7 @@ pub fn add_natives(lua: &Lua, native: &mlua::Table) -> mlua::Result<()> {
 
 impl UserData for LuaTuple {
     fn add_methods<M: UserDataMethods<Self>>(methods: &mut M) {
-        methods.add_method("len", |_, this, ()| Ok(split(&this.0).map(|f| f.len()).unwrap_or(0)));
-        methods.add_method("bsize", |_, this, ()| Ok(this.0.len()));
-        methods.add_meta_method(MetaMethod::Len, |_, this, ()| Ok(split(&this.0).map(|f| f.len()).unwrap_or(0)));
+        methods.add_meta_method(MetaMethod::Len, |_, this, ()| Ok(field_count(&this.0).unwrap_or(0)));
         methods.add_meta_method(MetaMethod::Index, |lua, this, key: Value| match key {
             Value::Integer(i) => this.field(lua, usize::try_from(i).unwrap_or(0)),
             #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "field numbers are small")]
