@@ -56,6 +56,11 @@ pub fn null(lua: &Lua) -> mlua::Result<Value> {
     Ok(v)
 }
 
+/// Where this Lua state's `box.NULL` lives (as `lua_topointer` gives it), once made.
+pub(crate) fn null_address(lua: &Lua) -> Option<usize> {
+    lua.app_data_ref::<NullAddress>().map(|a| a.0)
+}
+
 /// How LuaJIT renders a `void *` NULL cdata.
 const NULL_TEXT: &str = "cdata<void *>: NULL";
 
@@ -265,7 +270,10 @@ impl Encoder<'_> {
         } else {
             let type_name = match v {
                 Value::Other(_) => "cdata",
-                // Only a fiber object comes here as a table: userdata in 2.6.
+                // A box.error object is cdata in 2.6, a fiber object userdata.
+                Value::Table(t) if t.metatable().is_some_and(|mt| mt.raw_get("__box_error").unwrap_or(false)) => {
+                    "cdata"
+                }
                 Value::LightUserData(_) | Value::Table(_) => "userdata",
                 other => other.type_name(),
             };
@@ -284,6 +292,10 @@ impl Encoder<'_> {
             // A box.error object travels as its message, as 2.6 sends error values
             // (or as MP_ERROR, for a session with error_marshaling_enabled).
             if mt.raw_get::<bool>("__box_error").unwrap_or(false) {
+                // Without metatables, a cdata of no type msgpack knows, as in 2.6.
+                if !self.options.encode_load_metatables && !self.options.encode_errors_as_ext {
+                    return self.unencodable(out, &Value::Table(t.clone()), level);
+                }
                 if self.options.encode_errors_as_ext {
                     if let Some(lua) = t.weak_lua().try_upgrade() {
                         let err = super::error_from_value(&lua, Value::Table(t.clone()));

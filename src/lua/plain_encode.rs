@@ -1,11 +1,13 @@
 //! msgpack of plain Lua data, written with LuaJIT's C API in one protected call.
 //!
 //! Most values the encoder is given (a tuple's fields, a CALL's result, what
-//! `msgpack.encode` is called with) are tables without metatables holding strings,
-//! numbers, booleans and more such tables. Walking them through mlua's values costs
+//! `msgpack.encode` is called with) are tables holding strings, numbers, booleans
+//! and more such tables, without metatables or with a `__serialize` hint (what
+//! the decoders make). Walking them through mlua's values costs
 //! a registry reference per string and table and a protected call per key; this
 //! walk reads the stack instead. It gives up, writing nothing, at the first thing
-//! that is not plain data (a metatable, a cdata such as `box.NULL`, a userdata, a
+//! that is not plain data (a metatable other than a `seq` or `map` hint, a cdata
+//! other than `box.NULL`, a userdata, a
 //! function, NaN or ±inf, a table too deep or too sparse for the options): the
 //! general encoder ([`super::convert`]) then writes the whole value, with every
 //! rule and error of its own. Where it does write, it writes what that encoder
@@ -17,7 +19,7 @@ use std::ffi::c_int;
 
 use mlua::{ffi, Table};
 
-use super::convert::{array_index, too_sparse};
+use super::convert::{array_index, null_address, too_sparse};
 use super::serializer::Options;
 use crate::protocol::msgpack::write;
 
@@ -31,13 +33,14 @@ pub fn encode_table(out: &mut Vec<u8>, t: &Table, options: &Options) -> mlua::Re
     let Some(lua) = t.weak_lua().try_upgrade() else { return Ok(false) };
     let start = out.len();
     let mut written = false;
+    let null = null_address(&lua);
     // SAFETY: exec_raw runs the closure in a protected call with the table alone
     // on its stack (index 1); the walk pops what it pushes and calls no Lua code,
     // and lua_next and lua_rawgeti over a table nobody changes meanwhile raise
     // nothing.
     unsafe {
         lua.exec_raw::<()>(t, |state| {
-            written = Walk { state, options }.table(out, 1, 0).is_some();
+            written = Walk { state, options, null }.table(out, 1, 0).is_some();
         })?;
     }
     if !written {
@@ -50,6 +53,8 @@ pub fn encode_table(out: &mut Vec<u8>, t: &Table, options: &Options) -> mlua::Re
 struct Walk<'a> {
     state: *mut ffi::lua_State,
     options: &'a Options,
+    /// Where `box.NULL` is (written as nil), if it was made.
+    null: Option<usize>,
 }
 
 impl Walk<'_> {
@@ -71,6 +76,7 @@ impl Walk<'_> {
                     write::str(out, std::slice::from_raw_parts(bytes.cast::<u8>(), len));
                 }
                 ffi::LUA_TTABLE => self.table(out, index, level)?,
+                ffi::LUA_TCDATA if self.null == Some(ffi::lua_topointer(self.state, index) as usize) => write::nil(out),
                 _ => return None,
             }
         }
@@ -91,11 +97,18 @@ impl Walk<'_> {
             if ffi::lua_checkstack(self.state, 4) == 0 {
                 return None;
             }
-            if ffi::lua_getmetatable(self.state, index) != 0 {
+            let shape = if ffi::lua_getmetatable(self.state, index) != 0 {
+                let hint = self.hint();
                 ffi::lua_pop(self.state, 1);
-                return None;
-            }
-            if let Some(len) = self.array_len(index)? {
+                match hint? {
+                    Hint::None => self.array_len(index)?,
+                    Hint::Array => Some(self.greatest_index(index)?),
+                    Hint::Map => None,
+                }
+            } else {
+                self.array_len(index)?
+            };
+            if let Some(len) = shape {
                 write::array_len(out, u32::try_from(len).ok()?);
                 for i in 1..=len {
                     ffi::lua_rawgeti(self.state, index, ffi::lua_Integer::try_from(i).ok()?);
@@ -123,6 +136,86 @@ impl Walk<'_> {
             out.extend_from_slice(&body);
         }
         Some(())
+    }
+
+    /// What the metatable on top of the stack says of its table's shape, as the
+    /// general encoder reads it: `None` to give up (a fiber's or an error's, a
+    /// `__serialize` function or a value the encoder refuses).
+    ///
+    /// # Safety
+    /// The top of `self.state`'s stack is a table.
+    unsafe fn hint(&self) -> Option<Hint> {
+        // SAFETY: as the caller promises; each field read is popped.
+        unsafe {
+            for marker in ["__fiber", "__box_error"] {
+                self.raw_field(marker);
+                let marked = ffi::lua_toboolean(self.state, -1) != 0;
+                ffi::lua_pop(self.state, 1);
+                if marked {
+                    return None;
+                }
+            }
+            if !self.options.encode_load_metatables {
+                return Some(Hint::None);
+            }
+            self.raw_field("__serialize");
+            let hint = match ffi::lua_type(self.state, -1) {
+                ffi::LUA_TNIL => Some(Hint::None),
+                ffi::LUA_TSTRING => {
+                    let mut len = 0usize;
+                    let bytes = ffi::lua_tolstring(self.state, -1, &raw mut len);
+                    match std::slice::from_raw_parts(bytes.cast::<u8>(), len) {
+                        b"seq" | b"sequence" | b"array" => Some(Hint::Array),
+                        b"map" | b"mapping" => Some(Hint::Map),
+                        _ => None,
+                    }
+                }
+                _ => None,
+            };
+            ffi::lua_pop(self.state, 1);
+            hint
+        }
+    }
+
+    /// Pushes field `name` of the table on top, read raw (no metamethod runs).
+    ///
+    /// # Safety
+    /// The top of `self.state`'s stack is a table, with room for two more values.
+    unsafe fn raw_field(&self, name: &str) {
+        // SAFETY: as the caller promises.
+        unsafe {
+            ffi::lua_pushlstring(self.state, name.as_ptr().cast(), name.len());
+            ffi::lua_rawget(self.state, -2);
+        }
+    }
+
+    /// A `seq`-hinted table's length as the general encoder takes it: its
+    /// greatest positive integer key (holes are nils); `None` to give up when
+    /// that is far more than the keys it has (the general encoder writes it).
+    ///
+    /// # Safety
+    /// `index` is a valid absolute index of `self.state` holding a table.
+    unsafe fn greatest_index(&self, index: c_int) -> Option<usize> {
+        let (mut count, mut max) = (0usize, 0usize);
+        // SAFETY: as the caller promises; lua_next's pairs are popped as they are read.
+        unsafe {
+            ffi::lua_pushnil(self.state);
+            while ffi::lua_next(self.state, index) != 0 {
+                ffi::lua_pop(self.state, 1);
+                count += 1;
+                if ffi::lua_type(self.state, -1) == ffi::LUA_TNUMBER {
+                    let k = ffi::lua_tonumber(self.state, -1);
+                    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "integral, 1 to 2^32")]
+                    if k >= 1.0 && k.fract() == 0.0 && k <= f64::from(u32::MAX) {
+                        max = max.max(k as usize);
+                    } else if k > f64::from(u32::MAX) && k.fract() == 0.0 {
+                        ffi::lua_pop(self.state, 1);
+                        return None;
+                    }
+                }
+            }
+        }
+        (max <= count.saturating_mul(4).max(64)).then_some(max)
     }
 
     /// The table's length as an array (`Some(None)`: a map), as the general
@@ -154,6 +247,16 @@ impl Walk<'_> {
         }
         Some(Some(max))
     }
+}
+
+/// A table's shape as its metatable's `__serialize` names it.
+enum Hint {
+    /// No hint: decided by its keys.
+    None,
+    /// `seq`, `sequence` or `array`.
+    Array,
+    /// `map` or `mapping`.
+    Map,
 }
 
 /// Writes a Lua number as the general encoder writes the value mlua makes of it:

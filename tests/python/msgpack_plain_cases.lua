@@ -48,4 +48,48 @@ m.cfg{encode_max_depth = 128, encode_invalid_numbers = false}
 print(pcall(m.encode, {0/0}))
 print(pcall(m.encode, {1/0}))
 print(hex(msgpack.encode({box.NULL, 1})), hex(msgpack.encode(setmetatable({1, 2}, {__serialize = 'map'}))))
+
+-- Tables with __serialize hints (what msgpack.decode and json.decode give, and
+-- hand-made ones), box.NULL among plain data, and the metatables the walk leaves
+-- to the general encoder (a hook, a bad hint, __index alone, a fiber's, an error's).
+local HINTS = {
+    getmetatable(msgpack.decode('\x90')), getmetatable(msgpack.decode('\x80')),
+    getmetatable(require('json').decode('[]')), getmetatable(require('json').decode('{}')),
+    {__serialize = 'seq'}, {__serialize = 'sequence'}, {__serialize = 'array'}, {__serialize = 'map'},
+    {__serialize = 'mapping'}, {__index = {}}, {__serialize = function(t) return {'hooked', #t} end},
+    {__serialize = 'bad'}, {__serialize = 5}, setmetatable({}, {__index = {__serialize = 'map'}}),
+}
+local function hinted(v, depth)
+    if type(v) ~= 'table' or depth > 6 then return v end
+    local t = {}
+    for k, x in pairs(v) do t[k] = hinted(x, depth + 1) end
+    -- (Not beside a table key: a table places those by address, another each run.)
+    local keyed_by_table = false
+    for k in pairs(t) do keyed_by_table = keyed_by_table or type(k) == 'table' end
+    if rand(4) == 1 and not keyed_by_table then t[rand(3)] = box.NULL end
+    if rand(3) > 1 then setmetatable(t, HINTS[rand(#HINTS)]) end
+    return t
+end
+for i = 1, 2000 do
+    local v = hinted(tbl(0), 0)
+    local ok, e = pcall(msgpack.encode, v)
+    print('hinted', i, ok, ok and hex(e) or e)
+end
+-- Decoded values written back: the same bytes.
+for i = 1, 300 do
+    local ok, e = pcall(msgpack.encode, tbl(0))
+    if ok then
+        local back = msgpack.encode((msgpack.decode(e)))
+        print('decoded', i, back == e or hex(back))
+    end
+end
+-- Metatables ignored (encode_load_metatables = false), but a fiber's and an error's.
+m = msgpack.new()
+m.cfg{encode_load_metatables = false}
+print(hex(m.encode(setmetatable({1, 2}, {__serialize = 'map'}))), hex(m.encode({setmetatable({}, {__serialize = 'seq'})})))
+print(pcall(m.encode, {box.error.new(box.error.UNKNOWN)}))
+print(hex(msgpack.encode(setmetatable({[1] = 1, [3] = 3}, {__serialize = 'seq'}))),
+      hex(msgpack.encode(setmetatable({[1] = 1, [200] = 3}, {__serialize = 'seq'}))),
+      hex(msgpack.encode(setmetatable({[1.5] = 1, [2] = 2, [-1] = 0}, {__serialize = 'array'}))),
+      hex(msgpack.encode({box.NULL, {box.NULL}, {a = box.NULL}})))
 os.exit(0)
