@@ -1688,7 +1688,16 @@ local JSON_BUFFER_KEPT = 1048576
 
 -- The JSON text of `v` with the options `cfg`: true and the text, or false and
 -- the error raised.
+local json_plain -- box.internal.native's, once it is there
 local function json_encode(v, cfg)
+    -- Plain data is written in one call by src/lua/plain_json.rs; it gives up
+    -- (nil) on anything this encoder has a rule of its own for.
+    json_plain = json_plain or box.internal.native.json_plain
+    if type(v) == 'table' and type(cfg.encode_number_precision) == 'number' then
+        local text = json_plain(v, cfg.encode_number_precision, cfg.encode_max_depth, cfg.encode_sparse_convert,
+            cfg.encode_sparse_ratio, cfg.encode_sparse_safe, cfg.encode_load_metatables)
+        if text ~= nil then return true, text end
+    end
     local buf = json_buffer_busy and require('string.buffer').new() or json_buffer
     local busy = json_buffer_busy
     json_buffer_busy = true

@@ -25,11 +25,13 @@ pub mod native;
 pub mod netbox;
 pub mod plain_decode;
 pub mod plain_encode;
+pub mod plain_json;
 pub mod popen;
 pub mod raw_socket;
 pub mod serializer;
 pub mod socket;
 pub mod stream;
+pub mod table_shape;
 pub mod tuple;
 pub mod utf8;
 #[allow(unsafe_code, reason = "moves an uuid's 16 bytes in and out of struct tt_uuid cdata; see the module")]

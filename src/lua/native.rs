@@ -111,6 +111,42 @@ pub fn create(lua: &Lua) -> mlua::Result<Table> {
         })?,
     )?;
     t.set(
+        "json_plain",
+        // json.encode's text of a table of plain data (src/lua/plain_json.rs), or
+        // nil for lua/console.lua's encoder to write: `json_plain(t, precision,
+        // max_depth, sparse_convert, sparse_ratio, sparse_safe, load_metatables)`,
+        // the options as the serializer's cfg holds them.
+        lua.create_function(|lua, args: (mlua::Table, f64, f64, Value, f64, f64, Value)| {
+            let (t, precision, max_depth, sparse_convert, sparse_ratio, sparse_safe, load_metatables) = args;
+            let whole = |n: f64| (n >= 0.0 && n.fract() == 0.0 && n <= f64::from(u32::MAX)).then_some(n);
+            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "checked whole, within u32")]
+            let (Some(max_depth), Some(ratio), Some(safe)) =
+                (whole(max_depth), whole(sparse_ratio), whole(sparse_safe))
+            else {
+                return Ok(Value::Nil);
+            };
+            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "checked whole, within u32")]
+            let options = serializer::Options {
+                encode_max_depth: max_depth as u32,
+                encode_sparse_convert: sparse_convert.as_boolean().unwrap_or(!sparse_convert.is_nil()),
+                encode_sparse_ratio: ratio as u32,
+                encode_sparse_safe: safe as u32,
+                encode_load_metatables: load_metatables.as_boolean().unwrap_or(!load_metatables.is_nil()),
+                ..serializer::Options::DEFAULT
+            };
+            #[allow(
+                clippy::cast_possible_truncation,
+                clippy::cast_sign_loss,
+                reason = "1 to 14 are used; others are 14"
+            )]
+            let precision = if (1.0..=14.0).contains(&precision) { precision as u32 } else { 14 };
+            match super::plain_json::encode_table(&t, &options, precision)? {
+                Some(text) => Ok(Value::String(lua.create_string(text)?)),
+                None => Ok(Value::Nil),
+            }
+        })?,
+    )?;
+    t.set(
         "json_decode",
         // The value, or nil and 2.6's message (lua/console.lua raises it as json.decode's).
         lua.create_function({

@@ -19,13 +19,10 @@ use std::ffi::c_int;
 
 use mlua::{ffi, Table};
 
-use super::convert::{array_index, null_address, too_sparse};
+use super::convert::null_address;
 use super::serializer::Options;
+use super::table_shape::{TableShape, MAX_PLAIN_DEPTH};
 use crate::protocol::msgpack::write;
-
-/// Tables nested deeper than this are left to the general encoder (its own
-/// limits and errors apply there); the walk's recursion stays small.
-const MAX_PLAIN_DEPTH: u32 = 64;
 
 /// Writes `t` to `out` when it is plain data: whether it did (when not, `out` is
 /// as it was).
@@ -94,21 +91,7 @@ impl Walk<'_> {
         }
         // SAFETY: as the caller promises; every push is popped before returning.
         unsafe {
-            if ffi::lua_checkstack(self.state, 4) == 0 {
-                return None;
-            }
-            let shape = if ffi::lua_getmetatable(self.state, index) != 0 {
-                let hint = self.hint();
-                ffi::lua_pop(self.state, 1);
-                match hint? {
-                    Hint::None => self.array_len(index)?,
-                    Hint::Array => Some(self.greatest_index(index)?),
-                    Hint::Map => None,
-                }
-            } else {
-                self.array_len(index)?
-            };
-            if let Some(len) = shape {
+            if let Some(len) = TableShape::new(self.state, self.options).of(index)? {
                 write::array_len(out, u32::try_from(len).ok()?);
                 for i in 1..=len {
                     ffi::lua_rawgeti(self.state, index, ffi::lua_Integer::try_from(i).ok()?);
@@ -137,126 +120,6 @@ impl Walk<'_> {
         }
         Some(())
     }
-
-    /// What the metatable on top of the stack says of its table's shape, as the
-    /// general encoder reads it: `None` to give up (a fiber's or an error's, a
-    /// `__serialize` function or a value the encoder refuses).
-    ///
-    /// # Safety
-    /// The top of `self.state`'s stack is a table.
-    unsafe fn hint(&self) -> Option<Hint> {
-        // SAFETY: as the caller promises; each field read is popped.
-        unsafe {
-            for marker in ["__fiber", "__box_error"] {
-                self.raw_field(marker);
-                let marked = ffi::lua_toboolean(self.state, -1) != 0;
-                ffi::lua_pop(self.state, 1);
-                if marked {
-                    return None;
-                }
-            }
-            if !self.options.encode_load_metatables {
-                return Some(Hint::None);
-            }
-            self.raw_field("__serialize");
-            let hint = match ffi::lua_type(self.state, -1) {
-                ffi::LUA_TNIL => Some(Hint::None),
-                ffi::LUA_TSTRING => {
-                    let mut len = 0usize;
-                    let bytes = ffi::lua_tolstring(self.state, -1, &raw mut len);
-                    match std::slice::from_raw_parts(bytes.cast::<u8>(), len) {
-                        b"seq" | b"sequence" | b"array" => Some(Hint::Array),
-                        b"map" | b"mapping" => Some(Hint::Map),
-                        _ => None,
-                    }
-                }
-                _ => None,
-            };
-            ffi::lua_pop(self.state, 1);
-            hint
-        }
-    }
-
-    /// Pushes field `name` of the table on top, read raw (no metamethod runs).
-    ///
-    /// # Safety
-    /// The top of `self.state`'s stack is a table, with room for two more values.
-    unsafe fn raw_field(&self, name: &str) {
-        // SAFETY: as the caller promises.
-        unsafe {
-            ffi::lua_pushlstring(self.state, name.as_ptr().cast(), name.len());
-            ffi::lua_rawget(self.state, -2);
-        }
-    }
-
-    /// A `seq`-hinted table's length as the general encoder takes it: its
-    /// greatest positive integer key (holes are nils); `None` to give up when
-    /// that is far more than the keys it has (the general encoder writes it).
-    ///
-    /// # Safety
-    /// `index` is a valid absolute index of `self.state` holding a table.
-    unsafe fn greatest_index(&self, index: c_int) -> Option<usize> {
-        let (mut count, mut max) = (0usize, 0usize);
-        // SAFETY: as the caller promises; lua_next's pairs are popped as they are read.
-        unsafe {
-            ffi::lua_pushnil(self.state);
-            while ffi::lua_next(self.state, index) != 0 {
-                ffi::lua_pop(self.state, 1);
-                count += 1;
-                if ffi::lua_type(self.state, -1) == ffi::LUA_TNUMBER {
-                    let k = ffi::lua_tonumber(self.state, -1);
-                    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "integral, 1 to 2^32")]
-                    if k >= 1.0 && k.fract() == 0.0 && k <= f64::from(u32::MAX) {
-                        max = max.max(k as usize);
-                    } else if k > f64::from(u32::MAX) && k.fract() == 0.0 {
-                        ffi::lua_pop(self.state, 1);
-                        return None;
-                    }
-                }
-            }
-        }
-        (max <= count.saturating_mul(4).max(64)).then_some(max)
-    }
-
-    /// The table's length as an array (`Some(None)`: a map), as the general
-    /// encoder's `table_shape` decides it; `None` to give up (too sparse for an
-    /// array when the options refuse to make it a map: the general encoder raises).
-    ///
-    /// # Safety
-    /// `index` is a valid absolute index of `self.state` holding a table.
-    unsafe fn array_len(&self, index: c_int) -> Option<Option<usize>> {
-        let (mut count, mut max) = (0usize, 0usize);
-        // SAFETY: as the caller promises; lua_next's pairs are popped as they are
-        // read, the key too when the walk stops early.
-        unsafe {
-            ffi::lua_pushnil(self.state);
-            while ffi::lua_next(self.state, index) != 0 {
-                ffi::lua_pop(self.state, 1);
-                count += 1;
-                let key =
-                    (ffi::lua_type(self.state, -1) == ffi::LUA_TNUMBER).then(|| ffi::lua_tonumber(self.state, -1));
-                let Some(greatest) = key.and_then(|k| array_index(k, count, max)) else {
-                    ffi::lua_pop(self.state, 1);
-                    return Some(None);
-                };
-                max = greatest;
-            }
-        }
-        if too_sparse(self.options, count, max) {
-            return self.options.encode_sparse_convert.then_some(None);
-        }
-        Some(Some(max))
-    }
-}
-
-/// A table's shape as its metatable's `__serialize` names it.
-enum Hint {
-    /// No hint: decided by its keys.
-    None,
-    /// `seq`, `sequence` or `array`.
-    Array,
-    /// `map` or `mapping`.
-    Map,
 }
 
 /// Writes a Lua number as the general encoder writes the value mlua makes of it:
