@@ -701,7 +701,10 @@ function index_methods:count(key, opts)
         op('select', self.space_id, self.id, key, it, 0, 0)
         return op('len', self.space_id, self.id)
     end
-    return #self:select(key, opts)
+    -- (_session_settings's rows are made by box.lua; limit and offset count for
+    -- nothing, as in 2.6.)
+    if self.space_id == SESSION_SETTINGS_ID then return #self:select(key, {iterator = it}) end
+    return op('count', self.space_id, self.id, key, it)
 end
 index_methods.len = function(self)
     check_not_view(self, 'size()')

@@ -438,6 +438,22 @@ fn run(lua: &Lua, cx: &mut Context, op: &str, args: &[Value]) -> Result<Value, F
             }
             Value::Table(out)
         }
+        "count" => {
+            // index:count(key, iterator): the tuples a select would give, counted
+            // as they are met (none is made a Lua value).
+            let key = key_of(args, 3)?;
+            let req = Select {
+                space_id: u32_arg(1)?,
+                index_id: u32_arg(2)?,
+                iterator: u64::from(u32_arg(4)?),
+                offset: 0,
+                limit: u32::MAX,
+                key: &key,
+            };
+            let mut n = 0u32;
+            engine.select_each(&creds, &req, |_| n += 1)?;
+            Value::Integer(i64::from(n))
+        }
         "get" => {
             let (space_id, key) = (u32_arg(1)?, key_of(args, 3)?);
             let space = engine.space(space_id)?;
