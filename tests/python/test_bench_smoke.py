@@ -7,10 +7,11 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 
 import pytest
 
-from conftest import ADMIN_PASSWORD, ROOT
+from conftest import ADMIN_PASSWORD, ONCEBOX, ROOT
 
 BENCH = os.path.join(ROOT, "target", "release", "oncebox-bench")
 CHART = os.path.join(ROOT, "target", "release", "oncebox-chart")
@@ -108,3 +109,16 @@ def test_report_is_rewritten_from_results(tmp_path):
         "the spread of per-round ratios, the median CPU per operation"
     assert "| write | call | 400 | 300 | 0.75x |  | 1 | 2 | n/a / n/a |" in md
     assert (tmp_path / "t.svg").read_text().startswith("<svg")
+
+
+def test_lua_side_by_side_runs_each_operation():
+    """bench/lua_side_by_side.py, scaled down: every operation of bench/lua_ops.lua
+    runs on Tarantool 2.6 and on oncebox and gets a row (timings are not checked)."""
+    script = os.path.join(ROOT, "bench", "lua_side_by_side.py")
+    out = subprocess.run([sys.executable, script, "--bin", ONCEBOX, "--rounds", "1", "--scale", "0.001", "--markdown"],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    rows = [l for l in out.stdout.splitlines() if l.startswith("| ") and not l.startswith("| operation")]
+    assert len(rows) >= 20, out.stdout
+    assert any(r.startswith("| pairs 10 |") for r in rows), out.stdout
+
