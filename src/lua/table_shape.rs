@@ -118,25 +118,22 @@ impl<'a> TableShape<'a> {
     /// `index` is a valid absolute index of `self.state` holding a table.
     unsafe fn greatest_index(&self, index: c_int) -> Option<usize> {
         let (mut count, mut max) = (0usize, 0usize);
-        // SAFETY: as the caller promises; lua_next's pairs are popped as they are read.
-        unsafe {
-            ffi::lua_pushnil(self.state);
-            while ffi::lua_next(self.state, index) != 0 {
-                ffi::lua_pop(self.state, 1);
+        // SAFETY: as the caller promises.
+        let whole = unsafe {
+            self.each_key(index, |key| {
                 count += 1;
-                if ffi::lua_type(self.state, -1) == ffi::LUA_TNUMBER {
-                    let k = ffi::lua_tonumber(self.state, -1);
+                match key {
                     #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "integral, 1 to 2^32")]
-                    if k >= 1.0 && k.fract() == 0.0 && k <= f64::from(u32::MAX) {
+                    Some(k) if k >= 1.0 && k.fract() == 0.0 && k <= f64::from(u32::MAX) => {
                         max = max.max(k as usize);
-                    } else if k > f64::from(u32::MAX) && k.fract() == 0.0 {
-                        ffi::lua_pop(self.state, 1);
-                        return None;
+                        true
                     }
+                    Some(k) => !(k > f64::from(u32::MAX) && k.fract() == 0.0),
+                    None => true,
                 }
-            }
-        }
-        (max <= count.saturating_mul(4).max(64)).then_some(max)
+            })
+        };
+        (whole && max <= count.saturating_mul(4).max(64)).then_some(max)
     }
 
     /// The table's length as an array (`Some(None)`: a map), as the general
@@ -147,26 +144,49 @@ impl<'a> TableShape<'a> {
     /// `index` is a valid absolute index of `self.state` holding a table.
     unsafe fn array_len(&self, index: c_int) -> Option<Option<usize>> {
         let (mut count, mut max) = (0usize, 0usize);
-        // SAFETY: as the caller promises; lua_next's pairs are popped as they are
-        // read, the key too when the walk stops early.
-        unsafe {
-            ffi::lua_pushnil(self.state);
-            while ffi::lua_next(self.state, index) != 0 {
-                ffi::lua_pop(self.state, 1);
+        // SAFETY: as the caller promises.
+        let array = unsafe {
+            self.each_key(index, |key| {
                 count += 1;
-                let key =
-                    (ffi::lua_type(self.state, -1) == ffi::LUA_TNUMBER).then(|| ffi::lua_tonumber(self.state, -1));
-                let Some(greatest) = key.and_then(|k| array_index(k, count, max)) else {
-                    ffi::lua_pop(self.state, 1);
-                    return Some(None);
-                };
-                max = greatest;
-            }
+                match key.and_then(|k| array_index(k, count, max)) {
+                    Some(greatest) => {
+                        max = greatest;
+                        true
+                    }
+                    None => false,
+                }
+            })
+        };
+        if !array {
+            return Some(None);
         }
         if too_sparse(self.options, count, max) {
             return self.options.encode_sparse_convert.then_some(None);
         }
         Some(Some(max))
+    }
+
+    /// Hands `visit` each key of the table at `index` (its value if a number,
+    /// else `None`) until it says stop (false); whether it saw them all.
+    ///
+    /// # Safety
+    /// `index` is a valid absolute index of `self.state` holding a table.
+    unsafe fn each_key(&self, index: c_int, mut visit: impl FnMut(Option<f64>) -> bool) -> bool {
+        // SAFETY: as the caller promises; lua_next's pairs are popped as they are
+        // read, the key too when the visit stops early.
+        unsafe {
+            ffi::lua_pushnil(self.state);
+            while ffi::lua_next(self.state, index) != 0 {
+                ffi::lua_pop(self.state, 1);
+                let key =
+                    (ffi::lua_type(self.state, -1) == ffi::LUA_TNUMBER).then(|| ffi::lua_tonumber(self.state, -1));
+                if !visit(key) {
+                    ffi::lua_pop(self.state, 1);
+                    return false;
+                }
+            }
+        }
+        true
     }
 }
 
