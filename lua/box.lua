@@ -334,7 +334,7 @@ local TXN_STATEMENT_OPS = {get = true, select = true, insert = true, replace = t
 
 -- A key or tuple msgpack cannot encode, raised as 2.6 raises it: memtx reads
 -- encode their key in Lua (msgpackffi), everything else in C.
-local FFI_READS = {get = true, select = true}
+local FFI_READS = {get = true, select = true, count = true}
 local function unencodable(name, space_id, message)
     local lua_type = string.match(message, "^unsupported Lua type '(.*)'$")
     if lua_type ~= nil and FFI_READS[name] and space_engines[space_id] ~= 'vinyl' then
