@@ -208,11 +208,11 @@ impl Decoder {
         save_metatables: bool,
     ) -> mlua::Result<Option<Result<Value, String>>> {
         let mut outcome = None;
-        // SAFETY: exec_raw runs the closure in a protected call with box.NULL and
+        // SAFETY: raw_call::exec runs the closure in a protected call with box.NULL and
         // the two metatables on its stack (indexes 1 to 3); the sink pushes above
         // them and calls no Lua code. What is left is the value alone, or nothing.
         let value: Value = unsafe {
-            lua.exec_raw((&self.null, &self.map_mt, &self.array_mt), |state| {
+            super::raw_call::exec(lua, (&self.null, &self.map_mt, &self.array_mt), |state| {
                 let mut sink = StackSink { state, null: 1, hints: save_metatables.then_some((2, 3)) };
                 outcome = match json_decode::decode(text, max_depth, invalid_numbers, &mut sink) {
                     Ok(()) => {

@@ -27,6 +27,7 @@ pub mod plain_decode;
 pub mod plain_encode;
 pub mod plain_json;
 pub mod popen;
+pub mod raw_call;
 pub mod raw_socket;
 pub mod serializer;
 pub mod socket;

@@ -51,11 +51,11 @@ pub fn decode(lua: &Lua, r: &mut Reader<'_>, options: &Options, sizing: Sizing) 
         return Ok(None);
     }
     let mut finished = None;
-    // SAFETY: exec_raw runs the closure in a protected call on an empty stack;
+    // SAFETY: raw_call::exec runs the closure in a protected call on an empty stack;
     // the walk leaves exactly one value on it when it finishes and nothing when
     // it gives up, and calls no Lua code (raw sets, no metamethods).
     let value: Value = unsafe {
-        lua.exec_raw((), |state| {
+        super::raw_call::exec(lua, (), |state| {
             let mut walk = Walk { state, options, sizing, reader: r.clone() };
             if walk.value(0).is_some() {
                 finished = Some(walk.reader);

@@ -31,12 +31,12 @@ pub fn encode_table(out: &mut Vec<u8>, t: &Table, options: &Options) -> mlua::Re
     let start = out.len();
     let mut written = false;
     let null = null_address(&lua);
-    // SAFETY: exec_raw runs the closure in a protected call with the table alone
+    // SAFETY: raw_call::exec runs the closure in a protected call with the table alone
     // on its stack (index 1); the walk pops what it pushes and calls no Lua code,
     // and lua_next and lua_rawgeti over a table nobody changes meanwhile raise
     // nothing.
     unsafe {
-        lua.exec_raw::<()>(t, |state| {
+        super::raw_call::exec::<()>(&lua, t, |state| {
             written = Walk { state, options, null }.table(out, 1, 0).is_some();
         })?;
     }

@@ -32,10 +32,10 @@ pub fn encode_table(t: &Table, options: &Options, precision: u32) -> mlua::Resul
     let precision = if (1..=14).contains(&precision) { precision as usize } else { 14 };
     let mut out = Vec::new();
     let mut written = false;
-    // SAFETY: exec_raw runs the closure in a protected call with the table alone
+    // SAFETY: raw_call::exec runs the closure in a protected call with the table alone
     // on its stack (index 1); the walk pops what it pushes and calls no Lua code.
     unsafe {
-        lua.exec_raw::<()>(t, |state| {
+        super::raw_call::exec::<()>(&lua, t, |state| {
             let walk = Walk { state, shape: TableShape::new(state, options), options, null, precision };
             written = walk.table(&mut out, 1, 0).is_some();
         })?;
