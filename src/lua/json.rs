@@ -158,6 +158,17 @@ impl StackSink {
     }
 }
 
+/// `json.decode`'s options (its call's or its serializer's).
+#[derive(Debug, Clone, Copy)]
+pub struct DecodeOptions {
+    /// `decode_max_depth`.
+    pub max_depth: usize,
+    /// `decode_invalid_numbers`: `nan` and `inf` read as numbers.
+    pub invalid_numbers: bool,
+    /// `decode_save_metatables`: objects and arrays get the hint metatables.
+    pub save_metatables: bool,
+}
+
 /// `json.decode`'s reader for one Lua state: what it gives every decoded text,
 /// looked up once.
 pub struct Decoder {
@@ -178,20 +189,13 @@ impl Decoder {
 
     /// Decodes `text` as `json.decode` with these options does, or gives 2.6's
     /// message for why not; the outer error is Lua's own (out of memory).
-    pub fn decode(
-        &self,
-        lua: &Lua,
-        text: &[u8],
-        max_depth: usize,
-        invalid_numbers: bool,
-        save_metatables: bool,
-    ) -> mlua::Result<Result<Value, String>> {
-        if let Some(decoded) = self.decode_on_stack(lua, text, max_depth, invalid_numbers, save_metatables)? {
+    pub fn decode(&self, lua: &Lua, text: &[u8], options: DecodeOptions) -> mlua::Result<Result<Value, String>> {
+        if let Some(decoded) = self.decode_on_stack(lua, text, options)? {
             return Ok(decoded);
         }
-        let hints = save_metatables.then(|| (self.map_mt.clone(), self.array_mt.clone()));
+        let hints = options.save_metatables.then(|| (self.map_mt.clone(), self.array_mt.clone()));
         let mut sink = LuaSink { lua, null: self.null.clone(), hints };
-        match json_decode::decode(text, max_depth, invalid_numbers, &mut sink) {
+        match json_decode::decode(text, options.max_depth, options.invalid_numbers, &mut sink) {
             Ok(v) => Ok(Ok(v)),
             Err(DecodeError::Refused(message)) => Ok(Err(message)),
             Err(DecodeError::Sink(e)) => Err(e),
@@ -203,9 +207,7 @@ impl Decoder {
         &self,
         lua: &Lua,
         text: &[u8],
-        max_depth: usize,
-        invalid_numbers: bool,
-        save_metatables: bool,
+        options: DecodeOptions,
     ) -> mlua::Result<Option<Result<Value, String>>> {
         let mut outcome = None;
         // SAFETY: raw_call::exec runs the closure in a protected call with box.NULL and
@@ -213,8 +215,8 @@ impl Decoder {
         // them and calls no Lua code. What is left is the value alone, or nothing.
         let value: Value = unsafe {
             super::raw_call::exec(lua, (&self.null, &self.map_mt, &self.array_mt), |state| {
-                let mut sink = StackSink { state, null: 1, hints: save_metatables.then_some((2, 3)) };
-                outcome = match json_decode::decode(text, max_depth, invalid_numbers, &mut sink) {
+                let mut sink = StackSink { state, null: 1, hints: options.save_metatables.then_some((2, 3)) };
+                outcome = match json_decode::decode(text, options.max_depth, options.invalid_numbers, &mut sink) {
                     Ok(()) => {
                         ffi::lua_replace(state, 1);
                         ffi::lua_settop(state, 1);

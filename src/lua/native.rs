@@ -154,10 +154,16 @@ pub fn create(lua: &Lua) -> mlua::Result<Table> {
             move |lua, (text, max_depth, invalid_numbers, save_metatables): (LuaString, f64, bool, bool)| {
                 #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "saturates; negative is 0")]
                 let max_depth = max_depth.max(0.0) as usize;
-                Ok(match decoder.decode(lua, &text.as_bytes(), max_depth, invalid_numbers, save_metatables)? {
-                    Ok(v) => (v, Value::Nil),
-                    Err(why) => (Value::Nil, Value::String(lua.create_string(why)?)),
-                })
+                Ok(
+                    match decoder.decode(
+                        lua,
+                        &text.as_bytes(),
+                        super::json::DecodeOptions { max_depth, invalid_numbers, save_metatables },
+                    )? {
+                        Ok(v) => (v, Value::Nil),
+                        Err(why) => (Value::Nil, Value::String(lua.create_string(why)?)),
+                    },
+                )
             }
         })?,
     )?;
