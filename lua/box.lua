@@ -624,9 +624,32 @@ end
 -- A Lua write: through the before_replace triggers if the space has any.
 -- After a write to a system space (a schema change), space objects already handed
 -- out show it at once, as in 2.6 (`s.index.pk:rename('x')` then `s.index.x`).
-local function after_write(space_id, ...)
-    if space_id < 512 then refresh_spaces() end
-    return ...
+-- A fiber that writes without yielding keeps every statement it committed (its
+-- undo entry, the tuple it replaced, its log entry) until it yields: a loop of a
+-- million writes would hold a million. Every FLUSH_EVERY writes outside a
+-- transaction they are let go: without a WAL at once, with one by a yield that
+-- sends them to it (2.6 yields for the WAL at every such write).
+local after_write
+do
+    local FLUSH_EVERY = 1024
+    local unflushed = 0
+    local function flush_point()
+        unflushed = 0
+        if box.is_in_txn() or not internal.fiber_may_commit() then return end
+        local pending = op('txn_mark')
+        if pending < FLUSH_EVERY then
+            unflushed = pending
+        elseif not op('commit_pending') then
+            require('fiber').yield()
+        end
+    end
+
+    function after_write(space_id, ...)
+        if space_id < 512 then refresh_spaces() end
+        unflushed = unflushed + 1
+        if unflushed >= FLUSH_EVERY then flush_point() end
+        return ...
+    end
 end
 
 local function written(space_id, index_id, request, fn, a, b, ...)

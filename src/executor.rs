@@ -497,7 +497,7 @@ impl Executor {
     /// statements: a fiber's work before it yields, a script's, a trigger's).
     fn commit_changes(&mut self) {
         let changes = self.engine.take_changes();
-        let changes = changes_or_recount(&mut self.window, &self.engine, changes);
+        self.window.note_committed(&self.engine, &changes);
         self.join_group(changes);
     }
 
@@ -1299,7 +1299,8 @@ impl Executor {
         let changes = if result.is_ok() || !tokened {
             // Statements a failed CALL/EVAL completed before the error stay, as in
             // Tarantool (each is committed on its own outside box.begin).
-            changes_or_recount(&mut self.window, &self.engine, changes)
+            self.window.note_committed(&self.engine, &changes);
+            changes
         } else {
             // A tokened request is one transaction: nothing of it survives a failure.
             let records_undone = changes.iter().any(|c| c.space_id() == idem::SPACE_ID);
@@ -1880,21 +1881,6 @@ fn session_settings_request(req: &Request<'_>) -> Vec<u8> {
         }
     }
     args
-}
-
-/// Writes to `_idempotency` made outside the window (an admin deleting or adding a
-/// record) change its size total and age queue: recount then.
-fn changes_or_recount(window: &mut Window, engine: &Engine, changes: Vec<Change>) -> Vec<Change> {
-    let external = changes.iter().any(|c| match c {
-        Change::Row { space_id, old, new, .. } => {
-            *space_id == idem::SPACE_ID && (old.is_some() || new.as_ref().is_some_and(|t| !window.knows(t)))
-        }
-        Change::Truncate { space_id, .. } => *space_id == idem::SPACE_ID,
-    });
-    if external {
-        window.recount(engine);
-    }
-    changes
 }
 
 /// Appends the storage operations of `changes` to an encoded group, adding the

@@ -814,6 +814,21 @@ impl Window {
         Ok(())
     }
 
+    /// Committed `changes` seen: writes to `_idempotency` made outside the window
+    /// (an admin deleting or adding a record) change its size total and age queue,
+    /// so it is recounted then.
+    pub fn note_committed(&mut self, engine: &Engine, changes: &[Change]) {
+        let external = changes.iter().any(|c| match c {
+            Change::Row { space_id, old, new, .. } => {
+                *space_id == SPACE_ID && (old.is_some() || new.as_ref().is_some_and(|t| !self.knows(t)))
+            }
+            Change::Truncate { space_id, .. } => *space_id == SPACE_ID,
+        });
+        if external {
+            self.recount(engine);
+        }
+    }
+
     /// `changes` are about to be undone (their request or its commit failed): the
     /// records this window stored among them no longer count as executed.
     pub fn unstore(&mut self, changes: &[Change]) {

@@ -793,6 +793,18 @@ fn run(lua: &Lua, cx: &mut Context, op: &str, args: &[Value]) -> Result<Value, F
             Value::Nil
         }
         "txn_mark" => Value::Integer(i64::try_from(engine.pending_changes()).unwrap_or(0)),
+        // A long run of committed statements let go (box.lua's after_write): without
+        // a WAL nothing keeps them, so they go now, as they would at the fiber's
+        // next yield. With one they must reach it: false, and Lua yields.
+        "commit_pending" => {
+            if cx.ticket.is_some() {
+                return Ok(Value::Boolean(false));
+            }
+            let changes = engine.take_changes();
+            cx.window.note_committed(engine, &changes);
+            engine.recycle_changes(changes);
+            Value::Boolean(true)
+        }
         // For box.lua's pairs(): where the count of index changes is, read as a uint32_t.
         #[allow(clippy::cast_precision_loss, reason = "user-space addresses are below 2^48")]
         "entry_changes_address" => Value::Number(crate::engine::index::entry_changes_address() as f64),
