@@ -876,6 +876,30 @@ impl Index {
         match &mut self.storage {
             Storage::Hash(m) => return m.remove_exact(key, pre, tuple),
             Storage::Light(m) => return m.remove_exact(&self.cmp_parts, key, tuple),
+            // One descent: the entry is taken out, and put back in the rare case it
+            // holds another tuple.
+            Storage::Tree(m) if key.len() == self.cmp_parts.len() => {
+                return match m.remove_entry(key) {
+                    Some((_, held)) if Rc::ptr_eq(&held, tuple) => true,
+                    Some((key, held)) => {
+                        m.insert(key, held);
+                        false
+                    }
+                    None => false,
+                };
+            }
+            Storage::Ints(m) => {
+                if let IntKey::At(u) = int_key(key) {
+                    return match m.remove(&u) {
+                        Some(held) if Rc::ptr_eq(&held, tuple) => true,
+                        Some(held) => {
+                            m.insert(u, held);
+                            false
+                        }
+                        None => false,
+                    };
+                }
+            }
             _ => {}
         }
         let holds = self.get(key).is_some_and(|t| Rc::ptr_eq(t, tuple));
@@ -1365,6 +1389,32 @@ mod tests {
         let ix = hash_index();
         let parts = ix.def.parts.clone();
         Index::for_space(crate::idempotency::SPACE_ID, ix.def, &parts)
+    }
+
+    fn tree_index(ty: FieldType) -> Index {
+        let part = Part::whole(0, ty, Collation::Binary, false);
+        let def =
+            IndexDef { id: 1, name: "sk".into(), kind: IndexKind::Tree, unique: true, parts: vec![part], func: None };
+        let parts = def.parts.clone();
+        Index::new(def, &parts)
+    }
+
+    #[test]
+    fn remove_exact_takes_only_the_very_tuple_from_a_tree() {
+        // A string key (a general TREE) and an unsigned one (keyed by the integer).
+        for (ty, field) in [(FieldType::String, &[0xa1, b'k'][..]), (FieldType::Unsigned, &[0x07][..])] {
+            let mut ix = tree_index(ty);
+            let held = tuple(&[&[0x92][..], field, &[0x01]].concat());
+            let same_key = tuple(&[&[0x92][..], field, &[0x02]].concat());
+            let key = ix.entry_key(&split(&held).unwrap()).unwrap();
+            ix.insert(key.clone(), held.clone());
+            assert!(!ix.remove_exact(&key, &same_key), "{ty:?}: another tuple under the key");
+            assert!(ix.get(&key).is_some_and(|t| Rc::ptr_eq(t, &held)), "{ty:?}: the entry is put back");
+            assert_eq!(ix.len(), 1);
+            assert!(ix.remove_exact(&key, &held), "{ty:?}");
+            assert!(ix.get(&key).is_none() && ix.is_empty(), "{ty:?}");
+            assert!(!ix.remove_exact(&key, &held), "{ty:?}: nothing left");
+        }
     }
 
     #[test]

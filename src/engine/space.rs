@@ -515,7 +515,10 @@ impl Space {
             }
             let key = ix.entry_key(fields)?;
             if ix.def.unique {
-                if let Some(other) = ix.conflict(&ix.user_key(fields)?) {
+                // A unique index's entry key is its user key, unless it adds the
+                // primary key's parts (nullable parts): then the user key is built.
+                let user_key = if key.len() == ix.def.parts.len() { None } else { Some(ix.user_key(fields)?) };
+                if let Some(other) = ix.conflict(user_key.as_ref().unwrap_or(&key)) {
                     let is_old = slot.as_deref().is_some_and(|o| std::rc::Rc::ptr_eq(o, other));
                     if !is_old {
                         return Err(duplicate(def, ix));
