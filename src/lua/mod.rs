@@ -1227,9 +1227,27 @@ impl LuaRuntime {
     }
 }
 
+/// The functions of `box.internal` found so far, by name. The built-in Lua files
+/// define each once, so the fiber scheduler (several per resume) and the other
+/// hot callers do not look them up through two tables and an interned name again.
+#[derive(Default)]
+struct InternalFns(std::cell::RefCell<Vec<(&'static str, Function)>>);
+
 /// The Lua function `box.internal.<name>` (defined by the built-in Lua files).
-fn internal_fn(lua: &Lua, name: &str) -> mlua::Result<Function> {
-    lua.globals().get::<Table>("box")?.get::<Table>("internal")?.get(name)
+fn internal_fn(lua: &Lua, name: &'static str) -> mlua::Result<Function> {
+    if let Some(known) = lua.app_data_ref::<InternalFns>() {
+        if let Some((_, f)) = known.0.borrow().iter().find(|(n, _)| *n == name) {
+            return Ok(f.clone());
+        }
+    }
+    let f: Function = lua.globals().get::<Table>("box")?.get::<Table>("internal")?.get(name)?;
+    if lua.app_data_ref::<InternalFns>().is_none() {
+        lua.set_app_data(InternalFns::default());
+    }
+    if let Some(known) = lua.app_data_ref::<InternalFns>() {
+        known.0.borrow_mut().push((name, f.clone()));
+    }
+    Ok(f)
 }
 
 fn step_of(outcome: mlua::Result<BoxResult<Step>>) -> Step {
