@@ -37,12 +37,110 @@ fiber_mt.__index = function(f, key)
 end
 
 local fibers = {}     -- fid -> fiber, while alive
-local ready = {}      -- FIFO of fibers to resume at the next scheduling point
 local sleeping = {}   -- fiber -> true, for fibers with a wake-up time
 local current = nil   -- the running fiber; nil outside fibers (triggers, boot)
 local next_fid = 104
 local alive_count = 0
 local reported_count = 0
+
+-- The fibers to resume at the next scheduling point, first in first out:
+-- ready[ready_head .. ready_tail] (a queue of thousands costs no more per fiber
+-- than one of two).
+local ready, ready_head, ready_tail = {}, 1, 0
+
+local function ready_count() return ready_tail - ready_head + 1 end
+
+local function ready_push(f)
+    ready_tail = ready_tail + 1
+    ready[ready_tail] = f
+end
+
+local function ready_pop()
+    if ready_head > ready_tail then return nil end
+    local f = ready[ready_head]
+    ready[ready_head] = nil
+    ready_head = ready_head + 1
+    if ready_head > ready_tail then ready_head, ready_tail = 1, 0 end
+    return f
+end
+
+-- The sleepers by wake-up time (then by when they went to sleep), as a binary
+-- heap in three arrays, so that finding who is due looks at the due alone, as
+-- 2.6's timers do. A fiber woken early leaves its entry behind: an entry counts
+-- only while its fiber sleeps until that very time, and the heap is rebuilt from
+-- `sleeping` when stale entries outnumber the live ones.
+local heap_at, heap_seq, heap_f, heap_n, heap_serial = {}, {}, {}, 0, 0
+local sleeping_count = 0
+
+local function heap_before(i, j)
+    local a, b = heap_at[i], heap_at[j]
+    return a < b or (a == b and heap_seq[i] < heap_seq[j])
+end
+
+local function heap_swap(i, j)
+    heap_at[i], heap_at[j] = heap_at[j], heap_at[i]
+    heap_seq[i], heap_seq[j] = heap_seq[j], heap_seq[i]
+    heap_f[i], heap_f[j] = heap_f[j], heap_f[i]
+end
+
+local function heap_push(at, f)
+    heap_serial = heap_serial + 1
+    heap_n = heap_n + 1
+    local i = heap_n
+    heap_at[i], heap_seq[i], heap_f[i] = at, heap_serial, f
+    while i > 1 do
+        local parent = math.floor(i / 2)
+        if not heap_before(i, parent) then break end
+        heap_swap(i, parent)
+        i = parent
+    end
+end
+
+local function heap_pop()
+    heap_swap(1, heap_n)
+    heap_at[heap_n], heap_seq[heap_n], heap_f[heap_n] = nil, nil, nil
+    heap_n = heap_n - 1
+    local i = 1
+    while true do
+        local left, smallest = 2 * i, i
+        if left <= heap_n and heap_before(left, smallest) then smallest = left end
+        if left + 1 <= heap_n and heap_before(left + 1, smallest) then smallest = left + 1 end
+        if smallest == i then return end
+        heap_swap(i, smallest)
+        i = smallest
+    end
+end
+
+-- Whether the heap's first entry is a fiber sleeping until that time.
+local function heap_top_live()
+    local f = heap_f[1]
+    return sleeping[f] == true and f.wake_at == heap_at[1]
+end
+
+-- Drops the stale entries at the top; returns the earliest live wake-up time.
+local function soonest_wake_up()
+    while heap_n > 0 and not heap_top_live() do heap_pop() end
+    return heap_at[1]
+end
+
+local function sleep_until(f, deadline)
+    if not sleeping[f] then sleeping_count = sleeping_count + 1 end
+    sleeping[f] = true
+    if heap_n > 2 * sleeping_count + 64 then
+        heap_at, heap_seq, heap_f, heap_n = {}, {}, {}, 0
+        for other in pairs(sleeping) do
+            if other ~= f and other.wake_at ~= nil then heap_push(other.wake_at, other) end
+        end
+    end
+    heap_push(deadline, f)
+end
+
+local function stop_sleeping(f)
+    if sleeping[f] then
+        sleeping[f] = nil
+        sleeping_count = sleeping_count - 1
+    end
+end
 
 -- The server reads the number of live fibers (none: the scheduler costs nothing).
 -- A request's fiber that ends at once changes nothing, so it is not reported.
@@ -184,9 +282,9 @@ local function make_ready(f)
     if f.state == 'dead' or rawget(f, 'queued') then return end
     held[f] = true
     f.queued = true
-    sleeping[f] = nil
+    stop_sleeping(f)
     f.wake_at = nil
-    table.insert(ready, f)
+    ready_push(f)
 end
 
 local wake
@@ -213,7 +311,7 @@ local function ended(f)
     -- missing key, even to nil, adds it: a full table would be rehashed.)
     if rawget(f, 'storage') ~= nil then rawset(f, 'storage', nil) end
     fibers[f.fid] = nil
-    sleeping[f] = nil
+    stop_sleeping(f)
     alive_count = alive_count - 1
     local joiner = rawget(f, 'joiner')
     if joiner then wake(joiner) end
@@ -390,7 +488,7 @@ wait = function(deadline)
     end
     f.woken = false
     f.wake_at = deadline
-    if deadline ~= nil then sleeping[f] = true end
+    if deadline ~= nil then sleep_until(f, deadline) else stop_sleeping(f) end
     -- The user box.session.su switched to stays for the next resume.
     f.uid = bound('uid') or f.uid
     internal.txn_on_yield(f)
@@ -922,15 +1020,18 @@ end
 function internal.fiber_next(limit)
     reap_children()
     local t = now()
-    for f in pairs(sleeping) do
-        if f.wake_at and f.wake_at <= t then make_ready(f) end
+    while heap_n > 0 and heap_at[1] <= t do
+        local f = heap_f[1]
+        local live = heap_top_live()
+        heap_pop()
+        if live then make_ready(f) end
     end
-    while #ready > 0 do
-        local f = table.remove(ready, 1)
+    while true do
+        local f = ready_pop()
+        if f == nil then return nil end
         f.queued = false
         if f.state ~= 'dead' then return f.fid, f.session_id, f.uid or nil end
     end
-    return nil
 end
 
 local function resumed(f, done, ...)
@@ -949,17 +1050,14 @@ function internal.fiber_resume(fid)
 end
 
 -- Whether other fibers wait to run now (a poller then yields to them rather than sleep).
-function internal.fiber_others_ready() return #ready > 0 end
+function internal.fiber_others_ready() return ready_count() > 0 end
 
 -- Seconds until the scheduler has work: 0 when a fiber is ready, nil when none waits on a time.
 function internal.fiber_delay()
-    if #ready > 0 then return 0 end
-    local t, soonest = now(), nil
-    for f in pairs(sleeping) do
-        if f.wake_at and (soonest == nil or f.wake_at < soonest) then soonest = f.wake_at end
-    end
+    if ready_count() > 0 then return 0 end
+    local soonest = soonest_wake_up()
     if soonest == nil then return nil end
-    return math.max(soonest - t, 0)
+    return math.max(soonest - now(), 0)
 end
 
 -- Runs the fibers that are due with no engine bound (a script without box.cfg).
