@@ -162,9 +162,16 @@ end
 local function pack(...) return {n = select('#', ...), ...} end
 
 -- The effective user and the session of the running code, when box is bound.
+-- box.internal.op for the fiber scheduler's operations, by number where the
+-- server gave it one (dispatch.rs's OP_CODES: no string crosses into Rust).
+local function session_op(name, ...)
+    local codes = internal.op_codes
+    return internal.op(codes ~= nil and codes[name] or name, ...)
+end
+
 local function bound(name)
     if internal.op == nil then return nil end
-    local ok, v = internal.op(name)
+    local ok, v = session_op(name)
     if ok then return v end
     return nil
 end
@@ -267,7 +274,7 @@ function internal.is_background_session(id) return background_sessions[id] ~= ni
 local function new_lua_fiber(fn)
     local f
     if internal.op ~= nil then
-        local _, session_id = internal.op('new_session_id')
+        local _, session_id = session_op('new_session_id')
         f = new_fiber(fn, 'lua', session_id, 1)
         f.own_session = true
         background_sessions[session_id] = true
@@ -526,9 +533,9 @@ end
 local function resume_in_own_session(f)
     if not rawget(f, 'own_session') or internal.op == nil then return resume(f) end
     local session_id, uid = bound('session_id'), bound('uid')
-    internal.op('enter_session', f.session_id, f.uid or 1)
+    session_op('enter_session', f.session_id, f.uid or 1)
     resume(f)
-    if internal.op ~= nil then internal.op('enter_session', session_id, uid) end
+    if internal.op ~= nil then session_op('enter_session', session_id, uid) end
 end
 
 function fiber.create(fn, ...)

@@ -261,8 +261,23 @@ pub fn error_table(lua: &Lua, e: &BoxError) -> mlua::Result<Table> {
 /// the ones every `box.space` call makes. A string argument crosses from Lua as a
 /// reference mlua makes and frees on each call; a number does not. `box.internal.op_codes`
 /// maps the names to the numbers.
-pub const OP_CODES: [&str; 10] =
-    ["", "get", "select", "insert", "replace", "update", "upsert", "delete", "len", "txn_mark"];
+pub const OP_CODES: [&str; 14] = [
+    "",
+    "get",
+    "select",
+    "insert",
+    "replace",
+    "update",
+    "upsert",
+    "delete",
+    "len",
+    "txn_mark",
+    // Those the fiber scheduler makes at every wait and fiber.create.
+    "uid",
+    "session_id",
+    "enter_session",
+    "new_session_id",
+];
 
 /// Runs one operation.
 ///
