@@ -313,7 +313,16 @@ pub struct Executor {
     /// ([`receive_spinning`]). Pipelining clients send several per read, and then a
     /// spinning thread would take a core from the threads feeding it.
     latency_bound: bool,
+    /// Bytes of commit groups sent since this thread last gave its free memory
+    /// back to the system (see [`Self::release_memory_if_written`]).
+    logged_since_release: usize,
 }
+
+/// Group bytes after which the TX thread, when it next finds nothing to do, gives
+/// the memory it freed back to the system: the replaced tuples and undo lists of
+/// a burst of writes would otherwise stay in mimalloc's heap while the server
+/// idles (190 MB after six million replaces in a script, 21 MB when given back).
+const RELEASE_AFTER_LOGGED: usize = 16 << 20;
 
 /// Requests from the TX thread to the network side.
 #[derive(Debug)]
@@ -389,6 +398,7 @@ impl Executor {
             read_handled: None,
             message_clock_ms: None,
             latency_bound: false,
+            logged_since_release: 0,
             engine: Box::new(engine),
             sessions: IdMap::default(),
             dirty: Vec::new(),
@@ -643,7 +653,18 @@ impl Executor {
                     Err(tokio::sync::mpsc::error::TryRecvError::Disconnected) => break,
                 }
             } else {
-                let received = if self.latency_bound { receive_spinning(&mut rx) } else { rx.blocking_recv() };
+                let received = if self.latency_bound {
+                    receive_spinning(&mut rx)
+                } else {
+                    match rx.try_recv() {
+                        Ok(msg) => Some(msg),
+                        Err(tokio::sync::mpsc::error::TryRecvError::Disconnected) => None,
+                        Err(tokio::sync::mpsc::error::TryRecvError::Empty) => {
+                            self.release_memory_if_written();
+                            rx.blocking_recv()
+                        }
+                    }
+                };
                 match received {
                     Some(msg) => Some(msg),
                     None => break,
@@ -681,6 +702,15 @@ impl Executor {
             self.exit_code = code;
             self.exiting = true;
             self.shutting_down = true;
+        }
+    }
+
+    /// Nothing to do: after enough writes, the memory this thread freed goes back
+    /// to the system before it sleeps ([`RELEASE_AFTER_LOGGED`]).
+    fn release_memory_if_written(&mut self) {
+        if self.logged_since_release >= RELEASE_AFTER_LOGGED {
+            self.logged_since_release = 0;
+            crate::allocator::release_free_memory();
         }
     }
 
@@ -744,6 +774,7 @@ impl Executor {
         let sizes =
             ((2 * self.group_log.len() + 64).min(1 << 20), 2 * self.group_undo.len(), 2 * self.group_replies.len());
         let mut ops = std::mem::replace(&mut self.group_log, Vec::with_capacity(sizes.0));
+        self.logged_since_release += ops.len();
         group::clock(&mut ops, self.window.clock.now_ms());
         let undo = std::mem::replace(&mut self.group_undo, Vec::with_capacity(sizes.1));
         let replies = std::mem::replace(&mut self.group_replies, Vec::with_capacity(sizes.2));
