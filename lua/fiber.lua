@@ -603,10 +603,13 @@ end
 
 -- Whether the running code may let the statements it committed go now (box.lua's
 -- after_write, in a long run of writes): it runs in a fiber the scheduler runs,
--- where a yield is allowed (not under a C call), and not as a tokened request
--- (one transaction) or a trigger the server runs inside its own statement.
+-- in the fiber's own coroutine (a yield inside a coroutine the code made would
+-- go to that coroutine's resumer) where a yield is allowed (not under a C call),
+-- and not as a tokened request (one transaction) or a trigger the server runs
+-- inside its own statement.
 function internal.fiber_may_commit()
-    return current ~= nil and not rawget(current, 'atomic') and coroutine.isyieldable()
+    return current ~= nil and not rawget(current, 'atomic') and coroutine.running() == current.co
+        and coroutine.isyieldable()
 end
 
 function fiber.self()
