@@ -2134,9 +2134,18 @@ local function token_opts(opts)
     return nil
 end
 
-local function txn_clear(txn)
-    txn.mark, txn.token, txn.aborted, txn.engine = nil, nil, nil, nil
-    txn.on_commit, txn.on_rollback = nil, nil
+-- A transaction's fields, cleared when it ends. Only those set are cleared:
+-- setting a missing key, even to nil, adds it, and a table that fills up with
+-- such keys is rehashed (a tenth of an empty box.begin/box.commit).
+local txn_clear
+do
+    local TXN_FIELDS = {'mark', 'token', 'aborted', 'engine', 'on_commit', 'on_rollback'}
+    function txn_clear(txn)
+        for i = 1, #TXN_FIELDS do
+            local key = TXN_FIELDS[i]
+            if rawget(txn, key) ~= nil then txn[key] = nil end
+        end
+    end
 end
 
 -- The statements box.on_commit/on_rollback triggers are shown, captured before
@@ -2180,7 +2189,8 @@ function box.begin(opts)
     local txn = current_txn()
     if txn.mark ~= nil then raise(79, 'Operation is not permitted when there is an active transaction ') end
     txn.mark = op('txn_mark')
-    txn.token = token_opts(opts)
+    local token = token_opts(opts)
+    if token ~= nil then txn.token = token end
     txn_serial = txn_serial + 1
     txn.serial = txn_serial
 end
