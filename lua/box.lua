@@ -914,12 +914,17 @@ function space_methods:update(key, ops)
     check_update_ops(ops)
     return maybe(written(self.id, 0, 'UPDATE', op, key, ops, 'update', self.id, 0, key, ops))
 end
-function space_methods:upsert(t, ops)
-    if not (is_table_or_tuple(t) and is_table_or_tuple(ops)) then
-        error('Usage space:upsert(tuple_key, ops)', 0)
+do
+    -- An UPSERT returns no tuple, unless a before_replace trigger made the request
+    -- a REPLACE or DELETE: op's result is dropped (by one function, not a closure
+    -- made for each call).
+    local function upsert_op(...) op(...) end
+    function space_methods:upsert(t, ops)
+        if not (is_table_or_tuple(t) and is_table_or_tuple(ops)) then
+            error('Usage space:upsert(tuple_key, ops)', 0)
+        end
+        return maybe(written(self.id, 0, 'UPSERT', upsert_op, t, ops, 'upsert', self.id, t, ops))
     end
-    -- Returns no tuple, unless a before_replace trigger made the request a REPLACE or DELETE.
-    return maybe(written(self.id, 0, 'UPSERT', function(...) op(...) end, t, ops, 'upsert', self.id, t, ops))
 end
 function space_methods:delete(key)
     return maybe(written(self.id, 0, 'DELETE', op, key, nil, 'delete', self.id, 0, key))
