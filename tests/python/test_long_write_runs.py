@@ -77,8 +77,16 @@ def test_a_long_run_of_writes_yields_as_2_6_yields(tmp_path, wal_mode):
     assert lines[6] == "a coroutine of its own\tfirst\tco\tsecond"
 
 
-def vm_rss_kib(text):
-    return int(next(line for line in text.splitlines() if line.startswith("VmRSS")).split()[1])
+def rss_mib_printed(tmp_path, source):
+    """Runs a Lua script with oncebox; returns the VmRSS (MiB) of each
+    /proc/self/status it printed, in order (reports separated by a '--' line)."""
+    script = tmp_path / "memory.lua"
+    script.write_text(source)
+    r = run_in_own_group([ONCEBOX, str(script)], env={"WORK": str(tmp_path), "PATH": "/usr/bin:/bin"},
+                         cwd=tmp_path, timeout=120)
+    assert r.returncode == 0, r.stderr
+    return [int(next(line for line in report.splitlines() if line.startswith("VmRSS")).split()[1]) / 1024
+            for report in r.stdout.split("--\n")]
 
 
 MEMORY_OF_A_LONG_RUN = """
@@ -101,13 +109,8 @@ os.exit(0)
 def test_a_million_replaces_of_a_thousand_keys_do_not_hold_the_replaced_tuples(tmp_path):
     # Before they were let go every 1,024 writes, the run held each replaced tuple
     # and its undo entry: RSS grew by about 125 MiB here.
-    script = tmp_path / "memory.lua"
-    script.write_text(MEMORY_OF_A_LONG_RUN)
-    r = run_in_own_group([ONCEBOX, str(script)], env={"WORK": str(tmp_path), "PATH": "/usr/bin:/bin"},
-                         cwd=tmp_path, timeout=120)
-    assert r.returncode == 0, r.stderr
-    before, after = r.stdout.split("--\n")
-    grown_mib = (vm_rss_kib(after) - vm_rss_kib(before)) / 1024
+    before, after = rss_mib_printed(tmp_path, MEMORY_OF_A_LONG_RUN)
+    grown_mib = after - before
     assert grown_mib < 40, grown_mib
 
 
@@ -166,10 +169,5 @@ def test_memory_a_burst_of_writes_freed_goes_back_when_the_server_idles(tmp_path
     # replaced tuples and the groups' undo lists are freed as the groups become
     # durable; before the TX thread gave that memory back on going idle, mimalloc
     # kept it (RSS stayed at 150-190 MiB; 2.6's is about 30).
-    script = tmp_path / "burst.lua"
-    script.write_text(IDLE_AFTER_A_BURST)
-    r = run_in_own_group([ONCEBOX, str(script)], env={"WORK": str(tmp_path), "PATH": "/usr/bin:/bin"},
-                         cwd=tmp_path, timeout=120)
-    assert r.returncode == 0, r.stderr
-    idle_mib = vm_rss_kib(r.stdout) / 1024
+    [idle_mib] = rss_mib_printed(tmp_path, IDLE_AFTER_A_BURST)
     assert idle_mib < 80, idle_mib
