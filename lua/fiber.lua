@@ -161,7 +161,6 @@ end
 
 local function pack(...) return {n = select('#', ...), ...} end
 
--- The effective user and the session of the running code, when box is bound.
 -- box.internal.op for the fiber scheduler's operations, by number where the
 -- server gave it one (dispatch.rs's OP_CODES: no string crosses into Rust).
 local function session_op(name, ...)
@@ -169,6 +168,7 @@ local function session_op(name, ...)
     return internal.op(codes ~= nil and codes[name] or name, ...)
 end
 
+-- The effective user and the session of the running code, when box is bound.
 local function bound(name)
     if internal.op == nil then return nil end
     local ok, v = session_op(name)
