@@ -60,4 +60,21 @@ run('channel put/get', 300000, function(n)
     local ch = fiber.channel(10)
     for i = 1, n do ch:put(i) ch:get() end
 end)
+run('begin/commit, empty', 1000000, function(n) for _ = 1, n do box.begin() box.commit() end end)
+
+-- A replace that moves a unique secondary key over a string.
+local moved = box.schema.space.create('moved')
+moved:create_index('pk')
+moved:create_index('sk', {parts = {2, 'string', 3, 'unsigned'}})
+run('replace, unique string key moves', 300000, function(n)
+    for i = 1, n do moved:replace{i % 10000 + 1, 'name' .. (i % 100), i} end
+end)
+
+-- Yields while many fibers sleep (the scheduler must not look at every sleeper).
+local sleepers = {}
+for i = 1, math.max(1, math.floor(10000 * scale)) do
+    sleepers[i] = fiber.create(function() fiber.sleep(1000) end)
+end
+run('fiber.yield, 10000 asleep', 100000, function(n) for _ = 1, n do fiber.yield() end end)
+for _, f in ipairs(sleepers) do f:cancel() end
 os.exit(0)
